@@ -1,0 +1,64 @@
+"""Argument checks shared by every public function.
+
+One place for the error messages: each names the argument and the problem, and every
+check raises ``ValueError`` (never returns NaN), because a NaN that slips past the edge
+surfaces later as a wrong number in somebody's report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "check_alpha",
+    "check_n_threads",
+    "check_positive_int",
+    "finite_1d",
+    "float_array",
+]
+
+
+def check_alpha(alpha: float, name: str = "alpha") -> float:
+    """Return ``alpha`` if it lies strictly between 0 and 1."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"{name} must lie in (0, 1); got {alpha}")
+    return alpha
+
+
+def float_array(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``values`` as a float64 array; a float64 array comes back as the same object."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be numeric: {error}") from error
+
+
+def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``values`` as a non-empty, 1-D, all-finite float64 array."""
+    arr = float_array(name, values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must be non-empty")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int no smaller than ``minimum`` (bools and floats are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer; got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}; got {value}")
+    return int(value)
+
+
+def check_n_threads(n_threads: int | None) -> int | None:
+    """``None`` (every core) or a positive thread count."""
+    if n_threads is None:
+        return None
+    return check_positive_int("n_threads", n_threads)

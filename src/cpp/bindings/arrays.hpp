@@ -1,0 +1,35 @@
+// Array policy for every binding, in one place.
+//
+// Inputs are c_style | forcecast: C-contiguous float64 arrives without a copy, anything
+// else (float32, ints, lists, strided views) is converted exactly once by pybind11.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace truescore::bindings {
+
+namespace py = pybind11;
+
+using ArrayD = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using ArrayI64 = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+inline void require_ndim(const py::array& a, py::ssize_t ndim, const char* name) {
+    if (a.ndim() != ndim)
+        throw std::invalid_argument(std::string(name) + " must be " + std::to_string(ndim) +
+                                    "-D; got " + std::to_string(a.ndim()) + "-D");
+}
+
+// Thread count from Python: None -> 0 (all cores); negative is an error.
+inline int thread_count(const py::object& n_threads) {
+    if (n_threads.is_none()) return 0;
+    const long v = n_threads.cast<long>();
+    if (v < 1) throw std::invalid_argument("n_threads must be a positive integer or None; got " + std::to_string(v));
+    return static_cast<int>(v);
+}
+
+}  // namespace truescore::bindings

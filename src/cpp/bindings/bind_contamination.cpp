@@ -1,0 +1,152 @@
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "arrays.hpp"
+#include "truescore/contamination.hpp"
+
+namespace py = pybind11;
+using truescore::bindings::ArrayD;
+using truescore::bindings::ArrayI64;
+using truescore::bindings::require_ndim;
+using truescore::bindings::thread_count;
+
+namespace {
+
+py::dict make_outputs(py::ssize_t n, truescore::RankOutputs& out) {
+    py::array_t<std::int64_t> count(n);
+    py::array_t<double> p(n), mean(n), sd(n), z(n);
+    out = {count.mutable_data(), p.mutable_data(), mean.mutable_data(), sd.mutable_data(),
+           z.mutable_data()};
+    py::dict d;
+    d["count"] = count;
+    d["p_value"] = p;
+    d["mean"] = mean;
+    d["sd"] = sd;
+    d["z_score"] = z;
+    return d;
+}
+
+void raise_non_finite(std::int64_t bad, const char* name) {
+    if (bad >= 0)
+        throw std::invalid_argument(std::string(name) + " contains non-finite values (shard " +
+                                    std::to_string(bad) + ")");
+}
+
+// offsets: length n+1, starting at 0, strictly increasing, ending at n_values.
+void check_offsets(const ArrayI64& offsets, py::ssize_t n_shards, py::ssize_t n_values,
+                   bool allow_empty_rows) {
+    require_ndim(offsets, 1, "offsets");
+    if (offsets.shape(0) != n_shards + 1)
+        throw std::invalid_argument("offsets must have length n_shards + 1 = " +
+                                    std::to_string(n_shards + 1) + "; got " +
+                                    std::to_string(offsets.shape(0)));
+    const std::int64_t* o = offsets.data();
+    if (o[0] != 0) throw std::invalid_argument("offsets must start at 0");
+    for (py::ssize_t i = 0; i < n_shards; ++i) {
+        if (o[i + 1] < o[i] || (!allow_empty_rows && o[i + 1] == o[i]))
+            throw std::invalid_argument("offsets must be strictly increasing: shard " +
+                                        std::to_string(i) + " has no permutations");
+    }
+    if (o[n_shards] != n_values)
+        throw std::invalid_argument("offsets must end at len(values) = " + std::to_string(n_values) +
+                                    "; got " + std::to_string(o[n_shards]));
+}
+
+py::dict rank_tests_dense(const ArrayD& canonical, const ArrayD& permuted, const py::object& n_threads) {
+    require_ndim(canonical, 1, "canonical");
+    require_ndim(permuted, 2, "permuted");
+    const py::ssize_t s = canonical.shape(0);
+    if (permuted.shape(0) != s)
+        throw std::invalid_argument("permuted must have one row per shard: " + std::to_string(s) +
+                                    " canonical values but " + std::to_string(permuted.shape(0)) + " rows");
+    if (permuted.shape(1) < 1 && s > 0)
+        throw std::invalid_argument("permuted must hold at least one permutation per shard");
+    const int threads = thread_count(n_threads);
+    truescore::RankOutputs out{};
+    py::dict d = make_outputs(s, out);
+    std::int64_t bad;
+    {
+        py::gil_scoped_release release;
+        bad = truescore::rank_tests_dense(canonical.data(), permuted.data(), static_cast<std::size_t>(s),
+                                          static_cast<std::size_t>(permuted.shape(1)), out, threads);
+    }
+    raise_non_finite(bad, "permuted");
+    return d;
+}
+
+py::dict rank_tests_ragged(const ArrayD& canonical, const ArrayD& values, const ArrayI64& offsets,
+                           const py::object& n_threads) {
+    require_ndim(canonical, 1, "canonical");
+    require_ndim(values, 1, "values");
+    const py::ssize_t s = canonical.shape(0);
+    check_offsets(offsets, s, values.shape(0), false);
+    const int threads = thread_count(n_threads);
+    truescore::RankOutputs out{};
+    py::dict d = make_outputs(s, out);
+    std::int64_t bad;
+    {
+        py::gil_scoped_release release;
+        bad = truescore::rank_tests_ragged(canonical.data(), values.data(), offsets.data(),
+                                           static_cast<std::size_t>(s), out, threads);
+    }
+    raise_non_finite(bad, "permuted");
+    return d;
+}
+
+py::array_t<double> row_means(const ArrayD& values, const ArrayI64& offsets, const py::object& n_threads) {
+    require_ndim(values, 1, "values");
+    const py::ssize_t s = offsets.ndim() == 1 ? offsets.shape(0) - 1 : -1;
+    if (s < 0) throw std::invalid_argument("offsets must be 1-D with at least one entry");
+    check_offsets(offsets, s, values.shape(0), false);
+    const int threads = thread_count(n_threads);
+    py::array_t<double> means(s);
+    double* out = means.mutable_data();
+    std::int64_t bad;
+    {
+        py::gil_scoped_release release;
+        bad = truescore::row_means_ragged(values.data(), offsets.data(), static_cast<std::size_t>(s), out, threads);
+    }
+    raise_non_finite(bad, "shuffled");
+    return means;
+}
+
+py::tuple rank_test(double canonical, const ArrayD& permuted) {
+    require_ndim(permuted, 1, "permuted_logliks");
+    if (permuted.shape(0) < 1) throw std::invalid_argument("permuted_logliks must be non-empty");
+    std::int64_t count = 0;
+    double p = 0.0, mean = 0.0, sd = 0.0, z = 0.0;
+    bool finite;
+    {
+        // Small inputs are cheaper without the GIL dance; release only when it pays.
+        std::optional<py::gil_scoped_release> release;
+        if (permuted.shape(0) > 4096) release.emplace();
+        finite = truescore::rank_test_one(canonical, permuted.data(),
+                                          static_cast<std::size_t>(permuted.shape(0)), &count, &p,
+                                          &mean, &sd, &z);
+    }
+    if (!finite) throw std::invalid_argument("permuted_logliks contains non-finite values");
+    return py::make_tuple(p, mean, sd, z);
+}
+
+}  // namespace
+
+void bind_contamination(py::module_& m) {
+    m.def("rank_test", &rank_test, py::arg("canonical"), py::arg("permuted"),
+          "One exact rank test: (p_value, mean, sd, z_score).");
+    m.def("rank_tests_dense", &rank_tests_dense, py::arg("canonical"), py::arg("permuted"),
+          py::kw_only(), py::arg("n_threads") = py::none(),
+          "Exact rank test for each row of a dense (S, m) array of permuted log-likelihoods.");
+    m.def("rank_tests_ragged", &rank_tests_ragged, py::arg("canonical"), py::arg("values"),
+          py::arg("offsets"), py::kw_only(), py::arg("n_threads") = py::none(),
+          "Exact rank test per shard; shard i's permutations are values[offsets[i]:offsets[i+1]].");
+    m.def("row_means", &row_means, py::arg("values"), py::arg("offsets"), py::kw_only(),
+          py::arg("n_threads") = py::none(),
+          "Mean of each ragged row, in NumPy's summation order.");
+    m.def("fisher_log_sf", &truescore::fisher_log_sf, py::arg("statistic"), py::arg("n_shards"),
+          "log P(chi2(2k) > statistic), exact for even degrees of freedom, never underflowing.");
+}

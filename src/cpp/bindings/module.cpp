@@ -1,0 +1,10 @@
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+void bind_contamination(py::module_& m);
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
+    bind_contamination(m);
+}
