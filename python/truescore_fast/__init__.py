@@ -12,6 +12,12 @@ from truescore_fast.contamination import (
     exchangeability_test,
     exchangeability_tests,
 )
+from truescore_fast.sharded import (
+    ShardedLikelihoodResult,
+    ShardOrders,
+    shard_orders,
+    sharded_likelihood_test,
+)
 
 __version__ = "0.1.0"
 
@@ -19,8 +25,12 @@ __all__ = [
     "CombinedContamination",
     "ContaminationResult",
     "ExchangeabilityTests",
+    "ShardOrders",
+    "ShardedLikelihoodResult",
     "__version__",
     "combine_shards",
     "exchangeability_test",
     "exchangeability_tests",
+    "shard_orders",
+    "sharded_likelihood_test",
 ]

@@ -1,0 +1,23 @@
+# Stub of the compiled module truescore_fast._core (kept in sync by tests/test_stub.py).
+# Internal: use the truescore_fast package's public functions instead.
+
+import numpy as np
+import numpy.typing as npt
+
+def rank_test(
+    canonical: float, permuted: npt.ArrayLike
+) -> tuple[float, float, float, float]: ...
+def rank_tests_dense(
+    canonical: npt.ArrayLike, permuted: npt.ArrayLike, *, n_threads: int | None = None
+) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.int64]]: ...
+def rank_tests_ragged(
+    canonical: npt.ArrayLike,
+    values: npt.ArrayLike,
+    offsets: npt.ArrayLike,
+    *,
+    n_threads: int | None = None,
+) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.int64]]: ...
+def row_means(
+    values: npt.ArrayLike, offsets: npt.ArrayLike, *, n_threads: int | None = None
+) -> npt.NDArray[np.float64]: ...
+def fisher_log_sf(statistic: float, n_shards: int) -> float: ...
