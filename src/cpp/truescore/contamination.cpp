@@ -42,19 +42,13 @@ void scaled_moments(const double* x, std::size_t m, bool need_mean, double* mean
 bool rank_test_one(double canonical, const double* x, std::size_t m, std::int64_t* count,
                    double* p_value, double* mean, double* sd, double* z_score) {
     std::int64_t c = 0;
-    bool finite = true;
-    for (std::size_t i = 0; i < m; ++i) {
-        c += x[i] >= canonical;
-        finite &= std::isfinite(x[i]);
-    }
-    if (!finite) return false;
-    *count = c;
-    // Same expression and rounding as truescore: (1 + count) / (m + 1) in doubles.
-    *p_value = (1.0 + static_cast<double>(c)) / (static_cast<double>(m) + 1.0);
-
-    double mu = numpy_sum(x, m) / static_cast<double>(m);
+    double mu = (0.0 + numpy_sum_count_ge(x, m, canonical, &c)) / static_cast<double>(m);
     double s = 0.0;
     if (!std::isfinite(mu)) {
+        // A NaN or infinity in x makes the sum non-finite; so can an overflow of finite
+        // values. Only now is it worth looking at every value.
+        for (std::size_t i = 0; i < m; ++i)
+            if (!std::isfinite(x[i])) return false;
         scaled_moments(x, m, true, &mu, &s);
     } else if (m > 1) {
         // numpy.std(ddof=1): squared deviations from the mean, pairwise-summed.
@@ -65,6 +59,9 @@ bool rank_test_one(double canonical, const double* x, std::size_t m, std::int64_
         s = std::sqrt(ss / static_cast<double>(m - 1));
         if (!std::isfinite(s)) scaled_moments(x, m, false, &mu, &s);
     }
+    *count = c;
+    // Same expression and rounding as truescore: (1 + count) / (m + 1) in doubles.
+    *p_value = (1.0 + static_cast<double>(c)) / (static_cast<double>(m) + 1.0);
     *mean = mu;
     *sd = s;
     *z_score = s > 0.0 ? (canonical - mu) / s : 0.0;
