@@ -73,6 +73,26 @@ def ref_moments_mpmath(values: Any, dps: int = 60) -> tuple[float, float]:
         return float(mean), float(mpmath.sqrt(var))
 
 
+def ref_moments_scaled_numpy(values: Any, canonical: float = 0.0) -> tuple[float, float, float]:
+    """Mean, ddof=1 sd and z by NumPy on the values scaled by a power of two.
+
+    For values whose squares overflow: x * 2**-e (e the binary exponent of max |x|) is
+    exact, so this is NumPy's own two-pass arithmetic with a wider exponent range. z is
+    formed in the scaled units, where the sd cannot overflow.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    largest = float(np.max(np.abs(x)))
+    if largest == 0.0:
+        return 0.0, 0.0, 0.0
+    e = math.frexp(largest)[1]
+    xs = np.ldexp(x, -e)
+    mean_s = float(xs.mean())
+    sd_s = float(xs.std(ddof=1)) if x.shape[0] > 1 else 0.0
+    z = (math.ldexp(canonical, -e) - mean_s) / sd_s if sd_s > 0.0 else 0.0
+    with np.errstate(over="ignore"):  # an sd above the largest double is inf
+        return float(np.ldexp(mean_s, e)), float(np.ldexp(sd_s, e)), z
+
+
 def ref_fisher(p_values: Any) -> tuple[float, float]:
     """Fisher's method: statistic -2 sum log p, p-value P(chi2(2K) >= statistic)."""
     p = np.asarray(p_values, dtype=np.float64)

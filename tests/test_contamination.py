@@ -20,6 +20,7 @@ from reference import (
     ref_chi2_even_log_sf_mpmath,
     ref_fisher,
     ref_moments_mpmath,
+    ref_moments_scaled_numpy,
     ref_rank_test,
     ref_rank_tests_rows,
     ref_row_means,
@@ -482,17 +483,16 @@ def test_log_p_value_finite_where_p_value_underflows():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: fisher_log_sf(inf or nan, k) returns 0 (p = 1)")
-def test_fisher_log_sf_non_finite_statistic():
-    assert _core.fisher_log_sf(math.inf, 3) == -math.inf
-    with pytest.raises(ValueError):
-        _core.fisher_log_sf(math.nan, 3)
+@pytest.mark.parametrize("statistic", [math.inf, math.nan, -1.0])
+def test_fisher_log_sf_rejects_bad_statistic(statistic):
+    with pytest.raises(ValueError, match="statistic"):
+        _core.fisher_log_sf(statistic, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: fisher_log_sf(x, k <= 0) returns -inf")
-def test_fisher_log_sf_rejects_no_shards():
+@pytest.mark.parametrize("k", [0, -1])
+def test_fisher_log_sf_rejects_no_shards(k):
     with pytest.raises(ValueError, match="n_shards"):
-        _core.fisher_log_sf(1.0, 0)
+        _core.fisher_log_sf(1.0, k)
 
 
 # ---------------------------------------------------------------------------------------
@@ -510,20 +510,30 @@ def test_huge_magnitudes_give_finite_accurate_moments(scale):
         p, mean, sd, z = _core.rank_test(c, x)
         mean_ref, sd_ref = ref_moments_mpmath(x)
         assert p == ref_rank_test(c, x)["p_value"]
+        # NumPy's arithmetic on power-of-two-scaled values, bit for bit ...
+        assert same_bits([mean, sd, z], ref_moments_scaled_numpy(x, c))
+        # ... which is accurate.
         assert math.isfinite(mean) and math.isfinite(sd) and math.isfinite(z)
         assert mean == pytest.approx(mean_ref, rel=1e-12, abs=1e-12 * sd_ref)
         assert sd == pytest.approx(sd_ref, rel=1e-12)
         assert z == pytest.approx((c - mean_ref) / sd_ref, rel=1e-10, abs=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: z is NaN when the sd overflows to inf")
 def test_z_score_not_nan_when_sd_overflows():
     # True sd of (-M, -M, 0.9 M) is about 1.1 M > M = largest double, so sd = inf is the
-    # correctly rounded answer; but z = (M - mean) / sd is inf / inf = NaN, while its
-    # true value, computed in scaled space, is about 1.25.
+    # correctly rounded answer; z = (M - mean) / sd must still be its true value (about
+    # 1.25, computed in scaled units), not inf / inf = NaN.
     big = float(np.finfo(np.float64).max)
-    r = tf.exchangeability_test(big, [-big, -big, 0.9 * big])
-    assert not math.isnan(r.z_score)
+    values = [-big, -big, 0.9 * big]
+    r = tf.exchangeability_test(big, values)
+    assert r.permutation_std == math.inf
+    _, _, z_ref = ref_moments_scaled_numpy(values, big)
+    u = [-1.0, -1.0, 0.9]  # the same values in units of M: z is scale-free
+    mu = sum(u) / 3
+    z_exact = (1.0 - mu) / math.sqrt(sum((v - mu) ** 2 for v in u) / 2)
+    assert r.z_score == z_ref and r.z_score == pytest.approx(z_exact, rel=1e-14)
+    batched = tf.exchangeability_tests([big], [values])
+    assert batched.z_scores[0] == r.z_score
 
 
 # ---------------------------------------------------------------------------------------
@@ -728,8 +738,6 @@ def _assert_sane(p, mean, sd, z, values):
     if not math.isfinite(sd):
         # Only where the true sd exceeds the largest double (values near +-1.8e308).
         assert ref_moments_mpmath(values)[1] == math.inf
-        # Known bug (test_z_score_not_nan_when_sd_overflows): z may then be NaN.
-        return
     assert not math.isnan(z)
 
 
