@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from truescore_fast.cli import EXIT_ERROR, EXIT_FINDING, EXIT_OK, main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

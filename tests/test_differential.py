@@ -248,23 +248,21 @@ def test_overflow_path_accuracy_with_large_offset():
         assert ours.permutation_std == math.ldexp(scaled_down.permutation_std, 900)
 
 
-def test_float32_scalar_canonical_deviation():
-    # truescore's z = (np.float32 - float) / float is computed in float32 (NumPy's scalar
-    # promotion); ours is the float64 z of the same numbers.
+def test_float32_scalar_canonical_matches_truescore():
+    # truescore's z = (np.float32 - float) / float stays in float32 (NumPy's scalar
+    # promotion). A drop-in gives the same z, so ours reproduces that rounding too.
     rng = np.random.default_rng(32)
-    for _ in range(200):
-        permuted = rng.normal(-50.0, 3.0, size=int(rng.integers(2, 200))).astype(np.float32)
-        canonical = permuted[0] + np.float32(rng.normal())
-        theirs = ts.exchangeability_test(canonical, permuted)
-        ours = tf.exchangeability_test(canonical, permuted)
-        exact = tf.exchangeability_test(float(canonical), permuted)
-        for field in FIELDS:
-            if field != "z_score":
+    for dtype in (np.float32, np.float16):
+        for _ in range(200):
+            size = int(rng.integers(2, 200))
+            permuted = rng.normal(-50.0, 3.0, size=size).astype(dtype)
+            canonical = permuted[0] + dtype(rng.normal())
+            theirs = truescore_quietly(ts.exchangeability_test, canonical, permuted)
+            ours = tf.exchangeability_test(canonical, permuted)
+            for field in FIELDS:
                 assert bits(getattr(ours, field)) == bits(getattr(theirs, field)), field
-        assert bits(ours.z_score) == bits(exact.z_score)
-        z32 = (canonical - np.float32(ours.permutation_mean)) / np.float32(ours.permutation_std)
-        assert z32.dtype == np.float32
-        assert bits(theirs.z_score) == bits(z32)
+        exact = tf.exchangeability_test(float(canonical), permuted)
+        assert abs(exact.z_score - ours.z_score) < 1e-2 * max(1.0, abs(exact.z_score))
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from truescore_fast import _core
 from truescore_fast._random import philox_key
 

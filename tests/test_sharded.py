@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats
-
 from truescore_fast import shard_orders, sharded_likelihood_test
 
 
@@ -182,9 +181,10 @@ def test_shard_orders_reproducible_and_documented_derivation():
     a = shard_orders(50, 4, 3, seed=9)
     b = shard_orders(50, 4, 3, seed=9)
     c = shard_orders(50, 4, 3, seed=10)
-    for x, y in zip(a.permutations, b.permutations):
+    for x, y in zip(a.permutations, b.permutations, strict=True):
         np.testing.assert_array_equal(x, y)
-    assert any(not np.array_equal(x, z) for x, z in zip(a.permutations, c.permutations))
+    pairs = zip(a.permutations, c.permutations, strict=True)
+    assert any(not np.array_equal(x, z) for x, z in pairs)
     # The docstring's recipe regenerates shard 2 with NumPy alone.
     child = np.random.SeedSequence(9).spawn(4)[2]
     gen = np.random.Generator(np.random.Philox(child))

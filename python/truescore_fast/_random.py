@@ -11,13 +11,11 @@ and no task's draws depend on which thread, process or machine ran it.
 
 from __future__ import annotations
 
-from typing import Union
-
 import numpy as np
 
 __all__ = ["SeedLike", "philox_key"]
 
-SeedLike = Union[int, np.integer, np.random.SeedSequence, np.random.Generator]
+SeedLike = int | np.integer | np.random.SeedSequence | np.random.Generator
 
 
 def philox_key(seed: SeedLike) -> tuple[int, int]:

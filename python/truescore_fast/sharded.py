@@ -174,7 +174,9 @@ def sharded_likelihood_test(
     means = _core.row_means(values, offsets, n_threads=threads)
     d = canon - means
     if not np.isfinite(d).all():
-        raise ValueError("canonical minus the shuffled means overflows; rescale the log-likelihoods")
+        raise ValueError(
+            "canonical minus the shuffled means overflows; rescale the log-likelihoods"
+        )
     df = r - 1
     if variant == "published":
         mean_d = float(np.mean(d))
@@ -309,7 +311,8 @@ def shard_orders(
     perms = []
     for i, child in enumerate(children):
         gen = np.random.Generator(np.random.Philox(child))
-        base = np.broadcast_to(np.arange(offsets[i], offsets[i + 1], dtype=np.int64), (p, sizes[i]))
+        indices = np.arange(offsets[i], offsets[i + 1], dtype=np.int64)
+        base = np.broadcast_to(indices, (p, sizes[i]))
         perms.append(gen.permuted(base, axis=1))
     return ShardOrders(
         n_examples=n,

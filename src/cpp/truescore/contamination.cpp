@@ -155,18 +155,29 @@ std::int64_t row_means_ragged(const double* values, const std::int64_t* offsets,
 }
 
 double fisher_log_sf(double x, std::int64_t k) {
-    // P(chi2_{2k} > x) = P(Poisson(x/2) <= k-1) = sum_{j<k} e^{-h} h^j / j!, h = x/2.
-    // Terms rise then fall; accumulate log-sum-exp around the largest term.
+    // P(chi2_{2k} > x) = P(Poisson(h) <= k - 1) = e^{-h} sum_{j<k} h^j / j!, h = x / 2.
+    // Sum the terms relative to the largest one (j* = min(k - 1, floor(h))), walking
+    // down and up from it by the ratios j / h and h / (j + 1) until they no longer
+    // register: O(sqrt(h)) terms, each a multiply, and no underflow anywhere.
     if (x <= 0.0) return 0.0;
-    const double h = x / 2.0, log_h = std::log(h);
-    double max_term = -std::numeric_limits<double>::infinity();
-    for (std::int64_t j = 0; j < k; ++j)
-        max_term = std::max(max_term, static_cast<double>(j) * log_h - std::lgamma(static_cast<double>(j) + 1.0));
-    double acc = 0.0;
-    for (std::int64_t j = 0; j < k; ++j)
-        acc += std::exp(static_cast<double>(j) * log_h - std::lgamma(static_cast<double>(j) + 1.0) - max_term);
-    return std::min(0.0, -h + max_term + std::log(acc));
+    const double h = x / 2.0;
+    const double top = std::min(static_cast<double>(k - 1), std::floor(h));
+    const std::int64_t mode = static_cast<std::int64_t>(top);
+    double sum = 1.0;
+    double term = 1.0;
+    for (std::int64_t j = mode; j > 0; --j) {
+        term *= static_cast<double>(j) / h;
+        sum += term;
+        if (term < 1e-17 * sum) break;
+    }
+    term = 1.0;
+    for (std::int64_t j = mode + 1; j < k; ++j) {
+        term *= h / static_cast<double>(j);
+        sum += term;
+        if (term < 1e-17 * sum) break;
+    }
+    const double log_mode_term = static_cast<double>(mode) * std::log(h) - std::lgamma(top + 1.0);
+    return std::min(0.0, -h + log_mode_term + std::log(sum));
 }
 
 }  // namespace truescore
-
