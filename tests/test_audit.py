@@ -573,3 +573,45 @@ def test_property_audit_and_test_are_finite_or_raise(rows, radius):
 def test_public_names_are_exported():
     for name in audit_mod.__all__:
         assert name in tf.__all__ and getattr(tf, name) is getattr(audit_mod, name)
+
+
+# ------------------------------------------------------------------------------- CLI
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples"
+
+
+def audit_cli(argv):
+    import argparse
+
+    from truescore_fast._cli_audit import add_audit_parser
+
+    parser = argparse.ArgumentParser(prog="truescore-fast")
+    add_audit_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["audit", *argv])
+    return args.func(args)
+
+
+def test_cli_audit_on_the_shipped_example(capsys):
+    import json
+
+    base = [str(EXAMPLES / "audit_example.csv"), "--control", str(EXAMPLES / "audit_control.csv"),
+            "--population-size", "1000"]
+    assert audit_cli([*base, "--radius", "0.02"]) == 2
+    out = capsys.readouterr().out
+    assert "Exposure claimed for: leaky" in out and "does not mean the score is clean" in out
+    assert audit_cli([*base, "--radius", "0.02", "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["claim"] is True
+    assert [m for m, r in doc["models"].items() if r["claim"]] == ["leaky"]
+    assert doc["models"]["mismatch"]["delta"] > 0  # a form effect without a leak: no claim
+    # a radius that covers the whole planted effect: nothing is claimed, exit 0
+    assert audit_cli([*base, "--radius", "0.3"]) == 0
+
+
+def test_cli_audit_bad_data_raises_value_error(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("parent,form,correct\na,fresh,1\n")
+    with pytest.raises(ValueError, match="public form"):
+        audit_cli([str(bad)])
+    with pytest.raises(ValueError, match="cannot read"):
+        audit_cli([str(tmp_path / "missing.csv")])
