@@ -46,7 +46,6 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -930,19 +929,6 @@ class RandomizationTest:
         return "\n".join(lines)
 
 
-def _lattice_denominator(values: npt.NDArray[np.float64]) -> int | None:
-    uniq = np.unique(values)
-    for den in range(1, _MAX_DENOMINATOR + 1):
-        scaled = uniq * den
-        if np.all(np.abs(scaled - np.rint(scaled)) <= 1e-9 * den):
-            # Confirm with exact fractions: every value is k/den to within rounding.
-            if all(
-                abs(float(Fraction(float(v)).limit_denominator(den)) - v) <= 1e-12 for v in uniq
-            ):
-                return den
-    return None
-
-
 def randomization_test(
     public: npt.ArrayLike,
     fresh: npt.ArrayLike,
@@ -985,41 +971,33 @@ def randomization_test(
     if method not in ("auto", "exact", "monte_carlo"):
         raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
     threads = check_n_threads(n_threads)
-    pub, fr = _forms(public, fresh)
+    pub = np.ascontiguousarray(float_array("public", public))
+    fr = np.ascontiguousarray(float_array("fresh", fresh))
+    if pub.ndim != 1:
+        raise ValueError(f"public must be 1-D (one score per parent); got shape {pub.shape}")
+    if fr.ndim == 1:
+        fr = fr[:, None]
+    if fr.ndim != 2 or fr.shape[1] < 1:
+        raise ValueError(f"fresh must be 1-D or (n, K) with K >= 1; got shape {fr.shape}")
     n, k = fr.shape
-    values = np.ascontiguousarray(np.column_stack([pub, fr]))
-    d = pub - fr.mean(axis=1)
-    statistic = float(np.sum(d))
-    informative = int(np.count_nonzero(values.max(axis=1) > values.min(axis=1)))
-    den = _lattice_denominator(values) if method != "monte_carlo" else None
-    if method == "exact" and den is None:
-        raise ValueError(
-            "method='exact' needs scores on a lattice {0, 1/L, ..., 1} with L <= "
-            f"{_MAX_DENOMINATOR}; these are not: use method='auto' or 'monte_carlo'"
-        )
     resamples: int | None = None
     seed_used: int | None = None
-    if den == 1:
-        ints = np.rint(values).astype(np.int64)
-        sums = ints.sum(axis=1)
-        n_by_sum = np.bincount(sums, minlength=k + 2).astype(np.int64)
-        pg, pl, pt = _core.randomization_test_binary(n_by_sum, k, int(ints[:, 0].sum()))
-        name = "exact-binary"
-    elif den is not None:
-        ints = np.ascontiguousarray(np.rint(values * den).astype(np.int64))
-        pg, pl, pt = _core.randomization_test_lattice(ints)
-        name = "exact-lattice"
-    else:
+    if method != "exact":
         resamples = check_positive_int("n_resamples", n_resamples)
-        seed_used = _seed_int(seed)
-        pg, pl, pt = _core.randomization_test_monte_carlo(
-            values, resamples, seed_used, n_threads=threads
-        )
-        name = "monte-carlo"
+    code = {"auto": 0, "exact": 1, "monte_carlo": 2}[method]
+    if method != "exact":
+        seed_used = _seed_int(seed)  # recorded only if Monte Carlo runs
+    pg, pl, pt, kind, den, statistic, informative = _core.randomization_test(
+        pub, fr, code, _MAX_DENOMINATOR, resamples or 1, seed_used or 0, n_threads=threads
+    )
+    name = ("exact-binary", "exact-lattice", "monte-carlo")[kind]
+    if kind != 2:
+        resamples = None
+        seed_used = None
     p = {"greater": pg, "less": pl, "two-sided": pt}[alternative]
     return RandomizationTest(
-        statistic=statistic,
-        delta=statistic / n,
+        statistic=float(statistic),
+        delta=float(statistic) / n,
         p_value=float(p),
         p_greater=float(pg),
         p_less=float(pl),
@@ -1028,8 +1006,8 @@ def randomization_test(
         method=name,
         n=n,
         n_forms=k,
-        n_informative=informative,
-        lattice_denominator=den,
+        n_informative=int(informative),
+        lattice_denominator=int(den) if den else None,
         n_resamples=resamples,
         seed=seed_used,
     )

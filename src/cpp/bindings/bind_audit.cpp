@@ -127,6 +127,30 @@ py::tuple randomization_monte_carlo(const ArrayD& values, long n_draws, std::uin
     return as_tuple(r);
 }
 
+py::tuple randomization_scores(const ArrayD& public_scores, const ArrayD& fresh, long method,
+                               long max_denominator, long n_draws, std::uint64_t seed,
+                               const py::object& n_threads) {
+    require_ndim(public_scores, 1, "public");
+    require_ndim(fresh, 2, "fresh");
+    if (fresh.shape(0) != public_scores.shape(0))
+        throw std::invalid_argument("fresh must have one row per parent: public has " +
+                                    std::to_string(public_scores.shape(0)) + ", fresh has " +
+                                    std::to_string(fresh.shape(0)));
+    if (n_draws < 1) throw std::invalid_argument("n_resamples must be at least 1");
+    const int threads = thread_count(n_threads);
+    truescore::RandomizationOutcome r;
+    {
+        std::optional<py::gil_scoped_release> release;
+        if (public_scores.shape(0) > 2000 || method == 2) release.emplace();
+        r = truescore::randomization_test(public_scores.data(), fresh.data(),
+                                          static_cast<std::size_t>(public_scores.shape(0)),
+                                          static_cast<int>(fresh.shape(1)), static_cast<int>(method),
+                                          max_denominator, static_cast<std::size_t>(n_draws), seed, threads);
+    }
+    return py::make_tuple(r.p.p_greater, r.p.p_less, r.p.p_two_sided, r.method, r.denominator,
+                          r.statistic, r.informative);
+}
+
 }  // namespace
 
 void bind_audit(py::module_& m) {
@@ -144,6 +168,11 @@ void bind_audit(py::module_& m) {
           py::arg("u_obs"), "Exact randomization test, binary labels: (p_greater, p_less, p_two_sided).");
     m.def("randomization_test_lattice", &randomization_lattice, py::arg("values"),
           "Exact randomization test on an integer lattice: (p_greater, p_less, p_two_sided).");
+    m.def("randomization_test", &randomization_scores, py::arg("public"), py::arg("fresh"),
+          py::arg("method"), py::arg("max_denominator"), py::arg("n_draws"), py::arg("seed"),
+          py::kw_only(), py::arg("n_threads") = py::none(),
+          "The randomization test from raw scores (method 0 auto, 1 exact, 2 Monte Carlo): "
+          "(p_greater, p_less, p_two_sided, method, denominator, statistic, informative).");
     m.def("randomization_test_monte_carlo", &randomization_monte_carlo, py::arg("values"),
           py::arg("n_draws"), py::arg("seed"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Monte Carlo randomization test with the +1 correction: (p_greater, p_less, p_two_sided).");

@@ -520,4 +520,98 @@ RandomizationPValues randomization_test_monte_carlo(const double* values, std::s
             (1.0 + static_cast<double>(ctwo)) / denom};
 }
 
+namespace {
+
+// Smallest L <= max_den with every score within rounding of a multiple of 1/L, or 0.
+std::int64_t lattice_denominator(const double* v, std::size_t count, std::int64_t max_den) {
+    for (std::int64_t den = 1; den <= max_den; ++den) {
+        const double l = static_cast<double>(den);
+        bool ok = true;
+        for (std::size_t i = 0; i < count && ok; ++i) {
+            const double x = v[i] * l;
+            ok = std::fabs(x - std::floor(x + 0.5)) <= 1e-9 * l;
+        }
+        if (ok) return den;
+    }
+    return 0;
+}
+
+}  // namespace
+
+RandomizationOutcome randomization_test(const double* public_scores, const double* fresh,
+                                        std::size_t n, int n_forms, int method,
+                                        std::int64_t max_denominator, std::size_t n_draws,
+                                        std::uint64_t seed, int n_threads) {
+    if (n_forms < 1) throw std::invalid_argument("fresh must hold at least one fresh form per parent");
+    if (n < 2) throw std::invalid_argument("public needs at least 2 parents; got " + std::to_string(n));
+    if (method < 0 || method > 2) throw std::invalid_argument("unknown randomization method");
+    const std::size_t k = static_cast<std::size_t>(n_forms), kp1 = k + 1;
+    RandomizationOutcome out{};
+    // One pass: validate, detect binary labels, count label sums and informative parents.
+    bool binary = true;
+    std::vector<std::int64_t> n_by_sum(kp1 + 1, 0);
+    std::int64_t u_obs = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double p0 = public_scores[i];
+        if (!(p0 >= 0.0 && p0 <= 1.0))  // also catches NaN; inf is outside [0, 1]
+            throw std::invalid_argument("public must hold finite scores in [0, 1]; parent " +
+                                        std::to_string(i) + " holds " + std::to_string(p0));
+        bool b = (p0 == 0.0 || p0 == 1.0), same = true;
+        std::int64_t ones = p0 != 0.0;
+        const double* f = fresh + i * k;
+        for (std::size_t j = 0; j < k; ++j) {
+            const double x = f[j];
+            if (!(x >= 0.0 && x <= 1.0))
+                throw std::invalid_argument("fresh must hold finite scores in [0, 1]; parent " +
+                                            std::to_string(i) + " holds " + std::to_string(x));
+            b = b && (x == 0.0 || x == 1.0);
+            same = same && x == p0;
+            ones += x != 0.0;
+        }
+        out.informative += same ? 0 : 1;
+        if (binary && b) {
+            ++n_by_sum[static_cast<std::size_t>(ones)];
+            u_obs += p0 != 0.0;
+        }
+        binary = binary && b;
+    }
+    const double kd = static_cast<double>(k);
+    out.statistic = 0.0 + pairwise_sum(n, [&](std::size_t i) {
+                        double s = 0.0;
+                        for (std::size_t j = 0; j < k; ++j) s += fresh[i * k + j];
+                        return public_scores[i] - s / kd;
+                    });
+    std::vector<double> values;
+    if (!binary || method == 2) {
+        values.resize(n * kp1);
+        for (std::size_t i = 0; i < n; ++i) {
+            values[i * kp1] = public_scores[i];
+            for (std::size_t j = 0; j < k; ++j) values[i * kp1 + 1 + j] = fresh[i * k + j];
+        }
+    }
+    const std::int64_t den = method == 2 ? 0
+                             : binary    ? 1
+                                         : lattice_denominator(values.data(), values.size(), max_denominator);
+    if (method == 1 && den == 0)
+        throw std::invalid_argument(
+            "method='exact' needs scores on a lattice {0, 1/L, ..., 1} with L <= " +
+            std::to_string(max_denominator) + "; these are not: use method='auto' or 'monte_carlo'");
+    out.denominator = den;
+    if (den == 1) {
+        out.p = randomization_test_binary(n_by_sum.data(), n_forms, u_obs);
+        out.method = 0;
+    } else if (den > 1) {
+        std::vector<std::int64_t> ints(values.size());
+        const double l = static_cast<double>(den);
+        for (std::size_t i = 0; i < values.size(); ++i)
+            ints[i] = static_cast<std::int64_t>(std::floor(values[i] * l + 0.5));
+        out.p = randomization_test_lattice(ints.data(), n, n_forms);
+        out.method = 1;
+    } else {
+        out.p = randomization_test_monte_carlo(values.data(), n, n_forms, n_draws, seed, n_threads);
+        out.method = 2;
+    }
+    return out;
+}
+
 }  // namespace truescore

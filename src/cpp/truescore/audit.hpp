@@ -96,4 +96,20 @@ RandomizationPValues randomization_test_monte_carlo(const double* values, std::s
                                                     int n_forms, std::size_t n_draws,
                                                     std::uint64_t seed, int n_threads);
 
+// The whole test from raw scores. public_scores (n,), fresh (n, K) row-major, values in
+// [0, 1]. method: 0 auto (binary closed form, else the smallest lattice {0, 1/L, .., 1}
+// with L <= max_denominator, else Monte Carlo), 1 exact (throws when no lattice fits),
+// 2 Monte Carlo. Throws std::invalid_argument naming public/fresh for bad scores.
+struct RandomizationOutcome {
+    RandomizationPValues p;
+    int method;                 // 0 exact binary, 1 exact lattice, 2 Monte Carlo
+    std::int64_t denominator;   // L, or 0 for Monte Carlo
+    double statistic;           // sum of gaps, in NumPy's summation order
+    std::int64_t informative;   // parents whose K + 1 scores are not all equal
+};
+RandomizationOutcome randomization_test(const double* public_scores, const double* fresh,
+                                        std::size_t n, int n_forms, int method,
+                                        std::int64_t max_denominator, std::size_t n_draws,
+                                        std::uint64_t seed, int n_threads);
+
 }  // namespace truescore
