@@ -20,7 +20,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import reference as ref  # noqa: E402
-
 import truescore_fast as tf  # noqa: E402
 
 N_POP = 1000
@@ -78,7 +77,9 @@ def test_randomization_numpy_convolution(benchmark, binary20000):
 @pytest.fixture(scope="module")
 def audits():
     rng = np.random.default_rng(5)
-    return rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=(10_000, 200), p=[0.05, 0.1, 0.6, 0.1, 0.15])
+    return rng.choice(
+        [-1.0, -0.5, 0.0, 0.5, 1.0], size=(10_000, 200), p=[0.05, 0.1, 0.6, 0.1, 0.15]
+    )
 
 
 def _check_rows(out, gaps):

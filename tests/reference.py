@@ -194,7 +194,9 @@ def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
     pmf = np.ones(1)
     for s in range(1, k + 1):
         if n_by_sum[s]:
-            pmf = np.convolve(pmf, stats.binom.pmf(np.arange(n_by_sum[s] + 1), n_by_sum[s], s / (k + 1)))
+            pmf = np.convolve(
+                pmf, stats.binom.pmf(np.arange(n_by_sum[s] + 1), n_by_sum[s], s / (k + 1))
+            )
     shift = int(n_by_sum[k + 1])
     total = int(sum(s * n_by_sum[s] for s in range(k + 2)))
     u = np.arange(pmf.size) + shift

@@ -7,19 +7,20 @@ import math
 
 import numpy as np
 import pytest
+import reference as ref
+import truescore_fast as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
-
-import reference as ref
-import truescore_fast as tf
 from truescore_fast import audit as audit_mod
 
 INTERVAL_REFERENCES = {
     "hoeffding": lambda d, pop, alpha: ref.audit_hoeffding_reference(d, alpha),
     "bernstein": lambda d, pop, alpha: ref.audit_bernstein_reference(d, alpha),
     "wald": lambda d, pop, alpha: ref.audit_wald_reference(d, pop, alpha),
-    "hoeffding_serfling": lambda d, pop, alpha: ref.audit_hoeffding_serfling_reference(d, pop, alpha),
+    "hoeffding_serfling": lambda d, pop, alpha: ref.audit_hoeffding_serfling_reference(
+        d, pop, alpha
+    ),
     "betting": lambda d, pop, alpha: ref.audit_betting_reference(d, pop, alpha),
 }
 
@@ -80,8 +81,12 @@ def test_bernstein_to_hoeffding_ratio_at_n200_spans_the_paper_range():
 
 @pytest.mark.parametrize(
     ("method", "with_population"),
-    [(m, w) for m in tf.INTERVAL_METHODS for w in (False, True)
-     if w or m != "hoeffding_serfling"],  # Hoeffding-Serfling needs N
+    [
+        (m, w)
+        for m in tf.INTERVAL_METHODS
+        for w in (False, True)
+        if w or m != "hoeffding_serfling"
+    ],  # Hoeffding-Serfling needs N
 )
 @pytest.mark.parametrize("n", [2, 7, 200, 1000])
 @pytest.mark.parametrize("kind", ["binary_k2", "uniform", "zeros", "extremes"])
@@ -343,8 +348,11 @@ def test_long_format_table_gives_one_audit_per_model(tmp_path):
     direct = tf.matched_form_audit(*data["m2"], seed=3)
     assert results["m2"].intervals == direct.intervals
     # a mapping of columns works too, and no model column means one audit
-    cols = {"parent": ["a", "a", "b", "b"], "form": ["public", "f", "public", "f"],
-            "correct": [1, 0, 1, 1]}
+    cols = {
+        "parent": ["a", "a", "b", "b"],
+        "form": ["public", "f", "public", "f"],
+        "correct": [1, 0, 1, 1],
+    }
     assert list(tf.read_audit_table(cols)) == ["all"]
 
 
@@ -383,7 +391,9 @@ def brute_cases():
     cases = []
     for k in (1, 2, 3):
         for n in (2, 4, 5):
-            cases.append(((rng.random(n) < 0.6).astype(float), (rng.random((n, k)) < 0.4).astype(float)))
+            cases.append(
+                ((rng.random(n) < 0.6).astype(float), (rng.random((n, k)) < 0.4).astype(float))
+            )
     for den, k in ((2, 2), (3, 1), (4, 2)):
         n = 4
         cases.append((rng.integers(0, den + 1, n) / den, rng.integers(0, den + 1, (n, k)) / den))
@@ -394,7 +404,7 @@ def brute_cases():
 def test_exact_test_equals_brute_force_enumeration(case):
     pub, fr = brute_cases()[case]
     want = ref.audit_randomization_brute_force(pub, fr)
-    for alt, w in zip(("greater", "less", "two-sided"), want):
+    for alt, w in zip(("greater", "less", "two-sided"), want, strict=True):
         res = tf.randomization_test(pub, fr, alternative=alt)
         assert res.method.startswith("exact")
         assert res.p_value == pytest.approx(w, rel=1e-12, abs=1e-15)
@@ -453,7 +463,12 @@ def test_monte_carlo_agrees_with_exact_within_its_error():
         se = math.sqrt(a * (1 - a) / 20000)
         assert abs(a - b) <= 4 * se + 1 / 20001
     again = tf.randomization_test(
-        pub, fr, alternative="two-sided", method="monte_carlo", n_resamples=20000, seed=5,
+        pub,
+        fr,
+        alternative="two-sided",
+        method="monte_carlo",
+        n_resamples=20000,
+        seed=5,
         n_threads=1,
     )
     assert again == mc
@@ -481,7 +496,9 @@ def test_type_one_error_is_at_most_alpha(labels):
 
 
 def test_randomization_summary_says_it_is_not_a_contamination_test():
-    res = tf.randomization_test(np.array([1.0, 0, 1, 1]), np.array([[0.0, 1], [0, 0], [1, 1], [0, 0]]))
+    res = tf.randomization_test(
+        np.array([1.0, 0, 1, 1]), np.array([[0.0, 1], [0, 0], [1, 1], [0, 0]])
+    )
     assert "does not identify contamination" in res.summary()
     assert "Table 13" in tf.randomization_test.__doc__
 
@@ -497,11 +514,17 @@ def test_randomization_summary_says_it_is_not_a_contamination_test():
         (lambda: tf.betting_interval([0.1]), "at least 2"),
         (lambda: tf.wald_interval([0.1, 0.2, 0.3], population_size=2), "population_size"),
         (lambda: tf.wald_interval([0.1, 0.2], population_size=2.5), "population_size"),
-        (lambda: tf.hoeffding_serfling_interval([0.1, 0.2], population_size=None), "population_size"),
+        (
+            lambda: tf.hoeffding_serfling_interval([0.1, 0.2], population_size=None),
+            "population_size",
+        ),
         (lambda: tf.hoeffding_interval([[0.1, 0.2]]), "1-D"),
         (lambda: tf.hoeffding_interval([0.1, 0.2], alpha=1.0), "alpha"),
         (lambda: tf.betting_intervals([0.1, 0.2]), "2-D"),
-        (lambda: tf.betting_intervals(np.zeros((3, 4)), population_size=[5, 5]), "population_size"),
+        (
+            lambda: tf.betting_intervals(np.zeros((3, 4)), population_size=[5, 5]),
+            "population_size",
+        ),
         (lambda: tf.betting_intervals(np.zeros((3, 4)), n_threads=0), "n_threads"),
         (lambda: tf.matched_form_intervals(np.zeros((3, 4)), methods=("nope",)), "methods"),
         (lambda: tf.matched_form_audit([1, 0], [[0, 1]]), "one row per parent"),
@@ -517,8 +540,10 @@ def test_randomization_summary_says_it_is_not_a_contamination_test():
         (lambda: tf.matched_form_audit([1, 0], [0, 1], control=([1], [0])), "control public"),
         (lambda: tf.randomization_test([1, 0], [0, 1], alternative="both"), "alternative"),
         (lambda: tf.randomization_test([1, 0], [0, 1], method="fast"), "method"),
-        (lambda: tf.randomization_test([1, 0], [0, 1], method="monte_carlo", n_resamples=0),
-         "n_resamples"),
+        (
+            lambda: tf.randomization_test([1, 0], [0, 1], method="monte_carlo", n_resamples=0),
+            "n_resamples",
+        ),
     ],
 )
 def test_errors_name_the_argument(call, match):
@@ -548,8 +573,10 @@ def test_property_intervals_are_finite_or_raise(d, pop, method, alpha):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(
-        st.tuples(st.sampled_from([0.0, 0.5, 1.0, 0.3, 2.0, float("nan")]),
-                  st.sampled_from([0.0, 1.0, 0.25, -1.0])),
+        st.tuples(
+            st.sampled_from([0.0, 0.5, 1.0, 0.3, 2.0, float("nan")]),
+            st.sampled_from([0.0, 1.0, 0.25, -1.0]),
+        ),
         max_size=10,
     ),
     radius=st.sampled_from([0.0, 0.05, -0.1, float("inf")]),
@@ -594,8 +621,13 @@ def audit_cli(argv):
 def test_cli_audit_on_the_shipped_example(capsys):
     import json
 
-    base = [str(EXAMPLES / "audit_example.csv"), "--control", str(EXAMPLES / "audit_control.csv"),
-            "--population-size", "1000"]
+    base = [
+        str(EXAMPLES / "audit_example.csv"),
+        "--control",
+        str(EXAMPLES / "audit_control.csv"),
+        "--population-size",
+        "1000",
+    ]
     assert audit_cli([*base, "--radius", "0.02"]) == 2
     out = capsys.readouterr().out
     assert "Exposure claimed for: leaky" in out and "does not mean the score is clean" in out

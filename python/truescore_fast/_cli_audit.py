@@ -33,21 +33,52 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("file", help="CSV with columns parent, form, correct and optionally model")
-    parser.add_argument("--control", metavar="FILE", default=None,
-                        help="control-bank CSV in the same format (never-public items)")
-    parser.add_argument("--population-size", metavar="N", type=int, default=None,
-                        help="number of parents in the benchmark the audit sampled from")
-    parser.add_argument("--radius", metavar="R", type=float, default=0.0,
-                        help="transport radius: assumed bound on |b - b_C| (default 0)")
-    parser.add_argument("--alpha", metavar="A", type=float, default=0.05,
-                        help="error rate of the intervals and the claim (default 0.05)")
-    parser.add_argument("--guardrail", metavar="G", type=int, default=30,
-                        help="nonzero gaps below which Wald is not trusted (default 30)")
-    parser.add_argument("--fallback", default="betting",
-                        choices=[m for m in INTERVAL_METHODS if m != "wald"],
-                        help="primary interval under the guardrail (default betting)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the recorded parent order for the betting interval (default 0)")
+    parser.add_argument(
+        "--control",
+        metavar="FILE",
+        default=None,
+        help="control-bank CSV in the same format (never-public items)",
+    )
+    parser.add_argument(
+        "--population-size",
+        metavar="N",
+        type=int,
+        default=None,
+        help="number of parents in the benchmark the audit sampled from",
+    )
+    parser.add_argument(
+        "--radius",
+        metavar="R",
+        type=float,
+        default=0.0,
+        help="transport radius: assumed bound on |b - b_C| (default 0)",
+    )
+    parser.add_argument(
+        "--alpha",
+        metavar="A",
+        type=float,
+        default=0.05,
+        help="error rate of the intervals and the claim (default 0.05)",
+    )
+    parser.add_argument(
+        "--guardrail",
+        metavar="G",
+        type=int,
+        default=30,
+        help="nonzero gaps below which Wald is not trusted (default 30)",
+    )
+    parser.add_argument(
+        "--fallback",
+        default="betting",
+        choices=[m for m in INTERVAL_METHODS if m != "wald"],
+        help="primary interval under the guardrail (default betting)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the recorded parent order for the betting interval (default 0)",
+    )
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     parser.set_defaults(func=run_audit)
     return parser
@@ -71,19 +102,26 @@ def run_audit(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
     except OSError as error:
-        raise ValueError(f"cannot read {error.filename or args.file}: {error.strerror or error}") from error
+        raise ValueError(
+            f"cannot read {error.filename or args.file}: {error.strerror or error}"
+        ) from error
     claim = any(r.claim for r in results.values())
     if args.json:
-        print(json.dumps(
-            {"claim": claim, "models": {m: r.to_dict() for m, r in results.items()}},
-            indent=2,
-        ))
+        print(
+            json.dumps(
+                {"claim": claim, "models": {m: r.to_dict() for m, r in results.items()}},
+                indent=2,
+            )
+        )
     else:
         for model, result in results.items():
             print(f"== {model} ==")
             print(result.summary())
             print()
         claimed = [m for m, r in results.items() if r.claim]
-        print("Exposure claimed for: " + ", ".join(claimed) if claimed
-              else "No model meets the claim rule.")
+        print(
+            "Exposure claimed for: " + ", ".join(claimed)
+            if claimed
+            else "No model meets the claim rule."
+        )
     return EXIT_CLAIM if claim else EXIT_NO_CLAIM

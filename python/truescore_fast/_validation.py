@@ -98,14 +98,18 @@ def check_unit_interval(name: str, values: npt.ArrayLike) -> npt.NDArray[np.floa
     return arr
 
 
-def check_population_size(population_size: Any, n: int, name: str = "population_size") -> int | None:
+def check_population_size(
+    population_size: Any, n: int, name: str = "population_size"
+) -> int | None:
     """``None`` or an integer N no smaller than the sample size ``n``."""
     if population_size is None:
         return None
     if isinstance(population_size, (float, np.floating)) and float(population_size).is_integer():
         population_size = int(population_size)
     if isinstance(population_size, bool) or not isinstance(population_size, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer (the number of parents N); got {population_size!r}")
+        raise ValueError(
+            f"{name} must be an integer (the number of parents N); got {population_size!r}"
+        )
     if population_size < n:
         raise ValueError(
             f"{name} must be at least the number of sampled parents n = {n}; got {population_size}"

@@ -375,24 +375,30 @@ def matched_form_intervals(
     """
     if methods is None:
         methods = tuple(
-            m for m in INTERVAL_METHODS if population_size is not None or m not in _NEEDS_POPULATION
+            m
+            for m in INTERVAL_METHODS
+            if population_size is not None or m not in _NEEDS_POPULATION
         )
     for m in methods:
         if m not in _CODE:
-            raise ValueError(f"methods: unknown interval method {m!r}; choose from {INTERVAL_METHODS}")
+            raise ValueError(
+                f"methods: unknown interval method {m!r}; choose from {INTERVAL_METHODS}"
+            )
     return _many(tuple(methods), d, population_size, alpha, n_threads)
 
 
 # ---------------------------------------------------------------------------- the audit
 
 
-def _forms(public: npt.ArrayLike, fresh: npt.ArrayLike, prefix: str = "") -> tuple[
-    npt.NDArray[np.float64], npt.NDArray[np.float64]
-]:
+def _forms(
+    public: npt.ArrayLike, fresh: npt.ArrayLike, prefix: str = ""
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     pub = check_unit_interval(f"{prefix}public", public)
     fr = check_unit_interval(f"{prefix}fresh", fresh)
     if pub.ndim != 1:
-        raise ValueError(f"{prefix}public must be 1-D (one score per parent); got shape {pub.shape}")
+        raise ValueError(
+            f"{prefix}public must be 1-D (one score per parent); got shape {pub.shape}"
+        )
     if fr.ndim == 1:
         fr = fr[:, None]
     if fr.ndim != 2:
@@ -415,7 +421,9 @@ def _seed_int(seed: int | np.random.Generator | None) -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(2**63))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, a numpy Generator or None; got {seed!r}")
+        raise ValueError(
+            f"seed must be a non-negative integer, a numpy Generator or None; got {seed!r}"
+        )
     return int(seed)
 
 
@@ -540,7 +548,9 @@ class MatchedFormAudit:
             )
         else:
             c = self.control
-            lines.append(f"  control bank: n = {c.n}, b_C = {c.b:+.4f}, nonzero gaps {c.nonzero_gaps}")
+            lines.append(
+                f"  control bank: n = {c.n}, b_C = {c.b:+.4f}, nonzero gaps {c.nonzero_gaps}"
+            )
             for name, iv in c.readings.items():
                 lines.append(f"    b_C ({name:<9}) {iv}")
         lines.append(f"  transport radius r = {self.transport_radius:g}")
@@ -628,9 +638,14 @@ def matched_form_audit(
     pub, fr = _forms(public, fresh)
     n, k = fr.shape
     pop = check_population_size(population_size, n)
-    if not (isinstance(transport_radius, (int, float, np.integer, np.floating))
-            and math.isfinite(transport_radius) and transport_radius >= 0):
-        raise ValueError(f"transport_radius must be a finite number >= 0; got {transport_radius!r}")
+    if not (
+        isinstance(transport_radius, (int, float, np.integer, np.floating))
+        and math.isfinite(transport_radius)
+        and transport_radius >= 0
+    ):
+        raise ValueError(
+            f"transport_radius must be a finite number >= 0; got {transport_radius!r}"
+        )
     guard = check_positive_int("guardrail", guardrail, minimum=0)
     if fallback not in _FALLBACKS:
         raise ValueError(f"fallback must be one of {_FALLBACKS}; got {fallback!r}")
@@ -758,7 +773,7 @@ def _columns_from_rows(reader: csv.DictReader, where: str) -> dict[str, list[Any
     names = [f.strip() for f in reader.fieldnames]
     cols: dict[str, list[Any]] = {n: [] for n in names}
     for row in reader:
-        for raw, name in zip(reader.fieldnames, names):
+        for raw, name in zip(reader.fieldnames, names, strict=True):
             cols[name].append(row.get(raw))
     return cols
 
@@ -801,13 +816,17 @@ def read_audit_table(table: Any) -> dict[str, AuditData]:
         try:
             value = float(cols["correct"][i])
         except (TypeError, ValueError) as error:
-            raise ValueError(f"table row {i + 1}: correct must be a number; got {cols['correct'][i]!r}") from error
+            raise ValueError(
+                f"table row {i + 1}: correct must be a number; got {cols['correct'][i]!r}"
+            ) from error
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
             raise ValueError(f"table row {i + 1}: correct must lie in [0, 1]; got {value}")
         forms = grouped.setdefault(model, {}).setdefault(parent, {})
         if form in forms:
-            raise ValueError(f"table row {i + 1}: duplicate form {form!r} for parent {parent!r}"
-                             + (f" (model {model!r})" if "model" in cols else ""))
+            raise ValueError(
+                f"table row {i + 1}: duplicate form {form!r} for parent {parent!r}"
+                + (f" (model {model!r})" if "model" in cols else "")
+            )
         forms[form] = value
     out: dict[str, AuditData] = {}
     for model, parents in grouped.items():
@@ -921,7 +940,8 @@ class RandomizationTest:
         lines = [
             f"Randomization test of no form effect ({self.method}, {self.alternative}): "
             f"n = {self.n}, K = {self.n_forms}, informative parents {self.n_informative}",
-            f"  sum of gaps {self.statistic:+.4f} (Delta-hat {self.delta:+.4f}), p = {self.p_value:.4g}",
+            f"  sum of gaps {self.statistic:+.4f} (Delta-hat {self.delta:+.4f}), "
+            f"p = {self.p_value:.4g}",
             "  A small p means the public form scores differently from the fresh forms; it does "
             "not identify contamination (ordinary form mismatch is rejected too), and a large p "
             "does not mean the score is clean.",
@@ -967,7 +987,9 @@ def randomization_test(
             unknown alternative or method, or ``method="exact"`` for scores on no lattice.
     """
     if alternative not in ("greater", "less", "two-sided"):
-        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided'; got {alternative!r}")
+        raise ValueError(
+            f"alternative must be 'greater', 'less' or 'two-sided'; got {alternative!r}"
+        )
     if method not in ("auto", "exact", "monte_carlo"):
         raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
     threads = check_n_threads(n_threads)
