@@ -647,3 +647,17 @@ def test_cli_audit_bad_data_raises_value_error(tmp_path):
         audit_cli([str(bad)])
     with pytest.raises(ValueError, match="cannot read"):
         audit_cli([str(tmp_path / "missing.csv")])
+
+
+def test_example_tables_are_reproduced_by_their_seeded_script(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_audit_example", EXAMPLES / "make_audit_example.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.HERE = tmp_path
+    module.main()
+    for name in ("audit_example.csv", "audit_control.csv"):
+        assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes()

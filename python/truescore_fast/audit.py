@@ -971,6 +971,8 @@ def randomization_test(
       K = 2; for K = 1 this is McNemar's exact test);
     * averaged labels on a lattice {0, 1/L, ..., 1} (L <= 1000): exact convolution of the
       per-parent distributions on the integer lattice;
+      The direct convolution costs about (n L)^2 (K + 1) / 2 operations: a quarter of a
+      second at n = 5,000 with L = 4, growing quadratically;
     * otherwise (``method="auto"``) Monte Carlo with ``n_resamples`` draws and the +1
       correction, reproducible from ``seed`` and identical for any ``n_threads``.
 
