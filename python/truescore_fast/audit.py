@@ -977,7 +977,8 @@ def randomization_test(
       correction, reproducible from ``seed`` and identical for any ``n_threads``.
 
     The null distribution is skewed: the two-sided p is P(|T*| >= |T|), never a doubled
-    one-sided p.
+    one-sided p. Exact p-values keep their relative precision down to the smallest
+    double; below about 1e-300 they are reported as 0.
 
     What it does not mean: the test detects *any* form effect. Fresh forms that are
     merely a little harder than the public one are rejected as readily as exposure is
