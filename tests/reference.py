@@ -1,19 +1,135 @@
-"""Slow, plain NumPy/SciPy reference implementations for the tests.
+"""Slow, obvious reference implementations that the compiled kernels are tested against.
 
-Each section belongs to one topic; functions are named for it.
+Each function here is written for clarity, not speed: plain NumPy/SciPy (or mpmath where
+double precision is not enough), one shard at a time, no shared code with the package.
+Other test modules add their own references to this file; keep each group under its own
+heading and give every function a name that says what it computes.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
+import mpmath
 import numpy as np
 from scipy import stats
 
-# ============================================================================ audit
-# Reference implementations for truescore_fast.audit, written from the formulas in
-# SPEC.md section 4 (not from the C++ code).
+# ---------------------------------------------------------------------------------------
+# Contamination: the exact exchangeability (permutation-rank) test and its pooling
+# ---------------------------------------------------------------------------------------
+
+
+def ref_rank_test(canonical: float, permuted: Any) -> dict[str, float]:
+    """One shard's rank test, the textbook way.
+
+    count = #{j : l_j >= canonical}; p = (1 + count) / (m + 1); mean and the ddof=1
+    standard deviation of the l_j (0 for a single permutation); z = (canonical - mean) / sd,
+    0 when sd is 0. Mean and sd come from NumPy on a contiguous float64 copy, so they are
+    rounded exactly as NumPy (and therefore truescore) rounds them.
+    """
+    x = np.ascontiguousarray(np.asarray(permuted, dtype=np.float64))
+    c = float(canonical)
+    m = x.shape[0]
+    count = int(np.count_nonzero(x >= c))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf/nan beyond ~1e154, as NumPy
+        mean = float(x.mean())
+        sd = float(x.std(ddof=1)) if m > 1 else 0.0
+        z = (c - mean) / sd if sd > 0.0 else 0.0
+    return {
+        "count": count,
+        "p_value": (1.0 + count) / (m + 1.0),
+        "mean": mean,
+        "sd": sd,
+        "z_score": float(z),
+    }
+
+
+def ref_rank_tests_rows(canonical: Any, rows: list[Any]) -> dict[str, np.ndarray]:
+    """:func:`ref_rank_test` on each row, gathered into arrays (one entry per shard)."""
+    results = [
+        ref_rank_test(c, row) for c, row in zip(np.asarray(canonical, float), rows, strict=True)
+    ]
+    keys = ("count", "p_value", "mean", "sd", "z_score")
+    out = {k: np.array([r[k] for r in results], dtype=np.float64) for k in keys}
+    out["count"] = out["count"].astype(np.int64)
+    return out
+
+
+def ref_row_means(rows: list[Any]) -> np.ndarray:
+    """Mean of each row with NumPy, one row at a time."""
+    return np.array([float(np.asarray(r, dtype=np.float64).mean()) for r in rows])
+
+
+def ref_moments_mpmath(values: Any, dps: int = 60) -> tuple[float, float]:
+    """Mean and ddof=1 sd in high precision: the ground truth where doubles overflow."""
+    with mpmath.workdps(dps):
+        xs = [mpmath.mpf(float(v)) for v in np.asarray(values, dtype=np.float64)]
+        m = len(xs)
+        mean = mpmath.fsum(xs) / m
+        if m < 2:
+            return float(mean), 0.0
+        var = mpmath.fsum((x - mean) ** 2 for x in xs) / (m - 1)
+        return float(mean), float(mpmath.sqrt(var))
+
+
+def ref_moments_scaled_numpy(values: Any, canonical: float = 0.0) -> tuple[float, float, float]:
+    """Mean, ddof=1 sd and z by NumPy on the values scaled by a power of two.
+
+    For values whose squares overflow: x * 2**-e (e the binary exponent of max |x|) is
+    exact, so this is NumPy's own two-pass arithmetic with a wider exponent range. z is
+    formed in the scaled units, where the sd cannot overflow.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    largest = float(np.max(np.abs(x)))
+    if largest == 0.0:
+        return 0.0, 0.0, 0.0
+    e = math.frexp(largest)[1]
+    xs = np.ldexp(x, -e)
+    mean_s = float(xs.mean())
+    sd_s = float(xs.std(ddof=1)) if x.shape[0] > 1 else 0.0
+    z = (math.ldexp(canonical, -e) - mean_s) / sd_s if sd_s > 0.0 else 0.0
+    with np.errstate(over="ignore"):  # an sd above the largest double is inf
+        return float(np.ldexp(mean_s, e)), float(np.ldexp(sd_s, e)), z
+
+
+def ref_fisher(p_values: Any) -> tuple[float, float]:
+    """Fisher's method: statistic -2 sum log p, p-value P(chi2(2K) >= statistic)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    statistic = float(-2.0 * np.sum(np.log(p)))
+    return statistic, float(stats.chi2(df=2 * p.shape[0]).sf(statistic))
+
+
+def ref_stouffer_midp(counts: Any, n_permutations: Any) -> tuple[float, float]:
+    """Stouffer's Z on mid-p values (0.5 + count) / (m + 1): (Z, P(N(0,1) >= Z))."""
+    mid = (0.5 + np.asarray(counts, dtype=np.float64)) / (
+        np.asarray(n_permutations, dtype=np.float64) + 1.0
+    )
+    z = float(np.sum(stats.norm.isf(mid)) / math.sqrt(mid.shape[0]))
+    return z, float(stats.norm.sf(z))
+
+
+def ref_average_p(p_values: Any) -> tuple[float, float]:
+    """Averaged p made valid: (mean p, min(1, 2 * mean p))."""
+    mean = float(np.mean(np.asarray(p_values, dtype=np.float64)))
+    return mean, min(1.0, 2.0 * mean)
+
+
+def ref_chi2_even_log_sf_mpmath(statistic: float, k: int, dps: int = 50) -> float:
+    """log P(chi2(2k) > statistic) in arbitrary precision (regularised upper gamma Q(k, x/2)).
+
+    mpmath numbers have an unbounded exponent, so this stays finite far below 1e-308.
+    """
+    with mpmath.workdps(dps):
+        q = mpmath.gammainc(k, mpmath.mpf(statistic) / 2, mpmath.inf, regularized=True)
+        return float(mpmath.log(q))
+
+
+# ---------------------------------------------------------------------------------------
+# Audit: intervals for the mean gap and the exact randomization test (truescore_fast.audit),
+# written from the formulas in SPEC.md section 4, not from the C++ code
+# ---------------------------------------------------------------------------------------
 
 AUDIT_RANGE = 2.0
 
@@ -208,5 +324,3 @@ def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
         float(pmf[np.abs(stat) >= abs(obs)].sum()),
     )
 
-
-# ========================================================================== end audit

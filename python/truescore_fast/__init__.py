@@ -36,6 +36,12 @@ from truescore_fast.contamination import (
     exchangeability_test,
     exchangeability_tests,
 )
+from truescore_fast.sharded import (
+    ShardedLikelihoodResult,
+    ShardOrders,
+    shard_orders,
+    sharded_likelihood_test,
+)
 
 __version__ = "0.1.0"
 
@@ -65,8 +71,12 @@ __all__ = [
     "wald_intervals",
     "ContaminationResult",
     "ExchangeabilityTests",
+    "ShardOrders",
+    "ShardedLikelihoodResult",
     "__version__",
     "combine_shards",
     "exchangeability_test",
     "exchangeability_tests",
+    "shard_orders",
+    "sharded_likelihood_test",
 ]

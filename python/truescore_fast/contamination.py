@@ -241,7 +241,14 @@ class CombinedContamination:
 
 
 def _fisher(values: npt.NDArray[np.float64], alpha: float) -> CombinedContamination:
-    statistic = float(-2.0 * np.sum(np.log(values)))
+    return _fisher_from_log_sum(np.sum(np.log(values)), values, alpha)
+
+
+def _fisher_from_log_sum(
+    log_sum: float, values: npt.NDArray[np.float64], alpha: float
+) -> CombinedContamination:
+    # -2.0 * np.sum(np.log(p)), exactly as truescore forms it.
+    statistic = float(-2.0 * log_sum)
     # chi2(2k).sf is scipy's chdtrc; calling it directly skips the distribution
     # object's argument handling and gives the same number.
     p_value = float(special.chdtrc(2 * values.shape[0], statistic))
@@ -274,13 +281,22 @@ def combine_shards(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> CombinedC
             upstream).
     """
     check_alpha(alpha)
-    values = finite_1d("p_values", p_values)
-    if not (values.min() > 0.0 and values.max() <= 1.0):
+    values = float_array("p_values", p_values)
+    if values.ndim != 1 or values.size == 0:
+        finite_1d("p_values", values)  # raises the shape error
+    # Validate through the logs the statistic needs anyway: every p is in (0, 1] exactly
+    # when every log p is finite and <= 0, i.e. when their sum is finite and the largest
+    # is <= 0. This saves two passes over the input on the valid path.
+    with np.errstate(all="ignore"):
+        logs = np.log(values)
+    total = np.sum(logs)
+    if not (np.isfinite(total) and logs.max() <= 0.0):
+        finite_1d("p_values", values)  # raises for NaN or infinity
         raise ValueError(
             "p_values must lie in (0, 1]; a permutation p-value is never 0, so a 0 "
             "points to an error upstream"
         )
-    return _fisher(values, alpha)
+    return _fisher_from_log_sum(total, values, alpha)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -147,6 +148,11 @@ void bind_contamination(py::module_& m) {
     m.def("row_means", &row_means, py::arg("values"), py::arg("offsets"), py::kw_only(),
           py::arg("n_threads") = py::none(),
           "Mean of each ragged row, in NumPy's summation order.");
-    m.def("fisher_log_sf", &truescore::fisher_log_sf, py::arg("statistic"), py::arg("n_shards"),
+    m.def("fisher_log_sf", [](double statistic, std::int64_t n_shards) {
+        if (!(statistic >= 0.0) || !std::isfinite(statistic))
+            throw std::invalid_argument("statistic must be finite and non-negative");
+        if (n_shards < 1) throw std::invalid_argument("n_shards must be at least 1");
+        return truescore::fisher_log_sf(statistic, n_shards);
+    }, py::arg("statistic"), py::arg("n_shards"),
           "log P(chi2(2k) > statistic), exact for even degrees of freedom, never underflowing.");
 }

@@ -12,29 +12,36 @@
 namespace truescore {
 namespace {
 
-// Mean and sd when NumPy's direct formula would overflow (|values| beyond ~1e154 make
-// squared deviations infinite). Scaling by the largest magnitude keeps every
-// intermediate bounded; NumPy itself returns inf or nan here.
-void scaled_moments(const double* x, std::size_t m, bool need_mean, double* mean, double* sd) {
-    double scale = 0.0;
-    for (std::size_t i = 0; i < m; ++i) scale = std::max(scale, std::fabs(x[i]));
-    if (scale == 0.0) {
-        if (need_mean) *mean = 0.0;
-        *sd = 0.0;
-        return;
-    }
+// Moments when NumPy's direct formula would overflow (|values| beyond ~1e154 make the
+// squared deviations infinite; NumPy then reports inf or nan). The values are scaled by
+// a power of two, which is exact, so this is the same arithmetic as the direct formula
+// carried out with a wider exponent range. z is formed in the scaled units: sd itself
+// can exceed the largest double when the values come near it, and z must stay a number.
+struct Scaled {
+    double mean;
+    double sd;
+    double z;
+};
+
+Scaled scaled_moments(const double* x, std::size_t m, double canonical) {
+    double largest = 0.0;
+    for (std::size_t i = 0; i < m; ++i) largest = std::max(largest, std::fabs(x[i]));
+    if (largest == 0.0) return {0.0, 0.0, 0.0};
+    int exponent = 0;
+    std::frexp(largest, &exponent);
+    const int down = -exponent;  // x * 2^down has magnitude below 1
     const double mean_s =
-        pairwise_sum(m, [x, scale](std::size_t i) { return x[i] / scale; }) / static_cast<double>(m);
-    if (need_mean) *mean = mean_s * scale;
-    if (m < 2) {
-        *sd = 0.0;
-        return;
-    }
-    const double ss = pairwise_sum(m, [x, scale, mean_s](std::size_t i) {
-        const double d = x[i] / scale - mean_s;
+        pairwise_sum(m, [x, down](std::size_t i) { return std::ldexp(x[i], down); }) /
+        static_cast<double>(m);
+    const double mean = std::ldexp(mean_s, exponent);
+    if (m < 2) return {mean, 0.0, 0.0};
+    const double ss = pairwise_sum(m, [x, down, mean_s](std::size_t i) {
+        const double d = std::ldexp(x[i], down) - mean_s;
         return d * d;
     });
-    *sd = scale * std::sqrt(ss / static_cast<double>(m - 1));
+    const double sd_s = std::sqrt(ss / static_cast<double>(m - 1));
+    const double z = sd_s > 0.0 ? (std::ldexp(canonical, down) - mean_s) / sd_s : 0.0;
+    return {mean, std::ldexp(sd_s, exponent), z};
 }
 
 }  // namespace
@@ -42,20 +49,18 @@ void scaled_moments(const double* x, std::size_t m, bool need_mean, double* mean
 bool rank_test_one(double canonical, const double* x, std::size_t m, std::int64_t* count,
                    double* p_value, double* mean, double* sd, double* z_score) {
     std::int64_t c = 0;
-    bool finite = true;
-    for (std::size_t i = 0; i < m; ++i) {
-        c += x[i] >= canonical;
-        finite &= std::isfinite(x[i]);
-    }
-    if (!finite) return false;
-    *count = c;
-    // Same expression and rounding as truescore: (1 + count) / (m + 1) in doubles.
-    *p_value = (1.0 + static_cast<double>(c)) / (static_cast<double>(m) + 1.0);
-
-    double mu = numpy_sum(x, m) / static_cast<double>(m);
+    double mu = (0.0 + numpy_sum_count_ge(x, m, canonical, &c)) / static_cast<double>(m);
     double s = 0.0;
+    double z = 0.0;
     if (!std::isfinite(mu)) {
-        scaled_moments(x, m, true, &mu, &s);
+        // A NaN or infinity in x makes the sum non-finite; so can an overflow of finite
+        // values. Only now is it worth looking at every value.
+        for (std::size_t i = 0; i < m; ++i)
+            if (!std::isfinite(x[i])) return false;
+        const Scaled r = scaled_moments(x, m, canonical);
+        mu = r.mean;
+        s = r.sd;
+        z = r.z;
     } else if (m > 1) {
         // numpy.std(ddof=1): squared deviations from the mean, pairwise-summed.
         const double ss = 0.0 + pairwise_sum(m, [x, mu](std::size_t i) {
@@ -63,11 +68,20 @@ bool rank_test_one(double canonical, const double* x, std::size_t m, std::int64_
                               return d * d;
                           });
         s = std::sqrt(ss / static_cast<double>(m - 1));
-        if (!std::isfinite(s)) scaled_moments(x, m, false, &mu, &s);
+        if (std::isfinite(s)) {
+            z = s > 0.0 ? (canonical - mu) / s : 0.0;
+        } else {
+            const Scaled r = scaled_moments(x, m, canonical);
+            s = r.sd;
+            z = r.z;
+        }
     }
+    *count = c;
+    // Same expression and rounding as truescore: (1 + count) / (m + 1) in doubles.
+    *p_value = (1.0 + static_cast<double>(c)) / (static_cast<double>(m) + 1.0);
     *mean = mu;
     *sd = s;
-    *z_score = s > 0.0 ? (canonical - mu) / s : 0.0;
+    *z_score = z;
     return true;
 }
 
@@ -131,10 +145,7 @@ std::int64_t row_means_ragged(const double* values, const std::int64_t* offsets,
                 break;
             }
             double mu = numpy_sum(x, m) / static_cast<double>(m);
-            if (!std::isfinite(mu)) {
-                double unused = 0.0;
-                scaled_moments(x, m, true, &mu, &unused);
-            }
+            if (!std::isfinite(mu)) mu = scaled_moments(x, m, 0.0).mean;
             means[i] = mu;
         }
         std::lock_guard<std::mutex> guard(lock);

@@ -1,0 +1,80 @@
+"""Print a Markdown table of speed-ups from a saved pytest-benchmark JSON run.
+
+Usage:
+    pytest benchmarks --benchmark-json=bench.json
+    python benchmarks/ratios.py bench.json
+
+Each benchmark records ``extra_info = {"role": ..., "label": ..., "scale": ...}``. In every
+group the entry with role "ours" is compared with each "baseline" entry:
+speed-up = (baseline median x scale) / ours median, where ``scale`` extrapolates a
+baseline timed on a subset of the job (e.g. a Python loop over 1,000 of 10,000 shards) to
+the whole job. A speed-up below 1 means the baseline is faster (expected for the memory
+floor, which computes nothing but a sum). Entries with role "ours-variant" are listed
+with their ratio to "ours" for information.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+
+def _fmt_time(seconds: float) -> str:
+    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if seconds >= factor:
+            return f"{seconds / factor:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def table(data: dict) -> str:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for bench in data["benchmarks"]:
+        groups[bench.get("group") or bench["name"]].append(bench)
+    lines = [
+        "| Job | Compared with | Baseline (median) | Ours (median) | Speed-up |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for group, benches in groups.items():
+        ours = [b for b in benches if b.get("extra_info", {}).get("role") == "ours"]
+        if len(ours) != 1:
+            print(
+                f"warning: group {group!r} has {len(ours)} 'ours' entries; skipped",
+                file=sys.stderr,
+            )
+            continue
+        ours_median = ours[0]["stats"]["median"]
+        for bench in benches:
+            info = bench.get("extra_info", {})
+            role = info.get("role")
+            if role not in ("baseline", "ours-variant"):
+                continue
+            label = info.get("label", bench["name"])
+            median = bench["stats"]["median"] * float(info.get("scale", 1.0))
+            ratio = median / ours_median
+            shown = f"{ratio:.3g}×" if role == "baseline" else f"({ratio:.3g}× ours)"
+            lines.append(
+                f"| {group} | {label} | {_fmt_time(median)} | {_fmt_time(ours_median)} | {shown} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("json_file", help="output of pytest --benchmark-json=FILE")
+    args = parser.parse_args(argv)
+    with open(args.json_file, encoding="utf-8") as handle:
+        data = json.load(handle)
+    machine = data.get("machine_info", {})
+    print(table(data))
+    print()
+    print(
+        f"Medians from one run on {machine.get('cpu', {}).get('brand_raw', 'unknown CPU')}, "
+        f"Python {machine.get('python_version', '?')}; baselines measured in the same run."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

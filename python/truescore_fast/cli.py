@@ -1,0 +1,235 @@
+"""The ``truescore-fast`` command line.
+
+    truescore-fast contamination FILE [--shard-column shard] [--json]
+
+Exit codes let a pipeline tell a finding from a failure:
+
+    0  ran, found nothing
+    2  ran, and found something (evidence of contamination)
+    1  could not run: unreadable file, bad arguments, unusable data
+
+argparse's own usage errors would exit 2, the code for a finding; this parser exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from truescore_fast import __version__
+from truescore_fast.contamination import exchangeability_test, exchangeability_tests
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_FINDING = 2
+
+__all__ = ["EXIT_ERROR", "EXIT_FINDING", "EXIT_OK", "main", "read_rows"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a ``.csv`` or JSON Lines (``.jsonl``/``.ndjson``/``.json``) file as dicts.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: unknown suffix, unparsable line (with its number), or no rows.
+    """
+    file_path = Path(path)
+    if not file_path.is_file():
+        raise FileNotFoundError(f"no such file: {file_path}")
+    suffix = file_path.suffix.lower()
+    if suffix == ".csv":
+        with file_path.open(newline="", encoding="utf-8") as handle:
+            rows = [dict(row) for row in csv.DictReader(handle)]
+    elif suffix in {".jsonl", ".ndjson", ".json"}:
+        text = file_path.read_text(encoding="utf-8").strip()
+        if text.startswith("["):
+            loaded = json.loads(text)
+            rows = [dict(item) for item in loaded]
+        else:
+            rows = []
+            for number, line in enumerate(text.splitlines(), start=1):
+                if line.strip():
+                    try:
+                        rows.append(dict(json.loads(line)))
+                    except (json.JSONDecodeError, TypeError, ValueError) as error:
+                        raise ValueError(f"{file_path} line {number}: {error}") from error
+    else:
+        raise ValueError(f"unsupported file type {suffix!r}: use .csv, .jsonl, .ndjson or .json")
+    if not rows:
+        raise ValueError(f"{file_path} has no rows")
+    return rows
+
+
+def _number(row: dict[str, Any], column: str, line: int) -> float:
+    if column not in row:
+        raise ValueError(f"row {line} has no column {column!r}")
+    try:
+        value = float(row[column])
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"row {line}: {column}={row[column]!r} is not a number") from error
+    if not math.isfinite(value):
+        raise ValueError(f"row {line}: {column} is not finite")
+    return value
+
+
+def _is_canonical(row: dict[str, Any], kind_column: str) -> bool:
+    return str(row.get(kind_column, "")).strip().lower() == "canonical"
+
+
+def _emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
+    print(json.dumps(payload, indent=2) if args.json else text)
+
+
+def _cmd_contamination(args: argparse.Namespace) -> int:
+    rows = read_rows(args.file)
+    if args.shard_column is None:
+        canonical = [
+            _number(r, args.loglik_column, i)
+            for i, r in enumerate(rows, 1)
+            if _is_canonical(r, args.kind_column)
+        ]
+        permuted = [
+            _number(r, args.loglik_column, i)
+            for i, r in enumerate(rows, 1)
+            if not _is_canonical(r, args.kind_column)
+        ]
+        if len(canonical) != 1:
+            raise ValueError(
+                f"expected exactly one row with {args.kind_column}=canonical; "
+                f"found {len(canonical)} (use --shard-column for sharded files)"
+            )
+        if not permuted:
+            raise ValueError("the file has no permuted rows")
+        result = exchangeability_test(canonical[0], permuted, alpha=args.alpha)
+        _emit(
+            args,
+            result.summary(),
+            {
+                "test": "exchangeability",
+                "p_value": result.p_value,
+                "canonical_loglik": result.canonical_loglik,
+                "permutation_mean": result.permutation_mean,
+                "permutation_std": result.permutation_std,
+                "z_score": result.z_score,
+                "n_permutations": result.n_permutations,
+                "resolution": result.resolution,
+                "alpha": args.alpha,
+                "contaminated": result.contaminated,
+            },
+        )
+        return EXIT_FINDING if result.contaminated else EXIT_OK
+
+    canon: dict[str, float] = {}
+    perms: dict[str, list[float]] = {}
+    for i, row in enumerate(rows, 1):
+        if args.shard_column not in row:
+            raise ValueError(f"row {i} has no shard column {args.shard_column!r}")
+        shard = str(row[args.shard_column])
+        value = _number(row, args.loglik_column, i)
+        if _is_canonical(row, args.kind_column):
+            if shard in canon:
+                raise ValueError(f"shard {shard!r} has more than one canonical row")
+            canon[shard] = value
+        else:
+            perms.setdefault(shard, []).append(value)
+    names = sorted(set(canon) & set(perms))
+    skipped = sorted(set(canon) ^ set(perms))
+    if skipped:
+        print(
+            f"warning: skipping {len(skipped)} shard(s) without both a canonical row and "
+            f"permuted rows: {', '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}",
+            file=sys.stderr,
+        )
+    if not names:
+        raise ValueError("no shard has both a canonical row and permuted rows")
+    values = np.concatenate([np.asarray(perms[n], dtype=np.float64) for n in names])
+    offsets = np.concatenate(([0], np.cumsum([len(perms[n]) for n in names])))
+    batch = exchangeability_tests(
+        np.array([canon[n] for n in names]), values, offsets=offsets, alpha=args.alpha
+    )
+    pooled = batch.combine(args.method)
+    _emit(
+        args,
+        batch.summary() if args.method == "fisher" else batch.summary() + "\n" + pooled.summary(),
+        {
+            "test": "exchangeability, pooled",
+            "method": pooled.method,
+            "p_value": pooled.p_value,
+            "log_p_value": pooled.log_p_value,
+            "statistic": pooled.statistic,
+            "n_shards": pooled.n_shards,
+            "alpha": args.alpha,
+            "contaminated": pooled.contaminated,
+            "shards": [
+                {
+                    "shard": name,
+                    "p_value": float(batch.p_values[k]),
+                    "z_score": float(batch.z_scores[k]),
+                    "n_permutations": int(batch.n_permutations[k]),
+                }
+                for k, name in enumerate(names)
+            ],
+        },
+    )
+    return EXIT_FINDING if pooled.contaminated else EXIT_OK
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="truescore-fast",
+        description="Contamination tests for language-model benchmark scores.",
+    )
+    parser.add_argument("--version", action="version", version=f"truescore-fast {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    contamination = sub.add_parser(
+        "contamination",
+        help="exact exchangeability test on published vs shuffled log-likelihoods",
+        description="Rows with kind=canonical hold the published-order log-likelihood; "
+        "every other row is a shuffled order. With --shard-column, each shard is tested "
+        "exactly and the shards are pooled.",
+    )
+    contamination.add_argument("file", help=".csv or .jsonl file")
+    contamination.add_argument("--loglik-column", default="loglik")
+    contamination.add_argument("--kind-column", default="kind")
+    contamination.add_argument("--shard-column", help="pool independent shards by this column")
+    contamination.add_argument(
+        "--method",
+        choices=("fisher", "stouffer", "average"),
+        default="fisher",
+        help="how to pool shards (default: fisher)",
+    )
+    contamination.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    contamination.add_argument("--json", action="store_true", help="print JSON instead of text")
+    contamination.set_defaults(func=_cmd_contamination)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 nothing found, 2 finding, 1 error)."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except (ValueError, OSError, KeyError, UnicodeDecodeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
