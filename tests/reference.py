@@ -8,6 +8,7 @@ heading and give every function a name that says what it computes.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -123,3 +124,203 @@ def ref_chi2_even_log_sf_mpmath(statistic: float, k: int, dps: int = 50) -> floa
     with mpmath.workdps(dps):
         q = mpmath.gammainc(k, mpmath.mpf(statistic) / 2, mpmath.inf, regularized=True)
         return float(mpmath.log(q))
+
+
+# ---------------------------------------------------------------------------------------
+# Audit: intervals for the mean gap and the exact randomization test (truescore_fast.audit),
+# written from the formulas in SPEC.md section 4, not from the C++ code
+# ---------------------------------------------------------------------------------------
+
+AUDIT_RANGE = 2.0
+
+
+def _audit_clip(estimate: float, half: float) -> tuple[float, float, float, float]:
+    return max(-1.0, estimate - half), min(1.0, estimate + half), estimate, half
+
+
+def audit_hoeffding_reference(d, alpha=0.05):
+    d = np.asarray(d, dtype=np.float64)
+    n = d.size
+    half = AUDIT_RANGE * math.sqrt(math.log(2.0 / alpha) / (2.0 * n))
+    return _audit_clip(float(np.mean(d)), half)
+
+
+def audit_bernstein_reference(d, alpha=0.05):
+    d = np.asarray(d, dtype=np.float64)
+    n = d.size
+    s2 = float(np.var(d, ddof=1))
+    log_term = math.log(4.0 / alpha)
+    half = math.sqrt(2.0 * s2 * log_term / n) + 7.0 * AUDIT_RANGE * log_term / (3.0 * (n - 1))
+    return _audit_clip(float(np.mean(d)), half)
+
+
+def audit_wald_reference(d, population_size=None, alpha=0.05):
+    d = np.asarray(d, dtype=np.float64)
+    n = d.size
+    s2 = float(np.var(d, ddof=1))
+    fpc = 1.0 - n / population_size if population_size else 1.0
+    half = float(stats.norm.ppf(1.0 - alpha / 2.0)) * math.sqrt(fpc * s2 / n)
+    return _audit_clip(float(np.mean(d)), half)
+
+
+def audit_hoeffding_serfling_reference(d, population_size, alpha=0.05):
+    d = np.asarray(d, dtype=np.float64)
+    n = d.size
+    half = AUDIT_RANGE * math.sqrt(
+        (1.0 - (n - 1) / population_size) * math.log(2.0 / alpha) / (2.0 * n)
+    )
+    return _audit_clip(float(np.mean(d)), half)
+
+
+def _audit_betting_path(x, alpha):
+    n = x.size
+    t = np.arange(1, n + 1, dtype=np.float64)
+    s = np.cumsum(x)
+    mu = (0.5 + s) / (t + 1.0)
+    sq = np.cumsum((x - mu) ** 2)
+    var = (0.25 + sq) / (t + 1.0)
+    var_prev = np.concatenate([[0.25], var[:-1]])
+    lam = np.sqrt(2.0 * math.log(2.0 / alpha) / (n * var_prev))
+    sprev = np.concatenate([[0.0], s[:-1]])
+    return lam, sprev
+
+
+def _audit_conditional_mean(m, sprev, population_size):
+    if not population_size:
+        return np.full(sprev.size, m)
+    i = np.arange(sprev.size, dtype=np.float64)
+    return (population_size * m - sprev) / (population_size - i)
+
+
+def audit_betting_reference(d, population_size=None, alpha=0.05, tol=1e-9):
+    """Waudby-Smith & Ramdas hedged betting CI with predictable plug-in bets (fixed n),
+    c = 3/4, WoR conditional means; bisection on the monotone one-sided rejections."""
+    d = np.asarray(d, dtype=np.float64)
+    x = (d + 1.0) * 0.5
+    lam, sprev = _audit_betting_path(x, alpha)
+    c = 0.75
+
+    def below(m):
+        mt = _audit_conditional_mean(m, sprev, population_size)
+        if np.any(mt < 0.0):
+            return True
+        with np.errstate(divide="ignore"):
+            lp = np.where(mt > 0.0, np.minimum(lam, c / np.where(mt > 0, mt, 1.0)), lam)
+        with np.errstate(over="ignore"):
+            cap = np.cumprod(1.0 + lp * (x - mt))
+        return bool(np.any(0.5 * cap >= 1.0 / alpha))
+
+    def above(m):
+        mt = _audit_conditional_mean(m, sprev, population_size)
+        if np.any(mt > 1.0):
+            return True
+        lm = np.where(mt < 1.0, np.minimum(lam, c / np.where(mt < 1.0, 1.0 - mt, 1.0)), lam)
+        with np.errstate(over="ignore"):
+            cap = np.cumprod(1.0 - lm * (x - mt))
+        return bool(np.any(0.5 * cap >= 1.0 / alpha))
+
+    if not below(0.0):
+        lower = 0.0
+    elif below(1.0):
+        lower = 1.0
+    else:
+        lo, hi = 0.0, 1.0
+        while hi - lo > tol:
+            mid = 0.5 * (lo + hi)
+            if below(mid):
+                lo = mid
+            else:
+                hi = mid
+        lower = lo
+    if not above(1.0):
+        upper = 1.0
+    elif above(0.0):
+        upper = 0.0
+    else:
+        lo, hi = 0.0, 1.0
+        while hi - lo > tol:
+            mid = 0.5 * (lo + hi)
+            if above(mid):
+                hi = mid
+            else:
+                lo = mid
+        upper = hi
+    if lower > upper:
+        lower = upper = 0.5 * (lower + upper)
+    low, high = 2.0 * lower - 1.0, 2.0 * upper - 1.0
+    return low, high, float(np.mean(d)), 0.5 * (high - low)
+
+
+def audit_randomization_brute_force(public, fresh):
+    """Exact p-values by enumerating every assignment of the public slot, (K+1)^n cases.
+    Returns (p_greater, p_less, p_two_sided) for T = sum of gaps."""
+    public = np.asarray(public, dtype=np.float64)
+    fresh = np.asarray(fresh, dtype=np.float64).reshape(public.size, -1)
+    n, k = fresh.shape
+    values = np.column_stack([public, fresh])
+    t_obs = float(np.sum(public - fresh.mean(axis=1)))
+    ge = le = two = 0.0
+    weight = (1.0 / (k + 1)) ** n
+    eps = 1e-9
+    for choice in itertools.product(range(k + 1), repeat=n):
+        t = 0.0
+        for i, j in enumerate(choice):
+            v = values[i, j]
+            t += v - (values[i].sum() - v) / k
+        ge += weight * (t >= t_obs - eps)
+        le += weight * (t <= t_obs + eps)
+        two += weight * (abs(t) >= abs(t_obs) - eps)
+    return ge, le, two
+
+
+def audit_randomization_numpy_convolution(public, fresh):
+    """Exact null by np.convolve of the per-parent distributions of the public value on
+    the lattice (binary labels or averages with a common denominator found by the
+    caller: pass integer-valued arrays). Returns (p_greater, p_less, p_two_sided)."""
+    public = np.asarray(public, dtype=np.int64)
+    fresh = np.asarray(fresh, dtype=np.int64).reshape(public.size, -1)
+    k = fresh.shape[1]
+    values = np.column_stack([public, fresh])
+    lows = values.min(axis=1)
+    pmf = np.ones(1)
+    # group identical parents, convolve each group's binomial-like power by repeated
+    # np.convolve (plain, no FFT), the baseline a NumPy user would write
+    for row in values:
+        lo, hi = row.min(), row.max()
+        if lo == hi:
+            continue
+        f = np.bincount(row - lo, minlength=hi - lo + 1) / (k + 1)
+        pmf = np.convolve(pmf, f)
+    shift = int(lows.sum())
+    total = int(values.sum())
+    u = np.arange(pmf.size) + shift
+    u_obs = int(public.sum())
+    stat = (k + 1) * u - total
+    obs = (k + 1) * u_obs - total
+    return (
+        float(pmf[u >= u_obs].sum()),
+        float(pmf[u <= u_obs].sum()),
+        float(pmf[np.abs(stat) >= abs(obs)].sum()),
+    )
+
+
+def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
+    """Binary labels: the null of U = sum_s Bin(n_s, s/(K+1)) by np.convolve of
+    scipy binomial pmfs. Returns (p_greater, p_less, p_two_sided)."""
+    pmf = np.ones(1)
+    for s in range(1, k + 1):
+        if n_by_sum[s]:
+            pmf = np.convolve(
+                pmf, stats.binom.pmf(np.arange(n_by_sum[s] + 1), n_by_sum[s], s / (k + 1))
+            )
+    shift = int(n_by_sum[k + 1])
+    total = int(sum(s * n_by_sum[s] for s in range(k + 2)))
+    u = np.arange(pmf.size) + shift
+    stat = (k + 1) * u - total
+    obs = (k + 1) * u_obs - total
+    return (
+        float(pmf[u >= u_obs].sum()),
+        float(pmf[u <= u_obs].sum()),
+        float(pmf[np.abs(stat) >= abs(obs)].sum()),
+    )
+

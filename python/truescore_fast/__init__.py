@@ -1,9 +1,33 @@
 """truescore_fast: contamination tests for language-model benchmark scores, compiled.
 
 A drop-in for truescore's contamination module on a C++ core, plus the batched and
-sharded tests of Oren et al. (2023).
+sharded tests of Oren et al. (2023), and the matched-form audit (CleanScore).
 """
 
+from truescore_fast.audit import (
+    INTERVAL_METHODS,
+    AuditData,
+    ControlBank,
+    Interval,
+    Intervals,
+    MatchedFormAudit,
+    RandomizationTest,
+    bernstein_interval,
+    bernstein_intervals,
+    betting_interval,
+    betting_intervals,
+    hoeffding_interval,
+    hoeffding_intervals,
+    hoeffding_serfling_interval,
+    hoeffding_serfling_intervals,
+    matched_form_audit,
+    matched_form_audits,
+    matched_form_intervals,
+    randomization_test,
+    read_audit_table,
+    wald_interval,
+    wald_intervals,
+)
 from truescore_fast.contamination import (
     CombinedContamination,
     ContaminationResult,
@@ -22,7 +46,29 @@ from truescore_fast.sharded import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "INTERVAL_METHODS",
+    "AuditData",
     "CombinedContamination",
+    "ControlBank",
+    "Interval",
+    "Intervals",
+    "MatchedFormAudit",
+    "RandomizationTest",
+    "bernstein_interval",
+    "bernstein_intervals",
+    "betting_interval",
+    "betting_intervals",
+    "hoeffding_interval",
+    "hoeffding_intervals",
+    "hoeffding_serfling_interval",
+    "hoeffding_serfling_intervals",
+    "matched_form_audit",
+    "matched_form_audits",
+    "matched_form_intervals",
+    "randomization_test",
+    "read_audit_table",
+    "wald_interval",
+    "wald_intervals",
     "ContaminationResult",
     "ExchangeabilityTests",
     "ShardOrders",

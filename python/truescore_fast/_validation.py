@@ -14,8 +14,11 @@ import numpy.typing as npt
 
 __all__ = [
     "check_alpha",
+    "check_gaps",
     "check_n_threads",
+    "check_population_size",
     "check_positive_int",
+    "check_unit_interval",
     "finite_1d",
     "float_array",
 ]
@@ -62,3 +65,53 @@ def check_n_threads(n_threads: int | None) -> int | None:
     if n_threads is None:
         return None
     return check_positive_int("n_threads", n_threads)
+
+
+def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[np.float64]:
+    """Gaps as a C-contiguous float64 array of ``ndim`` dimensions, finite and in [-1, 1],
+    with at least two parents (the last axis)."""
+    arr = np.ascontiguousarray(float_array(name, values))
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D; got shape {arr.shape}")
+    if arr.shape[-1] < 2:
+        raise ValueError(f"{name} needs at least 2 parents; got {arr.shape[-1]}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    if arr.size and (arr.min() < -1.0 or arr.max() > 1.0):
+        raise ValueError(
+            f"{name} must lie in [-1, 1] (a gap is public minus mean fresh correctness); "
+            f"got values in [{arr.min():.6g}, {arr.max():.6g}]"
+        )
+    return arr
+
+
+def check_unit_interval(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Correctness scores as a float64 array, finite and in [0, 1]."""
+    arr = float_array(name, values)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    if arr.size and (arr.min() < 0.0 or arr.max() > 1.0):
+        raise ValueError(
+            f"{name} must lie in [0, 1] (correctness, binary or averaged); "
+            f"got values in [{arr.min():.6g}, {arr.max():.6g}]"
+        )
+    return arr
+
+
+def check_population_size(
+    population_size: Any, n: int, name: str = "population_size"
+) -> int | None:
+    """``None`` or an integer N no smaller than the sample size ``n``."""
+    if population_size is None:
+        return None
+    if isinstance(population_size, (float, np.floating)) and float(population_size).is_integer():
+        population_size = int(population_size)
+    if isinstance(population_size, bool) or not isinstance(population_size, (int, np.integer)):
+        raise ValueError(
+            f"{name} must be an integer (the number of parents N); got {population_size!r}"
+        )
+    if population_size < n:
+        raise ValueError(
+            f"{name} must be at least the number of sampled parents n = {n}; got {population_size}"
+        )
+    return int(population_size)

@@ -1,0 +1,127 @@
+"""The ``truescore-fast audit`` subcommand: the matched-form audit of a long-format table.
+
+Kept apart from the main CLI module so the audit's options live with the audit;
+``cli.py`` calls :func:`add_audit_parser` and dispatches to :func:`run_audit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from truescore_fast.audit import INTERVAL_METHODS, matched_form_audits
+
+__all__ = ["add_audit_parser", "run_audit"]
+
+EXIT_NO_CLAIM = 0
+EXIT_CLAIM = 2
+
+
+def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``audit FILE [--control FILE] [--population-size N] [--radius R]
+    [--alpha A] [--json]`` (plus ``--guardrail``, ``--fallback``, ``--seed``)."""
+    parser = subparsers.add_parser(
+        "audit",
+        help="matched-form audit of a long-format table (parent, form, correct[, model])",
+        description=(
+            "Public-form advantage with valid intervals, the control bank's form gap and the "
+            "sensitivity interval for the exposure effect, one audit per model. Form 'public' "
+            "is the public form; any other form name is a fresh form. Exit codes: 0 no claim, "
+            "2 exposure claimed for some model, 1 could not run. A run without a claim is not "
+            "evidence of a clean score: most of a leak's effect can carry over to paraphrases."
+        ),
+    )
+    parser.add_argument("file", help="CSV with columns parent, form, correct and optionally model")
+    parser.add_argument(
+        "--control",
+        metavar="FILE",
+        default=None,
+        help="control-bank CSV in the same format (never-public items)",
+    )
+    parser.add_argument(
+        "--population-size",
+        metavar="N",
+        type=int,
+        default=None,
+        help="number of parents in the benchmark the audit sampled from",
+    )
+    parser.add_argument(
+        "--radius",
+        metavar="R",
+        type=float,
+        default=0.0,
+        help="transport radius: assumed bound on |b - b_C| (default 0)",
+    )
+    parser.add_argument(
+        "--alpha",
+        metavar="A",
+        type=float,
+        default=0.05,
+        help="error rate of the intervals and the claim (default 0.05)",
+    )
+    parser.add_argument(
+        "--guardrail",
+        metavar="G",
+        type=int,
+        default=30,
+        help="nonzero gaps below which Wald is not trusted (default 30)",
+    )
+    parser.add_argument(
+        "--fallback",
+        default="betting",
+        choices=[m for m in INTERVAL_METHODS if m != "wald"],
+        help="primary interval under the guardrail (default betting)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the recorded parent order for the betting interval (default 0)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the full results as JSON")
+    parser.set_defaults(func=run_audit)
+    return parser
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """Run the audit; 0 when no model meets the claim rule, 2 when one does.
+
+    Raises:
+        ValueError: unreadable file or bad data (the main CLI turns it into exit 1).
+    """
+    try:
+        results = matched_form_audits(
+            args.file,
+            control=args.control,
+            population_size=args.population_size,
+            transport_radius=args.radius,
+            alpha=args.alpha,
+            guardrail=args.guardrail,
+            fallback=args.fallback,
+            seed=args.seed,
+        )
+    except OSError as error:
+        raise ValueError(
+            f"cannot read {error.filename or args.file}: {error.strerror or error}"
+        ) from error
+    claim = any(r.claim for r in results.values())
+    if args.json:
+        print(
+            json.dumps(
+                {"claim": claim, "models": {m: r.to_dict() for m, r in results.items()}},
+                indent=2,
+            )
+        )
+    else:
+        for model, result in results.items():
+            print(f"== {model} ==")
+            print(result.summary())
+            print()
+        claimed = [m for m, r in results.items() if r.claim]
+        print(
+            "Exposure claimed for: " + ", ".join(claimed)
+            if claimed
+            else "No model meets the claim rule."
+        )
+    return EXIT_CLAIM if claim else EXIT_NO_CLAIM
