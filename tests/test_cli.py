@@ -94,3 +94,13 @@ def test_console_script_runs_as_a_process():
     )
     assert proc.returncode == EXIT_OK, proc.stderr
     assert json.loads(proc.stdout)["n_permutations"] == 99
+
+
+def test_audit_command_on_shipped_example(capsys):
+    args = ["audit", str(EXAMPLES / "audit_example.csv"), "--control",
+            str(EXAMPLES / "audit_control.csv"), "--population-size", "1000"]
+    assert main([*args, "--radius", "0.02"]) == EXIT_FINDING
+    assert main([*args, "--radius", "0.3"]) == EXIT_OK
+    assert main([*args[:2], "--radius", "-1"]) == EXIT_ERROR
+    assert main(["audit", "/nonexistent.csv"]) == EXIT_ERROR
+    capsys.readouterr()

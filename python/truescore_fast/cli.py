@@ -1,6 +1,7 @@
 """The ``truescore-fast`` command line.
 
     truescore-fast contamination FILE [--shard-column shard] [--json]
+    truescore-fast audit FILE [--control FILE] [--population-size N] [--radius R] [--json]
 
 Exit codes let a pipeline tell a finding from a failure:
 
@@ -25,6 +26,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from truescore_fast import __version__
+from truescore_fast._cli_audit import add_audit_parser
 from truescore_fast.contamination import exchangeability_test, exchangeability_tests
 
 EXIT_OK = 0
@@ -216,6 +218,7 @@ def _build_parser() -> argparse.ArgumentParser:
     contamination.add_argument("--alpha", type=float, default=0.05, help="significance level")
     contamination.add_argument("--json", action="store_true", help="print JSON instead of text")
     contamination.set_defaults(func=_cmd_contamination)
+    add_audit_parser(sub)
     return parser
 
 
