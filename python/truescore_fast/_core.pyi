@@ -42,7 +42,8 @@ def randomization_test(
     method: int,
     max_denominator: int,
     n_draws: int,
-    seed: int,
+    key0: int,
+    key1: int,
     *,
     n_threads: int | None = None,
 ) -> tuple[float, float, float, int, int, float, int]: ...
@@ -51,5 +52,10 @@ def randomization_test_binary(
 ) -> tuple[float, float, float]: ...
 def randomization_test_lattice(values: npt.ArrayLike) -> tuple[float, float, float]: ...
 def randomization_test_monte_carlo(
-    values: npt.ArrayLike, n_draws: int, seed: int, *, n_threads: int | None = None
+    values: npt.ArrayLike,
+    n_draws: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
 ) -> tuple[float, float, float]: ...

@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._random import philox_key
 from truescore_fast._validation import (
     check_alpha,
     check_gaps,
@@ -1012,8 +1013,9 @@ def randomization_test(
     code = {"auto": 0, "exact": 1, "monte_carlo": 2}[method]
     if method != "exact":
         seed_used = _seed_int(seed)  # recorded only if Monte Carlo runs
+    key = philox_key(seed_used or 0)
     pg, pl, pt, kind, den, statistic, informative = _core.randomization_test(
-        pub, fr, code, _MAX_DENOMINATOR, resamples or 1, seed_used or 0, n_threads=threads
+        pub, fr, code, _MAX_DENOMINATOR, resamples or 1, key[0], key[1], n_threads=threads
     )
     name = ("exact-binary", "exact-lattice", "monte-carlo")[kind]
     if kind != 2:

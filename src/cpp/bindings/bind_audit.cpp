@@ -111,7 +111,8 @@ py::tuple randomization_lattice(const ArrayI64& values) {
     return as_tuple(r);
 }
 
-py::tuple randomization_monte_carlo(const ArrayD& values, long n_draws, std::uint64_t seed,
+py::tuple randomization_monte_carlo(const ArrayD& values, long n_draws, std::uint64_t key0,
+                                    std::uint64_t key1,
                                     const py::object& n_threads) {
     require_ndim(values, 2, "values");
     if (values.shape(1) < 2) throw std::invalid_argument("values needs a public and at least one fresh column");
@@ -122,13 +123,14 @@ py::tuple randomization_monte_carlo(const ArrayD& values, long n_draws, std::uin
         py::gil_scoped_release release;
         r = truescore::randomization_test_monte_carlo(values.data(), static_cast<std::size_t>(values.shape(0)),
                                                       static_cast<int>(values.shape(1) - 1),
-                                                      static_cast<std::size_t>(n_draws), seed, threads);
+                                                      static_cast<std::size_t>(n_draws), key0, key1, threads);
     }
     return as_tuple(r);
 }
 
 py::tuple randomization_scores(const ArrayD& public_scores, const ArrayD& fresh, long method,
-                               long max_denominator, long n_draws, std::uint64_t seed,
+                               long max_denominator, long n_draws, std::uint64_t key0,
+                               std::uint64_t key1,
                                const py::object& n_threads) {
     require_ndim(public_scores, 1, "public");
     require_ndim(fresh, 2, "fresh");
@@ -145,7 +147,7 @@ py::tuple randomization_scores(const ArrayD& public_scores, const ArrayD& fresh,
         r = truescore::randomization_test(public_scores.data(), fresh.data(),
                                           static_cast<std::size_t>(public_scores.shape(0)),
                                           static_cast<int>(fresh.shape(1)), static_cast<int>(method),
-                                          max_denominator, static_cast<std::size_t>(n_draws), seed, threads);
+                                          max_denominator, static_cast<std::size_t>(n_draws), key0, key1, threads);
     }
     return py::make_tuple(r.p.p_greater, r.p.p_less, r.p.p_two_sided, r.method, r.denominator,
                           r.statistic, r.informative);
@@ -169,11 +171,13 @@ void bind_audit(py::module_& m) {
     m.def("randomization_test_lattice", &randomization_lattice, py::arg("values"),
           "Exact randomization test on an integer lattice: (p_greater, p_less, p_two_sided).");
     m.def("randomization_test", &randomization_scores, py::arg("public"), py::arg("fresh"),
-          py::arg("method"), py::arg("max_denominator"), py::arg("n_draws"), py::arg("seed"),
+          py::arg("method"), py::arg("max_denominator"), py::arg("n_draws"), py::arg("key0"),
+          py::arg("key1"),
           py::kw_only(), py::arg("n_threads") = py::none(),
           "The randomization test from raw scores (method 0 auto, 1 exact, 2 Monte Carlo): "
           "(p_greater, p_less, p_two_sided, method, denominator, statistic, informative).");
     m.def("randomization_test_monte_carlo", &randomization_monte_carlo, py::arg("values"),
-          py::arg("n_draws"), py::arg("seed"), py::kw_only(), py::arg("n_threads") = py::none(),
+          py::arg("n_draws"), py::arg("key0"), py::arg("key1"), py::kw_only(),
+          py::arg("n_threads") = py::none(),
           "Monte Carlo randomization test with the +1 correction: (p_greater, p_less, p_two_sided).");
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "truescore/parallel.hpp"
+#include "truescore/random.hpp"
 #include "truescore/summation.hpp"
 
 namespace truescore {
@@ -452,36 +453,10 @@ RandomizationPValues randomization_test_lattice(const std::int64_t* values, std:
     return p_values_from(st, shift, static_cast<std::int64_t>(kp1), total, u_obs);
 }
 
-namespace {
-
-std::uint64_t splitmix64(std::uint64_t& state) {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-// Uniform integer in [0, bound) by Lemire's multiply-and-reject.
-std::uint64_t uniform_below(std::uint64_t& state, std::uint64_t bound) {
-    std::uint64_t x = splitmix64(state);
-    __uint128_t m = static_cast<__uint128_t>(x) * bound;
-    std::uint64_t l = static_cast<std::uint64_t>(m);
-    if (l < bound) {
-        const std::uint64_t t = (0 - bound) % bound;
-        while (l < t) {
-            x = splitmix64(state);
-            m = static_cast<__uint128_t>(x) * bound;
-            l = static_cast<std::uint64_t>(m);
-        }
-    }
-    return static_cast<std::uint64_t>(m >> 64);
-}
-
-}  // namespace
-
 RandomizationPValues randomization_test_monte_carlo(const double* values, std::size_t n,
                                                     int n_forms, std::size_t n_draws,
-                                                    std::uint64_t seed, int n_threads) {
+                                                    std::uint64_t key0, std::uint64_t key1,
+                                                    int n_threads) {
     if (n_forms < 1) throw std::invalid_argument("the number of fresh forms must be at least 1");
     if (n_draws < 1) throw std::invalid_argument("n_resamples must be at least 1");
     const std::size_t kp1 = static_cast<std::size_t>(n_forms) + 1;
@@ -503,11 +478,9 @@ RandomizationPValues randomization_test_monte_carlo(const double* values, std::s
     std::vector<std::uint64_t> ge(n_draws), le(n_draws), two(n_draws);
     parallel_for_blocks(n_draws, n_threads, 64, [&](std::size_t begin, std::size_t end) {
         for (std::size_t b = begin; b < end; ++b) {
-            std::uint64_t key = seed ^ 0x5851F42D4C957F2DULL;
-            std::uint64_t state = splitmix64(key) ^ (b * 0xD1B54A32D192ED03ULL);
-            splitmix64(state);
+            Philox gen = Philox::for_task(key0, key1, b);
             double t = 0.0;
-            for (std::size_t i = 0; i < n; ++i) t += gap[i * kp1 + uniform_below(state, kp1)];
+            for (std::size_t i = 0; i < n; ++i) t += gap[i * kp1 + gen.below(kp1)];
             ge[b] = t >= t_obs - tol;
             le[b] = t <= t_obs + tol;
             two[b] = std::fabs(t) >= std::fabs(t_obs) - tol;
@@ -541,7 +514,7 @@ std::int64_t lattice_denominator(const double* v, std::size_t count, std::int64_
 RandomizationOutcome randomization_test(const double* public_scores, const double* fresh,
                                         std::size_t n, int n_forms, int method,
                                         std::int64_t max_denominator, std::size_t n_draws,
-                                        std::uint64_t seed, int n_threads) {
+                                        std::uint64_t key0, std::uint64_t key1, int n_threads) {
     if (n_forms < 1) throw std::invalid_argument("fresh must hold at least one fresh form per parent");
     if (n < 2) throw std::invalid_argument("public needs at least 2 parents; got " + std::to_string(n));
     if (method < 0 || method > 2) throw std::invalid_argument("unknown randomization method");
@@ -608,7 +581,8 @@ RandomizationOutcome randomization_test(const double* public_scores, const doubl
         out.p = randomization_test_lattice(ints.data(), n, n_forms);
         out.method = 1;
     } else {
-        out.p = randomization_test_monte_carlo(values.data(), n, n_forms, n_draws, seed, n_threads);
+        out.p = randomization_test_monte_carlo(values.data(), n, n_forms, n_draws, key0, key1,
+                                               n_threads);
         out.method = 2;
     }
     return out;

@@ -91,10 +91,11 @@ RandomizationPValues randomization_test_lattice(const std::int64_t* values, std:
                                                 int n_forms);
 
 // Monte Carlo with the +1 correction, for scores not on a lattice: values row-major
-// (n, K + 1) in [0, 1]. Draw b uses a random stream keyed by (seed, b) only.
+// (n, K + 1) in [0, 1]. Draw b uses the Philox stream of task b under (key0, key1) only.
 RandomizationPValues randomization_test_monte_carlo(const double* values, std::size_t n,
                                                     int n_forms, std::size_t n_draws,
-                                                    std::uint64_t seed, int n_threads);
+                                                    std::uint64_t key0, std::uint64_t key1,
+                                                    int n_threads);
 
 // The whole test from raw scores. public_scores (n,), fresh (n, K) row-major, values in
 // [0, 1]. method: 0 auto (binary closed form, else the smallest lattice {0, 1/L, .., 1}
@@ -110,6 +111,6 @@ struct RandomizationOutcome {
 RandomizationOutcome randomization_test(const double* public_scores, const double* fresh,
                                         std::size_t n, int n_forms, int method,
                                         std::int64_t max_denominator, std::size_t n_draws,
-                                        std::uint64_t seed, int n_threads);
+                                        std::uint64_t key0, std::uint64_t key1, int n_threads);
 
 }  // namespace truescore
