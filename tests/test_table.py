@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
 from truescore_fast._table import StudyTable
 
 
