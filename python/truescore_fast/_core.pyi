@@ -22,3 +22,24 @@ def row_means(
 ) -> npt.NDArray[np.float64]: ...
 def fisher_log_sf(statistic: float, n_shards: int) -> float: ...
 def philox_raw(key0: int, key1: int, task: int, n: int) -> npt.NDArray[np.uint64]: ...
+def sign_flip_test(
+    differences: npt.ArrayLike,
+    *,
+    exact: bool,
+    n_resamples: int,
+    key0: int,
+    key1: int,
+    alpha_tail: float,
+    n_threads: int | None = None,
+) -> dict[str, int | float]: ...
+def cluster_bootstrap_difference(
+    treated_sum: npt.ArrayLike,
+    treated_count: npt.ArrayLike,
+    control_sum: npt.ArrayLike,
+    control_count: npt.ArrayLike,
+    *,
+    n_resamples: int,
+    key0: int,
+    key1: int,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...
