@@ -162,9 +162,11 @@ def ref_sign_flip_mc_counts(
     counts = {"greater": 0, "less": 0, "two-sided": 0}
     for start in range(0, n_resamples, block):
         size = min(block, n_resamples - start)
-        raw = np.random.Philox(key=list(key), counter=[0, 0, start // block, 0]).random_raw(
-            size * words
+        # The key as uint64 words: NumPy reads a list of Python ints >= 2**63 differently.
+        stream = np.random.Philox(
+            key=np.array(key, dtype=np.uint64), counter=[0, 0, start // block, 0]
         )
+        raw = stream.random_raw(size * words)
         raw = np.asarray(raw, dtype=np.uint64).reshape(size, words)
         for row in raw:
             flip = np.array([(int(row[i // 64]) >> (i % 64)) & 1 for i in range(n)], dtype=bool)
@@ -174,3 +176,85 @@ def ref_sign_flip_mc_counts(
             counts["less"] += t <= observed + tol
             counts["two-sided"] += abs(t) >= abs(observed) - tol
     return counts
+
+
+# ---------------------------------------------------------------------------------------
+# Families: the family-clustered bootstrap and Holm's step-down procedure
+# ---------------------------------------------------------------------------------------
+
+
+def ref_lemire_below(raw_words: Any, n: int) -> tuple[int, int]:
+    """Lemire's unbiased integer in [0, n) from a sequence of raw 64-bit words.
+
+    Returns (value, words used). Written with Python integers, independent of the core.
+    """
+    used = 0
+    x = int(raw_words[used])
+    used += 1
+    m = x * n
+    low = m & (2**64 - 1)
+    if low < n:
+        threshold = (2**64 - n) % n
+        while low < threshold:
+            x = int(raw_words[used])
+            used += 1
+            m = x * n
+            low = m & (2**64 - 1)
+    return m >> 64, used
+
+
+def ref_cluster_bootstrap(
+    treated: Any,
+    control: Any,
+    families: Any,
+    key: tuple[int, int],
+    n_resamples: int,
+    block: int = 64,
+) -> np.ndarray:
+    """Family bootstrap replicates, one family draw at a time from NumPy's Philox.
+
+    Resample r uses the stream of task r // block; within a task, resamples draw their F
+    family indices in turn. Each replicate pools the drawn families' observations (with
+    multiplicity) and takes mean(treated) - mean(control).
+    """
+    t = np.asarray(treated, dtype=np.float64)
+    c = np.asarray(control, dtype=np.float64)
+    labels = np.asarray(families)
+    names = sorted(set(labels.tolist()))
+    t_groups = [t[labels == f] for f in names]
+    c_groups = [c[labels == f] for f in names]
+    n_fam = len(names)
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, block):
+        gen = np.random.Philox(
+            key=np.array(key, dtype=np.uint64), counter=[0, 0, start // block, 0]
+        )
+        pending: list[int] = []
+        for r in range(start, min(start + block, n_resamples)):
+            draws = []
+            for _ in range(n_fam):
+                if len(pending) < 8:
+                    pending.extend(int(w) for w in gen.random_raw(64))
+                k, used = ref_lemire_below(pending, n_fam)
+                del pending[:used]
+                draws.append(k)
+            ts = sum(t_groups[k].sum() for k in draws)
+            tn = sum(t_groups[k].size for k in draws)
+            cs = sum(c_groups[k].sum() for k in draws)
+            cn = sum(c_groups[k].size for k in draws)
+            out[r] = ts / tn - cs / cn
+    return out
+
+
+def ref_holm(p_values: Any) -> list[float]:
+    """Holm-adjusted p-values from the definition:
+    adj_(k) = max_{j <= k} min(1, (m - j + 1) p_(j)) for the sorted p-values."""
+    p = [float(x) for x in p_values]
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order, start=1):
+        running = max(running, min(1.0, (m - rank + 1) * p[i]))
+        adjusted[i] = running
+    return adjusted
