@@ -258,3 +258,41 @@ def ref_holm(p_values: Any) -> list[float]:
         running = max(running, min(1.0, (m - rank + 1) * p[i]))
         adjusted[i] = running
     return adjusted
+
+
+# ---------------------------------------------------------------------------------------
+# Audit-Prune: the cross-validated pair classifier, written out directly
+# ---------------------------------------------------------------------------------------
+
+
+def ref_pair_classifier_accuracy(d: Any, n_splits: int, seed: int) -> int:
+    """Held-out pairs solved by a no-intercept logistic regression on (d, 1), (-d, 0).
+
+    Features divided by their root mean square over all pairs; folds from scikit-learn's
+    KFold(shuffle=True, random_state=seed); a pair is solved when w . d > 0 (the data used
+    in tests has no exact ties).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold
+
+    x = np.asarray(d, dtype=np.float64)
+    rms = np.sqrt((x**2).mean(axis=0))
+    rms[rms == 0] = 1.0
+    x = x / rms
+    solved = 0
+    for train, test in KFold(n_splits=n_splits, shuffle=True, random_state=seed).split(x):
+        features = np.concatenate([x[train], -x[train]])
+        labels = np.array([1] * len(train) + [0] * len(train))
+        model = LogisticRegression(
+            fit_intercept=False, solver="newton-cholesky", max_iter=200
+        ).fit(features, labels)
+        solved += int((model.decision_function(x[test]) > 0).sum())
+    return solved
+
+
+def ref_clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
+    """Exact binomial interval from beta quantiles."""
+    a = 1 - level
+    lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, n - k + 1)
+    hi = 1.0 if k == n else stats.beta.ppf(1 - a / 2, k + 1, n - k)
+    return float(lo), float(hi)
