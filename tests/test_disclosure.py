@@ -240,3 +240,18 @@ def test_kappa_errors(a, b, kwargs, match):
     args = {"categories": [0, 1, 2]} | kwargs
     with pytest.raises(ValueError, match=match):
         linear_weighted_kappa(a, b, **args)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=15), st.lists(st.integers(0, 3), max_size=15))
+def test_kappa_any_input_gives_a_finite_result_or_value_error(a, b):
+    try:
+        res = linear_weighted_kappa(a, b, categories=[0, 1, 2], n_resamples=50)
+    except ValueError:
+        return
+    assert math.isfinite(res.kappa) and res.kappa <= 1.0
+    assert not any(math.isnan(x) for x in res.interval)

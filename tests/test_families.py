@@ -166,3 +166,35 @@ def test_bootstrap_errors(kwargs, match):
 def test_holm_errors(p, kwargs, match):
     with pytest.raises(ValueError, match=match):
         holm_correction(p, **kwargs)
+
+
+# --- any input: a finite result or a ValueError ---------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(width=64), min_size=0, max_size=20),
+    st.lists(st.floats(width=64), min_size=0, max_size=20),
+    st.lists(st.integers(0, 3), min_size=0, max_size=20),
+)
+def test_any_input_gives_a_finite_result_or_value_error(t, c, fam):
+    try:
+        res = family_bootstrap_difference(t, c, families=fam, n_resamples=50)
+    except ValueError:
+        return
+    assert all(math.isfinite(x) for x in (*res.interval, res.difference, res.standard_error))
+    assert 0.0 < res.p_value <= 1.0
+
+
+def test_huge_values_are_scaled_not_overflowed():
+    t, c, fam = clustered(10, 0.3, 6)
+    small = family_bootstrap_difference(t, c, families=fam, n_resamples=300, seed=2)
+    huge = family_bootstrap_difference(
+        t * 2.0**1000, c * 2.0**1000, families=fam, n_resamples=300, seed=2
+    )
+    assert huge.interval[0] == pytest.approx(small.interval[0] * 2.0**1000, rel=1e-12)
+    assert huge.standard_error == pytest.approx(small.standard_error * 2.0**1000, rel=1e-12)
+    assert huge.p_value == small.p_value

@@ -210,3 +210,39 @@ def test_errors_name_the_problem(kwargs, name):
 def test_exact_true_refuses_large_n():
     with pytest.raises(ValueError, match="exact"):
         paired_confidence_test(np.arange(21.0), np.zeros(21), method="sign_flip", exact=True)
+
+
+# --- any input: a finite result or a ValueError ---------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+values = st.lists(
+    st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=0, max_size=25
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values, values, st.sampled_from(["t", "wilcoxon", "sign_flip"]), st.sampled_from(ALTERNATIVES)
+)
+def test_any_input_gives_a_finite_result_or_value_error(a, b, method, alternative):
+    try:
+        res = paired_confidence_test(a, b, method=method, alternative=alternative, n_resamples=200)
+    except ValueError:
+        return
+    assert 0.0 <= res.p_value <= 1.0
+    assert not math.isnan(res.interval[0]) and not math.isnan(res.interval[1])
+    assert res.interval[0] <= res.interval[1]
+    assert math.isfinite(res.mean_difference) and not math.isnan(res.statistic)
+
+
+def test_huge_differences_are_scaled_not_overflowed():
+    d = np.array([3.0, -1.0, 2.0, 5.0, 4.0, -2.0, 1.0, 6.0])
+    small = paired_confidence_test(d, np.zeros(8), method="sign_flip")
+    huge = paired_confidence_test(d * 2.0**1000, np.zeros(8), method="sign_flip")
+    assert huge.p_value == small.p_value
+    assert huge.interval[0] == small.interval[0] * 2.0**1000
+    t_small = paired_confidence_test(d, np.zeros(8))
+    t_huge = paired_confidence_test(d * 2.0**1000, np.zeros(8))
+    assert t_huge.p_value == pytest.approx(t_small.p_value, rel=1e-12)

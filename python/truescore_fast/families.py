@@ -29,6 +29,7 @@ Reference:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -194,6 +195,14 @@ def family_bootstrap_difference(
         raise ValueError("families must contain at least 2 distinct families to resample")
     t_sum = np.bincount(t_codes, weights=t, minlength=n_fam)
     c_sum = np.bincount(c_codes, weights=c, minlength=n_fam)
+    # A resample sums n_fam family sums: with sums this large, work in units of a power
+    # of two (exact) so no replicate, quantile or variance overflows; scale back at the end.
+    with np.errstate(over="ignore"):
+        bound = n_fam * max(float(np.max(np.abs(t_sum))), float(np.max(np.abs(c_sum))))
+    if not math.isfinite(bound):
+        raise ValueError("treated and control values are too large to sum in float64")
+    exponent = math.frexp(bound)[1] if bound > 2.0**400 else 0
+    t_sum, c_sum = np.ldexp(t_sum, -exponent), np.ldexp(c_sum, -exponent)
     key0, key1 = philox_key(seed)
     reps = _core.cluster_bootstrap_difference(
         t_sum, t_count, c_sum, c_count,
@@ -205,10 +214,14 @@ def family_bootstrap_difference(
     above = int(np.count_nonzero(reps >= 0.0))
     p = min(1.0, 2.0 * (1 + min(below, above)) / (n_resamples + 1))
     se = float(reps.std(ddof=1)) if n_resamples > 1 else 0.0
+    point = float(t_sum.sum() / t.size - c_sum.sum() / c.size)
+    values = [math.ldexp(v, exponent) for v in (point, float(lo), float(hi), se)]
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("the difference between treated and control overflows float64")
     return FamilyBootstrapResult(
-        difference=float(t.mean() - c.mean()),
-        interval=(float(lo), float(hi)),
-        standard_error=se,
+        difference=values[0],
+        interval=(values[1], values[2]),
+        standard_error=values[3],
         p_value=p,
         level=level,
         n_families=int(n_fam),

@@ -230,9 +230,18 @@ def paired_confidence_test(
     check_choice("alternative", alternative, ("greater", "less", "two-sided"))
     check_alpha(level, "level")
     alpha = 1.0 - level
-    d = original - rephrased
+    raw = original - rephrased
+    if not np.isfinite(raw).all():
+        raise ValueError(
+            "confidence_original - confidence_rephrased overflows float64; rescale the inputs"
+        )
+    # Every statistic here is scale-free; work in units of a power of two (exact) so that
+    # squares and sums of very large differences cannot overflow, and scale results back.
+    largest = float(np.max(np.abs(raw)))
+    exponent = math.frexp(largest)[1] if largest > 2.0**400 else 0
+    d = np.ldexp(raw, -exponent)
     n = d.size
-    mean = float(d.mean())
+    mean = math.ldexp(float(d.mean()), exponent)
     is_exact = False
     used = 0
 
@@ -295,9 +304,11 @@ def paired_confidence_test(
             "two-sided": (lower, upper),
         }[alternative]
 
+    if method == "sign_flip":
+        statistic = math.ldexp(statistic, exponent)
     return PairedConfidenceResult(
         mean_difference=mean,
-        interval=(float(interval[0]), float(interval[1])),
+        interval=(math.ldexp(interval[0], exponent), math.ldexp(interval[1], exponent)),
         interval_target=_INTERVAL_TARGET[method],
         p_value=min(1.0, float(p_value)),
         statistic=statistic,
