@@ -288,13 +288,10 @@ def paired_confidence_test(
             n_threads=check_n_threads(n_threads),
         )
         used = int(out["n_patterns"])
-        count = int(
-            out[
-                {"greater": "count_greater", "less": "count_less"}.get(
-                    alternative, "count_two_sided"
-                )
-            ]
+        column = {"greater": "count_greater", "less": "count_less"}.get(
+            alternative, "count_two_sided"
         )
+        count = int(out[column])
         p_value = count / used if is_exact else (1 + count) / (used + 1)
         statistic = float(d.sum())
         lower, upper = float(out["lower"]), float(out["upper"])
