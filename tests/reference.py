@@ -324,3 +324,193 @@ def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
         float(pmf[np.abs(stat) >= abs(obs)].sum()),
     )
 
+# PaCoST: the paired sign-flip test, by brute force
+# ---------------------------------------------------------------------------------------
+
+
+def ref_sign_flip_counts(d: Any) -> dict[str, int]:
+    """Enumerate all 2^n sign vectors with itertools; count those at least as extreme.
+
+    Meant for integer-valued (exactly representable) differences, so sums are exact and
+    ties are decided without a tolerance.
+    """
+    import itertools
+
+    d = [float(x) for x in d]
+    observed = sum(d)
+    counts = {"greater": 0, "less": 0, "two-sided": 0}
+    for signs in itertools.product((1.0, -1.0), repeat=len(d)):
+        t = sum(s * x for s, x in zip(signs, d, strict=True))
+        counts["greater"] += t >= observed
+        counts["less"] += t <= observed
+        counts["two-sided"] += abs(t) >= abs(observed)
+    return counts
+
+
+def ref_sign_flip_p_at(d: Any, mu: float, alternative: str) -> float:
+    """Exact sign-flip p-value of the null 'centre = mu', by enumerating sign vectors."""
+    import itertools
+
+    x = np.asarray(d, dtype=np.float64) - mu
+    observed = x.sum()
+    hits = 0
+    total = 0
+    for signs in itertools.product((1.0, -1.0), repeat=x.size):
+        t = float(np.dot(signs, x))
+        total += 1
+        if alternative == "greater":
+            hits += t >= observed - 1e-9
+        else:
+            hits += t <= observed + 1e-9
+    return hits / total
+
+
+def ref_sign_flip_mc_counts(
+    d: Any, key: tuple[int, int], n_resamples: int, block: int = 256
+) -> dict[str, int]:
+    """Monte Carlo sign-flip counts with the patterns drawn from NumPy's own Philox.
+
+    Resample r uses task r // block: bit i of its pattern is bit (i % 64) of raw word
+    i // 64; a set bit flips d_i.
+    """
+    x = np.asarray(d, dtype=np.float64)
+    n = x.size
+    words = (n + 63) // 64
+    observed = x.sum()
+    counts = {"greater": 0, "less": 0, "two-sided": 0}
+    for start in range(0, n_resamples, block):
+        size = min(block, n_resamples - start)
+        # The key as uint64 words: NumPy reads a list of Python ints >= 2**63 differently.
+        stream = np.random.Philox(
+            key=np.array(key, dtype=np.uint64), counter=[0, 0, start // block, 0]
+        )
+        raw = stream.random_raw(size * words)
+        raw = np.asarray(raw, dtype=np.uint64).reshape(size, words)
+        for row in raw:
+            flip = np.array([(int(row[i // 64]) >> (i % 64)) & 1 for i in range(n)], dtype=bool)
+            t = float(np.where(flip, -x, x).sum())
+            tol = 1e-9 * float(np.abs(x).sum())
+            counts["greater"] += t >= observed - tol
+            counts["less"] += t <= observed + tol
+            counts["two-sided"] += abs(t) >= abs(observed) - tol
+    return counts
+
+
+# ---------------------------------------------------------------------------------------
+# Families: the family-clustered bootstrap and Holm's step-down procedure
+# ---------------------------------------------------------------------------------------
+
+
+def ref_lemire_below(raw_words: Any, n: int) -> tuple[int, int]:
+    """Lemire's unbiased integer in [0, n) from a sequence of raw 64-bit words.
+
+    Returns (value, words used). Written with Python integers, independent of the core.
+    """
+    used = 0
+    x = int(raw_words[used])
+    used += 1
+    m = x * n
+    low = m & (2**64 - 1)
+    if low < n:
+        threshold = (2**64 - n) % n
+        while low < threshold:
+            x = int(raw_words[used])
+            used += 1
+            m = x * n
+            low = m & (2**64 - 1)
+    return m >> 64, used
+
+
+def ref_cluster_bootstrap(
+    treated: Any,
+    control: Any,
+    families: Any,
+    key: tuple[int, int],
+    n_resamples: int,
+    block: int = 64,
+) -> np.ndarray:
+    """Family bootstrap replicates, one family draw at a time from NumPy's Philox.
+
+    Resample r uses the stream of task r // block; within a task, resamples draw their F
+    family indices in turn. Each replicate pools the drawn families' observations (with
+    multiplicity) and takes mean(treated) - mean(control).
+    """
+    t = np.asarray(treated, dtype=np.float64)
+    c = np.asarray(control, dtype=np.float64)
+    labels = np.asarray(families)
+    names = sorted(set(labels.tolist()))
+    t_groups = [t[labels == f] for f in names]
+    c_groups = [c[labels == f] for f in names]
+    n_fam = len(names)
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, block):
+        gen = np.random.Philox(
+            key=np.array(key, dtype=np.uint64), counter=[0, 0, start // block, 0]
+        )
+        pending: list[int] = []
+        for r in range(start, min(start + block, n_resamples)):
+            draws = []
+            for _ in range(n_fam):
+                if len(pending) < 8:
+                    pending.extend(int(w) for w in gen.random_raw(64))
+                k, used = ref_lemire_below(pending, n_fam)
+                del pending[:used]
+                draws.append(k)
+            ts = sum(t_groups[k].sum() for k in draws)
+            tn = sum(t_groups[k].size for k in draws)
+            cs = sum(c_groups[k].sum() for k in draws)
+            cn = sum(c_groups[k].size for k in draws)
+            out[r] = ts / tn - cs / cn
+    return out
+
+
+def ref_holm(p_values: Any) -> list[float]:
+    """Holm-adjusted p-values from the definition:
+    adj_(k) = max_{j <= k} min(1, (m - j + 1) p_(j)) for the sorted p-values."""
+    p = [float(x) for x in p_values]
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order, start=1):
+        running = max(running, min(1.0, (m - rank + 1) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+# ---------------------------------------------------------------------------------------
+# Audit-Prune: the cross-validated pair classifier, written out directly
+# ---------------------------------------------------------------------------------------
+
+
+def ref_pair_classifier_accuracy(d: Any, n_splits: int, seed: int) -> int:
+    """Held-out pairs solved by a no-intercept logistic regression on (d, 1), (-d, 0).
+
+    Features divided by their root mean square over all pairs; folds from scikit-learn's
+    KFold(shuffle=True, random_state=seed); a pair is solved when w . d > 0 (the data used
+    in tests has no exact ties).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold
+
+    x = np.asarray(d, dtype=np.float64)
+    rms = np.sqrt((x**2).mean(axis=0))
+    rms[rms == 0] = 1.0
+    x = x / rms
+    solved = 0
+    for train, test in KFold(n_splits=n_splits, shuffle=True, random_state=seed).split(x):
+        features = np.concatenate([x[train], -x[train]])
+        labels = np.array([1] * len(train) + [0] * len(train))
+        model = LogisticRegression(
+            fit_intercept=False, solver="newton-cholesky", max_iter=200
+        ).fit(features, labels)
+        solved += int((model.decision_function(x[test]) > 0).sum())
+    return solved
+
+
+def ref_clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
+    """Exact binomial interval from beta quantiles."""
+    a = 1 - level
+    lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, n - k + 1)
+    hi = 1.0 if k == n else stats.beta.ppf(1 - a / 2, k + 1, n - k)
+    return float(lo), float(hi)

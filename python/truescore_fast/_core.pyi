@@ -59,3 +59,24 @@ def randomization_test_monte_carlo(
     *,
     n_threads: int | None = None,
 ) -> tuple[float, float, float]: ...
+def sign_flip_test(
+    differences: npt.ArrayLike,
+    *,
+    exact: bool,
+    n_resamples: int,
+    key0: int,
+    key1: int,
+    alpha_tail: float,
+    n_threads: int | None = None,
+) -> dict[str, int | float]: ...
+def cluster_bootstrap_difference(
+    treated_sum: npt.ArrayLike,
+    treated_count: npt.ArrayLike,
+    control_sum: npt.ArrayLike,
+    control_count: npt.ArrayLike,
+    *,
+    n_resamples: int,
+    key0: int,
+    key1: int,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...

@@ -15,12 +15,14 @@ import numpy.typing as npt
 __all__ = [
     "check_alpha",
     "check_gaps",
+    "check_choice",
     "check_n_threads",
     "check_population_size",
     "check_positive_int",
     "check_unit_interval",
     "finite_1d",
     "float_array",
+    "paired_1d",
 ]
 
 
@@ -115,3 +117,23 @@ def check_population_size(
             f"{name} must be at least the number of sampled parents n = {n}; got {population_size}"
         )
     return int(population_size)
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices`` (compared as given, so case matters)."""
+    if not isinstance(value, str) or value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {options}; got {value!r}")
+    return value
+
+
+def paired_1d(
+    name_a: str, a: npt.ArrayLike, name_b: str, b: npt.ArrayLike
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Two non-empty, 1-D, all-finite float64 arrays of the same length (paired data)."""
+    arr_a = finite_1d(name_a, a)
+    arr_b = finite_1d(name_b, b)
+    if arr_a.shape != arr_b.shape:
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same length (one value per pair); "
+            f"got {arr_a.size} and {arr_b.size}"
+        )
+    return arr_a, arr_b

@@ -1,0 +1,407 @@
+"""Audit-Prune: surface-feature leakage in binary-choice benchmarks, and its removal.
+
+A binary-choice benchmark asks a model to pick the correct of two answers. If correct
+answers differ systematically from incorrect ones in surface form -- longer, more hedged,
+echoing the question -- a model can beat chance without the intended reasoning. The audit
+measures how well six surface features alone pick the correct answer; pruning removes the
+pairs that most reinforce that signal until it is indistinguishable from chance.
+
+The six features of an answer (:data:`FEATURE_NAMES`):
+
+``length_chars``      number of characters.
+``length_words``      number of whitespace-separated words.
+``punctuation``       number of ASCII punctuation characters (``string.punctuation``).
+``digits``            number of decimal digit characters.
+``hedges``            number of hedging words (:data:`HEDGE_WORDS`, case-insensitive,
+                      whole words).
+``question_overlap``  share of the answer's distinct words (lower-cased ``[a-z0-9']+``
+                      tokens) that also occur in the question; 0 for an answer with none.
+
+Each pair contributes ``d = features(correct) - features(incorrect)``. The classifier is a
+logistic regression without intercept on the pairs presented both ways round (``d``
+labelled "first is correct", ``-d`` labelled "second is correct"), features scaled by their
+root mean square, fitted by scikit-learn's Newton-Cholesky solver (L2 penalty, C = 1). A
+held-out pair counts as solved when ``w . d > 0`` (exact ties are settled by a seeded
+coin). Accuracy is cross-validated over pairs (``n_splits`` folds); the interval is the
+Clopper-Pearson interval for the number of solved pairs, compared with chance, 0.5.
+
+Requires scikit-learn: ``pip install 'truescore-fast[prune]'``.
+
+What a result does not mean: accuracy near chance says these six features do not pick the
+correct answer -- other surface cues (vocabulary, syntax, formatting) may still do so.
+Accuracy above chance says the benchmark can be partly solved from form alone; it does not
+say any particular model does so. The binomial interval treats cross-validated
+predictions as independent trials, which is approximately, not exactly, true.
+
+Reference:
+    Namjoo, Ogasawara, Abdullah et al., surface-feature leakage in binary-choice truth
+    benchmarks and Audit-Prune (the project's seed documents).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from truescore_fast._validation import check_alpha, check_positive_int
+
+__all__ = [
+    "FEATURE_NAMES",
+    "HEDGE_WORDS",
+    "LeakageAudit",
+    "MissingExtraError",
+    "PruneResult",
+    "PruneStep",
+    "audit_prune",
+    "feature_differences",
+    "leakage_audit",
+    "surface_features",
+]
+
+FEATURE_NAMES = (
+    "length_chars",
+    "length_words",
+    "punctuation",
+    "digits",
+    "hedges",
+    "question_overlap",
+)
+
+HEDGE_WORDS = frozenset(
+    """
+    may might could can perhaps possibly probably likely unlikely maybe often sometimes
+    usually generally typically mostly some many most several depends depending suggest
+    suggests suggested appear appears seem seems apparently uncertain unclear
+    approximately roughly about around arguably believed thought reportedly
+    """.split()
+)
+
+_WORD = re.compile(r"[a-z0-9']+")
+_PUNCT = frozenset(string.punctuation)
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency of truescore_fast is not installed."""
+
+
+def _sklearn() -> Any:
+    try:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import KFold
+    except ImportError as error:
+        raise MissingExtraError(
+            "Audit-Prune needs scikit-learn>=1.3: pip install 'truescore-fast[prune]'"
+        ) from error
+    return LogisticRegression, KFold
+
+
+def _texts(name: str, values: Sequence[str]) -> list[str]:
+    if isinstance(values, str):
+        raise ValueError(f"{name} must be a sequence of strings, not a single string")
+    out = list(values)
+    for i, v in enumerate(out):
+        if not isinstance(v, str):
+            raise ValueError(f"{name}[{i}] must be a string; got {type(v).__name__}")
+    if not out:
+        raise ValueError(f"{name} must be non-empty")
+    return out
+
+
+def _features_one(answer: str, question: str) -> list[float]:
+    words = _WORD.findall(answer.lower())
+    distinct = set(words)
+    q_words = set(_WORD.findall(question.lower()))
+    overlap = len(distinct & q_words) / len(distinct) if distinct else 0.0
+    return [
+        float(len(answer)),
+        float(len(answer.split())),
+        float(sum(ch in _PUNCT for ch in answer)),
+        float(sum(ch.isdecimal() for ch in answer)),
+        float(sum(w in HEDGE_WORDS for w in words)),
+        overlap,
+    ]
+
+
+def surface_features(answers: Sequence[str], questions: Sequence[str]) -> npt.NDArray[np.float64]:
+    """The six surface features of each answer, shape ``(n, 6)`` in :data:`FEATURE_NAMES` order.
+
+    Raises:
+        ValueError: naming the argument, for empty input, non-string entries or unequal
+            lengths.
+    """
+    a = _texts("answers", answers)
+    q = _texts("questions", questions)
+    if len(a) != len(q):
+        raise ValueError(
+            f"answers and questions must have the same length; got {len(a)} and {len(q)}"
+        )
+    return np.array([_features_one(x, y) for x, y in zip(a, q, strict=True)], dtype=np.float64)
+
+
+def feature_differences(
+    questions: Sequence[str], correct: Sequence[str], incorrect: Sequence[str]
+) -> npt.NDArray[np.float64]:
+    """``surface_features(correct) - surface_features(incorrect)`` per pair, shape ``(n, 6)``."""
+    q = _texts("questions", questions)
+    c = _texts("correct", correct)
+    i = _texts("incorrect", incorrect)
+    if not len(q) == len(c) == len(i):
+        raise ValueError(
+            "questions, correct and incorrect must have the same length (one pair per "
+            f"question); got {len(q)}, {len(c)} and {len(i)}"
+        )
+    return surface_features(c, q) - surface_features(i, q)
+
+
+@dataclass(frozen=True)
+class LeakageAudit:
+    """Cross-validated accuracy of the six-feature classifier at picking the correct answer.
+
+    Attributes:
+        accuracy: share of held-out pairs whose correct answer the classifier picks.
+        n_pairs: pairs audited; n_solved: of them, picked correctly.
+        interval: Clopper-Pearson interval for the accuracy at ``level``.
+        p_value: two-sided exact binomial p-value against chance (0.5).
+        level: confidence level.
+        coefficients: the classifier fitted on all pairs, per feature, in RMS-scaled
+            units (positive: the correct answer tends to have more of the feature).
+
+    ``leakage_detected`` is True when the interval excludes 0.5. Accuracy at chance
+    clears these six features only (see the module docstring).
+    """
+
+    accuracy: float
+    n_pairs: int
+    n_solved: int
+    interval: tuple[float, float]
+    p_value: float
+    level: float
+    coefficients: dict[str, float]
+
+    @property
+    def leakage_detected(self) -> bool:
+        """True when the accuracy's interval excludes chance (0.5)."""
+        return not self.interval[0] <= 0.5 <= self.interval[1]
+
+    def summary(self) -> str:
+        lo, hi = self.interval
+        strongest = max(self.coefficients, key=lambda k: abs(self.coefficients[k]))
+        verdict = (
+            "leakage: surface features alone pick the correct answer more often than chance"
+            if self.leakage_detected
+            else "no leakage detected from these six features (others may still leak)"
+        )
+        return "\n".join(
+            [
+                f"Surface-feature leakage audit, {self.n_pairs} pairs",
+                f"  cross-validated accuracy  {self.accuracy:.3f}  "
+                f"({self.level:.0%} interval [{lo:.3f}, {hi:.3f}], p {self.p_value:.3g} vs 0.5)",
+                f"  strongest feature         {strongest} ({self.coefficients[strongest]:+.3f})",
+                f"  {verdict}",
+            ]
+        )
+
+
+def _scale(d: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    rms = np.sqrt(np.mean(d * d, axis=0))
+    return d / np.where(rms > 0.0, rms, 1.0)
+
+
+def _fit(model_cls: Any, d: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    x = np.vstack([d, -d])
+    y = np.concatenate([np.ones(len(d)), np.zeros(len(d))])
+    model = model_cls(fit_intercept=False, C=1.0, solver="newton-cholesky", max_iter=200)
+    model.fit(x, y)
+    coef: npt.NDArray[np.float64] = model.coef_.ravel().astype(np.float64)
+    return coef
+
+
+def _audit_scaled(
+    d: npt.NDArray[np.float64], n_splits: int, level: float, seed: int
+) -> tuple[LeakageAudit, npt.NDArray[np.float64]]:
+    model_cls, kfold = _sklearn()
+    n = len(d)
+    ds = _scale(d)
+    solved = np.zeros(n, dtype=bool)
+    coin = np.random.default_rng(seed).random(n) < 0.5
+    for train, test in kfold(n_splits=n_splits, shuffle=True, random_state=seed).split(ds):
+        margin = ds[test] @ _fit(model_cls, ds[train])
+        solved[test] = np.where(margin == 0.0, coin[test], margin > 0.0)
+    k = int(solved.sum())
+    test = stats.binomtest(k, n, 0.5)
+    ci = test.proportion_ci(confidence_level=level, method="exact")
+    coef = _fit(model_cls, ds)
+    audit = LeakageAudit(
+        accuracy=k / n,
+        n_pairs=n,
+        n_solved=k,
+        interval=(float(ci.low), float(ci.high)),
+        p_value=float(test.pvalue),
+        level=level,
+        coefficients={name: float(w) for name, w in zip(FEATURE_NAMES, coef, strict=True)},
+    )
+    return audit, ds @ coef
+
+
+def _check_options(n_pairs: int, n_splits: int, level: float, seed: int) -> None:
+    check_positive_int("n_splits", n_splits, minimum=2)
+    if n_splits > n_pairs:
+        raise ValueError(
+            f"n_splits must not exceed the number of pairs ({n_pairs}); got {n_splits}"
+        )
+    check_alpha(level, "level")
+    check_positive_int("seed", seed, minimum=0)
+
+
+def leakage_audit(
+    questions: Sequence[str],
+    correct: Sequence[str],
+    incorrect: Sequence[str],
+    *,
+    n_splits: int = 5,
+    level: float = 0.95,
+    seed: int = 0,
+) -> LeakageAudit:
+    """How well do six surface features pick the correct answer of each pair?
+
+    Args:
+        questions: the question of each pair.
+        correct: the correct answer of each pair.
+        incorrect: the incorrect answer of each pair.
+        n_splits: cross-validation folds over pairs (at least 2).
+        level: confidence level of the accuracy's interval.
+        seed: seed of the fold assignment and of tie-breaking.
+
+    Raises:
+        MissingExtraError: (an ImportError) scikit-learn is not installed.
+        ValueError: naming the argument, for unequal lengths, non-strings, fewer pairs
+            than folds, or a bad ``n_splits``, ``level`` or ``seed``.
+    """
+    d = feature_differences(questions, correct, incorrect)
+    _check_options(len(d), n_splits, level, seed)
+    return _audit_scaled(d, n_splits, level, seed)[0]
+
+
+@dataclass(frozen=True)
+class PruneStep:
+    """One round of pruning: pairs left, their audit, and the pairs removed after it."""
+
+    n_remaining: int
+    accuracy: float
+    interval: tuple[float, float]
+    removed: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """The outcome of Audit-Prune.
+
+    Attributes:
+        before: the audit of the full benchmark.
+        after: the audit of the pairs kept.
+        kept: indices of the pairs kept (ascending).
+        removed: indices of the pairs removed, in the order they were removed.
+        steps: every round: pairs remaining, accuracy, interval, pairs then removed.
+        reached_chance: True when ``after``'s interval covers 0.5; False when pruning
+            stopped at ``max_fraction`` first.
+
+    Pruning removes the pairs that most reinforce the classifier, so the kept set is
+    *selected*: it is balanced on these six features by construction, and its accuracy
+    near chance is not independent evidence of a clean benchmark.
+    """
+
+    before: LeakageAudit
+    after: LeakageAudit
+    kept: tuple[int, ...]
+    removed: tuple[int, ...]
+    steps: tuple[PruneStep, ...]
+    reached_chance: bool
+
+    def summary(self) -> str:
+        n = self.before.n_pairs
+        status = (
+            "the kept pairs are at chance on these six features"
+            if self.reached_chance
+            else "stopped at max_fraction before reaching chance"
+        )
+        return "\n".join(
+            [
+                f"Audit-Prune: removed {len(self.removed)} of {n} pairs "
+                f"({len(self.removed) / n:.1%}) in {len(self.steps) - 1} rounds",
+                f"  before  accuracy {self.before.accuracy:.3f} "
+                f"[{self.before.interval[0]:.3f}, {self.before.interval[1]:.3f}]",
+                f"  after   accuracy {self.after.accuracy:.3f} "
+                f"[{self.after.interval[0]:.3f}, {self.after.interval[1]:.3f}]",
+                f"  {status}",
+            ]
+        )
+
+
+def audit_prune(
+    questions: Sequence[str],
+    correct: Sequence[str],
+    incorrect: Sequence[str],
+    *,
+    n_splits: int = 5,
+    level: float = 0.95,
+    step: float = 0.02,
+    max_fraction: float = 0.5,
+    seed: int = 0,
+) -> PruneResult:
+    """Remove the most leakage-reinforcing pairs until the audit's interval covers chance.
+
+    Each round audits the remaining pairs; if the accuracy's interval excludes 0.5, the
+    classifier is refitted on them and the ``step`` share of remaining pairs (at least one)
+    on which it is most confidently right (largest ``w . d``; most confidently wrong when
+    accuracy is *below* chance) is removed.
+
+    Args:
+        questions, correct, incorrect: the benchmark's pairs, as for :func:`leakage_audit`.
+        n_splits, level, seed: as for :func:`leakage_audit`.
+        step: share of the remaining pairs removed per round, in (0, 1).
+        max_fraction: never remove more than this share of all pairs, in (0, 1).
+
+    Raises:
+        MissingExtraError: (an ImportError) scikit-learn is not installed.
+        ValueError: naming the argument, as for :func:`leakage_audit`, or a ``step`` or
+            ``max_fraction`` outside (0, 1).
+    """
+    d = feature_differences(questions, correct, incorrect)
+    _check_options(len(d), n_splits, level, seed)
+    check_alpha(step, "step")
+    check_alpha(max_fraction, "max_fraction")
+    n = len(d)
+    budget = int(np.floor(max_fraction * n))
+    alive = np.arange(n)
+    removed: list[int] = []
+    steps: list[PruneStep] = []
+    audit, margin = _audit_scaled(d, n_splits, level, seed)
+    before = audit
+    while True:
+        room = budget - len(removed)
+        if not audit.leakage_detected or room <= 0 or len(alive) - 1 < n_splits:
+            steps.append(PruneStep(len(alive), audit.accuracy, audit.interval, ()))
+            break
+        take = min(room, max(1, int(np.floor(step * len(alive)))))
+        direction = 1.0 if audit.accuracy > 0.5 else -1.0
+        order = np.argsort(-direction * margin, kind="stable")[:take]
+        drop = tuple(int(i) for i in alive[order])
+        steps.append(PruneStep(len(alive), audit.accuracy, audit.interval, drop))
+        removed.extend(drop)
+        alive = np.delete(alive, order)
+        audit, margin = _audit_scaled(d[alive], n_splits, level, seed)
+    return PruneResult(
+        before=before,
+        after=audit,
+        kept=tuple(int(i) for i in alive),
+        removed=tuple(removed),
+        steps=tuple(steps),
+        reached_chance=not audit.leakage_detected,
+    )

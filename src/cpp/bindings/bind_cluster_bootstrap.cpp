@@ -1,0 +1,67 @@
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "arrays.hpp"
+#include "truescore/cluster_bootstrap.hpp"
+
+namespace py = pybind11;
+using truescore::bindings::ArrayD;
+using truescore::bindings::require_ndim;
+using truescore::bindings::thread_count;
+
+namespace {
+
+py::array_t<double> cluster_bootstrap_difference(const ArrayD& treated_sum,
+                                                 const ArrayD& treated_count,
+                                                 const ArrayD& control_sum,
+                                                 const ArrayD& control_count,
+                                                 std::int64_t n_resamples, std::uint64_t key0,
+                                                 std::uint64_t key1, const py::object& n_threads) {
+    const char* names[4] = {"treated_sum", "treated_count", "control_sum", "control_count"};
+    const ArrayD* arrays[4] = {&treated_sum, &treated_count, &control_sum, &control_count};
+    for (int a = 0; a < 4; ++a) require_ndim(*arrays[a], 1, names[a]);
+    const py::ssize_t f = treated_sum.shape(0);
+    if (f < 1) throw std::invalid_argument("treated_sum must be non-empty (one entry per family)");
+    for (int a = 0; a < 4; ++a) {
+        if (arrays[a]->shape(0) != f)
+            throw std::invalid_argument(std::string(names[a]) + " must have one entry per family (" +
+                                        std::to_string(f) + ")");
+        const double* p = arrays[a]->data();
+        for (py::ssize_t i = 0; i < f; ++i) {
+            if (!std::isfinite(p[i]))
+                throw std::invalid_argument(std::string(names[a]) + " contains non-finite values");
+            if (a % 2 == 1 && !(p[i] >= 1.0))
+                throw std::invalid_argument(std::string(names[a]) +
+                                            " must be at least 1 for every family");
+        }
+    }
+    if (n_resamples < 1)
+        throw std::invalid_argument("n_resamples must be at least 1; got " + std::to_string(n_resamples));
+    const int threads = thread_count(n_threads);
+    py::array_t<double> out(n_resamples);
+    double* o = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::cluster_bootstrap_difference(treated_sum.data(), treated_count.data(),
+                                                control_sum.data(), control_count.data(),
+                                                static_cast<std::size_t>(f), n_resamples, key0,
+                                                key1, o, threads);
+    }
+    return out;
+}
+
+}  // namespace
+
+void bind_cluster_bootstrap(py::module_& m) {
+    m.def("cluster_bootstrap_difference", &cluster_bootstrap_difference, py::arg("treated_sum"),
+          py::arg("treated_count"), py::arg("control_sum"), py::arg("control_count"),
+          py::kw_only(), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
+          py::arg("n_threads") = py::none(),
+          "Family-clustered bootstrap replicates of a treated-minus-control difference in "
+          "means, from per-family sums and counts.");
+}
