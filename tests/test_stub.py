@@ -43,3 +43,13 @@ def test_stub_argument_names_match_docstring_signatures():
 def test_public_api_is_exported():
     for name in truescore_fast.__all__:
         assert hasattr(truescore_fast, name), name
+
+
+def test_every_public_module_is_reexported():
+    import importlib
+
+    for name in ("audit", "contamination", "disclosure", "families", "pacost", "prune",
+                 "sharded"):
+        module = importlib.import_module(f"truescore_fast.{name}")
+        missing = set(module.__all__) - set(truescore_fast.__all__)
+        assert not missing, (name, missing)

@@ -4,7 +4,10 @@ A study's randomness is one Philox4x64-10 key; task t (a block of replications, 
 cell, a resample) draws from counter ``[0, 0, t, 0]`` under that key. The stream of any
 task can therefore be reproduced with NumPy alone::
 
-    numpy.random.Philox(key=philox_key(seed), counter=[0, 0, t, 0])
+    numpy.random.Philox(key=np.array(philox_key(seed), dtype=np.uint64),
+                        counter=np.array([0, 0, t, 0], dtype=np.uint64))
+
+(pass the key as a uint64 array: NumPy reads a tuple of large Python ints differently.)
 
 and no task's draws depend on which thread, process or machine ran it.
 """
