@@ -1,7 +1,7 @@
 """truescore_fast: contamination tests for language-model benchmark scores, compiled.
 
 A drop-in for truescore's contamination module on a C++ core, plus the batched and
-sharded tests of Oren et al. (2023), and the matched-form audit (CleanScore).
+sharded tests of Oren et al. (2023), the matched-form audit (CleanScore), and its resampling tools.
 """
 
 from truescore_fast.audit import (
@@ -35,6 +35,17 @@ from truescore_fast.contamination import (
     combine_shards,
     exchangeability_test,
     exchangeability_tests,
+)
+from truescore_fast.resampling import (
+    DID_COLUMNS,
+    BootstrapResult,
+    DiDResult,
+    PatternTest,
+    SeedContrast,
+    did_estimate,
+    finite_population_bootstrap,
+    pattern_permutation_test,
+    seed_contrast,
 )
 from truescore_fast.sharded import (
     ShardedLikelihoodResult,
@@ -70,6 +81,15 @@ __all__ = [
     "wald_interval",
     "wald_intervals",
     "ContaminationResult",
+    "DID_COLUMNS",
+    "BootstrapResult",
+    "DiDResult",
+    "PatternTest",
+    "SeedContrast",
+    "did_estimate",
+    "finite_population_bootstrap",
+    "pattern_permutation_test",
+    "seed_contrast",
     "ExchangeabilityTests",
     "ShardOrders",
     "ShardedLikelihoodResult",
