@@ -498,7 +498,9 @@ def resampling_bca_interval(replicates, estimate, jackknife_groups, alpha):
     resampled group, the leave-one-out estimates (acceleration as scipy.stats.bootstrap
     combines several samples)."""
     theta = np.asarray(replicates, float)
-    z0 = stats.norm.ppf((np.sum(theta < estimate) + np.sum(theta <= estimate)) / (2 * theta.size))
+    tol = 1e-12 * (1 + abs(estimate))  # ties within rounding count half
+    below = np.sum(theta < estimate - tol) + 0.5 * np.sum(np.abs(theta - estimate) <= tol)
+    z0 = stats.norm.ppf(below / theta.size)
     num = 0.0
     den = 0.0
     for loo in jackknife_groups:

@@ -502,7 +502,8 @@ class DiDResult:
         se: Bootstrap standard deviation.
         percentile: (..., 2) percentile interval; bca: (..., 2) BCa interval.
         bias_correction, acceleration: BCa's z0 and a (z0 from the share of replicates
-            below the estimate, ties counted half; a from the jackknife).
+            below the estimate, replicates within 1e-12 (1 + |estimate|) of it counted
+            half, the share clipped to [1/(2B), 1 - 1/(2B)]; a from the jackknife).
         spread: Max minus min of the per-model estimates, per quantity (Table 21's
             "Spread" when the models are reruns).
 
@@ -595,7 +596,13 @@ def _quantile_levels(alpha: float) -> np.ndarray:
 
 def _bca(reps: np.ndarray, estimate: float, loo_groups: list[np.ndarray], alpha: float):
     b = reps.size
-    share = (np.count_nonzero(reps < estimate) + np.count_nonzero(reps <= estimate)) / (2.0 * b)
+    # Replicates within rounding of the estimate are ties (counted half): with 0/1 data
+    # many replicates equal the estimate in exact arithmetic, and the last bit must not
+    # decide on which side they fall.
+    tol = 1e-12 * (1.0 + abs(estimate))
+    below = np.count_nonzero(reps < estimate - tol)
+    ties = np.count_nonzero(np.abs(reps - estimate) <= tol)
+    share = (below + 0.5 * ties) / b
     share = min(max(share, 0.5 / b), 1 - 0.5 / b)
     z0 = float(special.ndtri(share))
     num = den = 0.0
