@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-
 import truescore_fast as tf
 
 N_VALUES, POPULATION, REPLICATES = 10_000, 50_000, 10_000
@@ -63,7 +62,11 @@ def test_rao_wu_ours(benchmark, sample):
     values, unbiased_se = sample
     _mark(benchmark, "ours", "truescore_fast.finite_population_bootstrap (all cores)")
     result = benchmark(
-        tf.finite_population_bootstrap, values, population_size=POPULATION, replicates=REPLICATES, seed=1
+        tf.finite_population_bootstrap,
+        values,
+        population_size=POPULATION,
+        replicates=REPLICATES,
+        seed=1,
     )
     assert _se_ok(result.replicates, unbiased_se)
 
@@ -141,7 +144,9 @@ def _pattern_ok(observed, null_mean, p, gaps):
 @pytest.mark.benchmark(group=PATTERN)
 def test_pattern_ours(benchmark, pattern_gaps):
     _mark(benchmark, "ours", "truescore_fast.pattern_permutation_test (all cores)")
-    result = benchmark(tf.pattern_permutation_test, pattern_gaps, min_models=2, draws=DRAWS, seed=1)
+    result = benchmark(
+        tf.pattern_permutation_test, pattern_gaps, min_models=2, draws=DRAWS, seed=1
+    )
     assert _pattern_ok(result.observed, result.null_mean, result.p_value, pattern_gaps)
 
 
@@ -157,5 +162,7 @@ def test_pattern_ours_one_thread(benchmark, pattern_gaps):
 @pytest.mark.benchmark(group=PATTERN)
 def test_pattern_numpy(benchmark, pattern_gaps):
     _mark(benchmark, "baseline", "NumPy, rng.permuted over blocks of 2,000 draws")
-    observed, null_mean, p = benchmark(numpy_pattern_test, pattern_gaps, 2, DRAWS, np.random.default_rng(3))
+    observed, null_mean, p = benchmark(
+        numpy_pattern_test, pattern_gaps, 2, DRAWS, np.random.default_rng(3)
+    )
     assert _pattern_ok(observed, null_mean, p, pattern_gaps)

@@ -325,7 +325,6 @@ def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
     )
 
 
-
 # ---------------------------------------------------------------------------------------
 # Resampling: pattern permutation null, finite-population bootstraps, difference in
 # differences, sign flips (truescore_fast.resampling). Written from the draw order stated
@@ -395,7 +394,9 @@ def resampling_rao_wu(strata_values, resample_sizes, lambdas, weights, replicate
     for b in range(replicates):
         stream = ResamplingStream(key, b)
         total = 0.0
-        for y, m, lam, w, ybar in zip(strata_values, resample_sizes, lambdas, weights, means):
+        for y, m, lam, w, ybar in zip(
+            strata_values, resample_sizes, lambdas, weights, means, strict=True
+        ):
             picked = np.array([y[stream.below(y.size)] for _ in range(m)])
             total += w * (ybar + lam * (np.sum(picked) / m - ybar))
         out[b] = total
@@ -419,7 +420,7 @@ def resampling_bbh(strata_values, population_sizes, weights, replicates, key):
     for b in range(replicates):
         stream = ResamplingStream(key, b)
         total = 0.0
-        for y, big_n, w in zip(strata_values, population_sizes, weights):
+        for y, big_n, w in zip(strata_values, population_sizes, weights, strict=True):
             n = y.size
             k, r = divmod(int(big_n), n)
             completion = _resampling_floyd(stream, n, r)

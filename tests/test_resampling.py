@@ -13,11 +13,10 @@ import math
 import numpy as np
 import pytest
 import reference as ref
+import truescore_fast as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
-
-import truescore_fast as tf
 from truescore_fast import resampling as rs
 from truescore_fast._random import philox_key
 
@@ -156,7 +155,9 @@ def test_rao_wu_equals_numpy_reference_draw_for_draw():
     expected = ref.resampling_rao_wu(groups, n - 1, lam, big / big.sum(), 150, philox_key(12))
     assert np.array_equal(result.replicates, expected)
     assert result.resample_size == (6, 11, 4)
-    assert result.estimate == pytest.approx(sum(g.mean() * w for g, w in zip(groups, big / 139)))
+    assert result.estimate == pytest.approx(
+        sum(g.mean() * w for g, w in zip(groups, big / 139, strict=True))
+    )
     # A given resample size m.
     result = tf.finite_population_bootstrap(
         values, population_size=pops, strata=labels, replicates=60, resample_size=3, seed=13
@@ -169,7 +170,8 @@ def test_rao_wu_equals_numpy_reference_draw_for_draw():
 def test_bbh_equals_numpy_reference_draw_for_draw():
     rng = np.random.default_rng(6)
     values, labels = _stratified_sample(rng)
-    pops = [31, 100, 12]  # sorted label order a, b, c; 31 = 4*7 + 3 and 12 = 2*5 + 2 complete at random
+    # Sorted label order a, b, c; 31 = 4*7 + 3 and 12 = 2*5 + 2 complete at random.
+    pops = [31, 100, 12]
     result = tf.finite_population_bootstrap(
         values, population_size=pops, strata=labels, method="bbh", replicates=120, seed=21
     )
@@ -184,11 +186,15 @@ def test_rao_wu_bootstrap_variance_is_the_unbiased_estimate_given_the_sample():
     # about sqrt(2 / 20,000) = 1% (more for skewed data), so 4% is > 3 SE.
     rng = np.random.default_rng(7)
     values = rng.exponential(size=200)
-    result = tf.finite_population_bootstrap(values, population_size=1000, replicates=20_000, seed=3)
+    result = tf.finite_population_bootstrap(
+        values, population_size=1000, replicates=20_000, seed=3
+    )
     unbiased = (1 - 200 / 1000) * values.var(ddof=1) / 200
     assert result.variance_estimate == pytest.approx(unbiased, rel=1e-12)
     assert result.se**2 / unbiased == pytest.approx(1.0, abs=0.04)
-    assert result.replicates.mean() == pytest.approx(values.mean(), abs=4 * result.se / math.sqrt(20_000))
+    assert result.replicates.mean() == pytest.approx(
+        values.mean(), abs=4 * result.se / math.sqrt(20_000)
+    )
     # Stratified: sum_h W_h^2 (1 - f_h) s_h^2 / n_h.
     labels = np.repeat([0, 1], [80, 120])
     strat = tf.finite_population_bootstrap(
@@ -216,7 +222,9 @@ def test_rao_wu_expected_bootstrap_variance_matches_the_design_variance(fraction
     ratios = np.empty(600)
     for r in range(600):
         sample = rng.choice(population, size=n, replace=False)
-        result = tf.finite_population_bootstrap(sample, population_size=1000, replicates=400, seed=r)
+        result = tf.finite_population_bootstrap(
+            sample, population_size=1000, replicates=400, seed=r
+        )
         ratios[r] = result.se**2 / design_var
     mc_se = ratios.std(ddof=1) / math.sqrt(ratios.size)
     assert mc_se < 0.01
@@ -334,7 +342,9 @@ def test_did_reproduces_the_arithmetic_of_table_15():
     assert result.exposed_change[row] == pytest.approx([0.150, 0.085, 0.065], abs=1e-12)
     assert result.unexposed_change[row] == pytest.approx([-0.090, -0.090, 0.000], abs=1e-12)
     assert result.estimate[row] == pytest.approx([0.240, 0.175, 0.065], abs=1e-12)
-    assert result.estimate[row] == pytest.approx(ref.resampling_did_point(exposed, unexposed), abs=1e-15)
+    assert result.estimate[row] == pytest.approx(
+        ref.resampling_did_point(exposed, unexposed), abs=1e-15
+    )
     # With one model, pooled is that model.
     assert np.array_equal(result.estimate[1], result.estimate[0])
 
@@ -346,7 +356,9 @@ def test_did_pools_models_as_in_table_16():
     table = [(0.240, 0.175), (0.100, 0.040), (0.500, 0.350), (0.200, 0.230)]
     exposed = [_cells(rng, 200, (0.3, 0.3 + p, 0.3, 0.3 + f)) for p, f in table]
     unexposed = [_cells(rng, 200, (0.4, 0.4, 0.4, 0.4)) for _ in table]
-    result = tf.did_estimate(exposed, unexposed, models=["Q", "S", "O", "St"], replicates=300, seed=2)
+    result = tf.did_estimate(
+        exposed, unexposed, models=["Q", "S", "O", "St"], replicates=300, seed=2
+    )
     for m, (p, f) in enumerate(table):
         assert result.estimate[m] == pytest.approx([p, f, p - f], abs=1e-12)
     assert np.round(result.estimate[4], 3) == pytest.approx([0.260, 0.199, 0.061])
@@ -369,7 +381,9 @@ def test_did_replicates_equal_numpy_reference_draw_for_draw(shared):
     assert np.array_equal(result.se, np.std(expected, axis=0, ddof=1))
     assert np.array_equal(result.percentile[..., 0], np.quantile(expected, 0.025, axis=0))
     for m in range(2):
-        assert result.estimate[m] == pytest.approx(ref.resampling_did_point(exposed[m], unexposed[m]), abs=1e-15)
+        assert result.estimate[m] == pytest.approx(
+            ref.resampling_did_point(exposed[m], unexposed[m]), abs=1e-15
+        )
 
 
 def test_did_bca_matches_the_reference_formula_with_brute_force_jackknife():
@@ -381,8 +395,12 @@ def test_did_bca_matches_the_reference_formula_with_brute_force_jackknife():
     result = tf.did_estimate(exposed, unexposed, replicates=2000, seed=44)
     for q in range(3):
         est = ref.resampling_did_point(exposed, unexposed)[q]
-        loo_e = [ref.resampling_did_point(np.delete(exposed, i, 0), unexposed)[q] for i in range(30)]
-        loo_u = [ref.resampling_did_point(exposed, np.delete(unexposed, i, 0))[q] for i in range(25)]
+        loo_e = [
+            ref.resampling_did_point(np.delete(exposed, i, 0), unexposed)[q] for i in range(30)
+        ]
+        loo_u = [
+            ref.resampling_did_point(exposed, np.delete(unexposed, i, 0))[q] for i in range(25)
+        ]
         expected = ref.resampling_bca_interval(reps[:, 0, q], est, [loo_e, loo_u], 0.05)
         assert result.bca[0, q] == pytest.approx(expected, abs=1e-12)
 
@@ -418,7 +436,12 @@ def test_did_thread_count_does_not_change_the_result():
         (np.zeros((1, 4)), np.zeros((5, 4)), {}, "exposed"),
         (np.zeros((2, 5, 4)), np.zeros((5, 4)), {}, "same number of models"),
         (np.zeros((5, 4)), np.zeros((5, 4)), {"models": ["a", "b"]}, "models"),
-        ([np.zeros((5, 4)), np.zeros((6, 4))], [np.zeros((5, 4))] * 2, {"shared_parents": True}, "shared_parents"),
+        (
+            [np.zeros((5, 4)), np.zeros((6, 4))],
+            [np.zeros((5, 4))] * 2,
+            {"shared_parents": True},
+            "shared_parents",
+        ),
         (np.zeros((5, 4)), np.zeros((5, 4)), {"replicates": 1}, "replicates"),
         (np.zeros((5, 4)), np.zeros((5, 4)), {"alpha": 0.0}, "alpha"),
         (np.zeros((5, 4)), np.zeros((5, 4)), {"seed": "x"}, "seed"),
@@ -531,7 +554,10 @@ def test_bootstrap_and_contrast_finite_or_value_error(values, population, method
     except ValueError:
         pass
     else:
-        assert all(math.isfinite(v) for v in (contrast.mean, contrast.low, contrast.high, contrast.p_value))
+        assert all(
+            math.isfinite(v)
+            for v in (contrast.mean, contrast.low, contrast.high, contrast.p_value)
+        )
         assert 0 < contrast.p_value <= 1
 
 
@@ -543,7 +569,12 @@ def test_bootstrap_and_contrast_finite_or_value_error(values, population, method
 def test_did_and_pattern_finite_or_value_error(cells, models):
     arr = np.array(cells)
     try:
-        result = tf.did_estimate(arr.reshape(-1, 4) if arr.size % 4 == 0 else arr, arr.reshape(-1, 4) if arr.size % 4 == 0 else arr, replicates=20, seed=1)
+        result = tf.did_estimate(
+            arr.reshape(-1, 4) if arr.size % 4 == 0 else arr,
+            arr.reshape(-1, 4) if arr.size % 4 == 0 else arr,
+            replicates=20,
+            seed=1,
+        )
     except ValueError:
         pass
     else:

@@ -263,7 +263,11 @@ class BootstrapResult:
         return out
 
     def summary(self) -> str:
-        pop = "infinite population" if self.population_size is None else f"N = {self.population_size:,}"
+        pop = (
+            "infinite population"
+            if self.population_size is None
+            else f"N = {self.population_size:,}"
+        )
         lines = [
             f"Finite-population bootstrap ({self.method}, {len(self.replicates):,} replicates): "
             f"n = {self.n}, {self.n_strata} strata, {pop}",
@@ -272,7 +276,8 @@ class BootstrapResult:
         ]
         if self.variance_estimate is not None:
             lines.append(
-                f"  design-unbiased SE {math.sqrt(self.variance_estimate):.4f} (what the bootstrap "
+                f"  design-unbiased SE {math.sqrt(self.variance_estimate):.4f} "
+                "(what the bootstrap "
                 "SE estimates)"
             )
         return "\n".join(lines)
@@ -294,7 +299,9 @@ def _strata_layout(
     else:
         lab = np.asarray(strata)
         if lab.ndim != 1 or lab.size != n:
-            raise ValueError(f"strata must be 1-D with one label per value ({n}); got shape {lab.shape}")
+            raise ValueError(
+                f"strata must be 1-D with one label per value ({n}); got shape {lab.shape}"
+            )
         try:
             uniq, codes = np.unique(lab, return_inverse=True)
         except TypeError as error:
@@ -408,7 +415,10 @@ def finite_population_bootstrap(
         frac = counts / big
     key = philox_key(seed)
     s2 = np.array(
-        [np.var(ys[offsets[h] : offsets[h + 1]], ddof=1) if counts[h] > 1 else 0.0 for h in range(counts.size)]
+        [
+            np.var(ys[offsets[h] : offsets[h + 1]], ddof=1) if counts[h] > 1 else 0.0
+            for h in range(counts.size)
+        ]
     )
     variance = float(np.sum(weight**2 * (1 - frac) * s2 / counts))
     means = np.array([np.mean(ys[offsets[h] : offsets[h + 1]]) for h in range(counts.size)])
@@ -416,16 +426,22 @@ def finite_population_bootstrap(
     sizes: tuple[int, ...] | None = None
     if method == "rao_wu":
         if counts.min() < 2:
-            raise ValueError("the Rao-Wu bootstrap needs at least 2 sampled units in every stratum")
+            raise ValueError(
+                "the Rao-Wu bootstrap needs at least 2 sampled units in every stratum"
+            )
         if resample_size is None:
             m = counts - 1
         else:
-            m = np.full(counts.size, check_positive_int("resample_size", resample_size), dtype=np.int64)
+            m = np.full(
+                counts.size, check_positive_int("resample_size", resample_size), dtype=np.int64
+            )
         m = m.astype(np.int64)
         lam = np.sqrt(m * (1 - frac) / (counts - 1))
         sizes = tuple(int(v) for v in m)
         if statistic is None:
-            reps = _core.rao_wu_bootstrap(ys, offsets, m, lam, weight, b, key[0], key[1], n_threads=threads)
+            reps = _core.rao_wu_bootstrap(
+                ys, offsets, m, lam, weight, b, key[0], key[1], n_threads=threads
+            )
         else:
             if not callable(statistic):
                 raise ValueError(f"statistic must be callable; got {statistic!r}")
@@ -534,7 +550,8 @@ class DiDResult:
         rows = [(i, q) for i in range(len(self.models)) for q in range(3)]
         col = lambda a: np.array([a[i, q] for i, q in rows])  # noqa: E731
         return StudyTable(
-            title="Difference in differences (exposed minus unexposed parents, after minus before)",
+            title="Difference in differences (exposed minus unexposed parents, "
+            "after minus before)",
             columns={
                 "model": np.array([self.models[i] for i, _ in rows]),
                 "quantity": np.array([self.quantities[q] for _, q in rows]),
@@ -575,7 +592,8 @@ def _did_groups(name: str, data: Any) -> list[np.ndarray]:
     else:
         shape = None if arr is None else arr.shape
         raise ValueError(
-            f"{name} must be (n, 4), (models, n, 4) or a list of (n_m, 4) arrays; got shape {shape}"
+            f"{name} must be (n, 4), (models, n, 4) or a list of (n_m, 4) arrays; "
+            f"got shape {shape}"
         )
     out = []
     for m, g in enumerate(groups):
@@ -671,7 +689,8 @@ def did_estimate(
     un = _did_groups("unexposed", unexposed)
     if len(ex) != len(un):
         raise ValueError(
-            f"exposed and unexposed must hold the same number of models; got {len(ex)} and {len(un)}"
+            "exposed and unexposed must hold the same number of models; "
+            f"got {len(ex)} and {len(un)}"
         )
     n_models = len(ex)
     if models is None:
@@ -680,9 +699,7 @@ def did_estimate(
         names = tuple(str(v) for v in models)
         if len(names) != n_models:
             raise ValueError(f"models must name {n_models} models; got {len(names)}")
-    if shared_parents and (
-        len({g.shape[0] for g in ex}) > 1 or len({g.shape[0] for g in un}) > 1
-    ):
+    if shared_parents and (len({g.shape[0] for g in ex}) > 1 or len({g.shape[0] for g in un}) > 1):
         raise ValueError("shared_parents needs the same number of parents for every model")
     b = check_positive_int("replicates", replicates, minimum=2)
     check_alpha(alpha)
@@ -696,8 +713,17 @@ def did_estimate(
     e_off = np.concatenate([[0], np.cumsum([d.size for d in dpe])]).astype(np.int64)
     u_off = np.concatenate([[0], np.cumsum([d.size for d in dpu])]).astype(np.int64)
     reps = _core.did_bootstrap(
-        np.concatenate(dpe), np.concatenate(dfe), e_off, np.concatenate(dpu), np.concatenate(dfu),
-        u_off, bool(shared_parents), b, key[0], key[1], n_threads=threads,
+        np.concatenate(dpe),
+        np.concatenate(dfe),
+        e_off,
+        np.concatenate(dpu),
+        np.concatenate(dfu),
+        u_off,
+        bool(shared_parents),
+        b,
+        key[0],
+        key[1],
+        n_threads=threads,
     )
 
     rows = n_models + 1
@@ -877,12 +903,15 @@ def seed_contrast(
     else:
         if seed is None:
             raise ValueError(
-                f"seed is required for the Monte Carlo sign-flip test ({n} seeds > {MAX_EXACT_SEEDS} "
+                "seed is required for the Monte Carlo sign-flip test "
+                f"({n} seeds > {MAX_EXACT_SEEDS} "
                 "or method='monte_carlo')"
             )
         d = check_positive_int("draws", draws)
         key = philox_key(seed)
-        hits = _core.sign_flip_count_monte_carlo(x, threshold, d, key[0], key[1], n_threads=threads)
+        hits = _core.sign_flip_count_monte_carlo(
+            x, threshold, d, key[0], key[1], n_threads=threads
+        )
         p = (1.0 + hits) / (d + 1.0)
         vectors = d
         used = "monte-carlo"
