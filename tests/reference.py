@@ -514,3 +514,193 @@ def ref_clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
     lo = 0.0 if k == 0 else stats.beta.ppf(a / 2, k, n - k + 1)
     hi = 1.0 if k == n else stats.beta.ppf(1 - a / 2, k + 1, n - k)
     return float(lo), float(hi)
+
+# ---------------------------------------------------------------------------------------
+# Resampling: pattern permutation null, finite-population bootstraps, difference in
+# differences, sign flips (truescore_fast.resampling). Written from the draw order stated
+# in src/cpp/truescore/resampling.hpp and the formulas in the module docstring: each
+# replicate b reads numpy.random.Philox(key=key, counter=[0, 0, b, 0]).random_raw, so
+# where a stream is shared the replicates must agree bit for bit.
+# ---------------------------------------------------------------------------------------
+
+
+class ResamplingStream:
+    """Raw 64-bit words of task ``b``'s stream, with Lemire's unbiased integers below n."""
+
+    def __init__(self, key, b):
+        self._bitgen = np.random.Philox(
+            key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, b, 0], dtype=np.uint64)
+        )
+        self._buf: list[int] = []
+
+    def raw(self) -> int:
+        if not self._buf:
+            self._buf = [int(v) for v in self._bitgen.random_raw(64)][::-1]
+        return self._buf.pop()
+
+    def below(self, n: int) -> int:
+        m = self.raw() * n
+        low = m & (2**64 - 1)
+        if low < n:
+            threshold = (2**64 - n) % n
+            while low < threshold:
+                m = self.raw() * n
+                low = m & (2**64 - 1)
+        return m >> 64
+
+
+def resampling_pattern_statistic(indicator, min_models):
+    return int((np.asarray(indicator, dtype=bool).sum(axis=0) >= min_models).sum())
+
+
+def resampling_pattern_null(indicator, min_models, draws, key):
+    """Null statistics, one per draw: each model's row replaced by a random subset of its
+    size (partial Fisher-Yates; the complement when the row is mostly ones)."""
+    ind = np.asarray(indicator, dtype=bool)
+    n_models, n = ind.shape
+    out = np.empty(draws, dtype=np.int64)
+    for b in range(draws):
+        stream = ResamplingStream(key, b)
+        counts = np.zeros(n, dtype=np.int64)
+        for m in range(n_models):
+            c = int(ind[m].sum())
+            complement = c > n - c
+            s = n - c if complement else c
+            perm = list(range(n))
+            for i in range(s):
+                j = i + stream.below(n - i)
+                perm[i], perm[j] = perm[j], perm[i]
+            row = np.zeros(n, dtype=np.int64)
+            row[perm[:s]] = 1
+            counts += (1 - row) if complement else row
+        out[b] = int((counts >= min_models).sum())
+    return out
+
+
+def resampling_rao_wu(strata_values, resample_sizes, lambdas, weights, replicates, key):
+    """Rao-Wu replicates: per stratum, m_h draws with replacement, rescaled by lambda_h."""
+    means = [np.sum(y) / y.size for y in strata_values]
+    out = np.empty(replicates)
+    for b in range(replicates):
+        stream = ResamplingStream(key, b)
+        total = 0.0
+        for y, m, lam, w, ybar in zip(
+            strata_values, resample_sizes, lambdas, weights, means, strict=True
+        ):
+            picked = np.array([y[stream.below(y.size)] for _ in range(m)])
+            total += w * (ybar + lam * (np.sum(picked) / m - ybar))
+        out[b] = total
+    return out
+
+
+def _resampling_floyd(stream, m, s):
+    chosen: list[int] = []
+    seen: set[int] = set()
+    for j in range(m - s, m):
+        t = stream.below(j + 1)
+        v = j if t in seen else t
+        seen.add(v)
+        chosen.append(v)
+    return chosen
+
+
+def resampling_bbh(strata_values, population_sizes, weights, replicates, key):
+    """Booth-Butler-Hall replicates, recentred on the pseudo-population mean."""
+    out = np.empty(replicates)
+    for b in range(replicates):
+        stream = ResamplingStream(key, b)
+        total = 0.0
+        for y, big_n, w in zip(strata_values, population_sizes, weights, strict=True):
+            n = y.size
+            k, r = divmod(int(big_n), n)
+            completion = _resampling_floyd(stream, n, r)
+            pseudo = np.concatenate([np.tile(y, k), y[completion]])
+            pseudo_mean = (k * np.sum(y) + np.sum(y[completion])) / big_n
+            positions = _resampling_floyd(stream, int(big_n), n)
+            sample = pseudo[positions]
+            total += w * (np.sum(y) / n + (np.sum(sample) / n - pseudo_mean))
+        out[b] = total
+    return out
+
+
+def resampling_did_point(exposed, unexposed):
+    """Direct arithmetic: (public DiD, fresh DiD, visible gap) from (n, 4) arrays with
+    columns public_before, public_after, fresh_before, fresh_after."""
+    e, u = np.asarray(exposed, float), np.asarray(unexposed, float)
+    pub = (e[:, 1].mean() - e[:, 0].mean()) - (u[:, 1].mean() - u[:, 0].mean())
+    fresh = (e[:, 3].mean() - e[:, 2].mean()) - (u[:, 3].mean() - u[:, 2].mean())
+    return pub, fresh, pub - fresh
+
+
+def resampling_did_replicates(exposed_list, unexposed_list, replicates, key, shared=False):
+    """(replicates, models + 1, 3) DiD bootstrap replicates; the last row pools models."""
+    dpe = [np.ascontiguousarray(e[:, 1] - e[:, 0]) for e in exposed_list]
+    dfe = [np.ascontiguousarray(e[:, 3] - e[:, 2]) for e in exposed_list]
+    dpu = [np.ascontiguousarray(u[:, 1] - u[:, 0]) for u in unexposed_list]
+    dfu = [np.ascontiguousarray(u[:, 3] - u[:, 2]) for u in unexposed_list]
+    n_models = len(exposed_list)
+    out = np.empty((replicates, n_models + 1, 3))
+    for b in range(replicates):
+        stream = ResamplingStream(key, b)
+        if shared:
+            ie = [stream.below(dpe[0].size) for _ in range(dpe[0].size)]
+            iu = [stream.below(dpu[0].size) for _ in range(dpu[0].size)]
+        pooled = [0.0, 0.0, 0.0]
+        for m in range(n_models):
+            if not shared:
+                ie = [stream.below(dpe[m].size) for _ in range(dpe[m].size)]
+                iu = [stream.below(dpu[m].size) for _ in range(dpu[m].size)]
+            p = np.sum(dpe[m][ie]) / len(ie) - np.sum(dpu[m][iu]) / len(iu)
+            f = np.sum(dfe[m][ie]) / len(ie) - np.sum(dfu[m][iu]) / len(iu)
+            out[b, m] = (p, f, p - f)
+            pooled = [pooled[0] + p, pooled[1] + f, pooled[2] + (p - f)]
+        out[b, n_models] = [v / n_models for v in pooled]
+    return out
+
+
+def resampling_sign_flip_brute_force(values):
+    """Exact two-sided sign-flip p by listing all 2^n sign vectors."""
+    x = np.asarray(values, float)
+    signs = np.array(list(itertools.product([-1.0, 1.0], repeat=x.size)))
+    stats_ = np.abs(signs @ x)
+    observed = abs(x.sum())
+    return float(np.mean(stats_ >= observed - 1e-12 * np.abs(x).sum()))
+
+
+def resampling_sign_flip_monte_carlo(values, draws, key):
+    """Monte Carlo sign-flip count: s_i from bit i % 64 of word i // 64 of stream b."""
+    x = np.asarray(values, float)
+    observed = abs(x.sum()) - 1e-12 * np.abs(x).sum()
+    hits = 0
+    for b in range(draws):
+        stream = ResamplingStream(key, b)
+        acc = 0.0
+        word = 0
+        for i, v in enumerate(x):
+            if i % 64 == 0:
+                word = stream.raw()
+            acc += v if (word >> (i % 64)) & 1 else -v
+        hits += abs(acc) >= observed
+    return hits
+
+
+def resampling_bca_interval(replicates, estimate, jackknife_groups, alpha):
+    """BCa interval (Efron 1987) from bootstrap replicates and, per independently
+    resampled group, the leave-one-out estimates (acceleration as scipy.stats.bootstrap
+    combines several samples)."""
+    theta = np.asarray(replicates, float)
+    tol = 1e-12 * (1 + abs(estimate))  # ties within rounding count half
+    below = np.sum(theta < estimate - tol) + 0.5 * np.sum(np.abs(theta - estimate) <= tol)
+    z0 = stats.norm.ppf(below / theta.size)
+    num = 0.0
+    den = 0.0
+    for loo in jackknife_groups:
+        loo = np.asarray(loo, float)
+        n = loo.size
+        u = (n - 1) * (loo.mean() - loo)
+        num += np.sum(u**3) / n**3
+        den += np.sum(u**2) / n**2
+    a = num / (6 * den**1.5) if den > 0 else 0.0
+    z = stats.norm.ppf([alpha / 2, 1 - alpha / 2])
+    levels = stats.norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
+    return np.quantile(theta, levels)

@@ -49,7 +49,7 @@ def test_every_public_module_is_reexported():
     import importlib
 
     for name in ("audit", "contamination", "disclosure", "families", "pacost", "prune",
-                 "sharded"):
+                 "resampling", "sharded"):
         module = importlib.import_module(f"truescore_fast.{name}")
         missing = set(module.__all__) - set(truescore_fast.__all__)
         assert not missing, (name, missing)

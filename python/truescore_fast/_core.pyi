@@ -80,3 +80,71 @@ def cluster_bootstrap_difference(
     key1: int,
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+
+# resampling: replicate b draws from Philox task stream b (see src/cpp/truescore/resampling.hpp)
+def pattern_test(
+    indicator: npt.ArrayLike,
+    min_models: int,
+    draws: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> tuple[int, npt.NDArray[np.int64]]: ...
+def rao_wu_bootstrap(
+    values: npt.ArrayLike,
+    offsets: npt.ArrayLike,
+    resample_size: npt.ArrayLike,
+    lam: npt.ArrayLike,
+    weight: npt.ArrayLike,
+    replicates: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def rao_wu_weights(
+    offsets: npt.ArrayLike,
+    resample_size: npt.ArrayLike,
+    lam: npt.ArrayLike,
+    weight: npt.ArrayLike,
+    first: int,
+    count: int,
+    key0: int,
+    key1: int,
+) -> npt.NDArray[np.float64]: ...
+def bbh_bootstrap(
+    values: npt.ArrayLike,
+    offsets: npt.ArrayLike,
+    population_size: npt.ArrayLike,
+    weight: npt.ArrayLike,
+    replicates: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def did_bootstrap(
+    dp_e: npt.ArrayLike,
+    df_e: npt.ArrayLike,
+    e_offsets: npt.ArrayLike,
+    dp_u: npt.ArrayLike,
+    df_u: npt.ArrayLike,
+    u_offsets: npt.ArrayLike,
+    shared_parents: bool,
+    replicates: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def sign_flip_count(values: npt.ArrayLike, threshold: float) -> float: ...
+def sign_flip_count_monte_carlo(
+    values: npt.ArrayLike,
+    threshold: float,
+    draws: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> int: ...

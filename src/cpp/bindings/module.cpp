@@ -7,6 +7,7 @@ void bind_random(py::module_& m);
 void bind_audit(py::module_& m);
 void bind_signflip(py::module_& m);
 void bind_cluster_bootstrap(py::module_& m);
+void bind_resampling(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
     bind_audit(m);
     bind_signflip(m);
     bind_cluster_bootstrap(m);
+    bind_resampling(m);
 }

@@ -1,0 +1,168 @@
+"""Speed of the resampling kernels against plain NumPy implementations.
+
+Each group holds our implementation (every core, and one thread as a variant) and a
+vectorised NumPy baseline, measured in the same run; every benchmark asserts that its
+output is correct. ``extra_info`` marks each entry's role for ``benchmarks/ratios.py``.
+No time is asserted anywhere. With ``--benchmark-disable`` each function runs once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+
+N_VALUES, POPULATION, REPLICATES = 10_000, 50_000, 10_000
+CHUNK = 100  # NumPy baseline: replicates per vectorised chunk (CHUNK x n indices)
+
+
+def _mark(benchmark, role, label, scale=1.0):
+    benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
+
+
+# ---------------------------------------------------------------------------------------
+# Rao-Wu bootstrap, n = 10^4, B = 10^4
+# ---------------------------------------------------------------------------------------
+
+RAO_WU = f"Rao-Wu bootstrap, n = {N_VALUES:,} of N = {POPULATION:,}, B = {REPLICATES:,}"
+
+
+@pytest.fixture(scope="module")
+def sample():
+    rng = np.random.default_rng(1)
+    values = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], p=[0.05, 0.1, 0.6, 0.15, 0.1], size=N_VALUES)
+    f = N_VALUES / POPULATION
+    unbiased_se = math.sqrt((1 - f) * values.var(ddof=1) / N_VALUES)
+    return values, unbiased_se
+
+
+def numpy_rao_wu(values, population, replicates, rng):
+    """Vectorised Rao-Wu (m = n - 1): CHUNK replicates at a time."""
+    n = values.size
+    m = n - 1
+    lam = math.sqrt(m * (1 - n / population) / (n - 1))
+    ybar = values.mean()
+    out = np.empty(replicates)
+    for first in range(0, replicates, CHUNK):
+        count = min(CHUNK, replicates - first)
+        idx = rng.integers(0, n, size=(count, m))
+        out[first : first + count] = ybar + lam * (values[idx].mean(axis=1) - ybar)
+    return out
+
+
+def _se_ok(replicates, unbiased_se):
+    # B = 10^4: the bootstrap SD estimates the unbiased SE with relative MC SE ~0.7%.
+    return abs(np.std(replicates, ddof=1) / unbiased_se - 1) < 0.03
+
+
+@pytest.mark.benchmark(group=RAO_WU)
+def test_rao_wu_ours(benchmark, sample):
+    values, unbiased_se = sample
+    _mark(benchmark, "ours", "truescore_fast.finite_population_bootstrap (all cores)")
+    result = benchmark(
+        tf.finite_population_bootstrap,
+        values,
+        population_size=POPULATION,
+        replicates=REPLICATES,
+        seed=1,
+    )
+    assert _se_ok(result.replicates, unbiased_se)
+
+
+@pytest.mark.benchmark(group=RAO_WU)
+def test_rao_wu_ours_one_thread(benchmark, sample):
+    values, unbiased_se = sample
+    _mark(benchmark, "ours-variant", "truescore_fast, n_threads=1")
+    result = benchmark(
+        tf.finite_population_bootstrap,
+        values,
+        population_size=POPULATION,
+        replicates=REPLICATES,
+        seed=1,
+        n_threads=1,
+    )
+    assert _se_ok(result.replicates, unbiased_se)
+
+
+@pytest.mark.benchmark(group=RAO_WU)
+def test_rao_wu_numpy(benchmark, sample):
+    values, unbiased_se = sample
+    _mark(benchmark, "baseline", f"NumPy, rng.integers in chunks of {CHUNK} replicates")
+    reps = benchmark(numpy_rao_wu, values, POPULATION, REPLICATES, np.random.default_rng(2))
+    assert _se_ok(reps, unbiased_se)
+
+
+# ---------------------------------------------------------------------------------------
+# Pattern permutation test, 5 models x 200 parents, 20,000 draws (Table 8)
+# ---------------------------------------------------------------------------------------
+
+MODELS, PARENTS, DRAWS = 5, 200, 20_000
+PATTERN = f"pattern permutation test, {MODELS} x {PARENTS}, {DRAWS:,} draws"
+
+
+@pytest.fixture(scope="module")
+def pattern_gaps():
+    rng = np.random.default_rng(8)
+    values = rng.choice([-1.0, -0.5, 0.5, 1.0], size=(MODELS, PARENTS))
+    return np.where(rng.random((MODELS, PARENTS)) < 0.15, values, 0.0)
+
+
+def numpy_pattern_test(gaps, min_models, draws, rng, chunk=2000):
+    """Vectorised: each model's row permuted by rng.permuted over a (chunk, N) block."""
+    mask = gaps > 0
+    observed = int((mask.sum(axis=0) >= min_models).sum())
+    stats = np.empty(draws, dtype=np.int64)
+    for first in range(0, draws, chunk):
+        count = min(chunk, draws - first)
+        counts = np.zeros((count, mask.shape[1]), dtype=np.int64)
+        for row in mask:
+            counts += rng.permuted(np.broadcast_to(row, (count, row.size)), axis=1)
+        stats[first : first + count] = (counts >= min_models).sum(axis=1)
+    return observed, stats.mean(), (1 + np.sum(stats >= observed)) / (draws + 1)
+
+
+def _pattern_ok(observed, null_mean, p, gaps):
+    # Independent check of the observed count and of the null mean: under the null each
+    # model's pattern parents are a uniform random subset of size c_m, so for any one
+    # parent the models' indicators are independent Bernoulli(c_m / N) and
+    # E[T*] = N * P(at least 2 of them) exactly. The MC SE of the mean over 20,000 draws
+    # is about 0.012; 0.06 is 5 SE.
+    mask = gaps > 0
+    rates = mask.sum(axis=1) / mask.shape[1]
+    none = np.prod(1 - rates)
+    one = sum(rates[m] * np.prod(np.delete(1 - rates, m)) for m in range(rates.size))
+    expected_mean = mask.shape[1] * (1 - none - one)
+    return (
+        observed == int((mask.sum(axis=0) >= 2).sum())
+        and abs(null_mean - expected_mean) < 0.06
+        and 0 < p <= 1
+    )
+
+
+@pytest.mark.benchmark(group=PATTERN)
+def test_pattern_ours(benchmark, pattern_gaps):
+    _mark(benchmark, "ours", "truescore_fast.pattern_permutation_test (all cores)")
+    result = benchmark(
+        tf.pattern_permutation_test, pattern_gaps, min_models=2, draws=DRAWS, seed=1
+    )
+    assert _pattern_ok(result.observed, result.null_mean, result.p_value, pattern_gaps)
+
+
+@pytest.mark.benchmark(group=PATTERN)
+def test_pattern_ours_one_thread(benchmark, pattern_gaps):
+    _mark(benchmark, "ours-variant", "truescore_fast, n_threads=1")
+    result = benchmark(
+        tf.pattern_permutation_test, pattern_gaps, min_models=2, draws=DRAWS, seed=1, n_threads=1
+    )
+    assert _pattern_ok(result.observed, result.null_mean, result.p_value, pattern_gaps)
+
+
+@pytest.mark.benchmark(group=PATTERN)
+def test_pattern_numpy(benchmark, pattern_gaps):
+    _mark(benchmark, "baseline", "NumPy, rng.permuted over blocks of 2,000 draws")
+    observed, null_mean, p = benchmark(
+        numpy_pattern_test, pattern_gaps, 2, DRAWS, np.random.default_rng(3)
+    )
+    assert _pattern_ok(observed, null_mean, p, pattern_gaps)

@@ -1,0 +1,243 @@
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "arrays.hpp"
+#include "truescore/resampling.hpp"
+
+namespace py = pybind11;
+using truescore::bindings::ArrayD;
+using truescore::bindings::ArrayI64;
+using truescore::bindings::require_ndim;
+using truescore::bindings::thread_count;
+
+namespace {
+
+using ArrayU8 = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
+
+std::size_t count_arg(long long v, const char* name, long long minimum = 1) {
+    if (v < minimum)
+        throw std::invalid_argument(std::string(name) + " must be at least " + std::to_string(minimum) +
+                                    "; got " + std::to_string(v));
+    return static_cast<std::size_t>(v);
+}
+
+// offsets: 1-D, offsets[0] = 0, non-decreasing by at least `min_size`, last = total.
+std::size_t check_offsets(const ArrayI64& offsets, std::size_t total, const char* name, long long min_size) {
+    require_ndim(offsets, 1, name);
+    if (offsets.shape(0) < 2) throw std::invalid_argument(std::string(name) + " needs at least 2 entries");
+    const std::int64_t* o = offsets.data();
+    const std::size_t groups = static_cast<std::size_t>(offsets.shape(0) - 1);
+    if (o[0] != 0) throw std::invalid_argument(std::string(name) + " must start at 0");
+    for (std::size_t h = 0; h < groups; ++h)
+        if (o[h + 1] - o[h] < min_size)
+            throw std::invalid_argument(std::string(name) + ": every group needs at least " +
+                                        std::to_string(min_size) + " values");
+    if (static_cast<std::size_t>(o[groups]) != total)
+        throw std::invalid_argument(std::string(name) + " must end at the number of values");
+    return groups;
+}
+
+void check_length(const py::array& a, std::size_t n, const char* name) {
+    require_ndim(a, 1, name);
+    if (static_cast<std::size_t>(a.shape(0)) != n)
+        throw std::invalid_argument(std::string(name) + " must have length " + std::to_string(n));
+}
+
+void check_finite(const double* x, std::size_t n, const char* name) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (!std::isfinite(x[i])) throw std::invalid_argument(std::string(name) + " contains non-finite values");
+}
+
+py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long draws, std::uint64_t key0,
+                       std::uint64_t key1, const py::object& n_threads) {
+    require_ndim(indicator, 2, "indicator");
+    const std::size_t m = static_cast<std::size_t>(indicator.shape(0));
+    const std::size_t n = static_cast<std::size_t>(indicator.shape(1));
+    if (m < 1 || n < 1) throw std::invalid_argument("indicator must have at least one model and one parent");
+    if (n >= (std::size_t{1} << 31)) throw std::invalid_argument("indicator has too many parents");
+    const std::size_t k = count_arg(min_models, "min_models");
+    if (k > m) throw std::invalid_argument("min_models must not exceed the number of models");
+    const std::size_t d = count_arg(draws, "draws");
+    const int threads = thread_count(n_threads);
+    py::array_t<std::int64_t> hist(static_cast<py::ssize_t>(n + 1));
+    std::int64_t observed;
+    {
+        py::gil_scoped_release release;
+        observed = truescore::pattern_statistic(indicator.data(), m, n, k);
+        truescore::pattern_null_histogram(indicator.data(), m, n, k, d, key0, key1, threads, hist.mutable_data());
+    }
+    return py::make_tuple(observed, hist);
+}
+
+py::array_t<double> rao_wu_bootstrap(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& resample_size,
+                                     const ArrayD& lam, const ArrayD& weight, long long replicates,
+                                     std::uint64_t key0, std::uint64_t key1, const py::object& n_threads) {
+    require_ndim(values, 1, "values");
+    const std::size_t n = static_cast<std::size_t>(values.shape(0));
+    check_finite(values.data(), n, "values");
+    const std::size_t h = check_offsets(offsets, n, "offsets", 1);
+    check_length(resample_size, h, "resample_size");
+    check_length(lam, h, "lam");
+    check_length(weight, h, "weight");
+    for (std::size_t s = 0; s < h; ++s)
+        if (resample_size.data()[s] < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
+    check_finite(lam.data(), h, "lam");
+    check_finite(weight.data(), h, "weight");
+    const std::size_t b = count_arg(replicates, "replicates");
+    const int threads = thread_count(n_threads);
+    py::array_t<double> out(static_cast<py::ssize_t>(b));
+    double* po = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::rao_wu_replicates(values.data(), offsets.data(), h, resample_size.data(), lam.data(),
+                                     weight.data(), b, key0, key1, threads, po);
+    }
+    return out;
+}
+
+py::array_t<double> rao_wu_weights(const ArrayI64& offsets, const ArrayI64& resample_size, const ArrayD& lam,
+                                   const ArrayD& weight, long long first, long long count, std::uint64_t key0,
+                                   std::uint64_t key1) {
+    require_ndim(offsets, 1, "offsets");
+    if (offsets.shape(0) < 2) throw std::invalid_argument("offsets needs at least 2 entries");
+    const std::size_t n = static_cast<std::size_t>(offsets.data()[offsets.shape(0) - 1]);
+    const std::size_t h = check_offsets(offsets, n, "offsets", 1);
+    check_length(resample_size, h, "resample_size");
+    check_length(lam, h, "lam");
+    check_length(weight, h, "weight");
+    for (std::size_t s = 0; s < h; ++s)
+        if (resample_size.data()[s] < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
+    const std::size_t f = count_arg(first, "first", 0);
+    const std::size_t c = count_arg(count, "count", 0);
+    py::array_t<double> out({static_cast<py::ssize_t>(c), static_cast<py::ssize_t>(n)});
+    double* po = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::rao_wu_weights(offsets.data(), h, resample_size.data(), lam.data(), weight.data(), f, c, key0,
+                                  key1, po);
+    }
+    return out;
+}
+
+py::array_t<double> bbh_bootstrap(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& population_size,
+                                  const ArrayD& weight, long long replicates, std::uint64_t key0, std::uint64_t key1,
+                                  const py::object& n_threads) {
+    require_ndim(values, 1, "values");
+    const std::size_t n = static_cast<std::size_t>(values.shape(0));
+    check_finite(values.data(), n, "values");
+    const std::size_t h = check_offsets(offsets, n, "offsets", 1);
+    check_length(population_size, h, "population_size");
+    check_length(weight, h, "weight");
+    check_finite(weight.data(), h, "weight");
+    for (std::size_t s = 0; s < h; ++s)
+        if (population_size.data()[s] < offsets.data()[s + 1] - offsets.data()[s])
+            throw std::invalid_argument("population_size must be at least the sample size in every stratum");
+    const std::size_t b = count_arg(replicates, "replicates");
+    const int threads = thread_count(n_threads);
+    py::array_t<double> out(static_cast<py::ssize_t>(b));
+    double* po = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::bbh_replicates(values.data(), offsets.data(), h, population_size.data(), weight.data(), b, key0,
+                                  key1, threads, po);
+    }
+    return out;
+}
+
+py::array_t<double> did_bootstrap(const ArrayD& dp_e, const ArrayD& df_e, const ArrayI64& e_offsets,
+                                  const ArrayD& dp_u, const ArrayD& df_u, const ArrayI64& u_offsets,
+                                  bool shared_parents, long long replicates, std::uint64_t key0,
+                                  std::uint64_t key1, const py::object& n_threads) {
+    require_ndim(dp_e, 1, "dp_e");
+    require_ndim(dp_u, 1, "dp_u");
+    const std::size_t ne = static_cast<std::size_t>(dp_e.shape(0));
+    const std::size_t nu = static_cast<std::size_t>(dp_u.shape(0));
+    check_length(df_e, ne, "df_e");
+    check_length(df_u, nu, "df_u");
+    check_finite(dp_e.data(), ne, "dp_e");
+    check_finite(df_e.data(), ne, "df_e");
+    check_finite(dp_u.data(), nu, "dp_u");
+    check_finite(df_u.data(), nu, "df_u");
+    const std::size_t m = check_offsets(e_offsets, ne, "e_offsets", 1);
+    if (check_offsets(u_offsets, nu, "u_offsets", 1) != m)
+        throw std::invalid_argument("e_offsets and u_offsets must describe the same number of models");
+    if (shared_parents) {
+        const std::int64_t *eo = e_offsets.data(), *uo = u_offsets.data();
+        for (std::size_t k = 0; k < m; ++k)
+            if (eo[k + 1] - eo[k] != eo[1] || uo[k + 1] - uo[k] != uo[1])
+                throw std::invalid_argument("shared_parents needs the same parent counts for every model");
+    }
+    const std::size_t b = count_arg(replicates, "replicates");
+    const int threads = thread_count(n_threads);
+    py::array_t<double> out({static_cast<py::ssize_t>(b), static_cast<py::ssize_t>(m + 1), py::ssize_t{3}});
+    double* po = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::did_replicates(dp_e.data(), df_e.data(), e_offsets.data(), dp_u.data(), df_u.data(),
+                                  u_offsets.data(), m, shared_parents, b, key0, key1, threads, po);
+    }
+    return out;
+}
+
+double sign_flip_count(const ArrayD& values, double threshold) {
+    require_ndim(values, 1, "values");
+    const std::size_t n = static_cast<std::size_t>(values.shape(0));
+    check_finite(values.data(), n, "values");
+    if (n > 40) throw std::invalid_argument("values: exact sign-flip enumeration needs at most 40 values; got " + std::to_string(n));
+    if (std::isnan(threshold)) throw std::invalid_argument("threshold must not be NaN");
+    double count;
+    {
+        py::gil_scoped_release release;
+        count = truescore::sign_flip_count_exact(values.data(), n, threshold);
+    }
+    return count;
+}
+
+std::int64_t sign_flip_count_monte_carlo(const ArrayD& values, double threshold, long long draws, std::uint64_t key0,
+                                         std::uint64_t key1, const py::object& n_threads) {
+    require_ndim(values, 1, "values");
+    const std::size_t n = static_cast<std::size_t>(values.shape(0));
+    check_finite(values.data(), n, "values");
+    if (std::isnan(threshold)) throw std::invalid_argument("threshold must not be NaN");
+    const std::size_t d = count_arg(draws, "draws");
+    const int threads = thread_count(n_threads);
+    std::int64_t count;
+    {
+        py::gil_scoped_release release;
+        count = truescore::sign_flip_count_monte_carlo(values.data(), n, threshold, d, key0, key1, threads);
+    }
+    return count;
+}
+
+}  // namespace
+
+void bind_resampling(py::module_& m) {
+    m.def("pattern_test", &pattern_test, py::arg("indicator"), py::arg("min_models"), py::arg("draws"),
+          py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
+          "(observed, histogram): the number of parents (columns of the 0/1 matrix) where at least "
+          "min_models rows are 1, and the null histogram over draws permuting each row independently.");
+    m.def("rao_wu_bootstrap", &rao_wu_bootstrap, py::arg("values"), py::arg("offsets"), py::arg("resample_size"),
+          py::arg("lam"), py::arg("weight"), py::arg("replicates"), py::arg("key0"), py::arg("key1"), py::kw_only(),
+          py::arg("n_threads") = py::none(), "Rao-Wu rescaling bootstrap replicates of a stratified mean.");
+    m.def("rao_wu_weights", &rao_wu_weights, py::arg("offsets"), py::arg("resample_size"), py::arg("lam"),
+          py::arg("weight"), py::arg("first"), py::arg("count"), py::arg("key0"), py::arg("key1"),
+          "Rao-Wu replicates [first, first + count) as a count x n matrix of unit weights.");
+    m.def("bbh_bootstrap", &bbh_bootstrap, py::arg("values"), py::arg("offsets"), py::arg("population_size"),
+          py::arg("weight"), py::arg("replicates"), py::arg("key0"), py::arg("key1"), py::kw_only(),
+          py::arg("n_threads") = py::none(),
+          "Booth-Butler-Hall pseudo-population bootstrap replicates (recentred) of a stratified mean.");
+    m.def("did_bootstrap", &did_bootstrap, py::arg("dp_e"), py::arg("df_e"), py::arg("e_offsets"), py::arg("dp_u"),
+          py::arg("df_u"), py::arg("u_offsets"), py::arg("shared_parents"), py::arg("replicates"), py::arg("key0"),
+          py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
+          "(replicates, models + 1, 3) bootstrap replicates of the public DiD, fresh DiD and visible gap.");
+    m.def("sign_flip_count", &sign_flip_count, py::arg("values"), py::arg("threshold"),
+          "Exact number of the 2^n sign vectors with |sum s_i x_i| >= threshold (n <= 40).");
+    m.def("sign_flip_count_monte_carlo", &sign_flip_count_monte_carlo, py::arg("values"), py::arg("threshold"),
+          py::arg("draws"), py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
+          "Number of random sign vectors (draw b from Philox task b) with |sum s_i x_i| >= threshold.");
+}
