@@ -1,4 +1,8 @@
-"""Every ```python block in the README runs as written (the README stays true to the code)."""
+"""Every ```python block in the README runs as written (the README stays true to the code).
+
+Blocks under one ``##`` heading run in order in one namespace, as a reader would run
+them one after the other.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +12,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+SECTIONS = [
+    (section.splitlines()[0], re.findall(r"```python\n(.*?)```", section, re.S))
+    for section in (ROOT / "README.md").read_text().split("\n## ")
+]
+SECTIONS = [(title, blocks) for title, blocks in SECTIONS if blocks]
 
 
 def test_readme_has_examples():
-    assert len(BLOCKS) >= 5
+    assert sum(len(blocks) for _, blocks in SECTIONS) >= 8
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example_runs(index, monkeypatch, capsys):
+@pytest.mark.parametrize("title, blocks", SECTIONS, ids=[t for t, _ in SECTIONS])
+def test_readme_section_runs(title, blocks, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    exec(compile(BLOCKS[index], f"README.md block {index}", "exec"), {"__name__": "readme"})
+    namespace: dict[str, object] = {"__name__": "readme"}
+    for index, block in enumerate(blocks):
+        exec(compile(block, f"README.md {title!r} block {index}", "exec"), namespace)
     capsys.readouterr()
