@@ -2,11 +2,13 @@
 
 namespace py = pybind11;
 
+void bind_compare(py::module_& m);
 void bind_contamination(py::module_& m);
 void bind_random(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
+    bind_compare(m);
     bind_contamination(m);
     bind_random(m);
 }
