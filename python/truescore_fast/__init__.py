@@ -4,6 +4,13 @@ A drop-in for truescore's contamination module on a C++ core, plus the batched a
 sharded tests of Oren et al. (2023).
 """
 
+from truescore_fast.compare import (
+    ComparisonResult,
+    benjamini_hochberg,
+    holm,
+    paired_bootstrap,
+    paired_permutation,
+)
 from truescore_fast.contamination import (
     CombinedContamination,
     ContaminationResult,
@@ -23,14 +30,19 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CombinedContamination",
+    "ComparisonResult",
     "ContaminationResult",
     "ExchangeabilityTests",
     "ShardOrders",
     "ShardedLikelihoodResult",
     "__version__",
+    "benjamini_hochberg",
     "combine_shards",
     "exchangeability_test",
     "exchangeability_tests",
+    "holm",
+    "paired_bootstrap",
+    "paired_permutation",
     "shard_orders",
     "sharded_likelihood_test",
 ]

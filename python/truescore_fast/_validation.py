@@ -16,6 +16,8 @@ __all__ = [
     "check_alpha",
     "check_n_threads",
     "check_positive_int",
+    "check_same_length",
+    "cluster_codes",
     "finite_1d",
     "float_array",
 ]
@@ -62,3 +64,32 @@ def check_n_threads(n_threads: int | None) -> int | None:
     if n_threads is None:
         return None
     return check_positive_int("n_threads", n_threads)
+
+
+def check_same_length(
+    name_a: str, a: npt.NDArray[Any], name_b: str, b: npt.NDArray[Any]
+) -> None:
+    """Raise ``ValueError`` unless the 1-D arrays ``a`` and ``b`` have equal length."""
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same length; got {a.shape[0]} and {b.shape[0]}"
+        )
+
+
+def cluster_codes(
+    name: str, labels: npt.ArrayLike, expected: int
+) -> tuple[npt.NDArray[np.int64], int]:
+    """Cluster labels (any sortable values) as codes 0..G-1, and G.
+
+    Raises ``ValueError`` unless ``labels`` is 1-D with one entry per observation.
+    """
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.shape[0] != expected:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} labels for {expected} observations; "
+            "each observation needs exactly one cluster label"
+        )
+    uniques, inverse = np.unique(arr, return_inverse=True)
+    return np.asarray(inverse, dtype=np.int64).ravel(), int(uniques.shape[0])
