@@ -19,6 +19,7 @@ from truescore_fast.contamination import (
     exchangeability_test,
     exchangeability_tests,
 )
+from truescore_fast.patch import patch_truescore, unpatch_truescore
 from truescore_fast.sharded import (
     ShardedLikelihoodResult,
     ShardOrders,
@@ -43,6 +44,8 @@ __all__ = [
     "holm",
     "paired_bootstrap",
     "paired_permutation",
+    "patch_truescore",
     "shard_orders",
     "sharded_likelihood_test",
+    "unpatch_truescore",
 ]
