@@ -25,7 +25,7 @@ unlike these, and a large p-value is not evidence that the systems are equal.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -126,6 +126,20 @@ def _paired_arrays(
     return arr_a, arr_b
 
 
+def _overflow_scale(arr_a: npt.NDArray[np.float64], arr_b: npt.NDArray[np.float64]) -> float:
+    """A power of two s with n * max|a|, |b| * s far below overflow (1.0 almost always).
+
+    Sums of scores near the float64 limit overflow; scaling by a power of two is exact
+    (short of the subnormal range), and means, percentiles and comparisons with zero
+    commute with it, so results stay finite and otherwise unchanged.
+    """
+    largest = max(float(np.max(np.abs(arr_a))), float(np.max(np.abs(arr_b))))
+    headroom = 2.0**1000 / (4 * arr_a.shape[0])
+    if largest <= headroom:
+        return 1.0
+    return 2.0 ** (math.floor(math.log2(headroom)) - math.ceil(math.log2(largest)))
+
+
 def _bootstrap(
     diffs: npt.NDArray[np.float64],
     alpha: float,
@@ -200,13 +214,31 @@ def paired_bootstrap(
     Raises:
         ValueError: alpha outside (0, 1); a or b empty, not 1-D, not numeric, holding
             non-finite values or of different lengths; n_bootstrap below 1; a negative
-            seed; clusters not 1-D, of the wrong length, or naming fewer than 2 clusters.
+            seed; clusters not 1-D, of the wrong length, or naming fewer than 2 clusters;
+            differences too large for float64.
     """
     check_alpha(alpha)
     arr_a, arr_b = _paired_arrays(a, b)
     key = _resolve_key(seed)
     n_boot = check_positive_int("n_bootstrap", n_bootstrap)
-    return _bootstrap(arr_a - arr_b, alpha, n_boot, key, clusters)
+    scale = _overflow_scale(arr_a, arr_b)
+    if scale == 1.0:
+        return _bootstrap(arr_a - arr_b, alpha, n_boot, key, clusters)
+    return _unscale(_bootstrap(arr_a * scale - arr_b * scale, alpha, n_boot, key, clusters), scale)
+
+
+def _unscale(result: ComparisonResult, scale: float) -> ComparisonResult:
+    result = replace(
+        result,
+        difference=result.difference / scale,
+        low=result.low / scale,
+        high=result.high / scale,
+    )
+    if not all(math.isfinite(v) for v in (result.difference, result.low, result.high)):
+        raise ValueError(
+            "a - b is too large for float64: the difference or its interval overflows"
+        )
+    return result
 
 
 def _check_n_resamples(n_resamples: Any) -> float | int:
@@ -266,8 +298,11 @@ def paired_permutation(
         raise ValueError(f"a and b need at least 2 pairs for a permutation test; got {n}")
     budget = _check_n_resamples(n_resamples)
     key = _resolve_key(seed)
+    scale = _overflow_scale(arr_a, arr_b)
+    if scale != 1.0:
+        arr_a, arr_b = arr_a * scale, arr_b * scale
     p_value = _sign_flip_p_value(arr_a, arr_b, budget, key)
-    interval = _bootstrap(arr_a - arr_b, alpha, 10000, key, None)
+    interval = _unscale(_bootstrap(arr_a - arr_b, alpha, 10000, key, None), scale)
     return ComparisonResult(
         difference=interval.difference,
         low=interval.low,
