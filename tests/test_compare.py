@@ -12,6 +12,7 @@ import pytest
 import truescore.compare as ts
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 import truescore_fast as tf
 from truescore_fast import _core
@@ -285,6 +286,65 @@ def test_cluster_bootstrap_widens_for_correlated_clusters():
     # the cluster means carry all the variation: about sqrt(10) times wider
     ratio = (clustered.high - clustered.low) / (rows.high - rows.low)
     assert 2.0 < ratio < 4.5
+
+
+# --- the discrete-data paths: binomial sampler, multinomial bootstrap, grouped flips ------
+
+
+@pytest.mark.parametrize(
+    "n, p", [(7, 0.3), (60, 0.1), (40, 0.5), (3000, 0.5), (10_000, 0.03), (5000, 0.93),
+             (100_000, 0.0004), (1, 0.5)],
+)
+def test_binomial_sampler_fits_the_binomial_law(n, p):
+    draws = _core.binomial_sample(n, p, 40_000, *philox_key(n))
+    lo, hi = int(stats.binom.ppf(1e-3, n, p)), int(stats.binom.isf(1e-3, n, p))
+    support = np.arange(lo, hi + 1)
+    observed = np.concatenate([[np.sum(draws < lo)], [np.sum(draws == k) for k in support],
+                               [np.sum(draws > hi)]])
+    probs = np.concatenate([[stats.binom.cdf(lo - 1, n, p)], stats.binom.pmf(support, n, p),
+                            [stats.binom.sf(hi, n, p)]])
+    expected = probs * draws.size
+    keep = expected > 5
+    chi2 = np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep])
+    assert stats.chi2.sf(chi2, max(1, keep.sum() - 1)) > 1e-4
+    assert draws.min() >= 0 and draws.max() <= n
+    edge = _core.binomial_sample(n, 0.0, 5, 1, 2).tolist(), _core.binomial_sample(n, 1.0, 5, 1, 2)
+    assert edge[0] == [0] * 5 and edge[1].tolist() == [n] * 5
+
+
+def test_multinomial_bootstrap_has_the_index_bootstraps_distribution():
+    rng = np.random.default_rng(4)
+    d = rng.choice([-1.0, 0.0, 0.0, 1.0, 0.5], size=2000)
+    values, counts = np.unique(d, return_counts=True)
+    fast = _core.bootstrap_means_discrete(values, counts, 20_000, *philox_key(1))
+    slow = _core.bootstrap_means(d, 20_000, *philox_key(2))
+    assert stats.ks_2samp(fast, slow).pvalue > 1e-4
+    se = d.std() / math.sqrt(d.size)
+    assert abs(fast.mean() - d.mean()) < 5 * se / math.sqrt(fast.size)
+    assert fast.var() == pytest.approx(se**2, rel=0.05)  # sd of a variance estimate ~1%
+
+
+def test_grouped_sign_flips_match_the_exact_null_of_binary_data():
+    # binary pairs: with m discordant pairs the null statistic is 2 Binomial(m, 1/2) - m
+    a = np.r_[np.ones(30), np.zeros(12), np.ones(58)]
+    b = np.r_[np.zeros(30), np.ones(12), np.ones(58)]
+    m, net = 42, 18
+    budget = 50_000
+    r = tf.paired_permutation(a, b, n_resamples=budget, seed=1)
+    tail = stats.binom.sf((m + net) / 2 - 1, m, 0.5)  # P(2X - m >= 18)
+    exact = min(1.0, 2 * tail)
+    assert abs(r.p_value - exact) < 4.5 * 2 * math.sqrt(tail * (1 - tail) / budget) + 2 / budget
+
+
+def test_discrete_paths_identical_for_any_thread_count():
+    values, counts = np.array([-1.0, 0.0, 2.5]), np.array([300, 900, 250])
+    key = philox_key(8)
+    np.testing.assert_array_equal(
+        _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=1),
+        _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=2))
+    args = (np.array([0.5, 1.0]), np.array([400, 700]), np.array([-20, 35]), 5000, *key)
+    assert _core.sign_flip_monte_carlo_grouped(*args, n_threads=1) == \
+        _core.sign_flip_monte_carlo_grouped(*args, n_threads=2)
 
 
 # --- memory ---------------------------------------------------------------------------

@@ -19,6 +19,26 @@ def cluster_bootstrap_means(
     *,
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+def bootstrap_means_discrete(
+    values: npt.ArrayLike,
+    counts: npt.ArrayLike,
+    n_bootstrap: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def sign_flip_monte_carlo_grouped(
+    magnitudes: npt.ArrayLike,
+    counts: npt.ArrayLike,
+    net: npt.ArrayLike,
+    n_resamples: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> dict[str, int | float]: ...
+def binomial_sample(n: int, p: float, size: int, key0: int, key1: int) -> npt.NDArray[np.int64]: ...
 def sign_flip_exact(
     a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
 ) -> dict[str, int | float]: ...

@@ -6,9 +6,13 @@ Paired comparisons on a compiled core, as a drop-in for ``truescore.compare``'s
 
 - ``paired_bootstrap`` streams: each resample's indices are drawn and summed on the fly,
   so memory is O(n + n_bootstrap) rather than truescore's (n_bootstrap x n) index matrix.
+  When the differences take few distinct values (binary, rubric or Likert scores), a
+  resample's counts of each value are drawn directly as one multinomial, which has
+  exactly the distribution of counting n drawn indices, in O(#values) time.
 - ``paired_permutation`` enumerates all 2^n sign flips exactly when 2^n <= n_resamples
   (the p-value is then identical to truescore's) and otherwise samples sign flips with
-  the +1 correction.
+  the +1 correction (pairs with equal |difference| are flipped together as a popcount of
+  random bits, the same distribution as flipping them one by one).
 - ``holm`` and ``benjamini_hochberg`` give exactly truescore's adjusted p-values.
 
 Randomness: ``seed`` becomes a Philox4x64-10 key (:func:`truescore_fast._random.philox_key`);
@@ -52,6 +56,11 @@ __all__ = [
 # The sign-flip stream uses a key distinct from the bootstrap's (same seed), so the
 # permutation p-value and the interval reported with it never share random words.
 _PERMUTATION_KEY_TWEAK = 0x5065726D75746521
+
+# Data with K distinct differences and K * _DISCRETE_COST <= n (pass/fail, rubric and
+# Likert scores) are bootstrapped by drawing each resample's multinomial counts (K - 1
+# binomials) rather than n indices: the same distribution of resampled means, O(K) work.
+_DISCRETE_COST = 30
 
 
 @dataclass(frozen=True)
@@ -150,7 +159,16 @@ def _bootstrap(
 ) -> ComparisonResult:
     n = diffs.shape[0]
     if clusters is None:
-        means = _core.bootstrap_means(diffs, n_bootstrap, key[0], key[1], n_threads=n_threads)
+        values, counts = np.unique(diffs, return_counts=True)
+        if values.shape[0] * _DISCRETE_COST <= n:
+            means = _core.bootstrap_means_discrete(
+                values, counts.astype(np.int64), n_bootstrap, key[0], key[1],
+                n_threads=n_threads,
+            )
+        else:
+            means = _core.bootstrap_means(
+                diffs, n_bootstrap, key[0], key[1], n_threads=n_threads
+            )
         method = "paired bootstrap (percentile)"
     else:
         codes, n_groups = cluster_codes("clusters", clusters, n)
@@ -331,10 +349,23 @@ def _sign_flip_p_value(
         counts = _core.sign_flip_exact(arr_a, arr_b, n_threads=n_threads)
         extra = 0
     else:
-        counts = _core.sign_flip_monte_carlo(
-            arr_a - arr_b, int(budget), key[0], key[1] ^ _PERMUTATION_KEY_TWEAK,
-            n_threads=n_threads,
+        diffs = arr_a - arr_b
+        nonzero = diffs[diffs != 0.0]
+        magnitudes, group, sizes = np.unique(
+            np.abs(nonzero), return_inverse=True, return_counts=True
         )
+        perm_key = (key[0], key[1] ^ _PERMUTATION_KEY_TWEAK)
+        if 0 < magnitudes.shape[0] * 8 <= n:
+            net = np.bincount(group.ravel(), weights=np.sign(nonzero),
+                              minlength=magnitudes.shape[0])
+            counts = _core.sign_flip_monte_carlo_grouped(
+                magnitudes, sizes.astype(np.int64), np.rint(net).astype(np.int64),
+                int(budget), *perm_key, n_threads=n_threads,
+            )
+        else:
+            counts = _core.sign_flip_monte_carlo(
+                diffs, int(budget), *perm_key, n_threads=n_threads
+            )
         extra = 1
     total = counts["total"] + extra
     lower = (counts["at_most"] + extra) / total

@@ -28,6 +28,19 @@ void cluster_bootstrap_means(const double* sums, const std::int64_t* sizes,
                              std::size_t n_clusters, std::size_t n_boot, std::uint64_t key0,
                              std::uint64_t key1, double* out, int n_threads);
 
+// Discrete data: the bootstrap of n values taking K distinct values values[k] with
+// counts[k] (summing to n). A resample's counts are Multinomial(n, counts / n), drawn as
+// K - 1 conditional binomials, so a resample costs O(K) instead of O(n); the resampled
+// mean has exactly the distribution of the index bootstrap's.
+void bootstrap_means_discrete(const double* values, const std::int64_t* counts, std::size_t k,
+                              std::size_t n_boot, std::uint64_t key0, std::uint64_t key1,
+                              double* out, int n_threads);
+
+// Binomial(n, p) variates: inversion for n * min(p, 1 - p) < 10, otherwise Hormann's
+// BTRD (transformed rejection with decomposition), exact up to floating point.
+void binomial_sample(std::int64_t n, double p, std::size_t size, std::uint64_t key0,
+                     std::uint64_t key1, std::int64_t* out);
+
 struct SignFlipCounts {
     std::int64_t at_most = 0;   // #{resamples with statistic <= observed + tolerance}
     std::int64_t at_least = 0;  // #{resamples with statistic >= observed - tolerance}
@@ -46,5 +59,15 @@ SignFlipCounts sign_flip_exact(const double* a, const double* b, std::size_t n, 
 // tie tolerance.
 SignFlipCounts sign_flip_monte_carlo(const double* d, std::size_t n, std::size_t n_resamples,
                                      std::uint64_t key0, std::uint64_t key1, int n_threads);
+
+// Monte Carlo sign flips for data with few distinct |differences|: magnitudes[k] > 0 occurs
+// counts[k] times, net[k] = (#positive - #negative) among them. A resample's statistic is
+// sum_k magnitudes[k] * (2 * #flips_k - counts[k]) with #flips_k the popcount of counts[k]
+// random bits (exactly the sum of counts[k] random signs); the observed statistic is
+// sum_k magnitudes[k] * net[k].
+SignFlipCounts sign_flip_monte_carlo_grouped(const double* magnitudes, const std::int64_t* counts,
+                                             const std::int64_t* net, std::size_t k,
+                                             std::size_t n_resamples, std::uint64_t key0,
+                                             std::uint64_t key1, int n_threads);
 
 }  // namespace truescore
