@@ -10,20 +10,18 @@ import tracemalloc
 import numpy as np
 import pytest
 import truescore.compare as ts
+import truescore_fast as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
-
-import truescore_fast as tf
-from truescore_fast import _core
-from truescore_fast._random import philox_key
-
 from reference import (
     ref_bootstrap_means,
     ref_cluster_bootstrap_means,
     ref_sign_flip_exact_p,
     ref_sign_flip_mc_counts,
 )
+from scipy import stats
+from truescore_fast import _core
+from truescore_fast._random import philox_key
 
 NAMES = ["paired_bootstrap", "paired_permutation", "holm", "benjamini_hochberg"]
 
@@ -446,6 +444,14 @@ def test_adjustments_raise_value_error_where_truescore_does(fn, p):
         getattr(ts, fn)(p)
     with pytest.raises(ValueError):
         getattr(tf, fn)(p)
+
+
+def test_infeasible_exact_enumeration_is_refused():
+    a, b = np.arange(31.0), np.zeros(31)
+    with pytest.raises(ValueError, match="infeasible"):
+        tf.paired_permutation(a, b, n_resamples=np.inf)
+    with pytest.raises(ValueError, match="infeasible"):
+        tf.paired_permutation(a, b, n_resamples=2**31)
 
 
 @pytest.mark.parametrize("n_bootstrap", [0, -1, 2.5, True])

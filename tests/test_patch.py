@@ -15,7 +15,6 @@ import truescore.compare
 import truescore.contamination
 import truescore.doctor
 import truescore.slices
-
 import truescore_fast
 from truescore_fast import compare as fast_compare
 from truescore_fast import contamination as fast_contamination

@@ -306,8 +306,10 @@ def paired_permutation(
         not of equal means under arbitrary distributions.
 
     Raises:
-        ValueError: as :func:`paired_bootstrap`, and for fewer than 2 pairs or an
-            n_resamples that is not a positive whole number.
+        ValueError: as :func:`paired_bootstrap`, and for fewer than 2 pairs, an
+            n_resamples that is not a positive whole number, or one that asks for exact
+            enumeration (n_resamples >= 2^n) with more than 30 pairs -- 2^31 patterns and
+            up, which truescore would attempt and not finish in any useful time.
     """
     check_alpha(alpha)
     arr_a, arr_b = _paired_arrays(a, b)

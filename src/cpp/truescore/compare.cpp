@@ -340,7 +340,7 @@ SignFlipCounts sign_flip_monte_carlo_grouped(const double* magnitudes, const std
 
 SignFlipCounts sign_flip_exact(const double* a, const double* b, std::size_t n, int n_threads) {
     if (n == 0 || n > kMaxExactPairs)
-        throw std::invalid_argument("exact sign-flip enumeration needs 1 to 40 pairs");
+        throw std::invalid_argument("exact sign-flip enumeration needs 1 to 30 pairs");
     const double dn = static_cast<double>(n);
     // mean(x) - mean(y) with x_i = b_i, y_i = a_i where bit i of the pattern is set.
     auto statistic = [&](std::uint64_t pattern) {

@@ -15,8 +15,9 @@ namespace truescore {
 // every randomised result).
 constexpr std::size_t kResampleBlock = 256;
 
-// Largest n for which exact sign-flip enumeration is attempted (2^n patterns).
-constexpr std::size_t kMaxExactPairs = 40;
+// Largest n for which exact sign-flip enumeration is attempted (2^n patterns, each an
+// O(n) evaluation: 2^30 is already minutes of work).
+constexpr std::size_t kMaxExactPairs = 30;
 
 // out[r] = mean of n values drawn uniformly with replacement from d[0..n), for r < n_boot.
 void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::uint64_t key0,
