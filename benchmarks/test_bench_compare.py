@@ -17,9 +17,8 @@ import tracemalloc
 import numpy as np
 import pytest
 import truescore.compare as ts
-from scipy import stats
-
 import truescore_fast as tf
+from scipy import stats
 
 PERM_N, PERM_B = 1_000, 10_000
 BOOT_N, BOOT_B = 10_000, 10_000
