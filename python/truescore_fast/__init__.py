@@ -30,6 +30,13 @@ from truescore_fast.audit import (
     wald_interval,
     wald_intervals,
 )
+from truescore_fast.compare import (
+    ComparisonResult,
+    benjamini_hochberg,
+    holm,
+    paired_bootstrap,
+    paired_permutation,
+)
 from truescore_fast.contamination import (
     CombinedContamination,
     ContaminationResult,
@@ -55,6 +62,11 @@ from truescore_fast.families import (
 from truescore_fast.pacost import (
     PairedConfidenceResult,
     paired_confidence_test,
+)
+from truescore_fast.patch import (
+    is_patched,
+    patch_truescore,
+    unpatch_truescore,
 )
 from truescore_fast.prune import (
     FEATURE_NAMES,
@@ -92,6 +104,7 @@ __all__ = [
     "__version__",
     "audit_prune",
     "AuditData",
+    "benjamini_hochberg",
     "bernstein_interval",
     "bernstein_intervals",
     "betting_interval",
@@ -99,6 +112,7 @@ __all__ = [
     "BootstrapResult",
     "combine_shards",
     "CombinedContamination",
+    "ComparisonResult",
     "CONTAMINATION_TYPES",
     "ContaminationResult",
     "ControlBank",
@@ -120,11 +134,13 @@ __all__ = [
     "hoeffding_intervals",
     "hoeffding_serfling_interval",
     "hoeffding_serfling_intervals",
+    "holm",
     "holm_correction",
     "HolmResult",
     "Interval",
     "INTERVAL_METHODS",
     "Intervals",
+    "is_patched",
     "KappaResult",
     "leakage_audit",
     "LeakageAudit",
@@ -134,8 +150,11 @@ __all__ = [
     "matched_form_intervals",
     "MatchedFormAudit",
     "MissingExtraError",
+    "paired_bootstrap",
     "paired_confidence_test",
+    "paired_permutation",
     "PairedConfidenceResult",
+    "patch_truescore",
     "pattern_permutation_test",
     "PatternTest",
     "PruneResult",
@@ -150,6 +169,7 @@ __all__ = [
     "ShardedLikelihoodResult",
     "ShardOrders",
     "surface_features",
+    "unpatch_truescore",
     "validate_disclosure",
     "wald_interval",
     "wald_intervals",

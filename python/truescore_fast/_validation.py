@@ -20,6 +20,8 @@ __all__ = [
     "check_population_size",
     "check_positive_int",
     "check_unit_interval",
+    "check_same_length",
+    "cluster_codes",
     "finite_1d",
     "float_array",
     "paired_1d",
@@ -117,6 +119,8 @@ def check_population_size(
             f"{name} must be at least the number of sampled parents n = {n}; got {population_size}"
         )
     return int(population_size)
+
+
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices`` (compared as given, so case matters)."""
     if not isinstance(value, str) or value not in choices:
@@ -137,3 +141,30 @@ def paired_1d(
             f"got {arr_a.size} and {arr_b.size}"
         )
     return arr_a, arr_b
+
+
+def check_same_length(name_a: str, a: npt.NDArray[Any], name_b: str, b: npt.NDArray[Any]) -> None:
+    """Raise ``ValueError`` unless the 1-D arrays ``a`` and ``b`` have equal length."""
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same length; got {a.shape[0]} and {b.shape[0]}"
+        )
+
+
+def cluster_codes(
+    name: str, labels: npt.ArrayLike, expected: int
+) -> tuple[npt.NDArray[np.int64], int]:
+    """Cluster labels (any sortable values) as codes 0..G-1, and G.
+
+    Raises ``ValueError`` unless ``labels`` is 1-D with one entry per observation.
+    """
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.shape[0] != expected:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} labels for {expected} observations; "
+            "each observation needs exactly one cluster label"
+        )
+    uniques, inverse = np.unique(arr, return_inverse=True)
+    return np.asarray(inverse, dtype=np.int64).ravel(), int(uniques.shape[0])

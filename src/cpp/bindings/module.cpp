@@ -2,6 +2,7 @@
 
 namespace py = pybind11;
 
+void bind_compare(py::module_& m);
 void bind_contamination(py::module_& m);
 void bind_random(py::module_& m);
 void bind_audit(py::module_& m);
@@ -11,6 +12,7 @@ void bind_resampling(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
+    bind_compare(m);
     bind_contamination(m);
     bind_random(m);
     bind_audit(m);

@@ -1,0 +1,262 @@
+"""Speed and memory of the paired comparisons against truescore 0.7.4.
+
+Each group pairs truescore_fast ("ours") with truescore ("baseline"), measured in the
+same run; ``benchmarks/ratios.py`` turns a saved JSON run into the README table. Every
+benchmark asserts its result is correct -- against a normal approximation of the
+resampling distribution that neither implementation uses -- and none asserts a time.
+truescore's bootstrap at n = 10^4, B = 10^4 allocates ~1.6 GB, so its baselines run one
+round. ``test_bootstrap_peak_memory`` measures peak traced memory of both with
+tracemalloc and prints it (run with ``-s``).
+"""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+import truescore.compare as ts
+import truescore_fast as tf
+from scipy import stats
+
+PERM_N, PERM_B = 1_000, 10_000
+BOOT_N, BOOT_B = 10_000, 10_000
+
+
+def _mark(benchmark, role, label, scale=1.0):
+    benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
+
+
+def scores(n, seed, effect):
+    """Rubric-style scores on a 0-1 grid of 0.05 (so ties occur), paired and correlated."""
+    rng = np.random.default_rng(seed)
+    skill = rng.random(n)
+    a = np.clip(np.round((skill + rng.normal(effect, 0.25, n)) * 20) / 20, 0, 1)
+    b = np.clip(np.round((skill + rng.normal(0.0, 0.25, n)) * 20) / 20, 0, 1)
+    return a, b
+
+
+def sign_flip_normal_p(a, b):
+    """Large-n approximation of the sign-flip p-value: sum d_i over sqrt(sum d_i^2)."""
+    d = a - b
+    return float(2 * stats.norm.sf(abs(d.sum()) / math.sqrt(np.sum(d * d))))
+
+
+def check_permutation(result, a, b):
+    expected = sign_flip_normal_p(a, b)
+    q = max(expected / 2, 1 / PERM_B)
+    assert abs(result.p_value - expected) < 5 * 2 * math.sqrt(q * (1 - q) / PERM_B) + 0.01
+    assert result.difference == pytest.approx(float(np.mean(a - b)), abs=1e-15)
+
+
+def check_bootstrap(result, a, b):
+    d = a - b
+    sd = d.std() / math.sqrt(d.size)
+    z = stats.norm.ppf(0.975)
+    assert result.low == pytest.approx(d.mean() - z * sd, abs=0.1 * sd)
+    assert result.high == pytest.approx(d.mean() + z * sd, abs=0.1 * sd)
+    expected_p = float(2 * stats.norm.sf(abs(d.mean()) / sd))
+    assert abs(result.p_value - expected_p) < 0.02
+
+
+@pytest.fixture(scope="module")
+def perm_data():
+    return scores(PERM_N, 1, effect=0.02)
+
+
+@pytest.fixture(scope="module")
+def boot_data():
+    return scores(BOOT_N, 2, effect=0.006)
+
+
+# --- rubric-style scores on a 0.05 grid: 41 distinct differences ------------------------
+
+PERM_GROUP = f"paired_permutation, rubric scores, n = {PERM_N:,}, {PERM_B:,} resamples"
+
+
+@pytest.mark.benchmark(group=PERM_GROUP)
+def test_permutation_ours(benchmark, perm_data):
+    a, b = perm_data
+    _mark(benchmark, "ours", "truescore_fast.paired_permutation")
+    result = benchmark(tf.paired_permutation, a, b, n_resamples=PERM_B)
+    check_permutation(result, a, b)
+
+
+@pytest.mark.benchmark(group=PERM_GROUP)
+def test_permutation_truescore(benchmark, perm_data):
+    a, b = perm_data
+    _mark(benchmark, "baseline", "truescore.paired_permutation")
+    result = benchmark.pedantic(
+        ts.paired_permutation, args=(a, b), kwargs={"n_resamples": PERM_B}, rounds=1,
+        iterations=1,
+    )
+    check_permutation(result, a, b)
+
+
+BOOT_GROUP = f"paired_bootstrap, rubric scores, n = {BOOT_N:,}, B = {BOOT_B:,}"
+
+
+@pytest.mark.benchmark(group=BOOT_GROUP)
+def test_bootstrap_ours(benchmark, boot_data):
+    a, b = boot_data
+    _mark(benchmark, "ours", "truescore_fast.paired_bootstrap")
+    result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
+    check_bootstrap(result, a, b)
+
+
+@pytest.mark.benchmark(group=BOOT_GROUP)
+def test_bootstrap_truescore(benchmark, boot_data):
+    a, b = boot_data
+    _mark(benchmark, "baseline", "truescore.paired_bootstrap")
+    result = benchmark.pedantic(
+        ts.paired_bootstrap, args=(a, b), kwargs={"n_bootstrap": BOOT_B}, rounds=1,
+        iterations=1,
+    )
+    check_bootstrap(result, a, b)
+
+
+# --- binary pass/fail outcomes: the common case in evaluation (few distinct differences) ---
+
+
+def pass_fail(n, seed, rate_a, rate_b):
+    rng = np.random.default_rng(seed)
+    easy = rng.random(n)
+    a = (easy < rate_a).astype(float)
+    b = (easy + rng.normal(0, 0.15, n) < rate_b).astype(float)
+    return a, b
+
+
+def binary_sign_flip_p(a, b):
+    """Exact sign-flip p-value of binary pairs: 2 P(2 Binomial(m, 1/2) - m >= |net|)."""
+    d = a - b
+    m, net = int(np.count_nonzero(d)), int(abs(d.sum()))
+    return float(min(1.0, 2 * stats.binom.sf((m + net) / 2 - 1, m, 0.5)))
+
+
+def check_binary_permutation(result, a, b):
+    expected = binary_sign_flip_p(a, b)
+    q = max(expected / 2, 1 / PERM_B)
+    assert abs(result.p_value - expected) < 5 * 2 * math.sqrt(q * (1 - q) / PERM_B) + 2e-4
+    check_bootstrap_interval(result, a, b)
+
+
+def check_bootstrap_interval(result, a, b):
+    d = a - b
+    sd = d.std() / math.sqrt(d.size)
+    z = stats.norm.ppf(0.975)
+    assert result.low == pytest.approx(d.mean() - z * sd, abs=0.15 * sd + 1 / d.size)
+    assert result.high == pytest.approx(d.mean() + z * sd, abs=0.15 * sd + 1 / d.size)
+
+
+@pytest.fixture(scope="module")
+def binary_perm_data():
+    return pass_fail(PERM_N, 3, 0.90, 0.88)
+
+
+@pytest.fixture(scope="module")
+def binary_boot_data():
+    return pass_fail(BOOT_N, 4, 0.90, 0.895)
+
+
+BIN_PERM_GROUP = f"paired_permutation, pass/fail, n = {PERM_N:,}, {PERM_B:,} resamples"
+BIN_BOOT_GROUP = f"paired_bootstrap, pass/fail, n = {BOOT_N:,}, B = {BOOT_B:,}"
+
+
+@pytest.mark.benchmark(group=BIN_PERM_GROUP)
+def test_binary_permutation_ours(benchmark, binary_perm_data):
+    a, b = binary_perm_data
+    _mark(benchmark, "ours", "truescore_fast.paired_permutation")
+    result = benchmark(tf.paired_permutation, a, b, n_resamples=PERM_B)
+    check_binary_permutation(result, a, b)
+
+
+@pytest.mark.benchmark(group=BIN_PERM_GROUP)
+def test_binary_permutation_truescore(benchmark, binary_perm_data):
+    a, b = binary_perm_data
+    _mark(benchmark, "baseline", "truescore.paired_permutation")
+    result = benchmark.pedantic(
+        ts.paired_permutation, args=(a, b), kwargs={"n_resamples": PERM_B}, rounds=1,
+        iterations=1,
+    )
+    check_binary_permutation(result, a, b)
+
+
+@pytest.mark.benchmark(group=BIN_BOOT_GROUP)
+def test_binary_bootstrap_ours(benchmark, binary_boot_data):
+    a, b = binary_boot_data
+    _mark(benchmark, "ours", "truescore_fast.paired_bootstrap")
+    result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
+    check_bootstrap_interval(result, a, b)
+
+
+@pytest.mark.benchmark(group=BIN_BOOT_GROUP)
+def test_binary_bootstrap_truescore(benchmark, binary_boot_data):
+    a, b = binary_boot_data
+    _mark(benchmark, "baseline", "truescore.paired_bootstrap")
+    result = benchmark.pedantic(
+        ts.paired_bootstrap, args=(a, b), kwargs={"n_bootstrap": BOOT_B}, rounds=1,
+        iterations=1,
+    )
+    check_bootstrap_interval(result, a, b)
+
+
+# --- memory ---------------------------------------------------------------------------
+
+
+def traced_peak(fn, *args, **kwargs):
+    tracemalloc.start()
+    try:
+        result = fn(*args, **kwargs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
+def continuous(a, b):
+    rng = np.random.default_rng(5)
+    return a + rng.normal(0, 0.01, a.size), b + rng.normal(0, 0.01, b.size)
+
+
+CONT_BOOT_GROUP = f"paired_bootstrap, continuous scores, n = {BOOT_N:,}, B = {BOOT_B:,}"
+
+
+@pytest.mark.benchmark(group=CONT_BOOT_GROUP)
+def test_continuous_bootstrap_ours(benchmark, boot_data):
+    a, b = continuous(*boot_data)
+    _mark(benchmark, "ours", "truescore_fast.paired_bootstrap")
+    result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
+    check_bootstrap(result, a, b)
+
+
+@pytest.mark.benchmark(group=CONT_BOOT_GROUP)
+def test_continuous_bootstrap_truescore(benchmark, boot_data):
+    a, b = continuous(*boot_data)
+    _mark(benchmark, "baseline", "truescore.paired_bootstrap")
+    result = benchmark.pedantic(
+        ts.paired_bootstrap, args=(a, b), kwargs={"n_bootstrap": BOOT_B}, rounds=1,
+        iterations=1,
+    )
+    check_bootstrap(result, a, b)
+
+
+def test_bootstrap_peak_memory(boot_data):
+    """Peak traced memory at n = B = 10^4: ours must be under 1% of truescore's.
+
+    Ours is measured on rubric scores (41 distinct differences: the multinomial path) and
+    on continuous scores (10^4 distinct: the streaming index path); truescore's peak does
+    not depend on the data.
+    """
+    theirs, theirs_peak = traced_peak(ts.paired_bootstrap, *boot_data, n_bootstrap=BOOT_B)
+    check_bootstrap(theirs, *boot_data)
+    for label, (a, b) in (("rubric", boot_data), ("continuous", continuous(*boot_data))):
+        ours, ours_peak = traced_peak(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
+        check_bootstrap(ours, a, b)
+        print(
+            f"\npaired_bootstrap ({label}) n={BOOT_N:,} B={BOOT_B:,} peak traced memory: "
+            f"truescore {theirs_peak / 2**20:.1f} MiB, truescore_fast "
+            f"{ours_peak / 2**20:.3f} MiB ({100 * ours_peak / theirs_peak:.3f}%)"
+        )
+        assert ours_peak < 50 * 2**20
+        assert ours_peak < 0.01 * theirs_peak

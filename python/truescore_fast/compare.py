@@ -1,0 +1,422 @@
+"""Is system A better than system B on the same examples?
+
+Paired comparisons on a compiled core, as a drop-in for ``truescore.compare``'s
+``paired_bootstrap``, ``paired_permutation``, ``holm``, ``benjamini_hochberg`` and
+``ComparisonResult`` (same signatures, defaults, fields and errors).
+
+- ``paired_bootstrap`` streams: each resample's indices are drawn and summed on the fly,
+  so memory is O(n + n_bootstrap) rather than truescore's (n_bootstrap x n) index matrix.
+  When the differences take few distinct values (binary, rubric or Likert scores), a
+  resample's counts of each value are drawn directly as one multinomial, which has
+  exactly the distribution of counting n drawn indices, in O(#values) time.
+- ``paired_permutation`` enumerates all 2^n sign flips exactly when 2^n <= n_resamples
+  (the p-value is then identical to truescore's) and otherwise samples sign flips with
+  the +1 correction (pairs with equal |difference| are flipped together as a popcount of
+  random bits, the same distribution as flipping them one by one).
+- ``holm`` and ``benjamini_hochberg`` give exactly truescore's adjusted p-values.
+
+Randomness: ``seed`` becomes a Philox4x64-10 key (:func:`truescore_fast._random.philox_key`);
+resamples come in blocks of 256 and block k draws from counter ``[0, 0, k, 0]``, so a
+result is reproducible from ``seed`` and identical for any number of threads. Monte Carlo
+results are statistically equivalent to truescore's, not equal draw for draw: truescore
+uses NumPy's default generator on a different sampling scheme.
+
+What a result does not mean: a small p-value says the observed difference is unlikely
+if the two systems were exchangeable on these examples. It says nothing about examples
+unlike these, and a large p-value is not evidence that the systems are equal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from truescore_fast import _core
+from truescore_fast._random import philox_key
+from truescore_fast._validation import (
+    check_alpha,
+    check_positive_int,
+    check_same_length,
+    cluster_codes,
+    finite_1d,
+)
+
+__all__ = [
+    "ComparisonResult",
+    "benjamini_hochberg",
+    "holm",
+    "paired_bootstrap",
+    "paired_permutation",
+]
+
+# The sign-flip stream uses a key distinct from the bootstrap's (same seed), so the
+# permutation p-value and the interval reported with it never share random words.
+_PERMUTATION_KEY_TWEAK = 0x5065726D75746521
+
+# Data with K distinct differences and K * _DISCRETE_COST <= n (pass/fail, rubric and
+# Likert scores) are bootstrapped by drawing each resample's multinomial counts (K - 1
+# binomials) rather than n indices: the same distribution of resampled means, O(K) work.
+_DISCRETE_COST = 30
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Two systems compared on the same examples.
+
+    Attributes:
+        difference: Mean metric of A minus mean metric of B; positive favours A.
+        low: Lower end of the interval for the difference.
+        high: Upper end of the interval for the difference.
+        level: Nominal coverage of the interval (1 - alpha).
+        p_value: Two-sided p-value for "no difference".
+        method: Which procedure produced the result.
+        n_pairs: Number of paired examples.
+        n_discordant: For binary tests defined on disagreements, how many examples the
+            two systems disagree on; ``None`` otherwise.
+
+    ``significant`` is a statement about these examples under this procedure, not about
+    how large or important the difference is; a non-significant result does not show
+    that the systems perform the same.
+    """
+
+    difference: float
+    low: float
+    high: float
+    level: float
+    p_value: float
+    method: str
+    n_pairs: int
+    n_discordant: int | None = None
+
+    @property
+    def significant(self) -> bool:
+        """True when the p-value is below the significance level ``1 - level``."""
+        return self.p_value < (1.0 - self.level)
+
+    def summary(self) -> str:
+        """A few lines: procedure, difference with its interval, p-value and verdict."""
+        if self.significant:
+            verdict = "the systems differ beyond what chance on these examples explains"
+        else:
+            verdict = (
+                "no detectable difference -- the gap is within what chance alone produces"
+            )
+        lines = [
+            f"{self.method}, {self.n_pairs} paired examples",
+            f"  A - B = {self.difference:+.4f}, {self.level:.0%} interval "
+            f"[{self.low:+.4f}, {self.high:+.4f}]",
+            f"  p-value {self.p_value:.4g} (two-sided): {verdict}",
+        ]
+        if self.n_discordant is not None:
+            lines.append(
+                f"  pairs where the systems disagree: {self.n_discordant} "
+                "(only these carry evidence)"
+            )
+        return "\n".join(lines)
+
+
+def _resolve_key(seed: Any) -> tuple[int, int]:
+    """``seed`` as a Philox key; ``None`` draws fresh entropy, as NumPy's default_rng does."""
+    if seed is None:
+        return philox_key(np.random.SeedSequence())
+    return philox_key(seed)
+
+
+def _paired_arrays(
+    a: npt.ArrayLike, b: npt.ArrayLike
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    arr_a = finite_1d("a", a)
+    arr_b = finite_1d("b", b)
+    check_same_length("a", arr_a, "b", arr_b)
+    return arr_a, arr_b
+
+
+def _overflow_scale(arr_a: npt.NDArray[np.float64], arr_b: npt.NDArray[np.float64]) -> float:
+    """A power of two s with n * max|a|, |b| * s far below overflow (1.0 almost always).
+
+    Sums of scores near the float64 limit overflow; scaling by a power of two is exact
+    (short of the subnormal range), and means, percentiles and comparisons with zero
+    commute with it, so results stay finite and otherwise unchanged.
+    """
+    largest = max(float(np.max(np.abs(arr_a))), float(np.max(np.abs(arr_b))))
+    headroom = 2.0**1000 / (4 * arr_a.shape[0])
+    if largest <= headroom:
+        return 1.0
+    return 2.0 ** (math.floor(math.log2(headroom)) - math.ceil(math.log2(largest)))
+
+
+def _bootstrap(
+    diffs: npt.NDArray[np.float64],
+    alpha: float,
+    n_bootstrap: int,
+    key: tuple[int, int],
+    clusters: npt.ArrayLike | None,
+    n_threads: int | None = None,
+) -> ComparisonResult:
+    n = diffs.shape[0]
+    if clusters is None:
+        values, counts = np.unique(diffs, return_counts=True)
+        if values.shape[0] * _DISCRETE_COST <= n:
+            means = _core.bootstrap_means_discrete(
+                values, counts.astype(np.int64), n_bootstrap, key[0], key[1],
+                n_threads=n_threads,
+            )
+        else:
+            means = _core.bootstrap_means(
+                diffs, n_bootstrap, key[0], key[1], n_threads=n_threads
+            )
+        method = "paired bootstrap (percentile)"
+    else:
+        codes, n_groups = cluster_codes("clusters", clusters, n)
+        if n_groups < 2:
+            raise ValueError(f"cluster bootstrap needs at least 2 clusters; got {n_groups}")
+        sums = np.bincount(codes, weights=diffs, minlength=n_groups)
+        sizes = np.bincount(codes, minlength=n_groups).astype(np.int64)
+        means = _core.cluster_bootstrap_means(
+            sums, sizes, n_bootstrap, key[0], key[1], n_threads=n_threads
+        )
+        method = f"cluster bootstrap (percentile, {n_groups} clusters)"
+    low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    # Resamples exactly at zero count in both tails: when A and B agree everywhere every
+    # resample is 0, and the answer must be p = 1, not p = 0.
+    at_or_below = np.count_nonzero(means <= 0.0) / n_bootstrap
+    at_or_above = np.count_nonzero(means >= 0.0) / n_bootstrap
+    return ComparisonResult(
+        difference=float(diffs.mean()),
+        low=float(low),
+        high=float(high),
+        level=1.0 - alpha,
+        p_value=float(min(1.0, 2.0 * min(at_or_below, at_or_above))),
+        method=method,
+        n_pairs=n,
+    )
+
+
+def paired_bootstrap(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    alpha: float = 0.05,
+    n_bootstrap: int = 10000,
+    seed: int = 0,
+    clusters: npt.ArrayLike | None = None,
+) -> ComparisonResult:
+    """Paired percentile bootstrap for the difference in means, A - B.
+
+    Examples (pairs) are resampled with replacement, so the pairing is kept. With
+    ``clusters``, whole clusters are resampled instead and each resample's difference is
+    (sum of the drawn clusters' differences) / (number of examples drawn): the right unit
+    when examples come in correlated groups (epochs of one item, turns of one dialogue).
+
+    Args:
+        a: Per-example metric of system A.
+        b: Per-example metric of system B, aligned with ``a``.
+        alpha: Significance level; the interval has coverage ``1 - alpha``.
+        n_bootstrap: Number of resamples.
+        seed: Makes the result reproducible (a non-negative int, a SeedSequence, a
+            Generator, or None for fresh entropy).
+        clusters: Optional cluster label per example.
+
+    Returns:
+        A :class:`ComparisonResult`. The interval is the (alpha/2, 1 - alpha/2)
+        percentile interval of the resampled differences; the p-value is twice the
+        smaller of the fractions of resamples <= 0 and >= 0 (capped at 1), i.e. the
+        smallest level at which the percentile interval excludes zero. It is a
+        bootstrap approximation, not an exact test, and it is least reliable for few
+        examples or few clusters.
+
+    Raises:
+        ValueError: alpha outside (0, 1); a or b empty, not 1-D, not numeric, holding
+            non-finite values or of different lengths; n_bootstrap below 1; a negative
+            seed; clusters not 1-D, of the wrong length, or naming fewer than 2 clusters;
+            differences too large for float64.
+    """
+    check_alpha(alpha)
+    arr_a, arr_b = _paired_arrays(a, b)
+    key = _resolve_key(seed)
+    n_boot = check_positive_int("n_bootstrap", n_bootstrap)
+    scale = _overflow_scale(arr_a, arr_b)
+    if scale == 1.0:
+        return _bootstrap(arr_a - arr_b, alpha, n_boot, key, clusters)
+    return _unscale(_bootstrap(arr_a * scale - arr_b * scale, alpha, n_boot, key, clusters), scale)
+
+
+def _unscale(result: ComparisonResult, scale: float) -> ComparisonResult:
+    result = replace(
+        result,
+        difference=result.difference / scale,
+        low=result.low / scale,
+        high=result.high / scale,
+    )
+    if not all(math.isfinite(v) for v in (result.difference, result.low, result.high)):
+        raise ValueError(
+            "a - b is too large for float64: the difference or its interval overflows"
+        )
+    return result
+
+
+def _check_n_resamples(n_resamples: Any) -> float | int:
+    """A positive whole number, or infinity (meaning: always enumerate exactly)."""
+    try:
+        value = float(n_resamples)
+        if math.isinf(value) and value > 0:
+            return math.inf
+        whole = int(n_resamples)
+        ok = whole == n_resamples and whole > 0
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ValueError(f"n_resamples must be a positive integer; got {n_resamples!r}")
+    return whole
+
+
+def paired_permutation(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    alpha: float = 0.05,
+    n_resamples: int = 10000,
+    seed: int = 0,
+) -> ComparisonResult:
+    """Sign-flip permutation test for the difference in means, A - B.
+
+    Under the null that A's and B's scores are exchangeable within each pair, swapping
+    the two scores of any pair (flipping the sign of its difference) leaves the
+    distribution unchanged. When 2^n <= n_resamples every one of the 2^n swap patterns
+    is evaluated and the p-value is exact (and identical to truescore's); otherwise
+    n_resamples random patterns are drawn and each tail is counted as
+    (1 + #{as extreme}) / (n_resamples + 1), which keeps the test valid.
+
+    Args:
+        a: Per-example metric of system A (at least 2 pairs).
+        b: Per-example metric of system B, aligned with ``a``.
+        alpha: Significance level of the accompanying bootstrap interval.
+        n_resamples: Random sign patterns when exact enumeration is too large; a whole
+            number, or ``numpy.inf`` to demand exact enumeration.
+        seed: Makes the result reproducible.
+
+    Returns:
+        A :class:`ComparisonResult`. The p-value is the permutation p-value; the interval
+        is :func:`paired_bootstrap`'s with the same ``alpha`` and ``seed`` (a permutation
+        test has no interval of its own). The test is of exchangeability within pairs,
+        not of equal means under arbitrary distributions.
+
+    Raises:
+        ValueError: as :func:`paired_bootstrap`, and for fewer than 2 pairs, an
+            n_resamples that is not a positive whole number, or one that asks for exact
+            enumeration (n_resamples >= 2^n) with more than 30 pairs -- 2^31 patterns and
+            up, which truescore would attempt and not finish in any useful time.
+    """
+    check_alpha(alpha)
+    arr_a, arr_b = _paired_arrays(a, b)
+    n = arr_a.shape[0]
+    if n < 2:
+        raise ValueError(f"a and b need at least 2 pairs for a permutation test; got {n}")
+    budget = _check_n_resamples(n_resamples)
+    key = _resolve_key(seed)
+    scale = _overflow_scale(arr_a, arr_b)
+    if scale != 1.0:
+        arr_a, arr_b = arr_a * scale, arr_b * scale
+    p_value = _sign_flip_p_value(arr_a, arr_b, budget, key)
+    interval = _unscale(_bootstrap(arr_a - arr_b, alpha, 10000, key, None), scale)
+    return ComparisonResult(
+        difference=interval.difference,
+        low=interval.low,
+        high=interval.high,
+        level=1.0 - alpha,
+        p_value=p_value,
+        method="paired permutation (sign-flip)",
+        n_pairs=n,
+    )
+
+
+def _sign_flip_p_value(
+    arr_a: npt.NDArray[np.float64],
+    arr_b: npt.NDArray[np.float64],
+    budget: float | int,
+    key: tuple[int, int],
+    n_threads: int | None = None,
+) -> float:
+    n = arr_a.shape[0]
+    if budget >= 2**n:
+        if n > _core.MAX_EXACT_PAIRS:
+            raise ValueError(
+                f"exact enumeration of 2^{n} sign patterns is infeasible; "
+                f"pass a finite n_resamples below 2^{n}"
+            )
+        counts = _core.sign_flip_exact(arr_a, arr_b, n_threads=n_threads)
+        extra = 0
+    else:
+        diffs = arr_a - arr_b
+        nonzero = diffs[diffs != 0.0]
+        magnitudes, group, sizes = np.unique(
+            np.abs(nonzero), return_inverse=True, return_counts=True
+        )
+        perm_key = (key[0], key[1] ^ _PERMUTATION_KEY_TWEAK)
+        if 0 < magnitudes.shape[0] * 8 <= n:
+            net = np.bincount(group.ravel(), weights=np.sign(nonzero),
+                              minlength=magnitudes.shape[0])
+            counts = _core.sign_flip_monte_carlo_grouped(
+                magnitudes, sizes.astype(np.int64), np.rint(net).astype(np.int64),
+                int(budget), *perm_key, n_threads=n_threads,
+            )
+        else:
+            counts = _core.sign_flip_monte_carlo(
+                diffs, int(budget), *perm_key, n_threads=n_threads
+            )
+        extra = 1
+    total = counts["total"] + extra
+    lower = (counts["at_most"] + extra) / total
+    upper = (counts["at_least"] + extra) / total
+    return float(min(1.0, max(0.0, 2.0 * min(lower, upper))))
+
+
+def _p_value_array(p_values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    p = finite_1d("p_values", p_values)
+    if np.any((p < 0.0) | (p > 1.0)):
+        raise ValueError("p_values must lie in [0, 1]")
+    return p
+
+
+def holm(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
+    """Holm's step-down adjustment (family-wise error control), in input order.
+
+    With p-values sorted ascending, the k-th (0-based) of m becomes
+    ``min(1, max_{j <= k} (m - j) * p_(j))``. Compare the adjusted values with the
+    original alpha. Valid under any dependence between the tests; it controls the chance
+    of any false rejection, which makes it conservative when many tests are real.
+
+    Raises:
+        ValueError: empty, not 1-D, non-finite, or outside [0, 1].
+    """
+    p = _p_value_array(p_values)
+    m = p.shape[0]
+    order = np.argsort(p)
+    scaled = (m - np.arange(m)) * p[order]
+    adjusted = np.empty(m, dtype=float)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return adjusted
+
+
+def benjamini_hochberg(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
+    """Benjamini-Hochberg adjusted p-values (q-values, false discovery rate), input order.
+
+    With p-values sorted ascending and ranks i = 1..m, ``q_(i) = min(1, min_{j >= i}
+    m / j * p_(j))``. Rejecting q <= alpha keeps the expected share of false discoveries
+    among the rejections at most alpha for independent or positively dependent tests;
+    it does not bound the chance of any single false rejection.
+
+    Raises:
+        ValueError: empty, not 1-D, non-finite, or outside [0, 1].
+    """
+    p = _p_value_array(p_values)
+    m = p.shape[0]
+    order = np.argsort(p)[::-1]
+    factors = m / (m - np.arange(m))
+    adjusted = np.empty(m, dtype=float)
+    adjusted[order] = np.minimum.accumulate(np.minimum(1.0, factors * p[order]))
+    return adjusted

@@ -1,0 +1,406 @@
+#include "truescore/compare.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "truescore/parallel.hpp"
+#include "truescore/random.hpp"
+#include "truescore/summation.hpp"
+
+namespace truescore {
+namespace {
+
+// Uniform integers on [0, n) from a Philox stream, several per 64-bit word.
+//
+// Each word is cut into `per_word` chunks of k bits (lowest bits first); a chunk x maps to
+// (x * n) >> k and is rejected when (x * n) mod 2^k < 2^k mod n (Lemire's method on k-bit
+// words), so every draw is exactly uniform. k = 21 for n <= 2^16 (3 draws a word), k = 32
+// for n <= 2^26 (2 a word), otherwise one full-width draw a word.
+class IndexSampler {
+public:
+    IndexSampler(Philox& gen, std::uint64_t n) : gen_(gen), n_(n) {
+        if (n <= (std::uint64_t{1} << 16)) {
+            bits_ = 21;
+            per_word_ = 3;
+        } else if (n <= (std::uint64_t{1} << 26)) {
+            bits_ = 32;
+            per_word_ = 2;
+        } else {
+            bits_ = 64;
+            per_word_ = 1;
+        }
+        if (bits_ < 64) {
+            mask_ = (std::uint64_t{1} << bits_) - 1;
+            threshold_ = (std::uint64_t{1} << bits_) % n;
+        }
+    }
+
+    std::uint64_t draw() {
+        if (bits_ == 64) return gen_.below(n_);
+        for (;;) {
+            if (left_ == 0) {
+                word_ = gen_.next_u64();
+                left_ = per_word_;
+            }
+            const std::uint64_t x = word_ & mask_;
+            word_ >>= bits_;
+            --left_;
+            const std::uint64_t m = x * n_;
+            if ((m & mask_) >= threshold_) return m >> bits_;
+        }
+    }
+
+private:
+    Philox& gen_;
+    std::uint64_t n_;
+    int bits_ = 64;
+    int per_word_ = 1;
+    std::uint64_t mask_ = 0;
+    std::uint64_t threshold_ = 0;
+    std::uint64_t word_ = 0;
+    int left_ = 0;
+};
+
+// log k! - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2]: Stirling's correction.
+double stirling_correction(std::int64_t k) {
+    static const std::array<double, 10> small = [] {
+        std::array<double, 10> t{};
+        double log_factorial = 0.0;
+        for (int i = 0; i < 10; ++i) {
+            if (i > 0) log_factorial += std::log(static_cast<double>(i));
+            const double x = static_cast<double>(i);
+            t[i] = log_factorial - ((x + 0.5) * std::log(x + 1.0) - (x + 1.0) +
+                                    0.91893853320467274178);
+        }
+        return t;
+    }();
+    if (k < 10) return small[k];
+    const double kp = static_cast<double>(k) + 1.0, k2 = kp * kp;
+    return (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / 1260.0 / k2) / k2) / kp;
+}
+
+// One Binomial(n, p) variate, p <= 1/2.
+std::int64_t binomial_small_p(Philox& gen, std::int64_t n, double p) {
+    const double q = 1.0 - p;
+    const double dn = static_cast<double>(n);
+    if (dn * p < 10.0) {
+        // Inversion: walk the pmf upwards from 0 (expected n p + 1 steps).
+        const double s = p / q, a = (dn + 1.0) * s, r0 = std::pow(q, dn);
+        for (;;) {
+            double u = gen.next_double(), r = r0;
+            std::int64_t x = 0;
+            while (u > r) {
+                u -= r;
+                ++x;
+                if (x > n) break;  // rounding exhausted the pmf: draw again
+                r *= a / static_cast<double>(x) - s;
+            }
+            if (x <= n) return x;
+        }
+    }
+    // BTRD (Hormann 1993, "The generation of binomial random variates").
+    const double npq = dn * p * q, spq = std::sqrt(npq);
+    const double b = 1.15 + 2.53 * spq;
+    const double a = -0.0873 + 0.0248 * b + 0.01 * p;
+    const double c = dn * p + 0.5;
+    const double alpha = (2.83 + 5.1 / b) * spq;
+    const double vr = 0.92 - 4.2 / b, urvr = 0.86 * vr;
+    const std::int64_t m = static_cast<std::int64_t>(std::floor((dn + 1.0) * p));
+    const double r = p / q, nr = (dn + 1.0) * r;
+    for (;;) {
+        double v = gen.next_double(), u;
+        if (v <= urvr) {
+            u = v / vr - 0.43;
+            return static_cast<std::int64_t>(std::floor((2.0 * a / (0.5 - std::fabs(u)) + b) * u + c));
+        }
+        if (v >= vr) {
+            u = gen.next_double() - 0.5;
+        } else {
+            u = v / vr - 0.93;
+            u = std::copysign(0.5, u) - u;
+            v = gen.next_double() * vr;
+        }
+        const double us = 0.5 - std::fabs(u);
+        const double kd = std::floor((2.0 * a / us + b) * u + c);
+        if (kd < 0.0 || kd > dn) continue;
+        const std::int64_t k = static_cast<std::int64_t>(kd);
+        v = v * alpha / (a / (us * us) + b);
+        const std::int64_t km = k > m ? k - m : m - k;
+        if (km <= 15) {
+            double f = 1.0;
+            if (m < k) {
+                for (std::int64_t i = m + 1; i <= k; ++i) f *= nr / static_cast<double>(i) - r;
+            } else if (m > k) {
+                for (std::int64_t i = k + 1; i <= m; ++i) v *= nr / static_cast<double>(i) - r;
+            }
+            if (v <= f) return k;
+            continue;
+        }
+        v = std::log(v);
+        const double dkm = static_cast<double>(km);
+        const double rho = (dkm / npq) * (((dkm / 3.0 + 0.625) * dkm + 1.0 / 6.0) / npq + 0.5);
+        const double t = -dkm * dkm / (2.0 * npq);
+        if (v < t - rho) return k;
+        if (v > t + rho) continue;
+        const double nm = dn - static_cast<double>(m) + 1.0;
+        const double h = (static_cast<double>(m) + 0.5) * std::log((static_cast<double>(m) + 1.0) / (r * nm)) +
+                         stirling_correction(m) + stirling_correction(n - m);
+        const double nk = dn - kd + 1.0;
+        if (v <= h + (dn + 1.0) * std::log(nm / nk) + (kd + 0.5) * std::log(nk * r / (kd + 1.0)) -
+                     stirling_correction(k) - stirling_correction(n - k))
+            return k;
+    }
+}
+
+std::int64_t binomial(Philox& gen, std::int64_t n, double p) {
+    if (n <= 0 || p <= 0.0) return 0;
+    if (p >= 1.0) return n;
+    if (p > 0.5) return n - binomial_small_p(gen, n, 1.0 - p);
+    return binomial_small_p(gen, n, p);
+}
+
+std::size_t n_blocks(std::size_t n_resamples) {
+    return (n_resamples + kResampleBlock - 1) / kResampleBlock;
+}
+
+// Blocks per thread below which threads cost more than they save (~2e5 element steps).
+std::size_t min_blocks_per_thread(std::size_t work_per_resample) {
+    const std::size_t per_block = kResampleBlock * std::max<std::size_t>(1, work_per_resample);
+    return std::max<std::size_t>(1, 200000 / per_block);
+}
+
+double with_sign(std::uint64_t bits, std::uint64_t flip) {
+    bits ^= flip << 63;
+    double v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+// sum_i s_i d_i where s_i = -1 when bit i of the pattern is set. The pattern arrives one
+// 64-bit word at a time from next_word(); four accumulators in a fixed order.
+template <class NextWord>
+double signed_sum(const std::uint64_t* dbits, std::size_t n, NextWord next_word) {
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    for (std::size_t base = 0; base < n; base += 64) {
+        const std::uint64_t w = next_word();
+        const std::size_t len = std::min<std::size_t>(64, n - base);
+        const std::uint64_t* chunk = dbits + base;
+        std::size_t j = 0;
+        for (; j + 4 <= len; j += 4) {
+            acc[0] += with_sign(chunk[j], (w >> j) & 1);
+            acc[1] += with_sign(chunk[j + 1], (w >> (j + 1)) & 1);
+            acc[2] += with_sign(chunk[j + 2], (w >> (j + 2)) & 1);
+            acc[3] += with_sign(chunk[j + 3], (w >> (j + 3)) & 1);
+        }
+        for (; j < len; ++j) acc[j & 3] += with_sign(chunk[j], (w >> j) & 1);
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+}  // namespace
+
+void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::uint64_t key0,
+                     std::uint64_t key1, double* out, int n_threads) {
+    if (n == 0) throw std::invalid_argument("bootstrap needs at least one value");
+    const double dn = static_cast<double>(n);
+    parallel_for_blocks(n_blocks(n_boot), n_threads, min_blocks_per_thread(n),
+                        [&](std::size_t first, std::size_t last) {
+        for (std::size_t block = first; block < last; ++block) {
+            Philox gen = Philox::for_task(key0, key1, block);
+            IndexSampler pick(gen, n);
+            const std::size_t r_end = std::min(n_boot, (block + 1) * kResampleBlock);
+            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
+                double acc[4] = {0.0, 0.0, 0.0, 0.0};
+                std::size_t i = 0;
+                for (; i + 4 <= n; i += 4) {
+                    acc[0] += d[pick.draw()];
+                    acc[1] += d[pick.draw()];
+                    acc[2] += d[pick.draw()];
+                    acc[3] += d[pick.draw()];
+                }
+                for (; i < n; ++i) acc[i & 3] += d[pick.draw()];
+                out[r] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) / dn;
+            }
+        }
+    });
+}
+
+void cluster_bootstrap_means(const double* sums, const std::int64_t* sizes,
+                             std::size_t n_clusters, std::size_t n_boot, std::uint64_t key0,
+                             std::uint64_t key1, double* out, int n_threads) {
+    if (n_clusters == 0) throw std::invalid_argument("cluster bootstrap needs clusters");
+    parallel_for_blocks(n_blocks(n_boot), n_threads, min_blocks_per_thread(n_clusters),
+                        [&](std::size_t first, std::size_t last) {
+        for (std::size_t block = first; block < last; ++block) {
+            Philox gen = Philox::for_task(key0, key1, block);
+            IndexSampler pick(gen, n_clusters);
+            const std::size_t r_end = std::min(n_boot, (block + 1) * kResampleBlock);
+            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
+                double total = 0.0;
+                std::int64_t count = 0;
+                for (std::size_t g = 0; g < n_clusters; ++g) {
+                    const std::size_t c = pick.draw();
+                    total += sums[c];
+                    count += sizes[c];
+                }
+                out[r] = total / static_cast<double>(count);
+            }
+        }
+    });
+}
+
+void bootstrap_means_discrete(const double* values, const std::int64_t* counts, std::size_t k,
+                              std::size_t n_boot, std::uint64_t key0, std::uint64_t key1,
+                              double* out, int n_threads) {
+    std::int64_t n = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+        if (counts[j] < 1) throw std::invalid_argument("counts must be positive");
+        n += counts[j];
+    }
+    if (k == 0) throw std::invalid_argument("bootstrap needs at least one value");
+    const double dn = static_cast<double>(n);
+    parallel_for_blocks(n_blocks(n_boot), n_threads, min_blocks_per_thread(8 * k),
+                        [&](std::size_t first, std::size_t last) {
+        for (std::size_t block = first; block < last; ++block) {
+            Philox gen = Philox::for_task(key0, key1, block);
+            const std::size_t r_end = std::min(n_boot, (block + 1) * kResampleBlock);
+            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
+                std::int64_t left = n, pool = n;
+                double total = 0.0;
+                for (std::size_t j = 0; j + 1 < k && left > 0; ++j) {
+                    const std::int64_t drawn =
+                        binomial(gen, left, static_cast<double>(counts[j]) / static_cast<double>(pool));
+                    total += static_cast<double>(drawn) * values[j];
+                    left -= drawn;
+                    pool -= counts[j];
+                }
+                if (left > 0) total += static_cast<double>(left) * values[k - 1];
+                out[r] = total / dn;
+            }
+        }
+    });
+}
+
+void binomial_sample(std::int64_t n, double p, std::size_t size, std::uint64_t key0,
+                     std::uint64_t key1, std::int64_t* out) {
+    if (n < 0 || !(p >= 0.0 && p <= 1.0)) throw std::invalid_argument("need n >= 0 and p in [0, 1]");
+    Philox gen = Philox::for_task(key0, key1, 0);
+    for (std::size_t i = 0; i < size; ++i) out[i] = binomial(gen, n, p);
+}
+
+SignFlipCounts sign_flip_monte_carlo_grouped(const double* magnitudes, const std::int64_t* counts,
+                                             const std::int64_t* net, std::size_t k,
+                                             std::size_t n_resamples, std::uint64_t key0,
+                                             std::uint64_t key1, int n_threads) {
+    std::size_t words = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+        if (counts[j] < 1) throw std::invalid_argument("counts must be positive");
+        words += static_cast<std::size_t>((counts[j] + 63) / 64);
+    }
+    SignFlipCounts result;
+    double observed = 0.0;
+    for (std::size_t j = 0; j < k; ++j) observed += magnitudes[j] * static_cast<double>(net[j]);
+    result.observed = observed;
+    const double tolerance = std::fabs(100.0 * std::numeric_limits<double>::epsilon() * observed);
+    const double upper = observed + tolerance, lower = observed - tolerance;
+    std::atomic<std::int64_t> at_most{0}, at_least{0};
+    parallel_for_blocks(n_blocks(n_resamples), n_threads, min_blocks_per_thread(8 * words + k),
+                        [&](std::size_t first, std::size_t last) {
+        std::int64_t le = 0, ge = 0;
+        for (std::size_t block = first; block < last; ++block) {
+            Philox gen = Philox::for_task(key0, key1, block);
+            const std::size_t r_end = std::min(n_resamples, (block + 1) * kResampleBlock);
+            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
+                double s = 0.0;
+                for (std::size_t j = 0; j < k; ++j) {
+                    std::int64_t left = counts[j], flips = 0;
+                    for (; left >= 64; left -= 64) flips += __builtin_popcountll(gen.next_u64());
+                    if (left > 0)
+                        flips += __builtin_popcountll(gen.next_u64() & ((std::uint64_t{1} << left) - 1));
+                    s += magnitudes[j] * static_cast<double>(counts[j] - 2 * flips);
+                }
+                le += s <= upper;
+                ge += s >= lower;
+            }
+        }
+        at_most += le;
+        at_least += ge;
+    });
+    result.at_most = at_most.load();
+    result.at_least = at_least.load();
+    result.total = static_cast<std::int64_t>(n_resamples);
+    return result;
+}
+
+SignFlipCounts sign_flip_exact(const double* a, const double* b, std::size_t n, int n_threads) {
+    if (n == 0 || n > kMaxExactPairs)
+        throw std::invalid_argument("exact sign-flip enumeration needs 1 to 30 pairs");
+    const double dn = static_cast<double>(n);
+    // mean(x) - mean(y) with x_i = b_i, y_i = a_i where bit i of the pattern is set.
+    auto statistic = [&](std::uint64_t pattern) {
+        const double sx = 0.0 + pairwise_sum(n, [&](std::size_t i) { return (pattern >> i) & 1 ? b[i] : a[i]; });
+        const double sy = 0.0 + pairwise_sum(n, [&](std::size_t i) { return (pattern >> i) & 1 ? a[i] : b[i]; });
+        return sx / dn - sy / dn;
+    };
+    SignFlipCounts result;
+    result.observed = statistic(0);
+    const double tolerance = std::fabs(100.0 * std::numeric_limits<double>::epsilon() * result.observed);
+    const double upper = result.observed + tolerance, lower = result.observed - tolerance;
+    const std::uint64_t total = std::uint64_t{1} << n;
+    std::atomic<std::int64_t> at_most{0}, at_least{0};
+    parallel_for_blocks(static_cast<std::size_t>(total), n_threads,
+                        std::max<std::size_t>(1, 100000 / n),
+                        [&](std::size_t first, std::size_t last) {
+        std::int64_t le = 0, ge = 0;
+        for (std::size_t p = first; p < last; ++p) {
+            const double s = statistic(p);
+            le += s <= upper;
+            ge += s >= lower;
+        }
+        at_most += le;
+        at_least += ge;
+    });
+    result.at_most = at_most.load();
+    result.at_least = at_least.load();
+    result.total = static_cast<std::int64_t>(total);
+    return result;
+}
+
+SignFlipCounts sign_flip_monte_carlo(const double* d, std::size_t n, std::size_t n_resamples,
+                                     std::uint64_t key0, std::uint64_t key1, int n_threads) {
+    if (n == 0) throw std::invalid_argument("sign-flip test needs at least one pair");
+    std::vector<std::uint64_t> dbits(n);
+    std::memcpy(dbits.data(), d, n * sizeof(double));
+    SignFlipCounts result;
+    result.observed = signed_sum(dbits.data(), n, [] { return std::uint64_t{0}; });
+    const double tolerance = std::fabs(100.0 * std::numeric_limits<double>::epsilon() * result.observed);
+    const double upper = result.observed + tolerance, lower = result.observed - tolerance;
+    std::atomic<std::int64_t> at_most{0}, at_least{0};
+    parallel_for_blocks(n_blocks(n_resamples), n_threads, min_blocks_per_thread(n),
+                        [&](std::size_t first, std::size_t last) {
+        std::int64_t le = 0, ge = 0;
+        for (std::size_t block = first; block < last; ++block) {
+            Philox gen = Philox::for_task(key0, key1, block);
+            const std::size_t r_end = std::min(n_resamples, (block + 1) * kResampleBlock);
+            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
+                const double s = signed_sum(dbits.data(), n, [&gen] { return gen.next_u64(); });
+                le += s <= upper;
+                ge += s >= lower;
+            }
+        }
+        at_most += le;
+        at_least += ge;
+    });
+    result.at_most = at_most.load();
+    result.at_least = at_least.load();
+    result.total = static_cast<std::int64_t>(n_resamples);
+    return result;
+}
+
+}  // namespace truescore
