@@ -29,11 +29,14 @@ double variance_of(const double* d, std::size_t n, double mean) {
     return ss / static_cast<double>(n - 1);
 }
 
-GapInterval symmetric(double estimate, double half) {
+}  // namespace
+
+double gap_mean(const double* d, std::size_t n) { return mean_of(d, n); }
+double gap_variance(const double* d, std::size_t n, double mean) { return variance_of(d, n, mean); }
+
+GapInterval symmetric_interval(double estimate, double half) {
     return {std::max(-1.0, estimate - half), std::min(1.0, estimate + half), estimate, half};
 }
-
-}  // namespace
 
 double normal_quantile(double p) {
     if (!(p > 0.0 && p < 1.0)) return std::numeric_limits<double>::quiet_NaN();
@@ -96,33 +99,65 @@ std::string check_gaps(const double* d, std::size_t n, double population_size, c
     return {};
 }
 
+IntervalConstants::IntervalConstants(double a)
+    : alpha(a), log_2_alpha(std::log(2.0 / a)), log_4_alpha(std::log(4.0 / a)),
+      z(normal_quantile(1.0 - a / 2.0)) {}
+
+double hoeffding_half_width(std::size_t n, const IntervalConstants& c) {
+    return kRange * std::sqrt(c.log_2_alpha / (2.0 * static_cast<double>(n)));
+}
+
+double bernstein_half_width(double variance, std::size_t n, const IntervalConstants& c) {
+    const double nd = static_cast<double>(n), l = c.log_4_alpha;
+    return std::sqrt(2.0 * variance * l / nd) + 7.0 * kRange * l / (3.0 * (nd - 1.0));
+}
+
+double wald_half_width(double variance, std::size_t n, double population_size,
+                       const IntervalConstants& c) {
+    const double nd = static_cast<double>(n);
+    const double fpc = population_size > 0.0 ? 1.0 - nd / population_size : 1.0;
+    return c.z * std::sqrt(fpc * variance / nd);
+}
+
+double hoeffding_serfling_half_width(std::size_t n, double population_size,
+                                     const IntervalConstants& c) {
+    const double nd = static_cast<double>(n);
+    return kRange * std::sqrt((1.0 - (nd - 1.0) / population_size) * c.log_2_alpha / (2.0 * nd));
+}
+
+GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
+                            double population_size, const IntervalConstants& c) {
+    switch (method) {
+        case IntervalMethod::hoeffding: return symmetric_interval(mean, hoeffding_half_width(n, c));
+        case IntervalMethod::bernstein:
+            return symmetric_interval(mean, bernstein_half_width(variance, n, c));
+        case IntervalMethod::wald:
+            return symmetric_interval(mean, wald_half_width(variance, n, population_size, c));
+        case IntervalMethod::hoeffding_serfling:
+            return symmetric_interval(mean, hoeffding_serfling_half_width(n, population_size, c));
+        case IntervalMethod::betting: break;
+    }
+    throw std::invalid_argument("the betting interval depends on the order of the sample, not on its moments");
+}
+
 GapInterval hoeffding_interval(const double* d, std::size_t n, double alpha) {
-    const double half = kRange * std::sqrt(std::log(2.0 / alpha) / (2.0 * static_cast<double>(n)));
-    return symmetric(mean_of(d, n), half);
+    return symmetric_interval(mean_of(d, n), hoeffding_half_width(n, IntervalConstants(alpha)));
 }
 
 GapInterval bernstein_interval(const double* d, std::size_t n, double alpha) {
     const double m = mean_of(d, n), s2 = variance_of(d, n, m);
-    const double nd = static_cast<double>(n), l = std::log(4.0 / alpha);
-    const double half = std::sqrt(2.0 * s2 * l / nd) + 7.0 * kRange * l / (3.0 * (nd - 1.0));
-    return symmetric(m, half);
+    return symmetric_interval(m, bernstein_half_width(s2, n, IntervalConstants(alpha)));
 }
 
 GapInterval wald_interval(const double* d, std::size_t n, double population_size, double alpha) {
     const double m = mean_of(d, n), s2 = variance_of(d, n, m);
-    const double nd = static_cast<double>(n);
-    const double fpc = population_size > 0.0 ? 1.0 - nd / population_size : 1.0;
-    const double z = normal_quantile(1.0 - alpha / 2.0);
-    const double half = z * std::sqrt(fpc * s2 / nd);
-    return symmetric(m, half);
+    return symmetric_interval(m, wald_half_width(s2, n, population_size, IntervalConstants(alpha)));
 }
 
 GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double population_size,
                                         double alpha) {
-    const double nd = static_cast<double>(n);
-    const double half =
-        kRange * std::sqrt((1.0 - (nd - 1.0) / population_size) * std::log(2.0 / alpha) / (2.0 * nd));
-    return symmetric(mean_of(d, n), half);
+    return symmetric_interval(mean_of(d, n),
+                              hoeffding_serfling_half_width(n, population_size, IntervalConstants(alpha)));
 }
 
 namespace {
