@@ -83,7 +83,8 @@ GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double p
 // Betting CI (hedged capital, predictable plug-in bets for a fixed n, truncation 3/4,
 // without-replacement conditional means when population_size > 0), endpoints by
 // bisection to 1e-9 on the [0, 1] scale. The result depends on the order of d.
-// `scratch` holds 3n doubles, or is nullptr (then allocated here).
+// `scratch` holds kBettingScratchPerParent * n doubles, or is nullptr (then allocated here).
+constexpr std::size_t kBettingScratchPerParent = 4;
 GapInterval betting_interval(const double* d, std::size_t n, double population_size, double alpha,
                              double* scratch = nullptr);
 

@@ -75,7 +75,7 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
                              HypergeometricSampler(counts_path ? s.population_size : 0),
                              std::vector<std::uint32_t>(n),
                              std::vector<double>(n),
-                             std::vector<double>(3 * n),
+                             std::vector<double>(kBettingScratchPerParent * n),
                              std::vector<std::int64_t>(V),
                              std::vector<std::int64_t>(V)};
     };
@@ -137,7 +137,7 @@ void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* 
     auto make_state = [&] {
         return DetectionState{FisherYatesSampler(N),        std::vector<std::uint32_t>(n),
                               std::vector<double>(n),       std::vector<double>(n * K),
-                              std::vector<double>(n),       std::vector<double>(3 * n),
+                              std::vector<double>(n),       std::vector<double>(kBettingScratchPerParent * n),
                               std::vector<std::int64_t>(K + 2)};
     };
     for_each_task(range, kDetectionWidth, out, n_threads, make_state, [&](DetectionState& st, Philox& rng, double* row) {
@@ -211,7 +211,7 @@ void budget_tasks(const BudgetSetting& s, const TaskRange& range, double* out, i
     const double pop = static_cast<double>(N);
     auto make_state = [&] {
         return BudgetState{FisherYatesSampler(N), std::vector<std::uint32_t>(n), std::vector<double>(n),
-                           std::vector<double>(M), std::vector<double>(3 * n)};
+                           std::vector<double>(M), std::vector<double>(kBettingScratchPerParent * n)};
     };
     for_each_task(range, kBudgetWidth, out, n_threads, make_state, [&](BudgetState& st, Philox& rng, double* row) {
         st.fy.draw(rng, n, st.idx.data());
