@@ -1,7 +1,8 @@
 """truescore_fast: contamination tests for language-model benchmark scores, compiled.
 
 A drop-in for truescore's contamination module on a C++ core, plus the batched and
-sharded tests of Oren et al. (2023), and the matched-form audit (CleanScore).
+sharded tests of Oren et al. (2023), the matched-form audit (CleanScore), and the Monte
+Carlo calibration studies behind it.
 """
 
 from truescore_fast.audit import (
@@ -27,6 +28,16 @@ from truescore_fast.audit import (
     read_audit_table,
     wald_interval,
     wald_intervals,
+)
+from truescore_fast.calibration import (
+    StressSetting,
+    budget_study,
+    coverage_study,
+    detection_study,
+    plan_audit_size,
+    stress_grid,
+    stress_population,
+    stress_settings,
 )
 from truescore_fast.contamination import (
     CombinedContamination,
@@ -69,6 +80,14 @@ __all__ = [
     "read_audit_table",
     "wald_interval",
     "wald_intervals",
+    "StressSetting",
+    "budget_study",
+    "coverage_study",
+    "detection_study",
+    "plan_audit_size",
+    "stress_grid",
+    "stress_population",
+    "stress_settings",
     "ContaminationResult",
     "ExchangeabilityTests",
     "ShardOrders",
