@@ -445,3 +445,57 @@ def test_stub_lists_the_calibration_kernels():
     stub = (Path(tf.__file__).with_name("_core.pyi")).read_text()
     for name in ("coverage_tasks", "detection_tasks", "budget_tasks", "sample_indices"):
         assert f"def {name}(" in stub
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def test_cli_calibrate_prints_tables_and_json(capsys):
+    from truescore_fast.cli import main
+
+    assert main(["calibrate", "stress", "--replications", "20", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "settings below" in out and "36 stress settings" in out
+    assert main(["calibrate", "budget", "--replications", "20", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["study"] == "budget"
+    assert payload["tables"][0]["meta"]["replications"] == 20
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["calibrate", "stress", "--replications", "1"],
+     ["calibrate", "coverage", "--threads", "0", "--replications", "5"]],
+)
+def test_cli_calibrate_bad_input_exits_1(argv, capsys):
+    from truescore_fast.cli import main
+
+    assert main(argv) == 1
+    assert "error" in capsys.readouterr().err
+
+
+def test_cli_calibrate_unknown_study_exits_1(capsys):
+    from truescore_fast.cli import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(["calibrate", "nope"])
+    assert caught.value.code == 1
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_cli_plot_without_matplotlib_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    from truescore_fast.cli import main
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
+    code = main(["calibrate", "budget", "--replications", "10", "--plot", str(tmp_path / "b.png")])
+    assert code == 1
+    assert "needs matplotlib" in capsys.readouterr().err
+
+
+def test_cli_plot_writes_a_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from truescore_fast.cli import main
+
+    path = tmp_path / "detection.png"
+    assert main(["calibrate", "detection", "--replications", "10", "--plot", str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
