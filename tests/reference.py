@@ -502,24 +502,3 @@ def cal_budget_reference(gaps, n, method, alpha, key, cell, replications, block)
         totals += part
     return totals
 
-
-def cal_numpy_coverage_loop(population, n, alpha, replications, rng):
-    """The plain NumPy way (the benchmark baseline): rng.choice per replication, then
-    Wald, Hoeffding and Bernstein coverage counts."""
-    population = np.asarray(population, dtype=np.float64)
-    big_n = population.size
-    truth = population.mean()
-    z = stats.norm.ppf(1 - alpha / 2)
-    h_half = 2.0 * math.sqrt(math.log(2 / alpha) / (2 * n))
-    l4 = math.log(4 / alpha)
-    covered = np.zeros(3)
-    for _ in range(replications):
-        d = rng.choice(population, size=n, replace=False)
-        m, s2 = d.mean(), d.var(ddof=1)
-        halves = (
-            z * math.sqrt((1 - n / big_n) * s2 / n),
-            h_half,
-            math.sqrt(2 * s2 * l4 / n) + 14 * l4 / (3 * (n - 1)),
-        )
-        covered += [abs(m - truth) <= h for h in halves]
-    return covered
