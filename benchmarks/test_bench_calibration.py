@@ -84,8 +84,14 @@ GROUP1 = f"coverage_study n = {N} of N = {BIG_N:,}, 3 intervals, 1 thread"
 def test_coverage_one_thread(benchmark, population):
     _mark(benchmark, "ours", "coverage_study (counts per value)", replications=REPS)
     table = benchmark(
-        tf.coverage_study, population, N, intervals=THREE, replications=REPS, seed=1,
-        n_threads=1, progress=False,
+        tf.coverage_study,
+        population,
+        N,
+        intervals=THREE,
+        replications=REPS,
+        seed=1,
+        n_threads=1,
+        progress=False,
     )
     assert table.meta["sampler"] == ["counts"]
     _check_three(table, population)
@@ -93,12 +99,23 @@ def test_coverage_one_thread(benchmark, population):
 
 @pytest.mark.benchmark(group=GROUP1)
 def test_coverage_one_thread_fisher_yates(benchmark, population):
-    _mark(benchmark, "ours-variant", "coverage_study, sampler='sequence' (Fisher-Yates)",
-          replications=REPS)
+    _mark(
+        benchmark,
+        "ours-variant",
+        "coverage_study, sampler='sequence' (Fisher-Yates)",
+        replications=REPS,
+    )
     table = benchmark.pedantic(
-        tf.coverage_study, args=(population, N),
-        kwargs=dict(intervals=THREE, replications=REPS, seed=1, n_threads=1, progress=False,
-                    sampler="sequence"),
+        tf.coverage_study,
+        args=(population, N),
+        kwargs=dict(
+            intervals=THREE,
+            replications=REPS,
+            seed=1,
+            n_threads=1,
+            progress=False,
+            sampler="sequence",
+        ),
         rounds=3,
     )
     assert table.meta["sampler"] == ["sequence"]
@@ -107,8 +124,13 @@ def test_coverage_one_thread_fisher_yates(benchmark, population):
 
 @pytest.mark.benchmark(group=GROUP1)
 def test_coverage_numpy_loop(benchmark, population):
-    _mark(benchmark, "baseline", "NumPy loop over rng.choice", scale=REPS / LOOP_REPS,
-          replications=LOOP_REPS)
+    _mark(
+        benchmark,
+        "baseline",
+        "NumPy loop over rng.choice",
+        scale=REPS / LOOP_REPS,
+        replications=LOOP_REPS,
+    )
     rng = np.random.default_rng(5)
     got = benchmark.pedantic(
         numpy_coverage_loop, args=(population, N, 0.05, LOOP_REPS, rng), rounds=3
@@ -128,13 +150,22 @@ THREAD_REPS = 1_000_000
 def test_coverage_two_threads(benchmark, population):
     _mark(benchmark, "ours", "2 threads", replications=THREAD_REPS)
     two = benchmark.pedantic(
-        tf.coverage_study, args=(population, N),
-        kwargs=dict(intervals=THREE, replications=THREAD_REPS, seed=2, n_threads=2,
-                    progress=False),
+        tf.coverage_study,
+        args=(population, N),
+        kwargs=dict(
+            intervals=THREE, replications=THREAD_REPS, seed=2, n_threads=2, progress=False
+        ),
         rounds=3,
     )
-    one = tf.coverage_study(population, N, intervals=THREE, replications=THREAD_REPS, seed=2,
-                            n_threads=1, progress=False)
+    one = tf.coverage_study(
+        population,
+        N,
+        intervals=THREE,
+        replications=THREAD_REPS,
+        seed=2,
+        n_threads=1,
+        progress=False,
+    )
     assert two.to_dict() == one.to_dict()
 
 
@@ -142,9 +173,11 @@ def test_coverage_two_threads(benchmark, population):
 def test_coverage_one_thread_baseline(benchmark, population):
     _mark(benchmark, "baseline", "1 thread", replications=THREAD_REPS)
     table = benchmark.pedantic(
-        tf.coverage_study, args=(population, N),
-        kwargs=dict(intervals=THREE, replications=THREAD_REPS, seed=2, n_threads=1,
-                    progress=False),
+        tf.coverage_study,
+        args=(population, N),
+        kwargs=dict(
+            intervals=THREE, replications=THREAD_REPS, seed=2, n_threads=1, progress=False
+        ),
         rounds=3,
     )
     _check_three(table, population)
@@ -175,7 +208,8 @@ def test_stress_grid_all_cores(benchmark):
 def test_stress_grid_one_thread(benchmark):
     _mark(benchmark, "baseline", "stress_grid, 1 thread", replications=36 * 4000)
     grid = benchmark.pedantic(
-        tf.stress_grid, kwargs=dict(replications=4000, seed=0, n_threads=1, progress=False),
+        tf.stress_grid,
+        kwargs=dict(replications=4000, seed=0, n_threads=1, progress=False),
         rounds=1,
     )
     _check_grid(grid)
@@ -184,8 +218,13 @@ def test_stress_grid_one_thread(benchmark):
 @pytest.mark.benchmark(group=GROUP3)
 def test_stress_grid_python_reference(benchmark):
     per_setting = 2
-    _mark(benchmark, "baseline", "Python reference loop (tests/reference.py)",
-          scale=4000 / per_setting, replications=36 * per_setting)
+    _mark(
+        benchmark,
+        "baseline",
+        "Python reference loop (tests/reference.py)",
+        scale=4000 / per_setting,
+        replications=36 * per_setting,
+    )
     settings = cal.stress_settings()
     key = philox_key(0)
     methods = ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
@@ -194,10 +233,20 @@ def test_stress_grid_python_reference(benchmark):
         out = []
         for c, s in enumerate(settings):
             pop = cal.stress_population(s)
-            out.append(ref.cal_coverage_reference(
-                pop, [0, pop.size], [s.n], methods, 0.05, float(pop.mean()), key, c,
-                per_setting, cal.REPLICATIONS_PER_TASK,
-            ))
+            out.append(
+                ref.cal_coverage_reference(
+                    pop,
+                    [0, pop.size],
+                    [s.n],
+                    methods,
+                    0.05,
+                    float(pop.mean()),
+                    key,
+                    c,
+                    per_setting,
+                    cal.REPLICATIONS_PER_TASK,
+                )
+            )
         return out
 
     got = benchmark.pedantic(loop, rounds=1)
@@ -212,8 +261,15 @@ GROUP4 = "memory: coverage_study, replications x10"
 
 def _peak(population, replications):
     tracemalloc.start()
-    tf.coverage_study(population, N, intervals=THREE, replications=replications, seed=3,
-                      n_threads=1, progress=False)
+    tf.coverage_study(
+        population,
+        N,
+        intervals=THREE,
+        replications=replications,
+        seed=3,
+        n_threads=1,
+        progress=False,
+    )
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak
@@ -222,12 +278,18 @@ def _peak(population, replications):
 @pytest.mark.benchmark(group=GROUP4)
 def test_memory_ten_times_the_replications(benchmark, population):
     small, large = _peak(population, 100_000), _peak(population, 1_000_000)
-    _mark(benchmark, "ours", "1,000,000 replications", replications=1_000_000,
-          peak_bytes_small=small, peak_bytes_large=large)
+    _mark(
+        benchmark,
+        "ours",
+        "1,000,000 replications",
+        replications=1_000_000,
+        peak_bytes_small=small,
+        peak_bytes_large=large,
+    )
     benchmark.pedantic(
-        tf.coverage_study, args=(population, N),
-        kwargs=dict(intervals=THREE, replications=1_000_000, seed=3, n_threads=1,
-                    progress=False),
+        tf.coverage_study,
+        args=(population, N),
+        kwargs=dict(intervals=THREE, replications=1_000_000, seed=3, n_threads=1, progress=False),
         rounds=2,
     )
     assert large < small + 64 * 1024, (small, large)
@@ -235,12 +297,13 @@ def test_memory_ten_times_the_replications(benchmark, population):
 
 @pytest.mark.benchmark(group=GROUP4)
 def test_memory_baseline_replications(benchmark, population):
-    _mark(benchmark, "baseline", "100,000 replications (time x10)", scale=10.0,
-          replications=100_000)
+    _mark(
+        benchmark, "baseline", "100,000 replications (time x10)", scale=10.0, replications=100_000
+    )
     table = benchmark.pedantic(
-        tf.coverage_study, args=(population, N),
-        kwargs=dict(intervals=THREE, replications=100_000, seed=3, n_threads=1,
-                    progress=False),
+        tf.coverage_study,
+        args=(population, N),
+        kwargs=dict(intervals=THREE, replications=100_000, seed=3, n_threads=1, progress=False),
         rounds=3,
     )
     _check_three(table, population)

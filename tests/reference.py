@@ -325,7 +325,6 @@ def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
     )
 
 
-
 # ---------------------------------------------------------------------------------------
 # Calibration: survey samplers and Monte Carlo studies (truescore_fast.calibration),
 # re-implemented from the documented draw order on numpy.random.Philox.random_raw(), so
@@ -437,8 +436,19 @@ def cal_coverage_reference(
 
 
 def cal_detection_reference(
-    public, fresh, n, relabel, flip_public, flip_fresh, guardrail, fallback, alpha, key, cell,
-    replications, block,
+    public,
+    fresh,
+    n,
+    relabel,
+    flip_public,
+    flip_fresh,
+    guardrail,
+    fallback,
+    alpha,
+    key,
+    cell,
+    replications,
+    block,
 ):
     """Detection study, one audit at a time: (interval claims, exact-test rejections,
     sum of Delta-hat)."""
@@ -501,4 +511,3 @@ def cal_budget_reference(gaps, n, method, alpha, key, cell, replications, block)
             part += (half, half * half, float(correct == len(pairs)), share, share * share)
         totals += part
     return totals
-

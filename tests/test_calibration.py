@@ -18,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
 import truescore_fast as tf
 from truescore_fast import calibration as cal
 from truescore_fast._random import philox_key
-
-import reference as ref
 
 BLOCK = cal.REPLICATIONS_PER_TASK
 ALL = ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
@@ -70,16 +69,30 @@ def test_stratified_coverage_equals_reference():
     strata = rng.choice(["b", "a", "c"], size=90)
     reps = 300
     table = tf.coverage_study(
-        pop, 20, design="stratified", strata=strata, intervals=("wald", "bernstein"),
-        replications=reps, seed=3, sampler="sequence",
+        pop,
+        20,
+        design="stratified",
+        strata=strata,
+        intervals=("wald", "bernstein"),
+        replications=reps,
+        seed=3,
+        sampler="sequence",
     )
     order = np.argsort(strata, kind="stable")
     sizes = [int((strata == s).sum()) for s in ("a", "b", "c")]
     offsets = np.concatenate(([0], np.cumsum(sizes))).tolist()
     alloc = ref.cal_proportional_allocation(sizes, 20)
     want = ref.cal_coverage_reference(
-        pop[order], offsets, alloc, ("wald", "bernstein"), 0.05, float(np.mean(pop)),
-        philox_key(3), 0, reps, BLOCK,
+        pop[order],
+        offsets,
+        alloc,
+        ("wald", "bernstein"),
+        0.05,
+        float(np.mean(pop)),
+        philox_key(3),
+        0,
+        reps,
+        BLOCK,
     )
     assert np.round(table["coverage"] * reps).tolist() == want[:, 0].tolist()
     np.testing.assert_allclose(table["half_width"], want[:, 1] / reps, rtol=1e-13)
@@ -89,8 +102,16 @@ def test_given_allocation_targets_the_allocation_weighted_mean():
     pop = np.concatenate([np.zeros(50), np.full(50, 0.5)])
     strata = np.repeat([0, 1], 50)
     # all 10 from the zero stratum: the pooled mean is 0, the population mean 0.25
-    t = tf.coverage_study(pop, 10, design="stratified", strata=strata, allocation=[10, 0],
-                          intervals="wald", replications=50, seed=0)
+    t = tf.coverage_study(
+        pop,
+        10,
+        design="stratified",
+        strata=strata,
+        allocation=[10, 0],
+        intervals="wald",
+        replications=50,
+        seed=0,
+    )
     assert t["coverage"][0] == 1.0  # covers its target, 0, with a zero-width interval
 
 
@@ -110,8 +131,9 @@ def test_coverage_is_statistically_right():
     # Table 2); Hoeffding and Bernstein are conservative, Hoeffding's half-width is the
     # closed form 0.1358.
     pop = lattice_population(5000, [0.1, 0.15, 0.5, 0.15, 0.1], seed=4)
-    t = tf.coverage_study(pop, 400, intervals=("hoeffding", "bernstein", "wald"),
-                          replications=20000, seed=11)
+    t = tf.coverage_study(
+        pop, 400, intervals=("hoeffding", "bernstein", "wald"), replications=20000, seed=11
+    )
     wald = rows_of(t, "wald")[0]
     assert abs(t["coverage"][wald] - 0.95) < 4 * t["coverage_se"][wald] + 0.005
     for m in ("hoeffding", "bernstein"):
@@ -152,9 +174,12 @@ def test_stress_grid_on_a_dask_cluster_is_identical():
     settings = cal.stress_settings()[::9]  # 4 of the 36 settings
     kw = dict(replications=300, seed=5, progress=False)
     local = tf.stress_grid(settings, **kw)
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         remote = tf.stress_grid(settings, executor=client.get_executor(), n_threads=1, **kw)
     assert same_table(local, remote)
 
@@ -182,7 +207,10 @@ def test_default_stress_grid_has_36_distinct_settings():
 
 
 def test_stress_grid_equals_reference():
-    settings = [cal.StressSetting(200, 12, "bimodal", 0.05), cal.StressSetting(300, 30, "one-sided", 0.5)]
+    settings = [
+        cal.StressSetting(200, 12, "bimodal", 0.05),
+        cal.StressSetting(300, 30, "one-sided", 0.5),
+    ]
     reps = 260
     t = tf.stress_grid(settings, replications=reps, seed=17)
     key = philox_key(17)
@@ -214,8 +242,16 @@ def test_detection_equals_reference(relabel, fallback):
     pub, fr = bank()
     reps = 270
     t = tf.detection_study(
-        pub, fr, sizes=(15, 40), deltas=(0.0, 0.1), form_gaps=(0.0, 0.05), relabel=relabel,
-        replications=reps, guardrail=20, fallback=fallback, seed=4,
+        pub,
+        fr,
+        sizes=(15, 40),
+        deltas=(0.0, 0.1),
+        form_gaps=(0.0, 0.05),
+        relabel=relabel,
+        replications=reps,
+        guardrail=20,
+        fallback=fallback,
+        seed=4,
     )
     key = philox_key(4)
     labels = (pub.sum() + fr.sum()) / (pub.size + fr.size)
@@ -241,8 +277,9 @@ def test_detection_with_betting_fallback_equals_reference():
     pub, fr = bank(60, seed=3)
     t = tf.detection_study(pub, fr, sizes=12, deltas=0.2, replications=30, seed=1)
     q = 0.2 / (1 - pub.mean())
-    want = ref.cal_detection_reference(pub, fr, 12, False, q, 0.0, 30, "betting", 0.05,
-                                       philox_key(1), 0, 30, BLOCK)
+    want = ref.cal_detection_reference(
+        pub, fr, 12, False, q, 0.0, 30, "betting", 0.05, philox_key(1), 0, 30, BLOCK
+    )
     assert round(t["interval_rate"][0] * 30) == want[0]
     assert round(t["test_rate"][0] * 30) == want[1]
 
@@ -250,8 +287,9 @@ def test_detection_with_betting_fallback_equals_reference():
 def test_exact_test_holds_its_level_under_relabelling():
     # Fig. 10: relabelled real labels, the null holds by construction.
     pub, fr = bank(1000, seed=7)
-    t = tf.detection_study(pub, fr, sizes=(50, 200, 800), deltas=0.0, relabel=True,
-                           replications=3000, seed=21)
+    t = tf.detection_study(
+        pub, fr, sizes=(50, 200, 800), deltas=0.0, relabel=True, replications=3000, seed=21
+    )
     assert (t["test_rate"] <= 0.05 + 3 * t["test_se"]).all(), t["test_rate"]
     assert (np.abs(t["mean_delta_hat"]) < 0.01).all()
 
@@ -259,8 +297,9 @@ def test_exact_test_holds_its_level_under_relabelling():
 def test_planting_raises_the_gap_by_delta_in_expectation():
     pub, fr = bank(1000, seed=8)
     base = float(np.mean(pub - fr.mean(axis=1)))
-    t = tf.detection_study(pub, fr, sizes=200, deltas=(0.0, 0.1), form_gaps=(0.0, 0.05),
-                           replications=4000, seed=2)
+    t = tf.detection_study(
+        pub, fr, sizes=200, deltas=(0.0, 0.1), form_gaps=(0.0, 0.05), replications=4000, seed=2
+    )
     # sd of Delta-hat at n = 200 is at most ~0.05; over 4000 audits the SE is < 0.001
     want = base + t["delta"] + t["form_gap"]  # fresh harder by g raises the gap by g
     np.testing.assert_allclose(t["mean_delta_hat"], want, atol=0.004)
@@ -272,22 +311,32 @@ def test_planting_raises_the_gap_by_delta_in_expectation():
 def test_form_mismatch_makes_the_test_reject():
     # Table 13: no contamination, fresh forms harder: the exact test rejects more often.
     pub, fr = bank(1000, seed=9)
-    t = tf.detection_study(pub, fr, sizes=400, deltas=0.0, form_gaps=(0.0, 0.05, 0.088),
-                           relabel=True, replications=1500, seed=3)
+    t = tf.detection_study(
+        pub,
+        fr,
+        sizes=400,
+        deltas=0.0,
+        form_gaps=(0.0, 0.05, 0.088),
+        relabel=True,
+        replications=1500,
+        seed=3,
+    )
     assert t["test_rate"][0] <= 0.05 + 3 * t["test_se"][0]
     assert t["test_rate"][1] > 0.15 and t["test_rate"][2] > t["test_rate"][1]
 
 
 def test_detection_pools_models_with_equal_weight():
     (p1, f1), (p2, f2) = bank(100, seed=1), bank(100, seed=2)
-    both = tf.detection_study(np.stack([p1, p2]), np.stack([f1, f2]), sizes=30, deltas=0.1,
-                              replications=300, seed=6)
+    both = tf.detection_study(
+        np.stack([p1, p2]), np.stack([f1, f2]), sizes=30, deltas=0.1, replications=300, seed=6
+    )
     # each model is its own cell (cells 0 and 1 of the same key)
     one = tf.detection_study(p1, f1, sizes=30, deltas=0.1, replications=300, seed=6)
     assert both.meta["models"] == 2
     q2 = 0.1 / (1 - p2.mean())
-    want2 = ref.cal_detection_reference(p2, f2, 30, False, q2, 0.0, 30, "betting", 0.05,
-                                        philox_key(6), 1, 300, BLOCK)
+    want2 = ref.cal_detection_reference(
+        p2, f2, 30, False, q2, 0.0, 30, "betting", 0.05, philox_key(6), 1, 300, BLOCK
+    )
     rate = (one["interval_rate"][0] + want2[0] / 300) / 2
     assert both["interval_rate"][0] == pytest.approx(rate, abs=1e-15)
 
@@ -372,8 +421,12 @@ def test_progress_bar_does_not_change_results(capsys):
         (lambda: tf.coverage_study(np.zeros(10), 5, sampler="counts"), "sampler"),
         (lambda: tf.coverage_study(np.zeros(10), 5, progress="yes"), "progress"),
         (lambda: tf.coverage_study(np.zeros(10), 5, executor=object()), "executor"),
-        (lambda: tf.coverage_study(np.zeros(10), 5, design="stratified", strata=[0] * 5 + [1] * 5,
-                                   allocation=[4, 4]), "allocation"),
+        (
+            lambda: tf.coverage_study(
+                np.zeros(10), 5, design="stratified", strata=[0] * 5 + [1] * 5, allocation=[4, 4]
+            ),
+            "allocation",
+        ),
         (lambda: tf.detection_study([0.5, 1], [[0, 1], [1, 1]], sizes=2), "binary"),
         (lambda: tf.detection_study(*bank(50), sizes=60), "sizes"),
         (lambda: tf.detection_study(*bank(50), sizes=10, deltas=0.99), "cannot be planted"),
@@ -408,7 +461,10 @@ def test_ctrl_c_stops_a_sweep_within_a_second():
     )
     env = dict(os.environ)
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env=env,
     )
     try:
@@ -428,8 +484,15 @@ def test_ctrl_c_stops_a_sweep_within_a_second():
 def _peak_bytes(replications):
     pop = lattice_population(2000, [0.05, 0.1, 0.7, 0.1, 0.05])
     tracemalloc.start()
-    tf.coverage_study(pop, 100, intervals=("wald", "hoeffding", "bernstein"),
-                      replications=replications, seed=0, n_threads=1, progress=False)
+    tf.coverage_study(
+        pop,
+        100,
+        intervals=("wald", "hoeffding", "bernstein"),
+        replications=replications,
+        seed=0,
+        n_threads=1,
+        progress=False,
+    )
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak
@@ -464,8 +527,10 @@ def test_cli_calibrate_prints_tables_and_json(capsys):
 
 @pytest.mark.parametrize(
     "argv",
-    [["calibrate", "stress", "--replications", "1"],
-     ["calibrate", "coverage", "--threads", "0", "--replications", "5"]],
+    [
+        ["calibrate", "stress", "--replications", "1"],
+        ["calibrate", "coverage", "--threads", "0", "--replications", "5"],
+    ],
 )
 def test_cli_calibrate_bad_input_exits_1(argv, capsys):
     from truescore_fast.cli import main

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import reference as ref
 from scipy import stats
 from truescore_fast import _core
 from truescore_fast._random import philox_key
-
-import reference as ref
 
 NONE = np.zeros(0, dtype=np.int64)
 KEY = philox_key(20261130)
@@ -22,8 +21,16 @@ KEY = philox_key(20261130)
 
 def draw(design, big_n, n, offsets=NONE, allocation=NONE, p=0.0, task=0, draws=1, key=KEY):
     return _core.sample_indices(
-        design, big_n, n, np.asarray(offsets, np.int64), np.asarray(allocation, np.int64), p,
-        key[0], key[1], task, draws,
+        design,
+        big_n,
+        n,
+        np.asarray(offsets, np.int64),
+        np.asarray(allocation, np.int64),
+        p,
+        key[0],
+        key[1],
+        task,
+        draws,
     )
 
 
@@ -75,8 +82,14 @@ def test_a_sample_depends_only_on_key_and_task():
 
 @pytest.mark.parametrize(
     "sizes, n",
-    [([10], 3), ([3, 3, 3], 4), ([1, 2, 3, 4], 7), ([5000, 3000, 2000], 401), ([7, 1, 0, 2], 10),
-     ([333, 333, 334], 100)],
+    [
+        ([10], 3),
+        ([3, 3, 3], 4),
+        ([1, 2, 3, 4], 7),
+        ([5000, 3000, 2000], 401),
+        ([7, 1, 0, 2], 10),
+        ([333, 333, 334], 100),
+    ],
 )
 def test_proportional_allocation_is_largest_remainder(sizes, n):
     got = _core.proportional_allocation(np.asarray(sizes, np.int64), n)
@@ -161,7 +174,9 @@ def test_hypergeometric_counts_distribution_matches_scipy():
     for value in (8, 10, 12):
         rows = got[x0 == value, 1]
         want = 140 * (n - value) / 440
-        assert abs(rows.mean() - want) < 5 * np.sqrt(stats.hypergeom.var(440, 140, n - value) / rows.size)
+        assert abs(rows.mean() - want) < 5 * np.sqrt(
+            stats.hypergeom.var(440, 140, n - value) / rows.size
+        )
 
 
 def test_sampler_errors():

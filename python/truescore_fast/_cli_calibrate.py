@@ -77,7 +77,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
     pyplot = _pyplot() if args.plot else None
     if args.plot and not str(args.plot).lower().endswith(".png"):
         raise ValueError(f"--plot must name a .png file; got {args.plot!r}")
-    reps = args.replications if args.replications is not None else _DEFAULT_REPLICATIONS[args.study]
+    reps = (
+        args.replications if args.replications is not None else _DEFAULT_REPLICATIONS[args.study]
+    )
     common = {
         "replications": reps,
         "seed": args.seed,
@@ -121,9 +123,7 @@ def _pyplot() -> Any:
 def _synthetic_gaps(size: int, rng: np.random.Generator) -> npt.NDArray[np.float64]:
     """Binary K = 2 audit gaps: 70% zero, the rest spread over the lattice, slightly
     tilted towards the public form."""
-    return rng.choice(
-        [-1.0, -0.5, 0.0, 0.5, 1.0], p=[0.04, 0.11, 0.70, 0.10, 0.05], size=size
-    )
+    return rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], p=[0.04, 0.11, 0.70, 0.10, 0.05], size=size)
 
 
 def _synthetic_bank(
@@ -186,10 +186,16 @@ def _wide_coverage(tables: list[StudyTable], intervals: tuple[str, ...]) -> Stud
 
 def _stress(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
     grid = stress_grid(**common)
-    methods = [m for m in ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
-               if m in grid.columns]
+    methods = [
+        m
+        for m in ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
+        if m in grid.columns
+    ]
     columns: dict[str, list[Any]] = {
-        "interval": [], "coverage range": [], "settings below": [], "width vs Hoeffding": []
+        "interval": [],
+        "coverage range": [],
+        "settings below": [],
+        "width vs Hoeffding": [],
     }
     level = 1 - grid.meta["alpha"]
     for m in methods:
@@ -217,11 +223,19 @@ def _detection(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any
     rng = np.random.default_rng(seed)
     public, fresh = _synthetic_bank(5, 1000, rng)
     sizes = (50, 100, 200, 400, 800)
-    planted = detection_study(public, fresh, sizes=sizes, deltas=(0.02, 0.05, 0.10, 0.20),
-                              **common)
+    planted = detection_study(
+        public, fresh, sizes=sizes, deltas=(0.02, 0.05, 0.10, 0.20), **common
+    )
     null = detection_study(public, fresh, sizes=sizes, deltas=0.0, relabel=True, **common)
-    mismatch = detection_study(public, fresh, sizes=400, deltas=0.0, relabel=True,
-                               form_gaps=(0.0, 0.02, 0.05, 0.088), **common)
+    mismatch = detection_study(
+        public,
+        fresh,
+        sizes=400,
+        deltas=0.0,
+        relabel=True,
+        form_gaps=(0.0, 0.02, 0.05, 0.088),
+        **common,
+    )
     wide: dict[str, list[Any]] = {"n": list(sizes)}
     for delta in (0.02, 0.05, 0.10, 0.20):
         rows = planted["delta"] == delta
@@ -322,13 +336,21 @@ def _plot_detection(figure: Any, tables: list[StudyTable]) -> None:
         rows = planted["delta"] == delta
         axis.plot(planted["n"][rows], planted["test_rate"][rows], marker="o", label="exact test")
         axis.plot(planted["n"][rows], planted["interval_rate"][rows], marker="s", label="interval")
-        axis.set(xlabel="audit size n", ylabel="detection rate", ylim=(0, 1.02),
-                 title=f"planted advantage {delta:.2f}")
+        axis.set(
+            xlabel="audit size n",
+            ylabel="detection rate",
+            ylim=(0, 1.02),
+            title=f"planted advantage {delta:.2f}",
+        )
         axis.legend()
     axes[2].plot(null["n"], null["exact test"], marker="o")
     axes[2].axhline(0.05, color="grey", linestyle=":")
-    axes[2].set(xlabel="audit size n", ylabel="type-I error of the exact test", ylim=(0, 0.1),
-                title="null (relabelled)")
+    axes[2].set(
+        xlabel="audit size n",
+        ylabel="type-I error of the exact test",
+        ylim=(0, 0.1),
+        title="null (relabelled)",
+    )
 
 
 def _plot_budget(figure: Any, tables: list[StudyTable]) -> None:

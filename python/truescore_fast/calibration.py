@@ -331,7 +331,9 @@ def _design(
     if allocation is None or (isinstance(allocation, str) and allocation == "proportional"):
         alloc = np.asarray(_core.proportional_allocation(sizes.astype(np.int64), n))
     elif isinstance(allocation, str):
-        raise ValueError(f"allocation must be 'proportional' or per-stratum sizes; got {allocation!r}")
+        raise ValueError(
+            f"allocation must be 'proportional' or per-stratum sizes; got {allocation!r}"
+        )
     else:
         alloc = np.asarray(allocation)
         if alloc.shape != sizes.shape or not np.issubdtype(alloc.dtype, np.integer):
@@ -493,8 +495,16 @@ def coverage_study(
         cells, n_threads=threads, progress=progress, executor=executor, desc="coverage"
     )
     columns: dict[str, list[Any]] = {
-        k: [] for k in ("design", "n", "interval", "coverage", "coverage_se", "half_width",
-                        "half_width_se")
+        k: []
+        for k in (
+            "design",
+            "n",
+            "interval",
+            "coverage",
+            "coverage_se",
+            "half_width",
+            "half_width_se",
+        )
     }
     for size, total in zip(sizes, totals, strict=True):
         for m, cov, cov_se, half, half_se in _coverage_rows(total, methods, reps):
@@ -625,7 +635,9 @@ def stress_grid(
         check_positive_int("n", s.n, minimum=2)
         d = _design(pop, s.n, "srs", None, None)
         cells.append(_coverage_cell(d, methods, alpha, "auto", key, c, reps)[0])
-    totals = _execute(cells, n_threads=threads, progress=progress, executor=executor, desc="stress")
+    totals = _execute(
+        cells, n_threads=threads, progress=progress, executor=executor, desc="stress"
+    )
     columns: dict[str, list[Any]] = {"N": [], "n": [], "shape": [], "nonzero_share": []}
     for m in methods:
         columns[m] = []
@@ -649,10 +661,10 @@ def stress_grid(
     level = 1.0 - alpha
     notes = [f"{len(grid)} settings x {reps:,} audits, seed {seed!r}."]
     for m in methods:
-        cov = arrays[m]
+        rates = arrays[m]
         notes.append(
-            f"  {m}: coverage {cov.min():.4f} to {cov.max():.4f}, "
-            f"{int((cov < level).sum())} settings below {level:.2f}"
+            f"  {m}: coverage {rates.min():.4f} to {rates.max():.4f}, "
+            f"{int((rates < level).sum())} settings below {level:.2f}"
         )
     if ratio:
         r = arrays["bernstein/hoeffding"]
@@ -703,7 +715,9 @@ def _models(
         )
     if pub.shape[1] < 2:
         raise ValueError("the bank needs at least 2 parents")
-    return [(np.ascontiguousarray(pub[m]), np.ascontiguousarray(fr[m])) for m in range(pub.shape[0])]
+    return [
+        (np.ascontiguousarray(pub[m]), np.ascontiguousarray(fr[m])) for m in range(pub.shape[0])
+    ]
 
 
 def detection_study(
@@ -805,8 +819,16 @@ def detection_study(
     m = len(banks)
     columns: dict[str, list[Any]] = {
         k: []
-        for k in ("n", "delta", "form_gap", "interval_rate", "interval_se", "test_rate",
-                  "test_se", "mean_delta_hat")
+        for k in (
+            "n",
+            "delta",
+            "form_gap",
+            "interval_rate",
+            "interval_se",
+            "test_rate",
+            "test_se",
+            "mean_delta_hat",
+        )
     }
     for g_index, (size, delta, gap) in enumerate(grid):
         parts = totals[g_index * m : (g_index + 1) * m]
@@ -936,11 +958,20 @@ def budget_study(
             alpha,
         )
         cells.append(_Cell("budget_tasks", args, key, c * _CELL_STRIDE, reps))
-    totals = _execute(cells, n_threads=threads, progress=progress, executor=executor, desc="budget")
+    totals = _execute(
+        cells, n_threads=threads, progress=progress, executor=executor, desc="budget"
+    )
     columns: dict[str, list[Any]] = {
         k: []
-        for k in ("n", "half_width", "half_width_se", "exact_order", "exact_order_se",
-                  "pairs_correct", "pairs_correct_se")
+        for k in (
+            "n",
+            "half_width",
+            "half_width_se",
+            "exact_order",
+            "exact_order_se",
+            "pairs_correct",
+            "pairs_correct_se",
+        )
     }
     for size, t in zip(ns, totals, strict=True):
         half, half_se = _mean_se(t[0], t[1], reps)
@@ -1038,4 +1069,3 @@ def plan_audit_size(
         ),
         meta={"study": "plan", "power": power, "alpha": alpha, "population_size": population_size},
     )
-
