@@ -99,9 +99,9 @@ std::string check_gaps(const double* d, std::size_t n, double population_size, c
     return {};
 }
 
-IntervalConstants::IntervalConstants(double a)
+IntervalConstants::IntervalConstants(double a, bool with_z)
     : alpha(a), log_2_alpha(std::log(2.0 / a)), log_4_alpha(std::log(4.0 / a)),
-      z(normal_quantile(1.0 - a / 2.0)) {}
+      z(with_z ? normal_quantile(1.0 - a / 2.0) : std::numeric_limits<double>::quiet_NaN()) {}
 
 double hoeffding_half_width(std::size_t n, const IntervalConstants& c) {
     return kRange * std::sqrt(c.log_2_alpha / (2.0 * static_cast<double>(n)));
@@ -141,12 +141,12 @@ GapInterval moment_interval(IntervalMethod method, double mean, double variance,
 }
 
 GapInterval hoeffding_interval(const double* d, std::size_t n, double alpha) {
-    return symmetric_interval(mean_of(d, n), hoeffding_half_width(n, IntervalConstants(alpha)));
+    return symmetric_interval(mean_of(d, n), hoeffding_half_width(n, IntervalConstants(alpha, false)));
 }
 
 GapInterval bernstein_interval(const double* d, std::size_t n, double alpha) {
     const double m = mean_of(d, n), s2 = variance_of(d, n, m);
-    return symmetric_interval(m, bernstein_half_width(s2, n, IntervalConstants(alpha)));
+    return symmetric_interval(m, bernstein_half_width(s2, n, IntervalConstants(alpha, false)));
 }
 
 GapInterval wald_interval(const double* d, std::size_t n, double population_size, double alpha) {
@@ -157,7 +157,7 @@ GapInterval wald_interval(const double* d, std::size_t n, double population_size
 GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double population_size,
                                         double alpha) {
     return symmetric_interval(mean_of(d, n),
-                              hoeffding_serfling_half_width(n, population_size, IntervalConstants(alpha)));
+                              hoeffding_serfling_half_width(n, population_size, IntervalConstants(alpha, false)));
 }
 
 namespace {

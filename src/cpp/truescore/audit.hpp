@@ -48,8 +48,8 @@ struct IntervalConstants {
     double alpha;
     double log_2_alpha;  // ln(2 / alpha)
     double log_4_alpha;  // ln(4 / alpha)
-    double z;            // normal quantile at 1 - alpha / 2
-    explicit IntervalConstants(double alpha);
+    double z;            // normal quantile at 1 - alpha / 2 (NaN when not asked for)
+    explicit IntervalConstants(double alpha, bool with_z = true);
 };
 
 // Half-widths on the d scale (range R = 2); variance is the unbiased sample variance.
