@@ -815,3 +815,190 @@ def ref_sign_flip_exact_p(a: Any, b: Any) -> float:
     total = len(null)
     below, above = _tie_counts(np.array(null), float(np.mean(x0) - np.mean(y0)))
     return float(min(1.0, 2 * min(below / total, above / total)))
+
+# ---------------------------------------------------------------------------------------
+# Calibration: survey samplers and Monte Carlo studies (truescore_fast.calibration),
+# re-implemented from the documented draw order on numpy.random.Philox.random_raw(), so
+# that where the stream is shared the reference must reproduce every sample exactly.
+# ---------------------------------------------------------------------------------------
+
+CAL_TASK_STRIDE = 2**32
+
+
+def cal_stream(key, task):
+    """numpy's Philox for task `task` under `key`: counter [0, 0, task, 0]."""
+    return np.random.Philox(
+        key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, task, 0], dtype=np.uint64)
+    )
+
+
+def cal_below(bitgen, n):
+    """Uniform integer in [0, n): Lemire's multiply-and-reject on 64-bit raw draws."""
+    x = int(bitgen.random_raw())
+    m = x * n
+    if m % 2**64 < n:
+        threshold = (2**64 - n) % n
+        while m % 2**64 < threshold:
+            x = int(bitgen.random_raw())
+            m = x * n
+    return m >> 64
+
+
+def cal_uniform(bitgen):
+    """Uniform on [0, 1) from the top 53 bits of one raw draw."""
+    return (int(bitgen.random_raw()) >> 11) * 2.0**-53
+
+
+def cal_fisher_yates(bitgen, begin, size, n, perm):
+    """Partial Fisher-Yates over perm[begin:begin + size]; perm is restored afterwards."""
+    swaps, out = [], []
+    for i in range(n):
+        j = i + cal_below(bitgen, size - i)
+        perm[begin + i], perm[begin + j] = perm[begin + j], perm[begin + i]
+        swaps.append(j)
+        out.append(perm[begin + i])
+    for i in reversed(range(n)):
+        j = swaps[i]
+        perm[begin + i], perm[begin + j] = perm[begin + j], perm[begin + i]
+    return out
+
+
+def cal_stratified(bitgen, offsets, allocation, perm):
+    out = []
+    for h, n_h in enumerate(allocation):
+        out += cal_fisher_yates(bitgen, offsets[h], offsets[h + 1] - offsets[h], n_h, perm)
+    return out
+
+
+def cal_with_replacement(bitgen, population_size, n):
+    return [cal_below(bitgen, population_size) for _ in range(n)]
+
+
+def cal_bernoulli(bitgen, population_size, p):
+    return [k for k in range(population_size) if cal_uniform(bitgen) < p]
+
+
+def cal_proportional_allocation(sizes, n):
+    """Largest remainder with exact fractions; ties to the lower stratum."""
+    from fractions import Fraction
+
+    total = sum(sizes)
+    quotas = [Fraction(n * s, total) for s in sizes]
+    alloc = [math.floor(q) for q in quotas]
+    order = sorted(range(len(sizes)), key=lambda h: (-(quotas[h] - alloc[h]), h))
+    for h in order[: n - sum(alloc)]:
+        alloc[h] += 1
+    return alloc
+
+
+_CAL_INTERVALS = {
+    "hoeffding": lambda d, pop, alpha: audit_hoeffding_reference(d, alpha),
+    "bernstein": lambda d, pop, alpha: audit_bernstein_reference(d, alpha),
+    "wald": lambda d, pop, alpha: audit_wald_reference(d, pop, alpha),
+    "hoeffding_serfling": lambda d, pop, alpha: audit_hoeffding_serfling_reference(d, pop, alpha),
+    "betting": lambda d, pop, alpha: audit_betting_reference(d, pop, alpha),
+}
+
+
+def _cal_tasks(replications, block):
+    return [(t, min(block, replications - t * block)) for t in range(-(-replications // block))]
+
+
+def cal_coverage_reference(
+    values, offsets, allocation, methods, alpha, truth, key, cell, replications, block
+):
+    """Coverage study on the Fisher-Yates path, one replication at a time: returns, per
+    method, (covered count, sum of half-widths, sum of squared half-widths), each summed
+    within a task and then across tasks in task order."""
+    values = np.asarray(values, dtype=np.float64)
+    big_n = values.size
+    totals = np.zeros((len(methods), 3))
+    perm = list(range(big_n))
+    for t, reps in _cal_tasks(replications, block):
+        bitgen = cal_stream(key, cell * CAL_TASK_STRIDE + t)
+        part = np.zeros((len(methods), 3))
+        for _ in range(reps):
+            d = values[cal_stratified(bitgen, offsets, allocation, perm)]
+            for k, m in enumerate(methods):
+                low, high, _, half = _CAL_INTERVALS[m](d, big_n, alpha)
+                part[k] += (float(low <= truth <= high), half, half * half)
+        totals += part
+    return totals
+
+
+def cal_detection_reference(
+    public,
+    fresh,
+    n,
+    relabel,
+    flip_public,
+    flip_fresh,
+    guardrail,
+    fallback,
+    alpha,
+    key,
+    cell,
+    replications,
+    block,
+):
+    """Detection study, one audit at a time: (interval claims, exact-test rejections,
+    sum of Delta-hat)."""
+    public = np.asarray(public, dtype=np.float64)
+    fresh = np.asarray(fresh, dtype=np.float64)
+    big_n, k = fresh.shape
+    perm = list(range(big_n))
+    totals = np.zeros(3)
+    for t, reps in _cal_tasks(replications, block):
+        bitgen = cal_stream(key, cell * CAL_TASK_STRIDE + t)
+        part = np.zeros(3)
+        for _ in range(reps):
+            idx = cal_fisher_yates(bitgen, 0, big_n, n, perm)
+            pub = public[idx].copy()
+            fr = fresh[idx].copy()
+            for i in range(n):
+                if relabel:
+                    j = cal_below(bitgen, k + 1)
+                    if j > 0:
+                        pub[i], fr[i, j - 1] = fr[i, j - 1], pub[i]
+                if flip_public > 0:
+                    if cal_uniform(bitgen) < flip_public and pub[i] == 0:
+                        pub[i] = 1.0
+                if flip_fresh > 0:
+                    for kk in range(k):
+                        if cal_uniform(bitgen) < flip_fresh and fr[i, kk] == 1:
+                            fr[i, kk] = 0.0
+            d = pub - fr.mean(axis=1)
+            if np.count_nonzero(d) >= guardrail:
+                low = audit_wald_reference(d, big_n, alpha)[0]
+            else:
+                low = _CAL_INTERVALS[fallback](d, big_n, alpha)[0]
+            sums = (pub + fr.sum(axis=1)).astype(int)
+            n_by_sum = np.bincount(sums, minlength=k + 2)
+            p_greater = audit_randomization_binomial_convolution(n_by_sum, k, int(pub.sum()))[0]
+            part += (float(low > 0), float(p_greater <= alpha), float(np.mean(d)))
+        totals += part
+    return totals
+
+
+def cal_budget_reference(gaps, n, method, alpha, key, cell, replications, block):
+    """Budget study: (sum of model-mean half-widths, its squares, exact-order count, sum
+    of pair shares, its squares); pairs from the full-sample means, ties left out."""
+    gaps = np.asarray(gaps, dtype=np.float64)
+    n_models, big_n = gaps.shape
+    full = gaps.mean(axis=1)
+    pairs = [(i, j) for i in range(n_models) for j in range(n_models) if full[i] > full[j]]
+    perm = list(range(big_n))
+    totals = np.zeros(5)
+    for t, reps in _cal_tasks(replications, block):
+        bitgen = cal_stream(key, cell * CAL_TASK_STRIDE + t)
+        part = np.zeros(5)
+        for _ in range(reps):
+            idx = cal_fisher_yates(bitgen, 0, big_n, n, perm)
+            sub = gaps[:, idx]
+            means = [float(np.mean(row)) for row in sub]
+            half = sum(_CAL_INTERVALS[method](row, big_n, alpha)[3] for row in sub) / n_models
+            correct = sum(means[i] > means[j] for i, j in pairs)
+            share = correct / len(pairs)
+            part += (half, half * half, float(correct == len(pairs)), share, share * share)
+        totals += part
+    return totals

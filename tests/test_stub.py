@@ -48,7 +48,7 @@ def test_public_api_is_exported():
 def test_every_public_module_is_reexported():
     import importlib
 
-    for name in ("audit", "compare", "contamination", "disclosure", "families", "pacost",
+    for name in ("audit", "calibration", "compare", "contamination", "disclosure", "families", "pacost",
                  "patch", "prune", "resampling", "sharded"):
         module = importlib.import_module(f"truescore_fast.{name}")
         missing = set(module.__all__) - set(truescore_fast.__all__)

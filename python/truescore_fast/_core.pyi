@@ -191,3 +191,80 @@ def sign_flip_count_monte_carlo(
     *,
     n_threads: int | None = None,
 ) -> int: ...
+
+# calibration: survey samplers (design 0 srs, 1 stratified, 2 with replacement, 3 Bernoulli)
+def sample_indices(
+    design: int,
+    population_size: int,
+    n: int,
+    offsets: npt.ArrayLike,
+    allocation: npt.ArrayLike,
+    probability: float,
+    key0: int,
+    key1: int,
+    task: int,
+    draws: int,
+) -> npt.NDArray[np.int64] | npt.NDArray[np.uint8]: ...
+def proportional_allocation(stratum_sizes: npt.ArrayLike, n: int) -> npt.NDArray[np.int64]: ...
+def hypergeometric_counts(
+    counts: npt.ArrayLike, n: int, key0: int, key1: int, task: int, draws: int
+) -> npt.NDArray[np.int64]: ...
+
+# calibration: per-task partial sums of the studies, (tasks, ...) float64
+def coverage_tasks(
+    values: npt.ArrayLike,
+    offsets: npt.ArrayLike,
+    allocation: npt.ArrayLike,
+    lattice_values: npt.ArrayLike,
+    lattice_counts: npt.ArrayLike,
+    methods: npt.ArrayLike,
+    alpha: float,
+    truth: float,
+    interval_population: float,
+    key0: int,
+    key1: int,
+    task_offset: int,
+    replications: int,
+    block: int,
+    task_begin: int,
+    task_end: int,
+    *,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def detection_tasks(
+    public: npt.ArrayLike,
+    fresh: npt.ArrayLike,
+    n: int,
+    relabel: bool,
+    flip_public: float,
+    flip_fresh: float,
+    guardrail: int,
+    fallback: int,
+    alpha: float,
+    key0: int,
+    key1: int,
+    task_offset: int,
+    replications: int,
+    block: int,
+    task_begin: int,
+    task_end: int,
+    *,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def budget_tasks(
+    gaps: npt.ArrayLike,
+    n: int,
+    pair_high: npt.ArrayLike,
+    pair_low: npt.ArrayLike,
+    method: int,
+    alpha: float,
+    key0: int,
+    key1: int,
+    task_offset: int,
+    replications: int,
+    block: int,
+    task_begin: int,
+    task_end: int,
+    *,
+    n_threads: int | None = None,
+) -> npt.NDArray[np.float64]: ...

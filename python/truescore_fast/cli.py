@@ -28,6 +28,7 @@ import numpy as np
 from truescore_fast import __version__
 from truescore_fast._cli_audit import add_audit_parser
 from truescore_fast._cli_disclose import add_disclose_parser
+from truescore_fast._cli_calibrate import add_calibrate_parser
 from truescore_fast.contamination import exchangeability_test, exchangeability_tests
 
 EXIT_OK = 0
@@ -221,6 +222,7 @@ def _build_parser() -> argparse.ArgumentParser:
     contamination.set_defaults(func=_cmd_contamination)
     add_audit_parser(sub)
     add_disclose_parser(sub)
+    add_calibrate_parser(sub)
     return parser
 
 

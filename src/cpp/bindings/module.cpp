@@ -9,6 +9,7 @@ void bind_audit(py::module_& m);
 void bind_signflip(py::module_& m);
 void bind_cluster_bootstrap(py::module_& m);
 void bind_resampling(py::module_& m);
+void bind_calibration(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
@@ -19,4 +20,5 @@ PYBIND11_MODULE(_core, m) {
     bind_signflip(m);
     bind_cluster_bootstrap(m);
     bind_resampling(m);
+    bind_calibration(m);
 }

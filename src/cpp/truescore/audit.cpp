@@ -30,11 +30,14 @@ double variance_of(const double* d, std::size_t n, double mean) {
     return ss / static_cast<double>(n - 1);
 }
 
-GapInterval symmetric(double estimate, double half) {
+}  // namespace
+
+double gap_mean(const double* d, std::size_t n) { return mean_of(d, n); }
+double gap_variance(const double* d, std::size_t n, double mean) { return variance_of(d, n, mean); }
+
+GapInterval symmetric_interval(double estimate, double half) {
     return {std::max(-1.0, estimate - half), std::min(1.0, estimate + half), estimate, half};
 }
-
-}  // namespace
 
 double normal_quantile(double p) {
     if (!(p > 0.0 && p < 1.0)) return std::numeric_limits<double>::quiet_NaN();
@@ -97,78 +100,109 @@ std::string check_gaps(const double* d, std::size_t n, double population_size, c
     return {};
 }
 
+IntervalConstants::IntervalConstants(double a, bool with_z)
+    : alpha(a), log_2_alpha(std::log(2.0 / a)), log_4_alpha(std::log(4.0 / a)),
+      z(with_z ? normal_quantile(1.0 - a / 2.0) : std::numeric_limits<double>::quiet_NaN()) {}
+
+double hoeffding_half_width(std::size_t n, const IntervalConstants& c) {
+    return kRange * std::sqrt(c.log_2_alpha / (2.0 * static_cast<double>(n)));
+}
+
+double bernstein_half_width(double variance, std::size_t n, const IntervalConstants& c) {
+    const double nd = static_cast<double>(n), l = c.log_4_alpha;
+    return std::sqrt(2.0 * variance * l / nd) + 7.0 * kRange * l / (3.0 * (nd - 1.0));
+}
+
+double wald_half_width(double variance, std::size_t n, double population_size,
+                       const IntervalConstants& c) {
+    const double nd = static_cast<double>(n);
+    const double fpc = population_size > 0.0 ? 1.0 - nd / population_size : 1.0;
+    return c.z * std::sqrt(fpc * variance / nd);
+}
+
+double hoeffding_serfling_half_width(std::size_t n, double population_size,
+                                     const IntervalConstants& c) {
+    const double nd = static_cast<double>(n);
+    return kRange * std::sqrt((1.0 - (nd - 1.0) / population_size) * c.log_2_alpha / (2.0 * nd));
+}
+
+GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
+                            double population_size, const IntervalConstants& c) {
+    switch (method) {
+        case IntervalMethod::hoeffding: return symmetric_interval(mean, hoeffding_half_width(n, c));
+        case IntervalMethod::bernstein:
+            return symmetric_interval(mean, bernstein_half_width(variance, n, c));
+        case IntervalMethod::wald:
+            return symmetric_interval(mean, wald_half_width(variance, n, population_size, c));
+        case IntervalMethod::hoeffding_serfling:
+            return symmetric_interval(mean, hoeffding_serfling_half_width(n, population_size, c));
+        case IntervalMethod::betting: break;
+    }
+    throw std::invalid_argument("the betting interval depends on the order of the sample, not on its moments");
+}
+
 GapInterval hoeffding_interval(const double* d, std::size_t n, double alpha) {
-    const double half = kRange * std::sqrt(std::log(2.0 / alpha) / (2.0 * static_cast<double>(n)));
-    return symmetric(mean_of(d, n), half);
+    return symmetric_interval(mean_of(d, n), hoeffding_half_width(n, IntervalConstants(alpha, false)));
 }
 
 GapInterval bernstein_interval(const double* d, std::size_t n, double alpha) {
     const double m = mean_of(d, n), s2 = variance_of(d, n, m);
-    const double nd = static_cast<double>(n), l = std::log(4.0 / alpha);
-    const double half = std::sqrt(2.0 * s2 * l / nd) + 7.0 * kRange * l / (3.0 * (nd - 1.0));
-    return symmetric(m, half);
+    return symmetric_interval(m, bernstein_half_width(s2, n, IntervalConstants(alpha, false)));
 }
 
 GapInterval wald_interval(const double* d, std::size_t n, double population_size, double alpha) {
     const double m = mean_of(d, n), s2 = variance_of(d, n, m);
-    const double nd = static_cast<double>(n);
-    const double fpc = population_size > 0.0 ? 1.0 - nd / population_size : 1.0;
-    const double z = normal_quantile(1.0 - alpha / 2.0);
-    const double half = z * std::sqrt(fpc * s2 / nd);
-    return symmetric(m, half);
+    return symmetric_interval(m, wald_half_width(s2, n, population_size, IntervalConstants(alpha)));
 }
 
 GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double population_size,
                                         double alpha) {
-    const double nd = static_cast<double>(n);
-    const double half =
-        kRange * std::sqrt((1.0 - (nd - 1.0) / population_size) * std::log(2.0 / alpha) / (2.0 * nd));
-    return symmetric(mean_of(d, n), half);
+    return symmetric_interval(mean_of(d, n),
+                              hoeffding_serfling_half_width(n, population_size, IntervalConstants(alpha, false)));
 }
 
 namespace {
 
 // The betting state that does not depend on the candidate mean: x_t on [0, 1], the
-// predictable plug-in bet lambda_t (from x_1..x_{t-1}) and S_{t-1} = sum_{i<t} x_i.
+// predictable plug-in bet lambda_t (from x_1..x_{t-1}), and the without-replacement
+// conditional mean m_t = (N m - S_{t-1}) / (N - t + 1) written as slope[t] m - offset[t]
+// (slope = N / (N - t + 1), offset = S_{t-1} / (N - t + 1); 1 and 0 without a population),
+// so the inner loop, run ~60 times per interval, multiplies instead of dividing.
 struct BettingPath {
     const double* x;
     const double* lam;
-    const double* sprev;
+    const double* slope;
+    const double* offset;
     std::size_t n;
-    double population_size;  // <= 0: none
     double alpha;
-
-    double conditional_mean(double m, std::size_t i) const {
-        if (population_size <= 0.0) return m;
-        return (population_size * m - sprev[i]) / (population_size - static_cast<double>(i));
-    }
 
     // True when m lies below the interval: the capital betting on "mean > m" reaches
     // 2/alpha (hedged with weight 1/2) at some t, or m is infeasible given the draws.
     bool rejects_from_below(double m) const {
-        const double threshold = 1.0 / alpha;
+        const double threshold = 2.0 / alpha;  // 0.5 * capital >= 1/alpha, exactly
         double capital = 1.0;
         for (std::size_t i = 0; i < n; ++i) {
-            const double mt = conditional_mean(m, i);
+            const double mt = slope[i] * m - offset[i];
             if (mt < 0.0) return true;
             double l = lam[i];
-            if (mt > 0.0) l = std::min(l, kBetTruncation / mt);
+            // min(lam, c / mt) without the division unless the truncation binds
+            if (l * mt > kBetTruncation) l = kBetTruncation / mt;
             capital *= 1.0 + l * (x[i] - mt);
-            if (0.5 * capital >= threshold) return true;
+            if (capital >= threshold) return true;
         }
         return false;
     }
 
     bool rejects_from_above(double m) const {
-        const double threshold = 1.0 / alpha;
+        const double threshold = 2.0 / alpha;
         double capital = 1.0;
         for (std::size_t i = 0; i < n; ++i) {
-            const double mt = conditional_mean(m, i);
+            const double mt = slope[i] * m - offset[i];
             if (mt > 1.0) return true;
             double l = lam[i];
-            if (mt < 1.0) l = std::min(l, kBetTruncation / (1.0 - mt));
+            if (l * (1.0 - mt) > kBetTruncation) l = kBetTruncation / (1.0 - mt);
             capital *= 1.0 - l * (x[i] - mt);
-            if (0.5 * capital >= threshold) return true;
+            if (capital >= threshold) return true;
         }
         return false;
     }
@@ -180,27 +214,36 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
                              double* scratch) {
     std::vector<double> own;
     if (scratch == nullptr) {
-        own.resize(3 * n);
+        own.resize(kBettingScratchPerParent * n);
         scratch = own.data();
     }
     double* x = scratch;
     double* lam = scratch + n;
-    double* sprev = scratch + 2 * n;
+    double* slope = scratch + 2 * n;
+    double* offset = scratch + 3 * n;
     const double nd = static_cast<double>(n);
     const double log_term = std::log(2.0 / alpha);
+    const bool finite = population_size > 0.0;
     double s = 0.0, sq = 0.0, var_prev = 0.25;
     for (std::size_t i = 0; i < n; ++i) {
         const double t = static_cast<double>(i + 1);
         x[i] = (d[i] + 1.0) * 0.5;
         lam[i] = std::sqrt(2.0 * log_term / (nd * var_prev));
-        sprev[i] = s;
+        if (finite) {
+            const double remaining = population_size - static_cast<double>(i);
+            slope[i] = population_size / remaining;
+            offset[i] = s / remaining;
+        } else {
+            slope[i] = 1.0;
+            offset[i] = 0.0;
+        }
         s += x[i];
         const double mu = (0.5 + s) / (t + 1.0);
         const double dev = x[i] - mu;
         sq += dev * dev;
         var_prev = (0.25 + sq) / (t + 1.0);
     }
-    const BettingPath path{x, lam, sprev, n, population_size, alpha};
+    const BettingPath path{x, lam, slope, offset, n, alpha};
 
     double lower;
     if (!path.rejects_from_below(0.0)) {
@@ -272,7 +315,7 @@ void gap_intervals_dense(const IntervalMethod* methods, std::size_t n_methods, c
                 throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
     }
     parallel_for_blocks(n_audits, n_threads, 16, [&](std::size_t begin, std::size_t end) {
-        std::vector<double> scratch(3 * n);
+        std::vector<double> scratch(kBettingScratchPerParent * n);
         for (std::size_t a = begin; a < end; ++a) {
             const double pop = population_size ? population_size[a] : 0.0;
             for (std::size_t k = 0; k < n_methods; ++k) {

@@ -40,6 +40,38 @@ double normal_quantile(double p);
 // naming the problem, prefixed by `name`.
 std::string check_gaps(const double* d, std::size_t n, double population_size, const char* name);
 
+// ---- The interval formulas, shared by the per-sample intervals below and the
+// moment-based ones (the calibration engine draws counts per lattice value and knows only
+// the mean and variance of a sample). Constants that depend only on alpha are computed
+// once per study, not once per audit.
+struct IntervalConstants {
+    double alpha;
+    double log_2_alpha;  // ln(2 / alpha)
+    double log_4_alpha;  // ln(4 / alpha)
+    double z;            // normal quantile at 1 - alpha / 2 (NaN when not asked for)
+    explicit IntervalConstants(double alpha, bool with_z = true);
+};
+
+// Half-widths on the d scale (range R = 2); variance is the unbiased sample variance.
+double hoeffding_half_width(std::size_t n, const IntervalConstants& c);
+double bernstein_half_width(double variance, std::size_t n, const IntervalConstants& c);
+double wald_half_width(double variance, std::size_t n, double population_size,
+                       const IntervalConstants& c);
+double hoeffding_serfling_half_width(std::size_t n, double population_size,
+                                     const IntervalConstants& c);
+// estimate +- half, clipped to [-1, 1].
+GapInterval symmetric_interval(double estimate, double half);
+
+// Sample mean and unbiased variance of gaps in NumPy's summation order (np.mean,
+// np.var(ddof=1)); the per-sample intervals below use exactly these.
+double gap_mean(const double* d, std::size_t n);
+double gap_variance(const double* d, std::size_t n, double mean);
+
+// An order-free interval from a sample's mean and unbiased variance alone (every method
+// but betting; throws std::invalid_argument for betting).
+GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
+                            double population_size, const IntervalConstants& c);
+
 // population_size <= 0 means "no finite population" (sampling with replacement).
 // None of these validate: call check_gaps first.
 GapInterval hoeffding_interval(const double* d, std::size_t n, double alpha);
@@ -51,7 +83,8 @@ GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double p
 // Betting CI (hedged capital, predictable plug-in bets for a fixed n, truncation 3/4,
 // without-replacement conditional means when population_size > 0), endpoints by
 // bisection to 1e-9 on the [0, 1] scale. The result depends on the order of d.
-// `scratch` holds 3n doubles, or is nullptr (then allocated here).
+// `scratch` holds kBettingScratchPerParent * n doubles, or is nullptr (then allocated here).
+constexpr std::size_t kBettingScratchPerParent = 4;
 GapInterval betting_interval(const double* d, std::size_t n, double population_size, double alpha,
                              double* scratch = nullptr);
 

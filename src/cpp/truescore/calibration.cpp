@@ -1,0 +1,243 @@
+#include "truescore/calibration.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "truescore/parallel.hpp"
+#include "truescore/random.hpp"
+#include "truescore/sampling.hpp"
+
+namespace truescore {
+
+namespace {
+
+void check_range(const TaskRange& r) {
+    if (r.block == 0) throw std::invalid_argument("block must be at least 1");
+    const std::size_t n_tasks = (r.replications + r.block - 1) / r.block;
+    if (r.task_begin > r.task_end || r.task_end > n_tasks)
+        throw std::invalid_argument("task range [" + std::to_string(r.task_begin) + ", " +
+                                    std::to_string(r.task_end) + ") is outside the " +
+                                    std::to_string(n_tasks) + " tasks of the study");
+}
+
+// Runs body(rng, replication_count, row) for every task of the range on a fixed
+// partition; `make_state` builds one per-worker state (samplers, buffers).
+template <class MakeState, class Body>
+void for_each_task(const TaskRange& range, std::size_t width, double* out, int n_threads,
+                   MakeState make_state, Body body) {
+    check_range(range);
+    const std::size_t count = range.task_end - range.task_begin;
+    parallel_for_blocks(count, n_threads, 1, [&](std::size_t begin, std::size_t end) {
+        auto state = make_state();
+        for (std::size_t k = begin; k < end; ++k) {
+            const std::size_t task = range.task_begin + k;
+            const std::size_t first = task * range.block;
+            const std::size_t reps = std::min(range.replications, first + range.block) - first;
+            Philox rng = Philox::for_task(range.key0, range.key1, range.task_offset + task);
+            double* row = out + k * width;
+            std::fill(row, row + width, 0.0);
+            for (std::size_t r = 0; r < reps; ++r) body(state, rng, row);
+        }
+    });
+}
+
+struct CoverageState {
+    FisherYatesSampler fy;
+    HypergeometricSampler hyper;
+    std::vector<std::uint32_t> idx;
+    std::vector<double> d, scratch;
+    std::vector<std::int64_t> counts, stratum_counts;
+};
+
+}  // namespace
+
+void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* out, int n_threads) {
+    std::size_t n = 0;
+    for (std::size_t h = 0; h < s.n_strata; ++h) {
+        if (s.allocation[h] > s.offsets[h + 1] - s.offsets[h])
+            throw std::invalid_argument("allocation exceeds the size of stratum " + std::to_string(h));
+        n += s.allocation[h];
+    }
+    if (n < 2) throw std::invalid_argument("n must be at least 2");
+    const bool counts_path = s.lattice_count > 0;
+    for (std::size_t k = 0; k < s.n_methods; ++k) {
+        if (counts_path && s.methods[k] == IntervalMethod::betting)
+            throw std::invalid_argument("the betting interval needs the sample's order: it cannot use lattice counts");
+        if (s.methods[k] == IntervalMethod::hoeffding_serfling && !(s.interval_population > 0.0))
+            throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
+    }
+    const IntervalConstants c(s.alpha);
+    const std::size_t width = s.n_methods * kCoverageWidth, V = s.lattice_count;
+    auto make_state = [&] {
+        return CoverageState{FisherYatesSampler(counts_path ? 0 : s.population_size),
+                             HypergeometricSampler(counts_path ? s.population_size : 0),
+                             std::vector<std::uint32_t>(n),
+                             std::vector<double>(n),
+                             std::vector<double>(kBettingScratchPerParent * n),
+                             std::vector<std::int64_t>(V),
+                             std::vector<std::int64_t>(V)};
+    };
+    for_each_task(range, width, out, n_threads, make_state, [&](CoverageState& st, Philox& rng, double* row) {
+        double mean, variance;
+        if (counts_path) {
+            std::fill(st.counts.begin(), st.counts.end(), 0);
+            for (std::size_t h = 0; h < s.n_strata; ++h) {
+                st.hyper.draw_counts(rng, s.lattice_counts + h * V, V, s.allocation[h], st.stratum_counts.data());
+                for (std::size_t v = 0; v < V; ++v) st.counts[v] += st.stratum_counts[v];
+            }
+            const double nd = static_cast<double>(n);
+            double sum = 0.0;
+            for (std::size_t v = 0; v < V; ++v) sum += static_cast<double>(st.counts[v]) * s.lattice_values[v];
+            mean = sum / nd;
+            double ss = 0.0;
+            for (std::size_t v = 0; v < V; ++v) {
+                const double e = s.lattice_values[v] - mean;
+                ss += static_cast<double>(st.counts[v]) * e * e;
+            }
+            variance = ss / (nd - 1.0);
+        } else {
+            draw_stratified(st.fy, rng, s.offsets, s.n_strata, s.allocation, st.idx.data());
+            for (std::size_t i = 0; i < n; ++i) st.d[i] = s.values[st.idx[i]];
+            mean = gap_mean(st.d.data(), n);
+            variance = gap_variance(st.d.data(), n, mean);
+        }
+        for (std::size_t k = 0; k < s.n_methods; ++k) {
+            const GapInterval iv =
+                s.methods[k] == IntervalMethod::betting
+                    ? betting_interval(st.d.data(), n, s.interval_population, s.alpha, st.scratch.data())
+                    : moment_interval(s.methods[k], mean, variance, n, s.interval_population, c);
+            double* cell = row + k * kCoverageWidth;
+            cell[0] += (iv.low <= s.truth && s.truth <= iv.high) ? 1.0 : 0.0;
+            cell[1] += iv.half_width;
+            cell[2] += iv.half_width * iv.half_width;
+        }
+    });
+}
+
+namespace {
+
+struct DetectionState {
+    FisherYatesSampler fy;
+    std::vector<std::uint32_t> idx;
+    std::vector<double> pub, fresh, d, scratch;
+    std::vector<std::int64_t> n_by_sum;
+};
+
+}  // namespace
+
+void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* out, int n_threads) {
+    const std::size_t n = s.n, K = s.n_forms, N = s.population_size;
+    if (n < 2 || n > N) throw std::invalid_argument("n must lie in [2, population_size]");
+    if (K < 1) throw std::invalid_argument("the bank needs at least one fresh form");
+    if (s.fallback == IntervalMethod::wald) throw std::invalid_argument("fallback must not be wald");
+    const IntervalConstants c(s.alpha);
+    const double pop = static_cast<double>(N), kd = static_cast<double>(K);
+    auto make_state = [&] {
+        return DetectionState{FisherYatesSampler(N),        std::vector<std::uint32_t>(n),
+                              std::vector<double>(n),       std::vector<double>(n * K),
+                              std::vector<double>(n),       std::vector<double>(kBettingScratchPerParent * n),
+                              std::vector<std::int64_t>(K + 2)};
+    };
+    for_each_task(range, kDetectionWidth, out, n_threads, make_state, [&](DetectionState& st, Philox& rng, double* row) {
+        st.fy.draw(rng, n, st.idx.data());
+        std::fill(st.n_by_sum.begin(), st.n_by_sum.end(), 0);
+        std::int64_t u_obs = 0;
+        std::size_t nonzero = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t p = st.idx[i];
+            double pub = s.public_labels[p];
+            double* fr = st.fresh.data() + i * K;
+            for (std::size_t k = 0; k < K; ++k) fr[k] = s.fresh_labels[p * K + k];
+            if (s.relabel) {
+                const std::size_t j = static_cast<std::size_t>(rng.below(K + 1));
+                if (j > 0) std::swap(pub, fr[j - 1]);
+            }
+            if (s.flip_public > 0.0) {
+                const double u = rng.next_double();
+                if (pub == 0.0 && u < s.flip_public) pub = 1.0;
+            }
+            if (s.flip_fresh > 0.0) {
+                for (std::size_t k = 0; k < K; ++k) {
+                    const double u = rng.next_double();
+                    if (fr[k] == 1.0 && u < s.flip_fresh) fr[k] = 0.0;
+                }
+            }
+            double sum = 0.0;
+            for (std::size_t k = 0; k < K; ++k) sum += fr[k];
+            st.d[i] = pub - sum / kd;
+            nonzero += st.d[i] != 0.0;
+            ++st.n_by_sum[static_cast<std::size_t>(pub + sum)];
+            u_obs += pub != 0.0;
+        }
+        const double mean = gap_mean(st.d.data(), n);
+        GapInterval iv;
+        if (nonzero >= s.guardrail) {
+            iv = moment_interval(IntervalMethod::wald, mean, gap_variance(st.d.data(), n, mean), n, pop, c);
+        } else if (s.fallback == IntervalMethod::betting) {
+            iv = betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data());
+        } else {
+            const double var = s.fallback == IntervalMethod::bernstein ? gap_variance(st.d.data(), n, mean) : 0.0;
+            iv = moment_interval(s.fallback, mean, var, n, pop, c);
+        }
+        const RandomizationPValues p = randomization_test_binary(st.n_by_sum.data(), static_cast<int>(K), u_obs);
+        row[0] += iv.low > 0.0 ? 1.0 : 0.0;
+        row[1] += p.p_greater <= s.alpha ? 1.0 : 0.0;
+        row[2] += mean;
+    });
+}
+
+namespace {
+
+struct BudgetState {
+    FisherYatesSampler fy;
+    std::vector<std::uint32_t> idx;
+    std::vector<double> d, means, scratch;
+};
+
+}  // namespace
+
+void budget_tasks(const BudgetSetting& s, const TaskRange& range, double* out, int n_threads) {
+    const std::size_t n = s.n, M = s.n_models, N = s.population_size;
+    if (n < 2 || n > N) throw std::invalid_argument("n must lie in [2, population_size]");
+    if (M < 2) throw std::invalid_argument("a budget study needs at least 2 models");
+    if (s.n_pairs == 0) throw std::invalid_argument("the full sample orders no pair of models strictly");
+    for (std::size_t p = 0; p < s.n_pairs; ++p)
+        if (s.pair_high[p] < 0 || s.pair_low[p] < 0 || static_cast<std::size_t>(s.pair_high[p]) >= M ||
+            static_cast<std::size_t>(s.pair_low[p]) >= M)
+            throw std::invalid_argument("model pair index out of range");
+    const IntervalConstants c(s.alpha);
+    const double pop = static_cast<double>(N);
+    auto make_state = [&] {
+        return BudgetState{FisherYatesSampler(N), std::vector<std::uint32_t>(n), std::vector<double>(n),
+                           std::vector<double>(M), std::vector<double>(kBettingScratchPerParent * n)};
+    };
+    for_each_task(range, kBudgetWidth, out, n_threads, make_state, [&](BudgetState& st, Philox& rng, double* row) {
+        st.fy.draw(rng, n, st.idx.data());
+        double half_sum = 0.0;
+        for (std::size_t m = 0; m < M; ++m) {
+            const double* g = s.gaps + m * N;
+            for (std::size_t i = 0; i < n; ++i) st.d[i] = g[st.idx[i]];
+            const double mean = gap_mean(st.d.data(), n);
+            st.means[m] = mean;
+            const GapInterval iv =
+                s.method == IntervalMethod::betting
+                    ? betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data())
+                    : moment_interval(s.method, mean, gap_variance(st.d.data(), n, mean), n, pop, c);
+            half_sum += iv.half_width;
+        }
+        std::size_t correct = 0;
+        for (std::size_t p = 0; p < s.n_pairs; ++p)
+            correct += st.means[static_cast<std::size_t>(s.pair_high[p])] > st.means[static_cast<std::size_t>(s.pair_low[p])];
+        const double half = half_sum / static_cast<double>(M);
+        const double share = static_cast<double>(correct) / static_cast<double>(s.n_pairs);
+        row[0] += half;
+        row[1] += half * half;
+        row[2] += correct == s.n_pairs ? 1.0 : 0.0;
+        row[3] += share;
+        row[4] += share * share;
+    });
+}
+
+}  // namespace truescore
