@@ -83,6 +83,10 @@ _CELL_STRIDE = 2**32  # task index of cell c, task t: c * 2**32 + t
 _CODE = {name: code for code, name in enumerate(INTERVAL_METHODS)}
 _LATTICE_MAX = 64  # at most this many distinct gap values: counts per value may be drawn
 _CHUNK_SECONDS = 0.1
+# A chunk's per-task partial sums are held until they are added in task order, so the
+# chunk size bounds the memory a sweep needs; capping it keeps memory flat however many
+# replications are asked for (256 tasks is still only a few tens of milliseconds).
+_MAX_CHUNK_TASKS = 256
 
 
 # ---------------------------------------------------------------------------- execution
@@ -211,7 +215,7 @@ def _execute(
                 # Chunks of about _CHUNK_SECONDS keep Ctrl-C and the bar responsive;
                 # the chunk size changes only the grouping, never the result.
                 if elapsed < _CHUNK_SECONDS / 2:
-                    chunk *= 2
+                    chunk = min(2 * chunk, max(threads, _MAX_CHUNK_TASKS))
                 elif elapsed > 2 * _CHUNK_SECONDS and chunk > threads:
                     chunk = max(threads, chunk // 2)
                 begin = end
