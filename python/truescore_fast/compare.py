@@ -365,13 +365,14 @@ def _sign_flip_p_value(
                 int(budget), *perm_key, n_threads=n_threads,
             )
         else:
-            counts = _core.sign_flip_monte_carlo(
-                diffs, int(budget), *perm_key, n_threads=n_threads
+            counts = _core.sign_flip_counts(
+                diffs, exact=False, n_resamples=int(budget), key0=perm_key[0],
+                key1=perm_key[1], n_threads=n_threads,
             )
         extra = 1
-    total = counts["total"] + extra
-    lower = (counts["at_most"] + extra) / total
-    upper = (counts["at_least"] + extra) / total
+    total = counts["n_patterns"] + extra
+    lower = (counts["count_less"] + extra) / total
+    upper = (counts["count_greater"] + extra) / total
     return float(min(1.0, max(0.0, 2.0 * min(lower, upper))))
 
 

@@ -870,8 +870,10 @@ def seed_contrast(
         n_threads: Threads for Monte Carlo (None: every core); never changes the result.
 
     Null: each seed's contrast is symmetric about 0, so its sign is a fair coin. The
-    statistic is |sum x_i|; sign vectors whose |sum| is within 1e-12 * sum |x_i| of the
-    observed one count as ties (at least as extreme).
+    statistic is |sum x_i|; sign vectors whose |sum| is within 16 m eps sum |x_i| (m the
+    nonzero values, eps the float64 epsilon: a bound on the rounding of any signed sum) of
+    the observed one count as ties (at least as extreme). Monte Carlo draws random sign
+    vectors in blocks of 256 per Philox stream, as every sign-flip test of the package.
 
     Raises:
         ValueError: fewer than 2 values, non-finite values, bad alpha, an unknown method,
@@ -888,7 +890,6 @@ def seed_contrast(
     mean = float(np.mean(x))
     sd = float(np.std(x, ddof=1))
     half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
-    threshold = abs(float(np.sum(x))) - 1e-12 * float(np.sum(np.abs(x)))
     exact = method == "exact" or (method == "auto" and n <= MAX_EXACT_SEEDS)
     if exact:
         if n > MAX_EXACT_SEEDS:
@@ -896,7 +897,7 @@ def seed_contrast(
                 f"values: exact enumeration handles at most {MAX_EXACT_SEEDS} seeds; got {n} "
                 "(use method='monte_carlo' with a seed)"
             )
-        count = _core.sign_flip_count(x, threshold)
+        count = _core.sign_flip_count(x)
         vectors = 2**n
         p = count / vectors
         used = "exact"
@@ -909,9 +910,9 @@ def seed_contrast(
             )
         d = check_positive_int("draws", draws)
         key = philox_key(seed)
-        hits = _core.sign_flip_count_monte_carlo(
-            x, threshold, d, key[0], key[1], n_threads=threads
-        )
+        hits = _core.sign_flip_counts(
+            x, exact=False, n_resamples=d, key0=key[0], key1=key[1], n_threads=threads
+        )["count_two_sided"]
         p = (1.0 + hits) / (d + 1.0)
         vectors = d
         used = "monte-carlo"
