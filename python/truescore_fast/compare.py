@@ -43,6 +43,7 @@ from truescore_fast._validation import (
     check_same_length,
     cluster_codes,
     finite_1d,
+    p_values_1d,
 )
 
 __all__ = [
@@ -376,13 +377,6 @@ def _sign_flip_p_value(
     return float(min(1.0, max(0.0, 2.0 * min(lower, upper))))
 
 
-def _p_value_array(p_values: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    p = finite_1d("p_values", p_values)
-    if np.any((p < 0.0) | (p > 1.0)):
-        raise ValueError("p_values must lie in [0, 1]")
-    return p
-
-
 def holm(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     """Holm's step-down adjustment (family-wise error control), in input order.
 
@@ -394,7 +388,7 @@ def holm(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     Raises:
         ValueError: empty, not 1-D, non-finite, or outside [0, 1].
     """
-    p = _p_value_array(p_values)
+    p = p_values_1d("p_values", p_values)
     m = p.shape[0]
     order = np.argsort(p)
     scaled = (m - np.arange(m)) * p[order]
@@ -414,7 +408,7 @@ def benjamini_hochberg(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     Raises:
         ValueError: empty, not 1-D, non-finite, or outside [0, 1].
     """
-    p = _p_value_array(p_values)
+    p = p_values_1d("p_values", p_values)
     m = p.shape[0]
     order = np.argsort(p)[::-1]
     factors = m / (m - np.arange(m))

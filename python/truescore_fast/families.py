@@ -43,7 +43,9 @@ from truescore_fast._validation import (
     check_n_threads,
     check_positive_int,
     finite_1d,
+    p_values_1d,
 )
+from truescore_fast.compare import holm
 
 __all__ = [
     "FamilyBootstrapResult",
@@ -231,17 +233,6 @@ def family_bootstrap_difference(
     )
 
 
-def _holm_adjust(p_values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    # Step-down: the k-th smallest p (1-based) is scaled by m - k + 1, then made
-    # monotone by a running maximum, and capped at 1.
-    m = p_values.size
-    order = np.argsort(p_values, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p_values[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.maximum.accumulate(scaled)
-    return adjusted
-
-
 @dataclass(frozen=True)
 class HolmResult:
     """Holm's step-down correction across several primary tests.
@@ -293,9 +284,7 @@ def holm_correction(
         ValueError: naming the argument, for an empty, non-finite or out-of-range
             ``p_values``, a bad ``alpha``, or ``names`` of the wrong length.
     """
-    p = finite_1d("p_values", p_values)
-    if np.any((p < 0.0) | (p > 1.0)):
-        raise ValueError("p_values must lie in [0, 1]")
+    p = p_values_1d("p_values", p_values)
     check_alpha(alpha)
     if names is None:
         labels = tuple(f"test {k + 1}" for k in range(p.size))
@@ -305,7 +294,7 @@ def holm_correction(
             raise ValueError(
                 f"names must have one entry per p-value ({p.size}); got {len(labels)}"
             )
-    adjusted = _holm_adjust(p)
+    adjusted = holm(p)
     return HolmResult(
         names=labels,
         p_values=tuple(float(x) for x in p),
