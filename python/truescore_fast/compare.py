@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import philox_key
 from truescore_fast._validation import (
     check_alpha,
@@ -181,7 +182,7 @@ def _bootstrap(
             sums, sizes, n_bootstrap, key[0], key[1], n_threads=n_threads
         )
         method = f"cluster bootstrap (percentile, {n_groups} clusters)"
-    low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    low, high = percentile_interval(means, alpha)
     # Resamples exactly at zero count in both tails: when A and B agree everywhere every
     # resample is 0, and the answer must be p = 1, not p = 0.
     at_or_below = np.count_nonzero(means <= 0.0) / n_bootstrap

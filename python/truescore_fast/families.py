@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._validation import (
     check_alpha,
@@ -211,7 +212,7 @@ def family_bootstrap_difference(
         n_resamples=int(n_resamples), key0=key0, key1=key1, n_threads=threads,
     )  # fmt: skip
     alpha = 1.0 - level
-    lo, hi = np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0])
+    lo, hi = percentile_interval(reps, alpha)
     below = int(np.count_nonzero(reps <= 0.0))
     above = int(np.count_nonzero(reps >= 0.0))
     p = min(1.0, 2.0 * (1 + min(below, above)) / (n_resamples + 1))

@@ -31,9 +31,10 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
+from scipy import stats
 
 from truescore_fast import _core
+from truescore_fast._intervals import bca_interval, percentile_interval
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -453,7 +454,7 @@ def finite_population_bootstrap(
             raise ValueError("statistic applies to the rao_wu method only")
         assert big is not None
         reps = _core.bbh_bootstrap(ys, offsets, big, weight, b, key[0], key[1], n_threads=threads)
-    low, high = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
+    low, high = percentile_interval(reps, alpha)
     return BootstrapResult(
         method=method,
         estimate=estimate,
@@ -608,36 +609,6 @@ def _did_groups(name: str, data: Any) -> list[np.ndarray]:
     return out
 
 
-def _quantile_levels(alpha: float) -> np.ndarray:
-    return np.array([alpha / 2, 1 - alpha / 2])
-
-
-def _bca(reps: np.ndarray, estimate: float, loo_groups: list[np.ndarray], alpha: float):
-    b = reps.size
-    # Replicates within rounding of the estimate are ties (counted half): with 0/1 data
-    # many replicates equal the estimate in exact arithmetic, and the last bit must not
-    # decide on which side they fall.
-    tol = 1e-12 * (1.0 + abs(estimate))
-    below = np.count_nonzero(reps < estimate - tol)
-    ties = np.count_nonzero(np.abs(reps - estimate) <= tol)
-    share = (below + 0.5 * ties) / b
-    share = min(max(share, 0.5 / b), 1 - 0.5 / b)
-    z0 = float(special.ndtri(share))
-    num = den = 0.0
-    for loo in loo_groups:
-        n = loo.size
-        u = (n - 1) * (loo.mean() - loo)
-        num += float(np.sum(u**3)) / n**3
-        den += float(np.sum(u**2)) / n**2
-    a = num / (6.0 * den**1.5) if den > 0 else 0.0
-    z = special.ndtri(_quantile_levels(alpha))
-    shifted = z0 + z
-    denom = 1.0 - a * shifted
-    levels = special.ndtr(z0 + shifted / np.where(denom > 0, denom, np.inf))
-    levels = np.clip(levels, 0.0, 1.0)
-    return np.quantile(reps, levels), z0, a
-
-
 def _loo_means(d: np.ndarray) -> np.ndarray:
     return (d.sum() - d) / (d.size - 1)
 
@@ -774,8 +745,8 @@ def did_estimate(
                     for g in range(2)
                 ]
             r = reps[:, m, q]
-            percentile[m, q] = np.quantile(r, _quantile_levels(alpha))
-            bca[m, q], z0[m, q], acc_[m, q] = _bca(r, estimate[m, q], groups, alpha)
+            percentile[m, q] = percentile_interval(r, alpha)
+            bca[m, q], z0[m, q], acc_[m, q] = bca_interval(r, estimate[m, q], groups, alpha)
     return DiDResult(
         models=names + ("pooled",),
         quantities=_QUANTITIES,
