@@ -39,6 +39,7 @@ from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
+    check_choice,
     check_gaps,
     check_n_threads,
     check_positive_int,
@@ -398,8 +399,7 @@ def finite_population_bootstrap(
             returns a non-finite value, a bad seed or n_threads.
     """
     y = finite_1d("values", values)
-    if method not in ("rao_wu", "bbh"):
-        raise ValueError(f"method must be 'rao_wu' or 'bbh'; got {method!r}")
+    check_choice("method", method, ("rao_wu", "bbh"))
     b = check_positive_int("replicates", replicates, minimum=2)
     check_alpha(alpha)
     threads = check_n_threads(n_threads)
@@ -854,8 +854,7 @@ def seed_contrast(
     if x.size < 2:
         raise ValueError(f"values needs at least 2 seeds; got {x.size}")
     check_alpha(alpha)
-    if method not in ("auto", "exact", "monte_carlo"):
-        raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
+    check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
     n = x.size
     mean = float(np.mean(x))
