@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -81,9 +82,18 @@ struct Flipped {
     std::size_t k;  // |S|
 };
 
-// The flipped sum of a pattern whose bit string arrives one 64-bit word at a time.
+// d (as raw bits) if bit is 1, else +0.0: branchless, since the bits are random.
+inline double masked(std::uint64_t dbits, std::uint64_t bit) {
+    const std::uint64_t v = dbits & (std::uint64_t{0} - bit);
+    double out;
+    std::memcpy(&out, &v, sizeof out);
+    return out;
+}
+
+// The flipped sum of a pattern whose bit string arrives one 64-bit word at a time; dbits
+// holds the differences' raw bits.
 template <class NextWord>
-Flipped flipped_sum(const double* d, std::size_t n, NextWord next_word) {
+Flipped flipped_sum(const std::uint64_t* dbits, std::size_t n, NextWord next_word) {
     double acc[4] = {0.0, 0.0, 0.0, 0.0};
     std::size_t k = 0;
     for (std::size_t base = 0; base < n; base += 64) {
@@ -91,24 +101,24 @@ Flipped flipped_sum(const double* d, std::size_t n, NextWord next_word) {
         const std::size_t len = std::min<std::size_t>(64, n - base);
         k += static_cast<std::size_t>(
             __builtin_popcountll(len == 64 ? w : w & ((std::uint64_t{1} << len) - 1)));
-        const double* chunk = d + base;
+        const std::uint64_t* chunk = dbits + base;
         std::size_t j = 0;
         for (; j + 4 <= len; j += 4) {
-            acc[0] += ((w >> j) & 1) ? chunk[j] : 0.0;
-            acc[1] += ((w >> (j + 1)) & 1) ? chunk[j + 1] : 0.0;
-            acc[2] += ((w >> (j + 2)) & 1) ? chunk[j + 2] : 0.0;
-            acc[3] += ((w >> (j + 3)) & 1) ? chunk[j + 3] : 0.0;
+            acc[0] += masked(chunk[j], (w >> j) & 1);
+            acc[1] += masked(chunk[j + 1], (w >> (j + 1)) & 1);
+            acc[2] += masked(chunk[j + 2], (w >> (j + 2)) & 1);
+            acc[3] += masked(chunk[j + 3], (w >> (j + 3)) & 1);
         }
-        for (; j < len; ++j) acc[j & 3] += ((w >> j) & 1) ? chunk[j] : 0.0;
+        for (; j < len; ++j) acc[j & 3] += masked(chunk[j], (w >> j) & 1);
     }
     return Flipped{(acc[0] + acc[1]) + (acc[2] + acc[3]), k};
 }
 
 // Pattern p's flipped sum: its bits are p (exact) or the next words of gen.
-inline Flipped pattern_flipped_sum(const double* d, std::size_t n, bool exact, std::size_t p,
-                                   Philox& gen) {
-    if (exact) return flipped_sum(d, n, [p] { return static_cast<std::uint64_t>(p); });
-    return flipped_sum(d, n, [&gen] { return gen.next_u64(); });
+inline Flipped pattern_flipped_sum(const std::uint64_t* dbits, std::size_t n, bool exact,
+                                   std::size_t p, Philox& gen) {
+    if (exact) return flipped_sum(dbits, n, [p] { return static_cast<std::uint64_t>(p); });
+    return flipped_sum(dbits, n, [&gen] { return gen.next_u64(); });
 }
 
 // Everything sign_flip_counts and sign_flip_test need from the data; critical (may be
@@ -122,11 +132,13 @@ SignFlipCounts count_patterns(const double* d, std::size_t n, bool exact, std::i
     double total = 0.0;
     for (std::size_t i = 0; i < n; ++i) total += d[i];
     const double tol = sign_flip_tolerance(d, n);
+    std::vector<std::uint64_t> dbits(n);
+    std::memcpy(dbits.data(), d, n * sizeof(double));
     const std::size_t n_patterns =
         exact ? (std::size_t{1} << n) : static_cast<std::size_t>(n_resamples);
     return visit_patterns(n_patterns, key0, key1, n_threads, n,
                           [&](std::size_t p, Philox& gen, Tally& c) {
-        const Flipped f = pattern_flipped_sum(d, n, exact, p, gen);
+        const Flipped f = pattern_flipped_sum(dbits.data(), n, exact, p, gen);
         tally_flipped(f.sum, total, tol, c);
         if (critical)
             critical[p] = f.k == 0 ? std::numeric_limits<double>::quiet_NaN()
