@@ -658,30 +658,27 @@ def resampling_did_replicates(exposed_list, unexposed_list, replicates, key, sha
     return out
 
 
+def ref_sign_flip_tolerance(values):
+    """The sign-flip tie tolerance, in units of sum_i s_i x_i: twice 8 m eps sum |x_i|,
+    m the nonzero values (a bound on the rounding of any signed sum of them)."""
+    x = np.asarray(values, float)
+    return 2 * 8 * np.count_nonzero(x) * np.finfo(np.float64).eps * np.abs(x).sum()
+
+
 def resampling_sign_flip_brute_force(values):
     """Exact two-sided sign-flip p by listing all 2^n sign vectors."""
     x = np.asarray(values, float)
     signs = np.array(list(itertools.product([-1.0, 1.0], repeat=x.size)))
     stats_ = np.abs(signs @ x)
     observed = abs(x.sum())
-    return float(np.mean(stats_ >= observed - 1e-12 * np.abs(x).sum()))
+    return float(np.mean(stats_ >= observed - ref_sign_flip_tolerance(x)))
 
 
 def resampling_sign_flip_monte_carlo(values, draws, key):
-    """Monte Carlo sign-flip count: s_i from bit i % 64 of word i // 64 of stream b."""
+    """Monte Carlo two-sided sign-flip count over the package's random patterns."""
     x = np.asarray(values, float)
-    observed = abs(x.sum()) - 1e-12 * np.abs(x).sum()
-    hits = 0
-    for b in range(draws):
-        stream = ResamplingStream(key, b)
-        acc = 0.0
-        word = 0
-        for i, v in enumerate(x):
-            if i % 64 == 0:
-                word = stream.raw()
-            acc += v if (word >> (i % 64)) & 1 else -v
-        hits += abs(acc) >= observed
-    return hits
+    null = ref_sign_flip_mc_statistics(x, draws, key)
+    return int(np.count_nonzero(np.abs(null) >= abs(x.sum()) - ref_sign_flip_tolerance(x)))
 
 
 def resampling_bca_interval(replicates, estimate, jackknife_groups, alpha):
@@ -773,19 +770,19 @@ def ref_cluster_bootstrap_means(
     return np.concatenate(out)
 
 
-def _tie_counts(null: np.ndarray, observed: float) -> tuple[int, int]:
-    """#{null <= observed + tol}, #{null >= observed - tol}, tol = 100 eps |observed|."""
-    tol = abs(100 * np.finfo(np.float64).eps * observed)
+def _tie_counts(null: np.ndarray, observed: float, tol: float | None = None) -> tuple[int, int]:
+    """#{null <= observed + tol}, #{null >= observed - tol}; tol = 100 eps |observed|
+    (scipy's rule) unless given."""
+    if tol is None:
+        tol = abs(100 * np.finfo(np.float64).eps * observed)
     return int(np.count_nonzero(null <= observed + tol)), int(
         np.count_nonzero(null >= observed - tol)
     )
 
 
-def ref_compare_sign_flip_mc_counts(
-    diffs: Any, n_resamples: int, key: tuple[int, int]
-) -> tuple[int, int]:
-    """Monte Carlo sign-flip tail counts: resample r uses ceil(n/64) words of block r // 256;
-    bit j of word w set means pair 64 w + j is flipped; statistic sum_i s_i d_i."""
+def ref_sign_flip_mc_statistics(diffs: Any, n_resamples: int, key: tuple[int, int]) -> np.ndarray:
+    """sum_i s_i d_i of each Monte Carlo sign pattern: resample r uses ceil(n/64) words of
+    block r // 256; bit j of word w set means pair 64 w + j is flipped."""
     d = np.asarray(diffs, dtype=np.float64)
     n = d.shape[0]
     n_words = -(-n // 64)
@@ -796,7 +793,17 @@ def ref_compare_sign_flip_mc_counts(
         bits = (words[:, :, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
         signs = 1.0 - 2.0 * bits.reshape(size, n_words * 64)[:, :n].astype(np.float64)
         stats_.append((signs * d).sum(axis=1))
-    return _tie_counts(np.concatenate(stats_), float(d.sum()))
+    return np.concatenate(stats_)
+
+
+def ref_compare_sign_flip_mc_counts(
+    diffs: Any, n_resamples: int, key: tuple[int, int]
+) -> tuple[int, int]:
+    """Monte Carlo sign-flip tail counts (#null <= observed, #null >= observed) with the
+    rounding tolerance of ref_sign_flip_tolerance."""
+    d = np.asarray(diffs, dtype=np.float64)
+    null = ref_sign_flip_mc_statistics(d, n_resamples, key)
+    return _tie_counts(null, float(d.sum()), ref_sign_flip_tolerance(d))
 
 
 def ref_sign_flip_exact_p(a: Any, b: Any) -> float:

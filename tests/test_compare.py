@@ -242,9 +242,10 @@ def test_public_bootstrap_is_the_percentile_interval_of_those_means():
 def test_sign_flip_counts_equal_numpy_rebuild(n, n_resamples):
     d = np.random.default_rng(n).normal(size=n)
     key = philox_key(n)
-    c = _core.sign_flip_monte_carlo(d, n_resamples, *key)
-    assert (c["at_most"], c["at_least"]) == ref_compare_sign_flip_mc_counts(d, n_resamples, key)
-    assert c["total"] == n_resamples
+    c = _core.sign_flip_counts(d, exact=False, n_resamples=n_resamples, key0=key[0], key1=key[1])
+    assert (c["count_less"], c["count_greater"]) == \
+        ref_compare_sign_flip_mc_counts(d, n_resamples, key)
+    assert c["n_patterns"] == n_resamples
 
 
 def test_results_identical_for_any_thread_count():
@@ -258,8 +259,9 @@ def test_results_identical_for_any_thread_count():
     np.testing.assert_array_equal(
         _core.cluster_bootstrap_means(sums, sizes, 3000, *key, n_threads=1),
         _core.cluster_bootstrap_means(sums, sizes, 3000, *key, n_threads=2))
-    assert _core.sign_flip_monte_carlo(d, 5000, *key, n_threads=1) == \
-        _core.sign_flip_monte_carlo(d, 5000, *key, n_threads=2)
+    kw = dict(exact=False, n_resamples=5000, key0=key[0], key1=key[1])
+    assert _core.sign_flip_counts(d, **kw, n_threads=1) == \
+        _core.sign_flip_counts(d, **kw, n_threads=2)
     a, b = rng.normal(size=18), rng.normal(size=18)
     assert _core.sign_flip_exact(a, b, n_threads=1) == _core.sign_flip_exact(a, b, n_threads=2)
 

@@ -17,7 +17,7 @@ import truescore_fast as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from truescore_fast import resampling as rs
+from truescore_fast._intervals import bca_interval
 from truescore_fast._random import philox_key
 
 # ---------------------------------------------------------------------------------------
@@ -412,7 +412,7 @@ def test_bca_reduces_to_percentile_without_bias_or_acceleration():
     half = rng.normal(size=1000) + 0.0
     reps = np.concatenate([1.0 + np.abs(half) + 1e-3, 1.0 - np.abs(half) - 1e-3])
     loo = [np.array([-1.0, 0.0, 1.0]), np.array([2.0, -2.0])]
-    interval, z0, a = rs._bca(reps, 1.0, loo, 0.1)
+    interval, z0, a = bca_interval(reps, 1.0, loo, 0.1)
     assert z0 == 0.0 and a == 0.0
     # Equal up to the rounding of Phi(Phi^-1(alpha / 2)).
     assert interval == pytest.approx(np.quantile(reps, [0.05, 0.95]), rel=1e-12, abs=1e-12)

@@ -28,25 +28,9 @@ def bootstrap_means_discrete(
     *,
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
-def sign_flip_monte_carlo_grouped(
-    magnitudes: npt.ArrayLike,
-    counts: npt.ArrayLike,
-    net: npt.ArrayLike,
-    n_resamples: int,
-    key0: int,
-    key1: int,
-    *,
-    n_threads: int | None = None,
-) -> dict[str, int | float]: ...
 def binomial_sample(
     n: int, p: float, size: int, key0: int, key1: int
 ) -> npt.NDArray[np.int64]: ...
-def sign_flip_exact(
-    a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
-) -> dict[str, int | float]: ...
-def sign_flip_monte_carlo(
-    diffs: npt.ArrayLike, n_resamples: int, key0: int, key1: int, *, n_threads: int | None = None
-) -> dict[str, int | float]: ...
 def rank_test(
     canonical: float, permuted: npt.ArrayLike
 ) -> tuple[float, float, float, float]: ...
@@ -112,6 +96,29 @@ def sign_flip_test(
     alpha_tail: float,
     n_threads: int | None = None,
 ) -> dict[str, int | float]: ...
+def sign_flip_counts(
+    differences: npt.ArrayLike,
+    *,
+    exact: bool,
+    n_resamples: int,
+    key0: int,
+    key1: int,
+    n_threads: int | None = None,
+) -> dict[str, int]: ...
+def sign_flip_monte_carlo_grouped(
+    magnitudes: npt.ArrayLike,
+    counts: npt.ArrayLike,
+    net: npt.ArrayLike,
+    n_resamples: int,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> dict[str, int]: ...
+def sign_flip_exact(
+    a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
+) -> dict[str, int]: ...
+def sign_flip_count(values: npt.ArrayLike) -> float: ...
 def cluster_bootstrap_difference(
     treated_sum: npt.ArrayLike,
     treated_count: npt.ArrayLike,
@@ -181,17 +188,6 @@ def did_bootstrap(
     *,
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
-def sign_flip_count(values: npt.ArrayLike, threshold: float) -> float: ...
-def sign_flip_count_monte_carlo(
-    values: npt.ArrayLike,
-    threshold: float,
-    draws: int,
-    key0: int,
-    key1: int,
-    *,
-    n_threads: int | None = None,
-) -> int: ...
-
 # calibration: survey samplers (design 0 srs, 1 stratified, 2 with replacement, 3 Bernoulli)
 def sample_indices(
     design: int,

@@ -24,6 +24,7 @@ __all__ = [
     "cluster_codes",
     "finite_1d",
     "float_array",
+    "p_values_1d",
     "paired_1d",
 ]
 
@@ -52,6 +53,14 @@ def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
         raise ValueError(f"{name} must be non-empty")
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+def p_values_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``values`` as a non-empty, 1-D float64 array of p-values, each in [0, 1]."""
+    arr = finite_1d(name, values)
+    if np.any((arr < 0.0) | (arr > 1.0)):
+        raise ValueError(f"{name} must lie in [0, 1]")
     return arr
 
 

@@ -55,6 +55,7 @@ from truescore_fast import _core
 from truescore_fast._random import philox_key
 from truescore_fast._validation import (
     check_alpha,
+    check_choice,
     check_gaps,
     check_n_threads,
     check_population_size,
@@ -648,12 +649,10 @@ def matched_form_audit(
             f"transport_radius must be a finite number >= 0; got {transport_radius!r}"
         )
     guard = check_positive_int("guardrail", guardrail, minimum=0)
-    if fallback not in _FALLBACKS:
-        raise ValueError(f"fallback must be one of {_FALLBACKS}; got {fallback!r}")
+    check_choice("fallback", fallback, _FALLBACKS)
     if fallback == "hoeffding_serfling" and pop is None:
         raise ValueError("fallback 'hoeffding_serfling' needs population_size")
-    if control_reading not in _READINGS:
-        raise ValueError(f"control_reading must be one of {_READINGS}; got {control_reading!r}")
+    check_choice("control_reading", control_reading, _READINGS)
     seed_used = _seed_int(seed)
     order = np.random.default_rng(seed_used).permutation(n).astype(np.int64)
 
@@ -990,12 +989,8 @@ def randomization_test(
         ValueError: scores outside [0, 1] or non-finite, mismatched shapes, n < 2, an
             unknown alternative or method, or ``method="exact"`` for scores on no lattice.
     """
-    if alternative not in ("greater", "less", "two-sided"):
-        raise ValueError(
-            f"alternative must be 'greater', 'less' or 'two-sided'; got {alternative!r}"
-        )
-    if method not in ("auto", "exact", "monte_carlo"):
-        raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
+    check_choice("alternative", alternative, ("greater", "less", "two-sided"))
+    check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
     pub = np.ascontiguousarray(float_array("public", public))
     fr = np.ascontiguousarray(float_array("fresh", fresh))

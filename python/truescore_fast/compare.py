@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import philox_key
 from truescore_fast._validation import (
     check_alpha,
@@ -43,6 +44,7 @@ from truescore_fast._validation import (
     check_same_length,
     cluster_codes,
     finite_1d,
+    p_values_1d,
 )
 
 __all__ = [
@@ -180,7 +182,7 @@ def _bootstrap(
             sums, sizes, n_bootstrap, key[0], key[1], n_threads=n_threads
         )
         method = f"cluster bootstrap (percentile, {n_groups} clusters)"
-    low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    low, high = percentile_interval(means, alpha)
     # Resamples exactly at zero count in both tails: when A and B agree everywhere every
     # resample is 0, and the answer must be p = 1, not p = 0.
     at_or_below = np.count_nonzero(means <= 0.0) / n_bootstrap
@@ -289,7 +291,10 @@ def paired_permutation(
     distribution unchanged. When 2^n <= n_resamples every one of the 2^n swap patterns
     is evaluated and the p-value is exact (and identical to truescore's); otherwise
     n_resamples random patterns are drawn and each tail is counted as
-    (1 + #{as extreme}) / (n_resamples + 1), which keeps the test valid.
+    (1 + #{as extreme}) / (n_resamples + 1), which keeps the test valid. Exact ties follow
+    scipy (within 100 eps of the observed statistic, relative); random patterns are
+    counted by the package's shared sign-flip kernel, whose ties are the differences'
+    rounding bound 16 m eps sum |d_i| (m the nonzero differences).
 
     Args:
         a: Per-example metric of system A (at least 2 pairs).
@@ -365,21 +370,15 @@ def _sign_flip_p_value(
                 int(budget), *perm_key, n_threads=n_threads,
             )
         else:
-            counts = _core.sign_flip_monte_carlo(
-                diffs, int(budget), *perm_key, n_threads=n_threads
+            counts = _core.sign_flip_counts(
+                diffs, exact=False, n_resamples=int(budget), key0=perm_key[0],
+                key1=perm_key[1], n_threads=n_threads,
             )
         extra = 1
-    total = counts["total"] + extra
-    lower = (counts["at_most"] + extra) / total
-    upper = (counts["at_least"] + extra) / total
+    total = counts["n_patterns"] + extra
+    lower = (counts["count_less"] + extra) / total
+    upper = (counts["count_greater"] + extra) / total
     return float(min(1.0, max(0.0, 2.0 * min(lower, upper))))
-
-
-def _p_value_array(p_values: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    p = finite_1d("p_values", p_values)
-    if np.any((p < 0.0) | (p > 1.0)):
-        raise ValueError("p_values must lie in [0, 1]")
-    return p
 
 
 def holm(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
@@ -393,7 +392,7 @@ def holm(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     Raises:
         ValueError: empty, not 1-D, non-finite, or outside [0, 1].
     """
-    p = _p_value_array(p_values)
+    p = p_values_1d("p_values", p_values)
     m = p.shape[0]
     order = np.argsort(p)
     scaled = (m - np.arange(m)) * p[order]
@@ -413,7 +412,7 @@ def benjamini_hochberg(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     Raises:
         ValueError: empty, not 1-D, non-finite, or outside [0, 1].
     """
-    p = _p_value_array(p_values)
+    p = p_values_1d("p_values", p_values)
     m = p.shape[0]
     order = np.argsort(p)[::-1]
     factors = m / (m - np.arange(m))

@@ -35,6 +35,7 @@ from scipy import special
 from truescore_fast import _core
 from truescore_fast._validation import (
     check_alpha,
+    check_choice,
     check_n_threads,
     finite_1d,
     float_array,
@@ -370,6 +371,7 @@ class ExchangeabilityTests:
         Raises:
             ValueError: an unknown method.
         """
+        check_choice("method", method, ("fisher", "stouffer", "average"))
         alpha = 1.0 - self.level
         if method == "fisher":
             return _fisher(self.p_values, alpha)
@@ -384,17 +386,15 @@ class ExchangeabilityTests:
                 level=self.level,
                 method="stouffer",
             )
-        if method == "average":
-            mean_p = float(np.mean(self.p_values))
-            return CombinedContamination(
-                p_value=min(1.0, 2.0 * mean_p),
-                statistic=mean_p,
-                n_shards=len(self),
-                shard_p_values=self.p_values,
-                level=self.level,
-                method="average",
-            )
-        raise ValueError(f"method must be 'fisher', 'stouffer' or 'average'; got {method!r}")
+        mean_p = float(np.mean(self.p_values))  # method == "average"
+        return CombinedContamination(
+            p_value=min(1.0, 2.0 * mean_p),
+            statistic=mean_p,
+            n_shards=len(self),
+            shard_p_values=self.p_values,
+            level=self.level,
+            method="average",
+        )
 
     def summary(self) -> str:
         """Per-batch overview: shard count, how many reject alone, the Fisher pool."""

@@ -66,6 +66,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._validation import check_alpha, check_positive_int
 
@@ -353,7 +354,7 @@ def linear_weighted_kappa(
     defined = reps[~np.isnan(reps)]
     alpha = 1.0 - level
     if defined.size:
-        lo, hi = (float(x) for x in np.quantile(defined, [alpha / 2.0, 1.0 - alpha / 2.0]))
+        lo, hi = (float(x) for x in percentile_interval(defined, alpha))
     else:  # every resample undefined (a handful of items): no information
         lo, hi = -math.inf, math.inf
     return KappaResult(

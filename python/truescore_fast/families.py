@@ -37,13 +37,16 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._validation import (
     check_alpha,
     check_n_threads,
     check_positive_int,
     finite_1d,
+    p_values_1d,
 )
+from truescore_fast.compare import holm
 
 __all__ = [
     "FamilyBootstrapResult",
@@ -209,7 +212,7 @@ def family_bootstrap_difference(
         n_resamples=int(n_resamples), key0=key0, key1=key1, n_threads=threads,
     )  # fmt: skip
     alpha = 1.0 - level
-    lo, hi = np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0])
+    lo, hi = percentile_interval(reps, alpha)
     below = int(np.count_nonzero(reps <= 0.0))
     above = int(np.count_nonzero(reps >= 0.0))
     p = min(1.0, 2.0 * (1 + min(below, above)) / (n_resamples + 1))
@@ -229,17 +232,6 @@ def family_bootstrap_difference(
         n_control=int(c.size),
         n_resamples=int(n_resamples),
     )
-
-
-def _holm_adjust(p_values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    # Step-down: the k-th smallest p (1-based) is scaled by m - k + 1, then made
-    # monotone by a running maximum, and capped at 1.
-    m = p_values.size
-    order = np.argsort(p_values, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p_values[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.maximum.accumulate(scaled)
-    return adjusted
 
 
 @dataclass(frozen=True)
@@ -293,9 +285,7 @@ def holm_correction(
         ValueError: naming the argument, for an empty, non-finite or out-of-range
             ``p_values``, a bad ``alpha``, or ``names`` of the wrong length.
     """
-    p = finite_1d("p_values", p_values)
-    if np.any((p < 0.0) | (p > 1.0)):
-        raise ValueError("p_values must lie in [0, 1]")
+    p = p_values_1d("p_values", p_values)
     check_alpha(alpha)
     if names is None:
         labels = tuple(f"test {k + 1}" for k in range(p.size))
@@ -305,7 +295,7 @@ def holm_correction(
             raise ValueError(
                 f"names must have one entry per p-value ({p.size}); got {len(labels)}"
             )
-    adjusted = _holm_adjust(p)
+    adjusted = holm(p)
     return HolmResult(
         names=labels,
         p_values=tuple(float(x) for x in p),

@@ -31,13 +31,15 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
+from scipy import stats
 
 from truescore_fast import _core
+from truescore_fast._intervals import bca_interval, percentile_interval
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
+    check_choice,
     check_gaps,
     check_n_threads,
     check_positive_int,
@@ -397,8 +399,7 @@ def finite_population_bootstrap(
             returns a non-finite value, a bad seed or n_threads.
     """
     y = finite_1d("values", values)
-    if method not in ("rao_wu", "bbh"):
-        raise ValueError(f"method must be 'rao_wu' or 'bbh'; got {method!r}")
+    check_choice("method", method, ("rao_wu", "bbh"))
     b = check_positive_int("replicates", replicates, minimum=2)
     check_alpha(alpha)
     threads = check_n_threads(n_threads)
@@ -453,7 +454,7 @@ def finite_population_bootstrap(
             raise ValueError("statistic applies to the rao_wu method only")
         assert big is not None
         reps = _core.bbh_bootstrap(ys, offsets, big, weight, b, key[0], key[1], n_threads=threads)
-    low, high = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
+    low, high = percentile_interval(reps, alpha)
     return BootstrapResult(
         method=method,
         estimate=estimate,
@@ -608,36 +609,6 @@ def _did_groups(name: str, data: Any) -> list[np.ndarray]:
     return out
 
 
-def _quantile_levels(alpha: float) -> np.ndarray:
-    return np.array([alpha / 2, 1 - alpha / 2])
-
-
-def _bca(reps: np.ndarray, estimate: float, loo_groups: list[np.ndarray], alpha: float):
-    b = reps.size
-    # Replicates within rounding of the estimate are ties (counted half): with 0/1 data
-    # many replicates equal the estimate in exact arithmetic, and the last bit must not
-    # decide on which side they fall.
-    tol = 1e-12 * (1.0 + abs(estimate))
-    below = np.count_nonzero(reps < estimate - tol)
-    ties = np.count_nonzero(np.abs(reps - estimate) <= tol)
-    share = (below + 0.5 * ties) / b
-    share = min(max(share, 0.5 / b), 1 - 0.5 / b)
-    z0 = float(special.ndtri(share))
-    num = den = 0.0
-    for loo in loo_groups:
-        n = loo.size
-        u = (n - 1) * (loo.mean() - loo)
-        num += float(np.sum(u**3)) / n**3
-        den += float(np.sum(u**2)) / n**2
-    a = num / (6.0 * den**1.5) if den > 0 else 0.0
-    z = special.ndtri(_quantile_levels(alpha))
-    shifted = z0 + z
-    denom = 1.0 - a * shifted
-    levels = special.ndtr(z0 + shifted / np.where(denom > 0, denom, np.inf))
-    levels = np.clip(levels, 0.0, 1.0)
-    return np.quantile(reps, levels), z0, a
-
-
 def _loo_means(d: np.ndarray) -> np.ndarray:
     return (d.sum() - d) / (d.size - 1)
 
@@ -774,8 +745,8 @@ def did_estimate(
                     for g in range(2)
                 ]
             r = reps[:, m, q]
-            percentile[m, q] = np.quantile(r, _quantile_levels(alpha))
-            bca[m, q], z0[m, q], acc_[m, q] = _bca(r, estimate[m, q], groups, alpha)
+            percentile[m, q] = percentile_interval(r, alpha)
+            bca[m, q], z0[m, q], acc_[m, q] = bca_interval(r, estimate[m, q], groups, alpha)
     return DiDResult(
         models=names + ("pooled",),
         quantities=_QUANTITIES,
@@ -870,8 +841,10 @@ def seed_contrast(
         n_threads: Threads for Monte Carlo (None: every core); never changes the result.
 
     Null: each seed's contrast is symmetric about 0, so its sign is a fair coin. The
-    statistic is |sum x_i|; sign vectors whose |sum| is within 1e-12 * sum |x_i| of the
-    observed one count as ties (at least as extreme).
+    statistic is |sum x_i|; sign vectors whose |sum| is within 16 m eps sum |x_i| (m the
+    nonzero values, eps the float64 epsilon: a bound on the rounding of any signed sum) of
+    the observed one count as ties (at least as extreme). Monte Carlo draws random sign
+    vectors in blocks of 256 per Philox stream, as every sign-flip test of the package.
 
     Raises:
         ValueError: fewer than 2 values, non-finite values, bad alpha, an unknown method,
@@ -881,14 +854,12 @@ def seed_contrast(
     if x.size < 2:
         raise ValueError(f"values needs at least 2 seeds; got {x.size}")
     check_alpha(alpha)
-    if method not in ("auto", "exact", "monte_carlo"):
-        raise ValueError(f"method must be 'auto', 'exact' or 'monte_carlo'; got {method!r}")
+    check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
     n = x.size
     mean = float(np.mean(x))
     sd = float(np.std(x, ddof=1))
     half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
-    threshold = abs(float(np.sum(x))) - 1e-12 * float(np.sum(np.abs(x)))
     exact = method == "exact" or (method == "auto" and n <= MAX_EXACT_SEEDS)
     if exact:
         if n > MAX_EXACT_SEEDS:
@@ -896,7 +867,7 @@ def seed_contrast(
                 f"values: exact enumeration handles at most {MAX_EXACT_SEEDS} seeds; got {n} "
                 "(use method='monte_carlo' with a seed)"
             )
-        count = _core.sign_flip_count(x, threshold)
+        count = _core.sign_flip_count(x)
         vectors = 2**n
         p = count / vectors
         used = "exact"
@@ -909,9 +880,9 @@ def seed_contrast(
             )
         d = check_positive_int("draws", draws)
         key = philox_key(seed)
-        hits = _core.sign_flip_count_monte_carlo(
-            x, threshold, d, key[0], key[1], n_threads=threads
-        )
+        hits = _core.sign_flip_counts(
+            x, exact=False, n_resamples=d, key0=key[0], key1=key[1], n_threads=threads
+        )["count_two_sided"]
         p = (1.0 + hits) / (d + 1.0)
         vectors = d
         used = "monte-carlo"

@@ -28,6 +28,7 @@ from scipy import special, stats
 from truescore_fast import _core
 from truescore_fast._validation import (
     check_alpha,
+    check_choice,
     check_n_threads,
     check_positive_int,
     finite_1d,
@@ -163,8 +164,7 @@ def sharded_likelihood_test(
     (:func:`exchangeability_tests`) needs no such assumption.
     """
     check_alpha(alpha)
-    if variant not in ("corrected", "published"):
-        raise ValueError(f"variant must be 'corrected' or 'published'; got {variant!r}")
+    check_choice("variant", variant, ("corrected", "published"))
     threads = check_n_threads(n_threads)
     canon = finite_1d("canonical", canonical)
     r = int(canon.shape[0])

@@ -7,6 +7,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -30,6 +32,29 @@ inline int thread_count(const py::object& n_threads) {
     const long v = n_threads.cast<long>();
     if (v < 1) throw std::invalid_argument("n_threads must be a positive integer or None; got " + std::to_string(v));
     return static_cast<int>(v);
+}
+
+// A 1-D, non-empty array of finite values.
+inline void require_finite_nonempty(const ArrayD& x, const char* name) {
+    require_ndim(x, 1, name);
+    if (x.shape(0) < 1) throw std::invalid_argument(std::string(name) + " must be non-empty");
+    const double* p = x.data();
+    for (py::ssize_t i = 0; i < x.shape(0); ++i)
+        if (!std::isfinite(p[i]))
+            throw std::invalid_argument(std::string(name) + " contains non-finite values");
+}
+
+inline std::size_t resample_count(std::int64_t n, const char* name) {
+    if (n < 1) throw std::invalid_argument(std::string(name) + " must be at least 1; got " + std::to_string(n));
+    return static_cast<std::size_t>(n);
+}
+
+inline void check_counts(const ArrayI64& counts, py::ssize_t k, const char* name) {
+    require_ndim(counts, 1, name);
+    if (counts.shape(0) != k)
+        throw std::invalid_argument(std::string(name) + " must have one entry per value");
+    for (py::ssize_t j = 0; j < k; ++j)
+        if (counts.data()[j] < 1) throw std::invalid_argument(std::string(name) + " must be positive");
 }
 
 }  // namespace truescore::bindings

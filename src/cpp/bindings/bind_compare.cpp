@@ -12,33 +12,13 @@
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
+using truescore::bindings::check_counts;
+using truescore::bindings::require_finite_nonempty;
+using truescore::bindings::resample_count;
 using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
 namespace {
-
-void require_finite_nonempty(const ArrayD& x, const char* name) {
-    require_ndim(x, 1, name);
-    if (x.shape(0) < 1) throw std::invalid_argument(std::string(name) + " must be non-empty");
-    const double* p = x.data();
-    for (py::ssize_t i = 0; i < x.shape(0); ++i)
-        if (!std::isfinite(p[i]))
-            throw std::invalid_argument(std::string(name) + " contains non-finite values");
-}
-
-std::size_t resample_count(std::int64_t n, const char* name) {
-    if (n < 1) throw std::invalid_argument(std::string(name) + " must be at least 1; got " + std::to_string(n));
-    return static_cast<std::size_t>(n);
-}
-
-py::dict counts_dict(const truescore::SignFlipCounts& c) {
-    py::dict d;
-    d["at_most"] = c.at_most;
-    d["at_least"] = c.at_least;
-    d["total"] = c.total;
-    d["observed"] = c.observed;
-    return d;
-}
 
 py::array_t<double> bootstrap_means(const ArrayD& d, std::int64_t n_boot, std::uint64_t key0,
                                     std::uint64_t key1, const py::object& n_threads) {
@@ -76,44 +56,6 @@ py::array_t<double> cluster_bootstrap_means(const ArrayD& sums, const ArrayI64& 
     return out;
 }
 
-py::dict sign_flip_exact(const ArrayD& a, const ArrayD& b, const py::object& n_threads) {
-    require_finite_nonempty(a, "a");
-    require_finite_nonempty(b, "b");
-    if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
-    if (static_cast<std::size_t>(a.shape(0)) > truescore::kMaxExactPairs)
-        throw std::invalid_argument("exact enumeration supports at most " +
-                                    std::to_string(truescore::kMaxExactPairs) + " pairs");
-    const int threads = thread_count(n_threads);
-    truescore::SignFlipCounts c;
-    {
-        py::gil_scoped_release release;
-        c = truescore::sign_flip_exact(a.data(), b.data(), static_cast<std::size_t>(a.shape(0)), threads);
-    }
-    return counts_dict(c);
-}
-
-py::dict sign_flip_monte_carlo(const ArrayD& d, std::int64_t n_resamples, std::uint64_t key0,
-                               std::uint64_t key1, const py::object& n_threads) {
-    require_finite_nonempty(d, "diffs");
-    const std::size_t b = resample_count(n_resamples, "n_resamples");
-    const int threads = thread_count(n_threads);
-    truescore::SignFlipCounts c;
-    {
-        py::gil_scoped_release release;
-        c = truescore::sign_flip_monte_carlo(d.data(), static_cast<std::size_t>(d.shape(0)), b, key0,
-                                             key1, threads);
-    }
-    return counts_dict(c);
-}
-
-void check_counts(const ArrayI64& counts, py::ssize_t k, const char* name) {
-    require_ndim(counts, 1, name);
-    if (counts.shape(0) != k)
-        throw std::invalid_argument(std::string(name) + " must have one entry per value");
-    for (py::ssize_t j = 0; j < k; ++j)
-        if (counts.data()[j] < 1) throw std::invalid_argument(std::string(name) + " must be positive");
-}
-
 py::array_t<double> bootstrap_means_discrete(const ArrayD& values, const ArrayI64& counts,
                                              std::int64_t n_boot, std::uint64_t key0,
                                              std::uint64_t key1, const py::object& n_threads) {
@@ -132,33 +74,6 @@ py::array_t<double> bootstrap_means_discrete(const ArrayD& values, const ArrayI6
     return out;
 }
 
-py::dict sign_flip_monte_carlo_grouped(const ArrayD& magnitudes, const ArrayI64& counts,
-                                       const ArrayI64& net, std::int64_t n_resamples,
-                                       std::uint64_t key0, std::uint64_t key1,
-                                       const py::object& n_threads) {
-    require_ndim(magnitudes, 1, "magnitudes");
-    const py::ssize_t k = magnitudes.shape(0);
-    for (py::ssize_t j = 0; j < k; ++j)
-        if (!(std::isfinite(magnitudes.data()[j]) && magnitudes.data()[j] > 0.0))
-            throw std::invalid_argument("magnitudes must be finite and positive");
-    check_counts(counts, k, "counts");
-    require_ndim(net, 1, "net");
-    if (net.shape(0) != k) throw std::invalid_argument("net must have one entry per magnitude");
-    for (py::ssize_t j = 0; j < k; ++j)
-        if (net.data()[j] > counts.data()[j] || net.data()[j] < -counts.data()[j])
-            throw std::invalid_argument("|net| cannot exceed counts");
-    const std::size_t b = resample_count(n_resamples, "n_resamples");
-    const int threads = thread_count(n_threads);
-    truescore::SignFlipCounts c;
-    {
-        py::gil_scoped_release release;
-        c = truescore::sign_flip_monte_carlo_grouped(magnitudes.data(), counts.data(), net.data(),
-                                                     static_cast<std::size_t>(k), b, key0, key1,
-                                                     threads);
-    }
-    return counts_dict(c);
-}
-
 py::array_t<std::int64_t> binomial_sample(std::int64_t n, double p, std::int64_t size,
                                           std::uint64_t key0, std::uint64_t key1) {
     if (size < 0) throw std::invalid_argument("size must be non-negative");
@@ -175,7 +90,6 @@ py::array_t<std::int64_t> binomial_sample(std::int64_t n, double p, std::int64_t
 
 void bind_compare(py::module_& m) {
     m.attr("RESAMPLE_BLOCK") = truescore::kResampleBlock;
-    m.attr("MAX_EXACT_PAIRS") = truescore::kMaxExactPairs;
     m.def("bootstrap_means", &bootstrap_means, py::arg("diffs"), py::arg("n_bootstrap"),
           py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Means of n_bootstrap resamples (with replacement) of diffs; block k of 256 "
@@ -189,17 +103,7 @@ void bind_compare(py::module_& m) {
           py::kw_only(), py::arg("n_threads") = py::none(),
           "Bootstrap means of data holding counts[k] copies of values[k], one multinomial "
           "(K - 1 conditional binomials) per resample.");
-    m.def("sign_flip_monte_carlo_grouped", &sign_flip_monte_carlo_grouped, py::arg("magnitudes"),
-          py::arg("counts"), py::arg("net"), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
-          py::kw_only(), py::arg("n_threads") = py::none(),
-          "Sign-flip counts from grouped |differences| (popcount of random bits per group).");
     m.def("binomial_sample", &binomial_sample, py::arg("n"), py::arg("p"), py::arg("size"),
           py::arg("key0"), py::arg("key1"),
           "size Binomial(n, p) variates from Philox task 0 (the bootstrap's sampler; for tests).");
-    m.def("sign_flip_exact", &sign_flip_exact, py::arg("a"), py::arg("b"), py::kw_only(),
-          py::arg("n_threads") = py::none(),
-          "Exact sign-flip counts over all 2^n swap patterns (scipy's statistic and tie rule).");
-    m.def("sign_flip_monte_carlo", &sign_flip_monte_carlo, py::arg("diffs"), py::arg("n_resamples"),
-          py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
-          "Sign-flip counts over n_resamples random sign patterns of diffs.");
 }

@@ -184,36 +184,6 @@ py::array_t<double> did_bootstrap(const ArrayD& dp_e, const ArrayD& df_e, const 
     return out;
 }
 
-double sign_flip_count(const ArrayD& values, double threshold) {
-    require_ndim(values, 1, "values");
-    const std::size_t n = static_cast<std::size_t>(values.shape(0));
-    check_finite(values.data(), n, "values");
-    if (n > 40) throw std::invalid_argument("values: exact sign-flip enumeration needs at most 40 values; got " + std::to_string(n));
-    if (std::isnan(threshold)) throw std::invalid_argument("threshold must not be NaN");
-    double count;
-    {
-        py::gil_scoped_release release;
-        count = truescore::sign_flip_count_exact(values.data(), n, threshold);
-    }
-    return count;
-}
-
-std::int64_t sign_flip_count_monte_carlo(const ArrayD& values, double threshold, long long draws, std::uint64_t key0,
-                                         std::uint64_t key1, const py::object& n_threads) {
-    require_ndim(values, 1, "values");
-    const std::size_t n = static_cast<std::size_t>(values.shape(0));
-    check_finite(values.data(), n, "values");
-    if (std::isnan(threshold)) throw std::invalid_argument("threshold must not be NaN");
-    const std::size_t d = count_arg(draws, "draws");
-    const int threads = thread_count(n_threads);
-    std::int64_t count;
-    {
-        py::gil_scoped_release release;
-        count = truescore::sign_flip_count_monte_carlo(values.data(), n, threshold, d, key0, key1, threads);
-    }
-    return count;
-}
-
 }  // namespace
 
 void bind_resampling(py::module_& m) {
@@ -235,9 +205,4 @@ void bind_resampling(py::module_& m) {
           py::arg("df_u"), py::arg("u_offsets"), py::arg("shared_parents"), py::arg("replicates"), py::arg("key0"),
           py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "(replicates, models + 1, 3) bootstrap replicates of the public DiD, fresh DiD and visible gap.");
-    m.def("sign_flip_count", &sign_flip_count, py::arg("values"), py::arg("threshold"),
-          "Exact number of the 2^n sign vectors with |sum s_i x_i| >= threshold (n <= 40).");
-    m.def("sign_flip_count_monte_carlo", &sign_flip_count_monte_carlo, py::arg("values"), py::arg("threshold"),
-          py::arg("draws"), py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
-          "Number of random sign vectors (draw b from Philox task b) with |sum s_i x_i| >= threshold.");
 }

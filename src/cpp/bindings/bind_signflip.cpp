@@ -11,50 +11,146 @@
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
+using truescore::bindings::ArrayI64;
+using truescore::bindings::check_counts;
+using truescore::bindings::require_finite_nonempty;
 using truescore::bindings::require_ndim;
+using truescore::bindings::resample_count;
 using truescore::bindings::thread_count;
 
 namespace {
 
+py::dict counts_dict(const truescore::SignFlipCounts& c) {
+    py::dict out;
+    out["n_patterns"] = c.n_patterns;
+    out["count_greater"] = c.greater;
+    out["count_less"] = c.less;
+    out["count_two_sided"] = c.two_sided;
+    return out;
+}
+
+// Checks shared by sign_flip_counts and sign_flip_test; returns n.
+std::size_t check_patterns(const ArrayD& differences, bool exact, std::int64_t n_resamples,
+                           std::size_t exact_limit) {
+    require_finite_nonempty(differences, "differences");
+    const auto n = static_cast<std::size_t>(differences.shape(0));
+    if (exact && n > exact_limit)
+        throw std::invalid_argument("exact enumeration needs at most " + std::to_string(exact_limit) +
+                                    " differences; got " + std::to_string(n));
+    if (!exact) resample_count(n_resamples, "n_resamples");
+    return n;
+}
+
+py::dict sign_flip_counts(const ArrayD& differences, bool exact, std::int64_t n_resamples,
+                          std::uint64_t key0, std::uint64_t key1, const py::object& n_threads) {
+    const std::size_t n = check_patterns(differences, exact, n_resamples, truescore::kSignFlipMaxCount);
+    const int threads = thread_count(n_threads);
+    truescore::SignFlipCounts c;
+    {
+        py::gil_scoped_release release;
+        c = truescore::sign_flip_counts(differences.data(), n, exact, n_resamples, key0, key1, threads);
+    }
+    return counts_dict(c);
+}
+
 py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_resamples,
                         std::uint64_t key0, std::uint64_t key1, double alpha_tail,
                         const py::object& n_threads) {
-    require_ndim(differences, 1, "differences");
-    const auto n = static_cast<std::size_t>(differences.shape(0));
-    if (n == 0) throw std::invalid_argument("differences must be non-empty");
-    const double* d = differences.data();
-    for (std::size_t i = 0; i < n; ++i)
-        if (!std::isfinite(d[i])) throw std::invalid_argument("differences contains non-finite values");
-    if (exact && n > truescore::kSignFlipMaxExact)
-        throw std::invalid_argument("exact enumeration needs at most " +
-                                    std::to_string(truescore::kSignFlipMaxExact) +
-                                    " differences; got " + std::to_string(n));
-    if (!exact && n_resamples < 1)
-        throw std::invalid_argument("n_resamples must be at least 1; got " + std::to_string(n_resamples));
+    const std::size_t n = check_patterns(differences, exact, n_resamples, truescore::kSignFlipMaxInterval);
     if (!(alpha_tail > 0.0 && alpha_tail < 1.0))
         throw std::invalid_argument("alpha_tail must lie in (0, 1)");
     const int threads = thread_count(n_threads);
     truescore::SignFlipResult r{};
     {
         py::gil_scoped_release release;
-        r = truescore::sign_flip_test(d, n, exact, n_resamples, key0, key1, alpha_tail, threads);
+        r = truescore::sign_flip_test(differences.data(), n, exact, n_resamples, key0, key1, alpha_tail,
+                                      threads);
     }
-    py::dict out;
-    out["n_patterns"] = r.n_patterns;
-    out["count_greater"] = r.count_greater;
-    out["count_less"] = r.count_less;
-    out["count_two_sided"] = r.count_two_sided;
+    py::dict out = counts_dict(r.counts);
     out["lower"] = r.lower;
     out["upper"] = r.upper;
     return out;
 }
 
+py::dict sign_flip_monte_carlo_grouped(const ArrayD& magnitudes, const ArrayI64& counts,
+                                       const ArrayI64& net, std::int64_t n_resamples,
+                                       std::uint64_t key0, std::uint64_t key1,
+                                       const py::object& n_threads) {
+    require_ndim(magnitudes, 1, "magnitudes");
+    const py::ssize_t k = magnitudes.shape(0);
+    for (py::ssize_t j = 0; j < k; ++j)
+        if (!(std::isfinite(magnitudes.data()[j]) && magnitudes.data()[j] > 0.0))
+            throw std::invalid_argument("magnitudes must be finite and positive");
+    check_counts(counts, k, "counts");
+    require_ndim(net, 1, "net");
+    if (net.shape(0) != k) throw std::invalid_argument("net must have one entry per magnitude");
+    for (py::ssize_t j = 0; j < k; ++j)
+        if (net.data()[j] > counts.data()[j] || net.data()[j] < -counts.data()[j])
+            throw std::invalid_argument("|net| cannot exceed counts");
+    const std::size_t b = resample_count(n_resamples, "n_resamples");
+    const int threads = thread_count(n_threads);
+    truescore::SignFlipCounts c;
+    {
+        py::gil_scoped_release release;
+        c = truescore::sign_flip_grouped(magnitudes.data(), counts.data(), net.data(),
+                                         static_cast<std::size_t>(k), b, key0, key1, threads);
+    }
+    return counts_dict(c);
+}
+
+py::dict sign_flip_exact(const ArrayD& a, const ArrayD& b, const py::object& n_threads) {
+    require_finite_nonempty(a, "a");
+    require_finite_nonempty(b, "b");
+    if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
+    if (static_cast<std::size_t>(a.shape(0)) > truescore::kSignFlipMaxCount)
+        throw std::invalid_argument("exact enumeration supports at most " +
+                                    std::to_string(truescore::kSignFlipMaxCount) + " pairs");
+    const int threads = thread_count(n_threads);
+    truescore::SignFlipCounts c;
+    {
+        py::gil_scoped_release release;
+        c = truescore::sign_flip_exact_pairs(a.data(), b.data(), static_cast<std::size_t>(a.shape(0)),
+                                             threads);
+    }
+    return counts_dict(c);
+}
+
+double sign_flip_count(const ArrayD& values) {
+    require_finite_nonempty(values, "values");
+    const std::size_t n = static_cast<std::size_t>(values.shape(0));
+    if (n > truescore::kSignFlipMaxMeetInMiddle)
+        throw std::invalid_argument("values: exact sign-flip enumeration needs at most " +
+                                    std::to_string(truescore::kSignFlipMaxMeetInMiddle) +
+                                    " values; got " + std::to_string(n));
+    double count;
+    {
+        py::gil_scoped_release release;
+        count = truescore::sign_flip_count_two_sided(values.data(), n);
+    }
+    return count;
+}
+
 }  // namespace
 
 void bind_signflip(py::module_& m) {
+    m.attr("MAX_EXACT_PAIRS") = truescore::kSignFlipMaxCount;
+    m.def("sign_flip_counts", &sign_flip_counts, py::arg("differences"), py::kw_only(),
+          py::arg("exact"), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
+          py::arg("n_threads") = py::none(),
+          "Sign-flip counts (n_patterns, count_greater, count_less, count_two_sided) over all "
+          "2^n patterns or n_resamples random ones (block k of 256 from Philox task k).");
     m.def("sign_flip_test", &sign_flip_test, py::arg("differences"), py::kw_only(),
           py::arg("exact"), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
           py::arg("alpha_tail"), py::arg("n_threads") = py::none(),
-          "Paired sign-flip test: counts of flip patterns at least as extreme as the data "
-          "(identity included) and the test-inverted confidence bounds at alpha_tail.");
+          "sign_flip_counts plus the test-inverted confidence bounds (lower, upper) at alpha_tail.");
+    m.def("sign_flip_monte_carlo_grouped", &sign_flip_monte_carlo_grouped, py::arg("magnitudes"),
+          py::arg("counts"), py::arg("net"), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
+          py::kw_only(), py::arg("n_threads") = py::none(),
+          "Sign-flip counts from grouped |differences| (popcount of random bits per group).");
+    m.def("sign_flip_exact", &sign_flip_exact, py::arg("a"), py::arg("b"), py::kw_only(),
+          py::arg("n_threads") = py::none(),
+          "Exact sign-flip counts over all 2^n swap patterns (scipy's statistic and tie rule).");
+    m.def("sign_flip_count", &sign_flip_count, py::arg("values"),
+          "Exact number of the 2^n sign vectors with |sum s_i x_i| >= |sum x_i| (ties within "
+          "the rounding tolerance), n <= 40.");
 }

@@ -2,16 +2,12 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <stdexcept>
 #include <vector>
 
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
-#include "truescore/summation.hpp"
 
 namespace truescore {
 namespace {
@@ -175,34 +171,6 @@ std::size_t min_blocks_per_thread(std::size_t work_per_resample) {
     return std::max<std::size_t>(1, 200000 / per_block);
 }
 
-double with_sign(std::uint64_t bits, std::uint64_t flip) {
-    bits ^= flip << 63;
-    double v;
-    std::memcpy(&v, &bits, sizeof v);
-    return v;
-}
-
-// sum_i s_i d_i where s_i = -1 when bit i of the pattern is set. The pattern arrives one
-// 64-bit word at a time from next_word(); four accumulators in a fixed order.
-template <class NextWord>
-double signed_sum(const std::uint64_t* dbits, std::size_t n, NextWord next_word) {
-    double acc[4] = {0.0, 0.0, 0.0, 0.0};
-    for (std::size_t base = 0; base < n; base += 64) {
-        const std::uint64_t w = next_word();
-        const std::size_t len = std::min<std::size_t>(64, n - base);
-        const std::uint64_t* chunk = dbits + base;
-        std::size_t j = 0;
-        for (; j + 4 <= len; j += 4) {
-            acc[0] += with_sign(chunk[j], (w >> j) & 1);
-            acc[1] += with_sign(chunk[j + 1], (w >> (j + 1)) & 1);
-            acc[2] += with_sign(chunk[j + 2], (w >> (j + 2)) & 1);
-            acc[3] += with_sign(chunk[j + 3], (w >> (j + 3)) & 1);
-        }
-        for (; j < len; ++j) acc[j & 3] += with_sign(chunk[j], (w >> j) & 1);
-    }
-    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
-}
-
 }  // namespace
 
 void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::uint64_t key0,
@@ -292,115 +260,6 @@ void binomial_sample(std::int64_t n, double p, std::size_t size, std::uint64_t k
     if (n < 0 || !(p >= 0.0 && p <= 1.0)) throw std::invalid_argument("need n >= 0 and p in [0, 1]");
     Philox gen = Philox::for_task(key0, key1, 0);
     for (std::size_t i = 0; i < size; ++i) out[i] = binomial(gen, n, p);
-}
-
-SignFlipCounts sign_flip_monte_carlo_grouped(const double* magnitudes, const std::int64_t* counts,
-                                             const std::int64_t* net, std::size_t k,
-                                             std::size_t n_resamples, std::uint64_t key0,
-                                             std::uint64_t key1, int n_threads) {
-    std::size_t words = 0;
-    for (std::size_t j = 0; j < k; ++j) {
-        if (counts[j] < 1) throw std::invalid_argument("counts must be positive");
-        words += static_cast<std::size_t>((counts[j] + 63) / 64);
-    }
-    SignFlipCounts result;
-    double observed = 0.0;
-    for (std::size_t j = 0; j < k; ++j) observed += magnitudes[j] * static_cast<double>(net[j]);
-    result.observed = observed;
-    const double tolerance = std::fabs(100.0 * std::numeric_limits<double>::epsilon() * observed);
-    const double upper = observed + tolerance, lower = observed - tolerance;
-    std::atomic<std::int64_t> at_most{0}, at_least{0};
-    parallel_for_blocks(n_blocks(n_resamples), n_threads, min_blocks_per_thread(8 * words + k),
-                        [&](std::size_t first, std::size_t last) {
-        std::int64_t le = 0, ge = 0;
-        for (std::size_t block = first; block < last; ++block) {
-            Philox gen = Philox::for_task(key0, key1, block);
-            const std::size_t r_end = std::min(n_resamples, (block + 1) * kResampleBlock);
-            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
-                double s = 0.0;
-                for (std::size_t j = 0; j < k; ++j) {
-                    std::int64_t left = counts[j], flips = 0;
-                    for (; left >= 64; left -= 64) flips += __builtin_popcountll(gen.next_u64());
-                    if (left > 0)
-                        flips += __builtin_popcountll(gen.next_u64() & ((std::uint64_t{1} << left) - 1));
-                    s += magnitudes[j] * static_cast<double>(counts[j] - 2 * flips);
-                }
-                le += s <= upper;
-                ge += s >= lower;
-            }
-        }
-        at_most += le;
-        at_least += ge;
-    });
-    result.at_most = at_most.load();
-    result.at_least = at_least.load();
-    result.total = static_cast<std::int64_t>(n_resamples);
-    return result;
-}
-
-SignFlipCounts sign_flip_exact(const double* a, const double* b, std::size_t n, int n_threads) {
-    if (n == 0 || n > kMaxExactPairs)
-        throw std::invalid_argument("exact sign-flip enumeration needs 1 to 30 pairs");
-    const double dn = static_cast<double>(n);
-    // mean(x) - mean(y) with x_i = b_i, y_i = a_i where bit i of the pattern is set.
-    auto statistic = [&](std::uint64_t pattern) {
-        const double sx = 0.0 + pairwise_sum(n, [&](std::size_t i) { return (pattern >> i) & 1 ? b[i] : a[i]; });
-        const double sy = 0.0 + pairwise_sum(n, [&](std::size_t i) { return (pattern >> i) & 1 ? a[i] : b[i]; });
-        return sx / dn - sy / dn;
-    };
-    SignFlipCounts result;
-    result.observed = statistic(0);
-    const double tolerance = std::fabs(100.0 * std::numeric_limits<double>::epsilon() * result.observed);
-    const double upper = result.observed + tolerance, lower = result.observed - tolerance;
-    const std::uint64_t total = std::uint64_t{1} << n;
-    std::atomic<std::int64_t> at_most{0}, at_least{0};
-    parallel_for_blocks(static_cast<std::size_t>(total), n_threads,
-                        std::max<std::size_t>(1, 100000 / n),
-                        [&](std::size_t first, std::size_t last) {
-        std::int64_t le = 0, ge = 0;
-        for (std::size_t p = first; p < last; ++p) {
-            const double s = statistic(p);
-            le += s <= upper;
-            ge += s >= lower;
-        }
-        at_most += le;
-        at_least += ge;
-    });
-    result.at_most = at_most.load();
-    result.at_least = at_least.load();
-    result.total = static_cast<std::int64_t>(total);
-    return result;
-}
-
-SignFlipCounts sign_flip_monte_carlo(const double* d, std::size_t n, std::size_t n_resamples,
-                                     std::uint64_t key0, std::uint64_t key1, int n_threads) {
-    if (n == 0) throw std::invalid_argument("sign-flip test needs at least one pair");
-    std::vector<std::uint64_t> dbits(n);
-    std::memcpy(dbits.data(), d, n * sizeof(double));
-    SignFlipCounts result;
-    result.observed = signed_sum(dbits.data(), n, [] { return std::uint64_t{0}; });
-    const double tolerance = std::fabs(100.0 * std::numeric_limits<double>::epsilon() * result.observed);
-    const double upper = result.observed + tolerance, lower = result.observed - tolerance;
-    std::atomic<std::int64_t> at_most{0}, at_least{0};
-    parallel_for_blocks(n_blocks(n_resamples), n_threads, min_blocks_per_thread(n),
-                        [&](std::size_t first, std::size_t last) {
-        std::int64_t le = 0, ge = 0;
-        for (std::size_t block = first; block < last; ++block) {
-            Philox gen = Philox::for_task(key0, key1, block);
-            const std::size_t r_end = std::min(n_resamples, (block + 1) * kResampleBlock);
-            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
-                const double s = signed_sum(dbits.data(), n, [&gen] { return gen.next_u64(); });
-                le += s <= upper;
-                ge += s >= lower;
-            }
-        }
-        at_most += le;
-        at_least += ge;
-    });
-    result.at_most = at_most.load();
-    result.at_least = at_least.load();
-    result.total = static_cast<std::int64_t>(n_resamples);
-    return result;
 }
 
 }  // namespace truescore

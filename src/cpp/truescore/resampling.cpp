@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -281,65 +280,6 @@ void did_replicates(const double* dp_e, const double* df_e, const std::int64_t* 
             for (int q = 0; q < 3; ++q) o[n_models * 3 + q] = pooled[q] / static_cast<double>(n_models);
         }
     });
-}
-
-// ---------------------------------------------------------------------------------------
-// Sign flips
-// ---------------------------------------------------------------------------------------
-
-namespace {
-
-// All 2^count signed sums of x[0..count): entry `mask` has +x_i where bit i is set.
-std::vector<double> signed_sums(const double* x, std::size_t count) {
-    const std::size_t total = std::size_t{1} << count;
-    std::vector<double> sums(total);
-    for (std::size_t mask = 0; mask < total; ++mask) {
-        double acc = 0.0;
-        for (std::size_t i = 0; i < count; ++i) acc += ((mask >> i) & 1U) ? x[i] : -x[i];
-        sums[mask] = acc;
-    }
-    return sums;
-}
-
-}  // namespace
-
-double sign_flip_count_exact(const double* x, std::size_t n, double threshold) {
-    if (n > 40) throw std::invalid_argument("exact sign-flip enumeration needs n <= 40");
-    const double all = std::ldexp(1.0, static_cast<int>(n));
-    if (!(threshold > 0.0)) return all;
-    const std::size_t h = n / 2;
-    const std::vector<double> left = signed_sums(x, h);
-    std::vector<double> right = signed_sums(x + h, n - h);
-    std::sort(right.begin(), right.end());
-    double count = 0.0;
-    for (const double a : left) {
-        // |a + r| >= t  <=>  r >= t - a  or  r <= -t - a (disjoint for t > 0).
-        const auto hi = std::lower_bound(right.begin(), right.end(), threshold - a);
-        const auto lo = std::upper_bound(right.begin(), right.end(), -threshold - a);
-        count += static_cast<double>(right.end() - hi) + static_cast<double>(lo - right.begin());
-    }
-    return count;
-}
-
-std::int64_t sign_flip_count_monte_carlo(const double* x, std::size_t n, double threshold,
-                                         std::size_t draws, std::uint64_t key0,
-                                         std::uint64_t key1, int n_threads) {
-    std::vector<std::uint8_t> hit(draws);
-    parallel_for_blocks(draws, n_threads, 256, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t b = begin; b < end; ++b) {
-            Philox gen = Philox::for_task(key0, key1, b);
-            double acc = 0.0;
-            std::uint64_t word = 0;
-            for (std::size_t i = 0; i < n; ++i) {
-                if (i % 64 == 0) word = gen.next_u64();
-                acc += ((word >> (i % 64)) & 1U) ? x[i] : -x[i];
-            }
-            hit[b] = std::fabs(acc) >= threshold;
-        }
-    });
-    std::int64_t count = 0;
-    for (const auto v : hit) count += v;
-    return count;
 }
 
 }  // namespace truescore

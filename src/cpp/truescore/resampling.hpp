@@ -1,7 +1,6 @@
 // Resampling kernels: the cross-model pattern permutation null, the finite-population
 // bootstraps (Rao-Wu rescaling and Booth-Butler-Hall pseudo-population), the
-// difference-in-differences bootstrap over parents, and the exact sign-flip count for
-// seed-paired contrasts.
+// difference-in-differences bootstrap over parents (seed-paired contrasts use signflip.hpp).
 //
 // Every randomised kernel draws replicate (or permutation) b from its own Philox stream,
 // Philox::for_task(key0, key1, b), so a result never depends on the thread count, and a
@@ -99,21 +98,5 @@ void did_replicates(const double* dp_e, const double* df_e, const std::int64_t* 
                     const double* dp_u, const double* df_u, const std::int64_t* u_off,
                     std::size_t n_models, bool shared_parents, std::size_t replicates,
                     std::uint64_t key0, std::uint64_t key1, int n_threads, double* out);
-
-// ---------------------------------------------------------------------------------------
-// Sign-flip counts for seed-paired contrasts
-// ---------------------------------------------------------------------------------------
-
-// Exact number of the 2^n sign vectors s with |sum_i s_i x_i| >= threshold, n <= 40, by
-// meet in the middle: all 2^h sums of the first h = n / 2 values against the sorted
-// 2^(n-h) sums of the rest. Returned as a double (exact below 2^53).
-double sign_flip_count_exact(const double* x, std::size_t n, double threshold);
-
-// Monte Carlo: number of draws b in [0, draws) with |sum_i s_i x_i| >= threshold, where
-// s_i = +1 if bit (i mod 64) of the (i / 64)-th raw word of stream b is set, else -1,
-// and the sum is sequential in i.
-std::int64_t sign_flip_count_monte_carlo(const double* x, std::size_t n, double threshold,
-                                         std::size_t draws, std::uint64_t key0,
-                                         std::uint64_t key1, int n_threads);
 
 }  // namespace truescore

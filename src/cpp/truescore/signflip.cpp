@@ -1,109 +1,189 @@
 #include "truescore/signflip.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
+#include "truescore/summation.hpp"
 
 namespace truescore {
 
 namespace {
 
-struct Counts {
-    std::int64_t greater = 0, less = 0, two_sided = 0, k0 = 0;
+struct Tally {
+    std::int64_t greater = 0, less = 0, two_sided = 0;
 };
 
-// Classify one pattern from the sum of its flipped differences and how many it flips;
-// writes the pattern's critical mean (NaN for the identity-like pattern with nothing
-// flipped, which counts for every mu).
-inline void classify(double flipped_sum, std::size_t k, double total, double tol, Counts& c,
-                     double* critical) {
-    if (k == 0) {
-        ++c.greater;
-        ++c.less;
-        ++c.two_sided;
-        ++c.k0;
-        *critical = std::numeric_limits<double>::quiet_NaN();
-        return;
+// A pattern with statistic t against the observed one, ties within tol.
+inline void tally_statistic(double t, double observed, double tol, Tally& c) {
+    c.greater += t >= observed - tol;
+    c.less += t <= observed + tol;
+    c.two_sided += std::fabs(t) >= std::fabs(observed) - tol;
+}
+
+// A pattern with flipped sum f (T(s) = total - 2 f), ties within tol of the flipped sum.
+inline void tally_flipped(double f, double total, double tol, Tally& c) {
+    c.greater += f <= tol;
+    c.less += f >= -tol;
+    c.two_sided += std::fabs(total - 2.0 * f) >= std::fabs(total) - 2.0 * tol;
+}
+
+double tolerance(std::int64_t nonzero, double abs_sum) {
+    return 8.0 * static_cast<double>(nonzero) * DBL_EPSILON * abs_sum;
+}
+
+void require_exact_size(std::size_t n, std::size_t limit) {
+    if (n == 0 || n > limit)
+        throw std::invalid_argument("exact sign-flip enumeration needs 1 to " + std::to_string(limit) +
+                                    " values; got " + std::to_string(n));
+}
+
+// Calls visit(p, gen, tally) for every pattern p in [0, n_patterns); gen is the Philox
+// stream of block p / kSignFlipBlock, read by the block's patterns in order. Blocks are
+// split over threads by index; per-thread integer counts are summed (order-free).
+template <class Visit>
+SignFlipCounts visit_patterns(std::size_t n_patterns, std::uint64_t key0, std::uint64_t key1,
+                              int n_threads, std::size_t work_per_pattern, Visit visit) {
+    const std::size_t n_blocks = (n_patterns + kSignFlipBlock - 1) / kSignFlipBlock;
+    // Blocks per thread below which a thread costs more than it saves (~2e5 steps).
+    const std::size_t min_blocks =
+        std::max<std::size_t>(1, 200000 / (kSignFlipBlock * std::max<std::size_t>(1, work_per_pattern)));
+    std::atomic<std::int64_t> greater{0}, less{0}, two_sided{0};
+    parallel_for_blocks(n_blocks, resolve_threads(n_threads), min_blocks,
+                        [&](std::size_t first, std::size_t last) {
+        Tally c;
+        for (std::size_t block = first; block < last; ++block) {
+            Philox gen = Philox::for_task(key0, key1, block);
+            const std::size_t p_end = std::min(n_patterns, (block + 1) * kSignFlipBlock);
+            for (std::size_t p = block * kSignFlipBlock; p < p_end; ++p) visit(p, gen, c);
+        }
+        greater += c.greater;
+        less += c.less;
+        two_sided += c.two_sided;
+    });
+    SignFlipCounts out;
+    out.n_patterns = static_cast<std::int64_t>(n_patterns);
+    out.greater = greater.load();
+    out.less = less.load();
+    out.two_sided = two_sided.load();
+    return out;
+}
+
+struct Flipped {
+    double sum;     // f_S, four accumulators in a fixed order
+    std::size_t k;  // |S|
+};
+
+// d (as raw bits) if bit is 1, else +0.0: branchless, since the bits are random.
+inline double masked(std::uint64_t dbits, std::uint64_t bit) {
+    const std::uint64_t v = dbits & (std::uint64_t{0} - bit);
+    double out;
+    std::memcpy(&out, &v, sizeof out);
+    return out;
+}
+
+// The flipped sum of a pattern whose bit string arrives one 64-bit word at a time; dbits
+// holds the differences' raw bits.
+template <class NextWord>
+Flipped flipped_sum(const std::uint64_t* dbits, std::size_t n, NextWord next_word) {
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    std::size_t k = 0;
+    for (std::size_t base = 0; base < n; base += 64) {
+        const std::uint64_t w = next_word();
+        const std::size_t len = std::min<std::size_t>(64, n - base);
+        k += static_cast<std::size_t>(
+            __builtin_popcountll(len == 64 ? w : w & ((std::uint64_t{1} << len) - 1)));
+        const std::uint64_t* chunk = dbits + base;
+        std::size_t j = 0;
+        for (; j + 4 <= len; j += 4) {
+            acc[0] += masked(chunk[j], (w >> j) & 1);
+            acc[1] += masked(chunk[j + 1], (w >> (j + 1)) & 1);
+            acc[2] += masked(chunk[j + 2], (w >> (j + 2)) & 1);
+            acc[3] += masked(chunk[j + 3], (w >> (j + 3)) & 1);
+        }
+        for (; j < len; ++j) acc[j & 3] += masked(chunk[j], (w >> j) & 1);
     }
-    if (flipped_sum <= tol) ++c.greater;
-    if (flipped_sum >= -tol) ++c.less;
-    if (std::fabs(total - 2.0 * flipped_sum) >= std::fabs(total) - 2.0 * tol) ++c.two_sided;
-    *critical = flipped_sum / static_cast<double>(k);
+    return Flipped{(acc[0] + acc[1]) + (acc[2] + acc[3]), k};
+}
+
+// Pattern p's flipped sum: its bits are p (exact) or the next words of gen.
+inline Flipped pattern_flipped_sum(const std::uint64_t* dbits, std::size_t n, bool exact,
+                                   std::size_t p, Philox& gen) {
+    if (exact) return flipped_sum(dbits, n, [p] { return static_cast<std::uint64_t>(p); });
+    return flipped_sum(dbits, n, [&gen] { return gen.next_u64(); });
+}
+
+// Everything sign_flip_counts and sign_flip_test need from the data; critical (may be
+// null) receives each pattern's m_S (NaN when nothing is flipped).
+SignFlipCounts count_patterns(const double* d, std::size_t n, bool exact, std::int64_t n_resamples,
+                              std::uint64_t key0, std::uint64_t key1, int n_threads,
+                              double* critical) {
+    if (n == 0) throw std::invalid_argument("sign-flip test needs at least one difference");
+    if (exact) require_exact_size(n, kSignFlipMaxCount);
+    if (!exact && n_resamples < 1) throw std::invalid_argument("n_resamples must be at least 1");
+    double total = 0.0;
+    for (std::size_t i = 0; i < n; ++i) total += d[i];
+    const double tol = sign_flip_tolerance(d, n);
+    std::vector<std::uint64_t> dbits(n);
+    std::memcpy(dbits.data(), d, n * sizeof(double));
+    const std::size_t n_patterns =
+        exact ? (std::size_t{1} << n) : static_cast<std::size_t>(n_resamples);
+    return visit_patterns(n_patterns, key0, key1, n_threads, n,
+                          [&](std::size_t p, Philox& gen, Tally& c) {
+        const Flipped f = pattern_flipped_sum(dbits.data(), n, exact, p, gen);
+        tally_flipped(f.sum, total, tol, c);
+        if (critical)
+            critical[p] = f.k == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                   : f.sum / static_cast<double>(f.k);
+    });
 }
 
 }  // namespace
 
+double sign_flip_tolerance(const double* d, std::size_t n) {
+    double abs_sum = 0.0;
+    std::int64_t nonzero = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        abs_sum += std::fabs(d[i]);
+        nonzero += d[i] != 0.0;
+    }
+    return tolerance(nonzero, abs_sum);
+}
+
+SignFlipCounts sign_flip_counts(const double* d, std::size_t n, bool exact,
+                                std::int64_t n_resamples, std::uint64_t key0,
+                                std::uint64_t key1, int n_threads) {
+    return count_patterns(d, n, exact, n_resamples, key0, key1, n_threads, nullptr);
+}
+
 SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
                               std::int64_t n_resamples, std::uint64_t key0, std::uint64_t key1,
                               double alpha_tail, int n_threads) {
-    double total = 0.0, abs_total = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-        total += d[i];
-        abs_total += std::fabs(d[i]);
-    }
-    const double tol = 8.0 * static_cast<double>(n) * DBL_EPSILON * abs_total;
-
+    if (exact) require_exact_size(n, kSignFlipMaxInterval);
     const std::size_t n_patterns =
-        exact ? (std::size_t{1} << n) : static_cast<std::size_t>(n_resamples);
+        exact ? (std::size_t{1} << n) : static_cast<std::size_t>(std::max<std::int64_t>(n_resamples, 0));
     std::vector<double> critical(n_patterns);
-    const int threads = resolve_threads(n_threads);
+    const SignFlipCounts counts =
+        count_patterns(d, n, exact, n_resamples, key0, key1, n_threads, critical.data());
 
-    // Work is split in fixed blocks of patterns; each block keeps its own counts, summed
-    // in block order afterwards (integer sums: order would not matter anyway).
-    const std::size_t block = static_cast<std::size_t>(kSignFlipBlock);
-    const std::size_t n_blocks = (n_patterns + block - 1) / block;
-    std::vector<Counts> per_block(n_blocks);
-    const std::size_t words = (n + 63) / 64;
-
-    parallel_for_blocks(n_blocks, threads, 4, [&](std::size_t b0, std::size_t b1) {
-        std::vector<std::uint64_t> bits(words);
-        for (std::size_t blk = b0; blk < b1; ++blk) {
-            Counts c;
-            const std::size_t first = blk * block;
-            const std::size_t last = std::min(n_patterns, first + block);
-            Philox gen = Philox::for_task(key0, key1, static_cast<std::uint64_t>(blk));
-            for (std::size_t p = first; p < last; ++p) {
-                if (exact) {
-                    bits[0] = static_cast<std::uint64_t>(p);
-                } else {
-                    for (std::size_t w = 0; w < words; ++w) bits[w] = gen.next_u64();
-                }
-                double flipped = 0.0;
-                std::size_t k = 0;
-                for (std::size_t i = 0; i < n; ++i) {
-                    if ((bits[i >> 6] >> (i & 63)) & 1u) {
-                        flipped += d[i];
-                        ++k;
-                    }
-                }
-                classify(flipped, k, total, tol, c, &critical[p]);
-            }
-            per_block[blk] = c;
-        }
-    });
-
-    Counts sum;
-    for (const Counts& c : per_block) {
-        sum.greater += c.greater;
-        sum.less += c.less;
-        sum.two_sided += c.two_sided;
-        sum.k0 += c.k0;
-    }
-
-    // p(mu) = (base + k0 + #{m_S <= mu}) / N for "greater"; the confidence set
-    // {mu : p(mu) > alpha_tail} is [r-th smallest m_S, inf) with r below.
+    // p(mu) = (base + k0 + #{m_S <= mu}) / N for "greater", k0 the patterns flipping
+    // nothing (they count for every mu); the confidence set {mu : p(mu) > alpha_tail} is
+    // [r-th smallest m_S, inf) with r below.
     critical.erase(std::remove_if(critical.begin(), critical.end(),
                                   [](double v) { return std::isnan(v); }),
                    critical.end());
+    const auto k0 = static_cast<std::int64_t>(n_patterns - critical.size());
     const std::int64_t base = exact ? 0 : 1;
     const double big_n = static_cast<double>(n_patterns) + static_cast<double>(base);
-    const std::int64_t r =
-        static_cast<std::int64_t>(std::floor(alpha_tail * big_n)) + 1 - base - sum.k0;
+    const std::int64_t r = static_cast<std::int64_t>(std::floor(alpha_tail * big_n)) + 1 - base - k0;
     const double inf = std::numeric_limits<double>::infinity();
     double lower = -inf, upper = inf;
     const auto m = static_cast<std::int64_t>(critical.size());
@@ -113,8 +193,93 @@ SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
         std::nth_element(critical.begin(), critical.begin() + (m - r), critical.end());
         upper = critical[static_cast<std::size_t>(m - r)];
     }
-    return SignFlipResult{static_cast<std::int64_t>(n_patterns), sum.greater, sum.less,
-                          sum.two_sided, lower, upper};
+    return SignFlipResult{counts, lower, upper};
+}
+
+SignFlipCounts sign_flip_grouped(const double* magnitudes, const std::int64_t* counts,
+                                 const std::int64_t* net, std::size_t k,
+                                 std::size_t n_resamples, std::uint64_t key0,
+                                 std::uint64_t key1, int n_threads) {
+    std::size_t words = 0;
+    std::int64_t nonzero = 0;
+    double abs_sum = 0.0, observed = 0.0;
+    for (std::size_t j = 0; j < k; ++j) {
+        if (counts[j] < 1) throw std::invalid_argument("counts must be positive");
+        words += static_cast<std::size_t>((counts[j] + 63) / 64);
+        nonzero += counts[j];
+        abs_sum += magnitudes[j] * static_cast<double>(counts[j]);
+        observed += magnitudes[j] * static_cast<double>(net[j]);
+    }
+    // In units of the statistic T = total - 2 f the tolerance doubles.
+    const double tol = 2.0 * tolerance(nonzero, abs_sum);
+    return visit_patterns(n_resamples, key0, key1, n_threads, 8 * words + k,
+                          [&](std::size_t, Philox& gen, Tally& c) {
+        double s = 0.0;
+        for (std::size_t j = 0; j < k; ++j) {
+            std::int64_t left = counts[j], flips = 0;
+            for (; left >= 64; left -= 64) flips += __builtin_popcountll(gen.next_u64());
+            if (left > 0) flips += __builtin_popcountll(gen.next_u64() & ((std::uint64_t{1} << left) - 1));
+            s += magnitudes[j] * static_cast<double>(counts[j] - 2 * flips);
+        }
+        tally_statistic(s, observed, tol, c);
+    });
+}
+
+SignFlipCounts sign_flip_exact_pairs(const double* a, const double* b, std::size_t n,
+                                     int n_threads) {
+    require_exact_size(n, kSignFlipMaxCount);
+    const double dn = static_cast<double>(n);
+    // mean(x) - mean(y) with x_i = b_i, y_i = a_i where bit i of the pattern is set.
+    auto statistic = [&](std::uint64_t pattern) {
+        const double sx = 0.0 + pairwise_sum(n, [&](std::size_t i) { return (pattern >> i) & 1 ? b[i] : a[i]; });
+        const double sy = 0.0 + pairwise_sum(n, [&](std::size_t i) { return (pattern >> i) & 1 ? a[i] : b[i]; });
+        return sx / dn - sy / dn;
+    };
+    const double observed = statistic(0);
+    const double tol = std::fabs(100.0 * std::numeric_limits<double>::epsilon() * observed);
+    return visit_patterns(std::size_t{1} << n, 0, 0, n_threads, 2 * n,
+                          [&](std::size_t p, Philox&, Tally& c) {
+        tally_statistic(statistic(p), observed, tol, c);
+    });
+}
+
+namespace {
+
+// All 2^count signed sums of x[0..count): entry `mask` has +x_i where bit i is set.
+std::vector<double> signed_sums(const double* x, std::size_t count) {
+    const std::size_t total = std::size_t{1} << count;
+    std::vector<double> sums(total);
+    for (std::size_t mask = 0; mask < total; ++mask) {
+        double acc = 0.0;
+        for (std::size_t i = 0; i < count; ++i) acc += ((mask >> i) & 1U) ? x[i] : -x[i];
+        sums[mask] = acc;
+    }
+    return sums;
+}
+
+}  // namespace
+
+double sign_flip_count_two_sided(const double* x, std::size_t n) {
+    if (n > kSignFlipMaxMeetInMiddle)
+        throw std::invalid_argument("exact sign-flip counting needs n <= " +
+                                    std::to_string(kSignFlipMaxMeetInMiddle));
+    double total = 0.0;
+    for (std::size_t i = 0; i < n; ++i) total += x[i];
+    const double threshold = std::fabs(total) - 2.0 * sign_flip_tolerance(x, n);
+    const double all = std::ldexp(1.0, static_cast<int>(n));
+    if (!(threshold > 0.0)) return all;
+    const std::size_t h = n / 2;
+    const std::vector<double> left = signed_sums(x, h);
+    std::vector<double> right = signed_sums(x + h, n - h);
+    std::sort(right.begin(), right.end());
+    double count = 0.0;
+    for (const double a : left) {
+        // |a + r| >= t  <=>  r >= t - a  or  r <= -t - a (disjoint for t > 0).
+        const auto hi = std::lower_bound(right.begin(), right.end(), threshold - a);
+        const auto lo = std::upper_bound(right.begin(), right.end(), -threshold - a);
+        count += static_cast<double>(right.end() - hi) + static_cast<double>(lo - right.begin());
+    }
+    return count;
 }
 
 }  // namespace truescore

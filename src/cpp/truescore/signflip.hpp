@@ -1,19 +1,34 @@
-// The paired sign-flip (randomization) test of a mean difference, and the confidence
-// bounds obtained by inverting it.
+// Sign-flip (paired randomization) tests: the one module that enumerates or samples sign
+// patterns and counts those at least as extreme as the data. Used by compare's
+// paired_permutation, pacost's paired_confidence_test and resampling's seed_contrast.
 //
-// Under the null that each paired difference d_i is symmetric about mu, flipping the
-// sign of any subset of the centred differences leaves their joint law unchanged. For
-// a flip pattern s (a subset S of indices flipped), T(s) = sum_i s_i (d_i - mu) and
+// Under the null that each paired difference d_i is symmetric about 0, flipping the sign
+// of any subset S of the differences leaves their joint law unchanged. With
+// T(s) = sum_i s_i d_i and f_S = sum_{i in S} d_i the pattern's flipped sum,
+// T(s) = T(identity) - 2 f_S, so
 //
-//     T(s) >= T(identity)   <=>   sum_{i in S} d_i <= |S| mu,
+//     T(s) >= T(identity)  <=>  f_S <= 0,     T(s) <= T(identity)  <=>  f_S >= 0.
 //
-// so a pattern supports "greater" at every mu at or above the mean of its flipped
-// differences, m_S = sum_{i in S} d_i / |S|. The p-value at mu is a count of such
-// patterns, and the confidence bounds are order statistics of the m_S.
+// Patterns. Pattern p flips d_i when bit i of its bit string is set. Exact: p runs over
+// all 2^n patterns and its bit string is p itself. Monte Carlo: patterns are grouped in
+// blocks of kSignFlipBlock; block k draws from Philox::for_task(key0, key1, k), and each
+// pattern of the block takes the next ceil(n / 64) raw words, bit i being bit (i mod 64)
+// of word i / 64. So every count depends only on (data, key, number of patterns), never on
+// the thread count, and a NumPy reference reading numpy.random.Philox(key=[key0, key1],
+// counter=[0, 0, k, 0]) rebuilds every pattern. Monte Carlo counts include no identity:
+// callers use (1 + count) / (n_patterns + 1).
 //
-// Exact: all 2^n patterns (n <= kMaxExact). Monte Carlo: n_resamples random patterns,
-// p = (1 + count) / (n_resamples + 1). Resample b draws its signs from the Philox stream
-// of task b / kSignFlipBlock, so results do not depend on the thread count.
+// Ties (one rule): a pattern counts as at least as extreme when it is within the rounding
+// error of any signed sum of the data, tol = 8 m eps sum_i |d_i| (m = number of nonzero
+// d_i), in favour of the null (a larger p): "greater" is f_S <= tol, "less" f_S >= -tol,
+// "two-sided" |T(s)| >= |T(identity)| - 2 tol. The one exception is
+// sign_flip_exact_pairs, which reproduces scipy.stats.permutation_test (and so
+// truescore 0.7.4) bit for bit and therefore uses scipy's statistic and tie rule.
+//
+// Exact-size limits, one per exact algorithm, set by what it must visit or hold:
+// enumeration that stores a value per pattern (the confidence bounds) 2^20; enumeration
+// that only counts 2^30 (each pattern an O(n) evaluation); meet-in-the-middle counting of
+// the two-sided statistic 2 x 2^20 sums (n <= 40).
 #pragma once
 
 #include <cstddef>
@@ -21,23 +36,63 @@
 
 namespace truescore {
 
-inline constexpr std::size_t kSignFlipMaxExact = 20;
-inline constexpr std::int64_t kSignFlipBlock = 256;
+// Patterns per Philox stream (part of the reproducibility contract).
+inline constexpr std::size_t kSignFlipBlock = 256;
+inline constexpr std::size_t kSignFlipMaxInterval = 20;      // sign_flip_test, exact
+inline constexpr std::size_t kSignFlipMaxCount = 30;         // sign_flip_counts / _exact_pairs
+inline constexpr std::size_t kSignFlipMaxMeetInMiddle = 40;  // sign_flip_count_two_sided
 
-struct SignFlipResult {
-    std::int64_t n_patterns;       // 2^n (exact) or n_resamples (Monte Carlo)
-    std::int64_t count_greater;    // patterns with T(s) >= T(identity), identity included
-    std::int64_t count_less;       // patterns with T(s) <= T(identity)
-    std::int64_t count_two_sided;  // patterns with |T(s)| >= |T(identity)|
-    double lower;                  // lower confidence bound at tail level alpha_tail (-inf if none)
-    double upper;                  // upper confidence bound at tail level alpha_tail (+inf if none)
+// The tie tolerance above: 8 m eps sum |d_i|.
+double sign_flip_tolerance(const double* d, std::size_t n);
+
+struct SignFlipCounts {
+    std::int64_t n_patterns = 0;  // 2^n (exact) or the Monte Carlo draws
+    std::int64_t greater = 0;     // patterns with T(s) >= T(identity) (within the tolerance)
+    std::int64_t less = 0;        // patterns with T(s) <= T(identity)
+    std::int64_t two_sided = 0;   // patterns with |T(s)| >= |T(identity)|
 };
 
-// d: n finite differences (n >= 1; n <= kSignFlipMaxExact when exact). alpha_tail in
-// (0, 1): each bound is the one-sided bound of level 1 - alpha_tail. Ties are decided
-// with a tolerance of 8 n eps sum|d_i|, counted in favour of the null (a larger p).
+struct SignFlipResult {
+    SignFlipCounts counts;
+    double lower;  // lower confidence bound at tail level alpha_tail (-inf if none)
+    double upper;  // upper confidence bound at tail level alpha_tail (+inf if none)
+};
+
+// Counts over all 2^n patterns (exact, n <= kSignFlipMaxCount) or n_resamples random
+// ones. d: n >= 1 finite differences.
+SignFlipCounts sign_flip_counts(const double* d, std::size_t n, bool exact,
+                                std::int64_t n_resamples, std::uint64_t key0,
+                                std::uint64_t key1, int n_threads);
+
+// The same counts plus the confidence bounds obtained by inverting the test in a shift mu
+// (exact: n <= kSignFlipMaxInterval). A pattern S supports "greater" at every mu at or
+// above m_S = f_S / |S|, so the bounds are order statistics of the m_S: each is the
+// one-sided bound of level 1 - alpha_tail, alpha_tail in (0, 1).
 SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
                               std::int64_t n_resamples, std::uint64_t key0, std::uint64_t key1,
                               double alpha_tail, int n_threads);
+
+// Monte Carlo counts for data with few distinct |d_i|: magnitudes[j] > 0 occurs counts[j]
+// times, net[j] = (#positive - #negative) among them (zero differences left out). A
+// pattern's statistic is sum_j magnitudes[j] * (counts[j] - 2 #flips_j), #flips_j the
+// popcount of counts[j] random bits (ceil(counts[j] / 64) raw words, group after group,
+// the last word's low bits); the observed one is sum_j magnitudes[j] * net[j]. The null
+// law equals sign_flip_counts' but the patterns are not the same ones.
+SignFlipCounts sign_flip_grouped(const double* magnitudes, const std::int64_t* counts,
+                                 const std::int64_t* net, std::size_t k,
+                                 std::size_t n_resamples, std::uint64_t key0,
+                                 std::uint64_t key1, int n_threads);
+
+// Exact enumeration of the 2^n swaps of pairs (a_i, b_i), n <= kSignFlipMaxCount, with
+// scipy.stats.permutation_test's statistic and tie rule: mean(x) - mean(y), x_i and y_i
+// being a_i, b_i or swapped, each mean summed in NumPy's pairwise order; statistics within
+// 100 machine epsilons (relative) of the observed one count as ties.
+SignFlipCounts sign_flip_exact_pairs(const double* a, const double* b, std::size_t n,
+                                     int n_threads);
+
+// Exact two-sided count (n <= kSignFlipMaxMeetInMiddle) by meet in the middle: all
+// 2^h signed sums of the first h = n / 2 values against the sorted 2^(n-h) sums of the
+// rest. Returned as a double (exact below 2^53).
+double sign_flip_count_two_sided(const double* x, std::size_t n);
 
 }  // namespace truescore
