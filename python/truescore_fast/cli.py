@@ -27,8 +27,8 @@ import numpy as np
 
 from truescore_fast import __version__
 from truescore_fast._cli_audit import add_audit_parser
-from truescore_fast._cli_disclose import add_disclose_parser
 from truescore_fast._cli_calibrate import add_calibrate_parser
+from truescore_fast._cli_disclose import add_disclose_parser
 from truescore_fast.contamination import exchangeability_test, exchangeability_tests
 
 EXIT_OK = 0
