@@ -36,3 +36,14 @@ def test_seed_forms():
     for bad in (-1, 1.5, None, "7", True):
         with pytest.raises(ValueError, match="seed"):
             philox_key(bad)
+
+
+
+def test_default_thread_count_is_every_core():
+    # n_threads=None (0 in the core) means every core. The thread pool itself resolves
+    # it, so no kernel can pass "all cores" through and run on one thread by mistake.
+    import os
+
+    assert _core.resolved_threads(0) == (os.cpu_count() or 1)
+    assert _core.resolved_threads(-3) == (os.cpu_count() or 1)
+    assert _core.resolved_threads(5) == 5

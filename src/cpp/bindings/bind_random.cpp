@@ -4,11 +4,14 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
 
 namespace py = pybind11;
 
 void bind_random(py::module_& m) {
+    m.def("resolved_threads", &truescore::resolve_threads, py::arg("n_threads"),
+          "Threads a kernel runs on for n_threads (0 or less: every core).");
     m.def(
         "philox_raw",
         [](std::uint64_t key0, std::uint64_t key1, std::uint64_t task, py::ssize_t n) {

@@ -19,12 +19,13 @@ inline int resolve_threads(int requested) {
     return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-// Calls body(begin, end) on contiguous blocks covering [0, n). Blocks below
-// `min_per_thread` tasks are not worth a thread: small batches run inline.
+// Calls body(begin, end) on contiguous blocks covering [0, n) with n_threads threads
+// (0 or less: every core). Blocks below `min_per_thread` tasks are not worth a thread:
+// small batches run inline.
 template <class Body>
 void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_thread, Body body) {
     if (n == 0) return;
-    std::size_t workers = static_cast<std::size_t>(std::max(1, n_threads));
+    std::size_t workers = static_cast<std::size_t>(resolve_threads(n_threads));
     workers = std::min(workers, std::max<std::size_t>(1, n / std::max<std::size_t>(1, min_per_thread)));
     if (workers <= 1) {
         body(std::size_t{0}, n);
