@@ -294,9 +294,9 @@ def combine_shards(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> CombinedC
     # Validate through the logs the statistic needs anyway: every p is in (0, 1] exactly
     # when every log p is finite and <= 0, i.e. when their sum is finite and the largest
     # is <= 0. This saves two passes over the input on the valid path.
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # invalid input surfaces as the ValueError below
         logs = np.log(values)
-    total = np.sum(logs)
+        total = np.sum(logs)
     if not (np.isfinite(total) and logs.max() <= 0.0):
         finite_1d("p_values", values)  # raises for NaN or infinity
         raise ValueError(
