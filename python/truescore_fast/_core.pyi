@@ -1,6 +1,8 @@
 # Stub of the compiled module truescore_fast._core (kept in sync by tests/test_stub.py).
 # Internal: use the truescore_fast package's public functions instead.
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -36,14 +38,14 @@ def rank_test(
 ) -> tuple[float, float, float, float]: ...
 def rank_tests_dense(
     canonical: npt.ArrayLike, permuted: npt.ArrayLike, *, n_threads: int | None = None
-) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.int64]]: ...
+) -> dict[str, npt.NDArray[Any]]: ...
 def rank_tests_ragged(
     canonical: npt.ArrayLike,
     values: npt.ArrayLike,
     offsets: npt.ArrayLike,
     *,
     n_threads: int | None = None,
-) -> dict[str, npt.NDArray[np.float64] | npt.NDArray[np.int64]]: ...
+) -> dict[str, npt.NDArray[Any]]: ...
 def row_means(
     values: npt.ArrayLike, offsets: npt.ArrayLike, *, n_threads: int | None = None
 ) -> npt.NDArray[np.float64]: ...

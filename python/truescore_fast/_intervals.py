@@ -18,7 +18,7 @@ def tail_levels(alpha: float) -> npt.NDArray[np.float64]:
 def percentile_interval(replicates: npt.ArrayLike, alpha: float) -> npt.NDArray[np.float64]:
     """``[low, high]``: the alpha/2 and 1 - alpha/2 quantiles of the replicates (NumPy's
     default linear interpolation)."""
-    return np.quantile(replicates, tail_levels(alpha))
+    return np.quantile(np.asarray(replicates, dtype=np.float64), tail_levels(alpha))
 
 
 def bca_interval(

@@ -1,20 +1,22 @@
 """Seeds to Philox keys: how every randomised function turns ``seed`` into streams.
 
 A study's randomness is one Philox4x64-10 key; task t (a block of replications, a grid
-cell, a resample) draws from counter ``[0, 0, t, 0]`` under that key. The stream of any
-task can therefore be reproduced with NumPy alone::
+cell, a resample) draws from counter ``[0, 0, t, 0]`` under that key. No task's draws
+depend on which thread, process or machine ran it, and the stream of any task can be
+reproduced with NumPy alone::
 
     numpy.random.Philox(key=np.array(philox_key(seed), dtype=np.uint64),
                         counter=np.array([0, 0, t, 0], dtype=np.uint64))
 
-(pass the key as a uint64 array: NumPy reads a tuple of large Python ints differently.)
-
-and no task's draws depend on which thread, process or machine ran it.
+Pass the key as a uint64 array: NumPy reads a tuple of large Python ints differently.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["SeedLike", "philox_key"]
 
@@ -33,6 +35,7 @@ def philox_key(seed: SeedLike) -> tuple[int, int]:
         ValueError: for a negative integer or any other type (None included: a study
             whose seed was never recorded cannot be re-run).
     """
+    words: npt.NDArray[Any]
     if isinstance(seed, np.random.Generator):
         words = seed.integers(0, 2**64, size=2, dtype=np.uint64)
     elif isinstance(seed, np.random.SeedSequence):

@@ -278,7 +278,9 @@ def _many(
     if population_size is None:
         pops = None
     elif np.ndim(population_size) == 0:
-        pops = np.full(n_audits, float(check_population_size(population_size, n)))
+        size = check_population_size(population_size, n)
+        assert size is not None  # population_size is not None here
+        pops = np.full(n_audits, float(size))
     else:
         arr = float_array("population_size", population_size)
         if arr.shape != (n_audits,):

@@ -336,7 +336,7 @@ class ExchangeabilityTests:
     @property
     def resolutions(self) -> npt.NDArray[np.float64]:
         """Per shard, the smallest p-value its permutations can give, ``1 / (m + 1)``."""
-        return 1.0 / (self.n_permutations + 1.0)
+        return np.asarray(1.0 / (self.n_permutations + 1.0), dtype=np.float64)
 
     @property
     def contaminated(self) -> npt.NDArray[np.bool_]:
