@@ -101,7 +101,10 @@ text = st.text(max_size=40)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(text, text, text), min_size=4, max_size=30), st.sampled_from([-1, 2, 2, 3, 5]))
+@given(
+    st.lists(st.tuples(text, text, text), min_size=4, max_size=30),
+    st.sampled_from([-1, 2, 2, 3, 5]),
+)
 def test_leakage_audit_finite_or_value_error(rows, n_splits):
     questions = [r[0] for r in rows]
     correct = [r[1] for r in rows]
