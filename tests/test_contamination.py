@@ -369,17 +369,58 @@ def test_converted_inputs_equal_float64_contiguous():
     assert np.array_equal(got.means, tf.exchangeability_tests(canonical, f32).means)
 
 
-def test_dense_float64_input_is_not_copied():
-    # Indirect check that C-contiguous float64 input is used in place: a read-only view
-    # is accepted, and the result does not depend on a later write to the source.
+def _peak_bytes(call) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_dense_float64_input_is_read_in_place():
+    # NumPy reports its buffers to tracemalloc, so a converted copy of the input shows
+    # in the peak. C-contiguous float64 (8 MB here) must not be copied; float32 input
+    # must be converted exactly once (which also shows the check can see a copy).
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((10, 5))
-    view = x.view()
-    view.flags.writeable = False
-    res = tf.exchangeability_tests(np.zeros(10), view)
-    before = res.means.copy()
-    x[:] = 0.0
-    assert np.array_equal(res.means, before)
+    x = rng.standard_normal((1000, 999))
+    canonical = np.zeros(1000)
+    in_place = _peak_bytes(lambda: tf.exchangeability_tests(canonical, x))
+    assert in_place < x.nbytes / 20, in_place
+    x32 = x.astype(np.float32)
+    converted = _peak_bytes(lambda: tf.exchangeability_tests(canonical, x32))
+    assert x.nbytes <= converted < 2.5 * x.nbytes, converted
+
+
+def test_batch_releases_the_gil():
+    # While the core works on a large batch in another thread, this thread keeps
+    # running. Were the GIL held, this thread would stall for the whole call (a pause as
+    # long as the call itself); with it released, its longest pause is an OS time slice.
+    import threading
+    import time
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((20000, 999))
+    canonical = np.zeros(20000)
+    done = threading.Event()
+
+    def work() -> None:
+        tf.exchangeability_tests(canonical, x, n_threads=1)
+        done.set()
+
+    worker = threading.Thread(target=work)
+    start = last = time.perf_counter()
+    longest = 0.0
+    worker.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        longest = max(longest, now - last)
+        last = now
+    worker.join()
+    elapsed = time.perf_counter() - start
+    assert longest < 0.5 * elapsed, (longest, elapsed)
 
 
 # ---------------------------------------------------------------------------------------
