@@ -19,6 +19,7 @@ def test_shipped_sharded_example_is_a_finding(capsys):
     assert code == EXIT_FINDING
     out = capsys.readouterr().out
     assert "8 shards" in out and "finding" in out
+    assert "pooled p = 0.002748" in out  # the figure quoted in the README
 
 
 def test_shipped_clean_example_is_no_finding(capsys):

@@ -30,3 +30,18 @@ def test_readme_section_runs(title, blocks, monkeypatch, capsys):
     for index, block in enumerate(blocks):
         exec(compile(block, f"README.md {title!r} block {index}", "exec"), namespace)
     capsys.readouterr()
+
+
+def test_readme_stress_grid_summary_holds():
+    # The calibration section summarises the 36 x 4,000 stress grid at seed 2026.
+    import numpy as np
+    import truescore_fast as tf
+
+    grid = tf.stress_grid(replications=4000, seed=2026, progress=False)
+    for valid in ("hoeffding", "bernstein", "hoeffding_serfling", "betting"):
+        assert (np.asarray(grid[valid]) >= 0.95).all(), valid
+    wald = np.asarray(grid["wald"])
+    assert (wald < 0.95).sum() > 18  # "falls below 95% in most settings"
+    assert round(float(wald.min()), 2) in (0.87, 0.88)  # "down to about 0.87"
+    ratio = np.asarray(grid["bernstein/hoeffding"])
+    assert (round(float(ratio.min()), 2), round(float(ratio.max()), 2)) == (0.69, 1.83)

@@ -80,6 +80,7 @@ def test_p_below_double_range_is_reported_through_its_log():
     res = sharded_likelihood_test(canonical, shuffled)
     assert res.p_value == 0.0
     assert res.log_p_value < -745.0  # below the smallest double's log
+    assert round(res.log_p_value) == -1839  # the example quoted in the README
     assert res.log_p_value == pytest.approx(mp_log_t_sf(res.statistic, res.df), rel=1e-12)
     assert "log p" in res.summary() and res.contaminated
 
