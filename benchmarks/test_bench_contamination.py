@@ -185,3 +185,13 @@ def test_combine_truescore(benchmark, p_values):
     statistic = -2.0 * float(np.sum(np.log(p)))
     assert result.statistic == pytest.approx(statistic, rel=1e-14)
     assert result.p_value == pytest.approx(stats.chi2(2 * N_P_VALUES).sf(statistic), rel=1e-12)
+
+
+@pytest.mark.benchmark(group=COMBINE)
+def test_combine_log_floor(benchmark, p_values):
+    # The part both libraries must do identically: the logarithms of the p-values. It
+    # bounds how much faster a bit-identical combine_shards can be.
+    p, expected = p_values
+    _mark(benchmark, "baseline", "floor: np.log of the p-values alone")
+    logs = benchmark(np.log, p)
+    assert -2.0 * float(np.sum(logs)) == expected.statistic
