@@ -105,3 +105,17 @@ def test_audit_command_on_shipped_example(capsys):
     assert main([*args[:2], "--radius", "-1"]) == EXIT_ERROR
     assert main(["audit", "/nonexistent.csv"]) == EXIT_ERROR
     capsys.readouterr()
+
+
+def test_contamination_examples_are_reproduced_by_their_seeded_script(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_contamination_example", EXAMPLES / "make_contamination_example.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.HERE = tmp_path
+    module.main()
+    for name in ("contamination_sharded.csv", "contamination_clean.csv"):
+        assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes()
