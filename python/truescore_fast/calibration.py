@@ -290,6 +290,26 @@ def _mean_se(total: float, squares: float, reps: int) -> tuple[float, float]:
     return mean, math.sqrt(var / reps)
 
 
+def _columns(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, npt.NDArray[Any]]:
+    """StudyTable columns from rows: column k holds the k-th value of every row."""
+    rows = list(rows)
+    for row in rows:
+        if len(row) != len(names):
+            raise AssertionError(f"a row of {len(row)} values for {len(names)} columns")
+    return {name: np.asarray([row[k] for row in rows]) for k, name in enumerate(names)}
+
+
+def _run_meta(study: str, seed: SeedLike, key: tuple[int, int], reps: int) -> dict[str, Any]:
+    """The meta entries every simulation study records (how to reproduce it)."""
+    return {
+        "study": study,
+        "seed": seed if isinstance(seed, int) else repr(seed),
+        "key": list(key),
+        "replications": reps,
+        "replications_per_task": REPLICATIONS_PER_TASK,
+    }
+
+
 # ---------------------------------------------------------------------------- coverage
 
 
@@ -500,28 +520,18 @@ def coverage_study(
     totals = _execute(
         cells, n_threads=threads, progress=progress, executor=executor, desc="coverage"
     )
-    columns: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "design",
-            "n",
-            "interval",
-            "coverage",
-            "coverage_se",
-            "half_width",
-            "half_width_se",
-        )
-    }
-    for size, total in zip(sizes, totals, strict=True):
-        for m, cov, cov_se, half, half_se in _coverage_rows(total, methods, reps):
-            for name, value in zip(
-                columns, (design, size, m, cov, cov_se, half, half_se), strict=True
-            ):
-                columns[name].append(value)
+    columns = _columns(
+        ("design", "n", "interval", "coverage", "coverage_se", "half_width", "half_width_se"),
+        (
+            (design, size, *row)
+            for size, total in zip(sizes, totals, strict=True)
+            for row in _coverage_rows(total, methods, reps)
+        ),
+    )
     return StudyTable(
         title=f"Coverage of {1 - alpha:.0%} intervals, {design} samples from N = {pop.shape[0]:,} "
         f"({reps:,} replications per size)",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=columns,
         notes=(
             "coverage: share of samples whose interval contains the population mean gap; "
             "half_width: mean half-width; *_se: Monte Carlo standard errors.",
@@ -529,15 +539,11 @@ def coverage_study(
             "population and design, not every audit.",
         ),
         meta={
-            "study": "coverage",
-            "seed": seed if isinstance(seed, int) else repr(seed),
-            "key": list(key),
-            "replications": reps,
+            **_run_meta("coverage", seed, key, reps),
             "alpha": alpha,
             "population_size": int(pop.shape[0]),
             "design": design,
             "sampler": sorted(used),
-            "replications_per_task": REPLICATIONS_PER_TASK,
         },
     )
 
@@ -644,26 +650,23 @@ def stress_grid(
     totals = _execute(
         cells, n_threads=threads, progress=progress, executor=executor, desc="stress"
     )
-    columns: dict[str, list[Any]] = {"N": [], "n": [], "shape": [], "nonzero_share": []}
+    names = ["N", "n", "shape", "nonzero_share"]
     for m in methods:
-        columns[m] = []
-        columns[f"{m}_se"] = []
+        names += [m, f"{m}_se"]
     ratio = "bernstein" in methods and "hoeffding" in methods
     if ratio:
-        columns["bernstein/hoeffding"] = []
+        names.append("bernstein/hoeffding")
+    rows = []
     for s, total in zip(grid, totals, strict=True):
-        columns["N"].append(s.population_size)
-        columns["n"].append(s.n)
-        columns["shape"].append(s.shape)
-        columns["nonzero_share"].append(s.nonzero_share)
+        row: list[Any] = [s.population_size, s.n, s.shape, s.nonzero_share]
         halves = {}
         for m, cov, cov_se, half, _ in _coverage_rows(total, methods, reps):
-            columns[m].append(cov)
-            columns[f"{m}_se"].append(cov_se)
+            row += [cov, cov_se]
             halves[m] = half
         if ratio:
-            columns["bernstein/hoeffding"].append(halves["bernstein"] / halves["hoeffding"])
-    arrays = {k: np.asarray(v) for k, v in columns.items()}
+            row.append(halves["bernstein"] / halves["hoeffding"])
+        rows.append(row)
+    arrays = _columns(names, rows)
     level = 1.0 - alpha
     notes = [f"{len(grid)} settings x {reps:,} audits, seed {seed!r}."]
     for m in methods:
@@ -684,12 +687,8 @@ def stress_grid(
         columns=arrays,
         notes=tuple(notes),
         meta={
-            "study": "stress",
-            "seed": seed if isinstance(seed, int) else repr(seed),
-            "key": list(key),
-            "replications": reps,
+            **_run_meta("stress", seed, key, reps),
             "alpha": alpha,
-            "replications_per_task": REPLICATIONS_PER_TASK,
         },
     )
 
@@ -829,19 +828,7 @@ def detection_study(
         cells, n_threads=threads, progress=progress, executor=executor, desc="detection"
     )
     m = len(banks)
-    columns: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "n",
-            "delta",
-            "form_gap",
-            "interval_rate",
-            "interval_se",
-            "test_rate",
-            "test_se",
-            "mean_delta_hat",
-        )
-    }
+    rows = []
     for g_index, (size, delta, gap) in enumerate(grid):
         parts = totals[g_index * m : (g_index + 1) * m]
         rates = [[_rate(t[j], reps) for t in parts] for j in (0, 1)]
@@ -850,12 +837,24 @@ def detection_study(
             row.append(float(np.mean([r[0] for r in rates[j]])))
             row.append(math.sqrt(sum(r[1] ** 2 for r in rates[j])) / m)
         row.append(float(np.mean([t[2] / reps for t in parts])))
-        for name, value in zip(columns, row, strict=True):
-            columns[name].append(value)
+        rows.append(row)
+    columns = _columns(
+        (
+            "n",
+            "delta",
+            "form_gap",
+            "interval_rate",
+            "interval_se",
+            "test_rate",
+            "test_se",
+            "mean_delta_hat",
+        ),
+        rows,
+    )
     return StudyTable(
         title=f"Detection of a planted public-form advantage ({m} bank(s), {reps:,} audits per "
         f"cell{', labels relabelled under the null' if relabel else ''})",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=columns,
         notes=(
             f"interval rule: primary interval (Wald with N, or {fallback} below {guard} "
             "nonzero gaps) above zero; exact test: randomization P(T >= t) <= "
@@ -864,16 +863,12 @@ def detection_study(
             "rejection is not evidence of contamination.",
         ),
         meta={
-            "study": "detection",
-            "seed": seed if isinstance(seed, int) else repr(seed),
-            "key": list(key),
-            "replications": reps,
+            **_run_meta("detection", seed, key, reps),
             "alpha": alpha,
             "guardrail": guard,
             "fallback": fallback,
             "relabel": bool(relabel),
             "models": m,
-            "replications_per_task": REPLICATIONS_PER_TASK,
         },
     )
 
@@ -973,9 +968,8 @@ def budget_study(
     totals = _execute(
         cells, n_threads=threads, progress=progress, executor=executor, desc="budget"
     )
-    columns: dict[str, list[Any]] = {
-        k: []
-        for k in (
+    columns = _columns(
+        (
             "n",
             "half_width",
             "half_width_se",
@@ -983,20 +977,16 @@ def budget_study(
             "exact_order_se",
             "pairs_correct",
             "pairs_correct_se",
-        )
-    }
-    for size, t in zip(ns, totals, strict=True):
-        half, half_se = _mean_se(t[0], t[1], reps)
-        exact, exact_se = _rate(t[2], reps)
-        pairs, pairs_se = _mean_se(t[3], t[4], reps)
-        for name, value in zip(
-            columns, (size, half, half_se, exact, exact_se, pairs, pairs_se), strict=True
-        ):
-            columns[name].append(value)
+        ),
+        (
+            (size, *_mean_se(t[0], t[1], reps), *_rate(t[2], reps), *_mean_se(t[3], t[4], reps))
+            for size, t in zip(ns, totals, strict=True)
+        ),
+    )
     return StudyTable(
         title=f"Budgeted audits: {len(names)} models, subsamples of N = {big_n:,} parents "
         f"({reps:,} per size, {interval} half-width)",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=columns,
         notes=(
             f"exact_order: the subsample orders all {len(names)} models as the full sample "
             f"does; pairs_correct: share of the {len(high)} strictly ordered pairs kept. "
@@ -1004,15 +994,11 @@ def budget_study(
             "Recovering the full-sample ordering is not recovering the true ordering.",
         ),
         meta={
-            "study": "budget",
-            "seed": seed if isinstance(seed, int) else repr(seed),
-            "key": list(key),
-            "replications": reps,
+            **_run_meta("budget", seed, key, reps),
             "alpha": alpha,
             "interval": interval,
             "models": list(names),
             "full_means": full.tolist(),
-            "replications_per_task": REPLICATIONS_PER_TASK,
         },
     )
 
@@ -1054,25 +1040,19 @@ def plan_audit_size(
     variance = float(np.mean(matrix.var(axis=1, ddof=1)))
     share = float(np.mean(matrix != 0))
     z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
-    columns: dict[str, list[Any]] = {
-        k: [] for k in ("delta", "gap_sd", "n_normal", "n_guardrail", "n_planned")
-    }
+    rows = []
     for delta in ds:
         n0 = z * z * variance / (delta * delta)
         n_norm = n0 if population_size is None else n0 * population_size / (n0 + population_size)
         n_normal = max(2, math.ceil(n_norm))
         n_guard = math.inf if share == 0 else math.ceil(guard / share)
         planned = max(n_normal, n_guard)
-        for name, value in zip(
-            columns,
-            (delta, math.sqrt(variance), n_normal, float(n_guard), float(planned)),
-            strict=True,
-        ):
-            columns[name].append(value)
+        rows.append((delta, math.sqrt(variance), n_normal, float(n_guard), float(planned)))
+    columns = _columns(("delta", "gap_sd", "n_normal", "n_guardrail", "n_planned"), rows)
     return StudyTable(
         title=f"Parents needed to detect an advantage delta with power {power:g} "
         f"(alpha = {alpha:g})",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=columns,
         notes=(
             f"Normal approximation for the finite-population Wald rule; nonzero-gap share "
             f"{share:.3f}, guardrail {guard}. n_planned = max(n_normal, n_guardrail); inf "
