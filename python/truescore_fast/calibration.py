@@ -42,6 +42,7 @@ your own audit data before relying on an interval's coverage.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -126,15 +127,33 @@ def _add_in_task_order(total: npt.NDArray[np.float64], part: npt.NDArray[np.floa
         total += row
 
 
-def _run_cell(cell: _Cell, n_threads: int | None = None) -> npt.NDArray[np.float64]:
-    """All tasks of one cell, reduced in task order (what an executor worker runs)."""
+def _run_cell(
+    cell: _Cell, n_threads: int | None = None, bar: _Progress | None = None
+) -> npt.NDArray[np.float64]:
+    """All tasks of one cell, reduced in task order (also what an executor worker runs).
+
+    Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive; the chunk
+    size changes only how tasks are grouped into calls, never the result.
+    """
+    threads = n_threads or os.cpu_count() or 1
     total: npt.NDArray[np.float64] | None = None
-    step = 64
-    for begin in range(0, cell.n_tasks, step):
-        part = cell.run(begin, min(cell.n_tasks, begin + step), n_threads)
+    begin, chunk = 0, threads
+    while begin < cell.n_tasks:
+        end = min(cell.n_tasks, begin + chunk)
+        started = time.perf_counter()
+        part = cell.run(begin, end, n_threads)
+        elapsed = time.perf_counter() - started
         if total is None:
             total = np.zeros(part.shape[1])
         _add_in_task_order(total, part)
+        if bar is not None:
+            done = min(cell.replications, end * REPLICATIONS_PER_TASK)
+            bar.update(done - min(cell.replications, begin * REPLICATIONS_PER_TASK))
+        if elapsed < _CHUNK_SECONDS / 2:
+            chunk = min(2 * chunk, max(threads, _MAX_CHUNK_TASKS))
+        elif elapsed > 2 * _CHUNK_SECONDS and chunk > threads:
+            chunk = max(threads, chunk // 2)
+        begin = end
     assert total is not None
     return total
 
@@ -197,31 +216,7 @@ def _execute(
     try:
         if executor is not None:
             return _execute_on(executor, cells, n_threads, bar)
-        totals = []
-        threads = n_threads or _core_threads()
-        for cell in cells:
-            total: npt.NDArray[np.float64] | None = None
-            begin, chunk = 0, threads
-            while begin < cell.n_tasks:
-                end = min(cell.n_tasks, begin + chunk)
-                started = time.perf_counter()
-                part = cell.run(begin, end, n_threads)
-                elapsed = time.perf_counter() - started
-                if total is None:
-                    total = np.zeros(part.shape[1])
-                _add_in_task_order(total, part)
-                done = min(cell.replications, end * REPLICATIONS_PER_TASK)
-                bar.update(done - min(cell.replications, begin * REPLICATIONS_PER_TASK))
-                # Chunks of about _CHUNK_SECONDS keep Ctrl-C and the bar responsive;
-                # the chunk size changes only the grouping, never the result.
-                if elapsed < _CHUNK_SECONDS / 2:
-                    chunk = min(2 * chunk, max(threads, _MAX_CHUNK_TASKS))
-                elif elapsed > 2 * _CHUNK_SECONDS and chunk > threads:
-                    chunk = max(threads, chunk // 2)
-                begin = end
-            assert total is not None
-            totals.append(total)
-        return totals
+        return [_run_cell(cell, n_threads, bar) for cell in cells]
     finally:
         bar.close()
 
@@ -244,16 +239,6 @@ def _execute_on(
         for f in futures:
             f.cancel()
         raise
-
-
-def _core_threads() -> int:
-    import os
-
-    return os.cpu_count() or 1
-
-
-def _seed_key(seed: SeedLike) -> tuple[int, int]:
-    return philox_key(seed)
 
 
 def _replications(replications: Any) -> int:
@@ -510,7 +495,7 @@ def coverage_study(
     sizes = _sizes("n", n)
     reps = _replications(replications)
     threads = check_n_threads(n_threads)
-    key = _seed_key(seed)
+    key = philox_key(seed)
     cells, used = [], set()
     for c, size in enumerate(sizes):
         d = _design(pop, size, design, strata, allocation)
@@ -638,7 +623,7 @@ def stress_grid(
     methods = _methods(intervals)
     reps = _replications(replications)
     threads = check_n_threads(n_threads)
-    key = _seed_key(seed)
+    key = philox_key(seed)
     cells = []
     for c, s in enumerate(grid):
         if not isinstance(s, StressSetting):
@@ -794,7 +779,7 @@ def detection_study(
     threads = check_n_threads(n_threads)
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
-    key = _seed_key(seed)
+    key = philox_key(seed)
     cells, grid = [], []
     c = 0
     for size in ns:
@@ -941,7 +926,7 @@ def budget_study(
     ns = _sizes("sizes", sizes)
     reps = _replications(replications)
     threads = check_n_threads(n_threads)
-    key = _seed_key(seed)
+    key = philox_key(seed)
     big_n = matrix.shape[1]
     full = matrix.mean(axis=1)
     high, low = [], []
