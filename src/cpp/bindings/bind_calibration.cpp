@@ -44,6 +44,22 @@ truescore::TaskRange task_range(std::uint64_t key0, std::uint64_t key1, std::uin
             static_cast<std::size_t>(task_begin), static_cast<std::size_t>(task_end)};
 }
 
+// Per-task partial sums of one study kernel: an array of shape (tasks, row_shape...),
+// filled by kernel(setting, range, out, threads) with the GIL released.
+template <class Setting>
+py::array_t<double> run_tasks(void (*kernel)(const Setting&, const truescore::TaskRange&, double*, int),
+                              const Setting& setting, const truescore::TaskRange& range, int threads,
+                              std::vector<py::ssize_t> row_shape) {
+    row_shape.insert(row_shape.begin(), static_cast<py::ssize_t>(range.task_end - range.task_begin));
+    py::array_t<double> out(row_shape);
+    double* po = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        kernel(setting, range, po, threads);
+    }
+    return out;
+}
+
 void check_alpha(double alpha) {
     if (!(alpha > 0.0 && alpha < 1.0))
         throw std::invalid_argument("alpha must lie in (0, 1); got " + std::to_string(alpha));
@@ -175,14 +191,8 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
     const truescore::CoverageSetting setting{values.data(), N, off.data(), alloc.data(), alloc.size(),
                                              lattice_values.data(), lattice_counts.data(), V,
                                              codes.data(), codes.size(), alpha, truth, interval_population};
-    const std::size_t tasks = range.task_end - range.task_begin;
-    py::array_t<double> out({tasks, codes.size(), truescore::kCoverageWidth});
-    double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::coverage_tasks(setting, range, po, threads);
-    }
-    return out;
+    return run_tasks(truescore::coverage_tasks, setting, range, threads,
+                     {static_cast<py::ssize_t>(codes.size()), truescore::kCoverageWidth});
 }
 
 py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& fresh_labels, long n, bool relabel,
@@ -211,14 +221,7 @@ py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& f
                                               static_cast<std::size_t>(fresh_labels.shape(1)),
                                               static_cast<std::size_t>(n), relabel, flip_public, flip_fresh,
                                               static_cast<std::size_t>(guardrail), method_code(fallback), alpha};
-    const std::size_t tasks = range.task_end - range.task_begin;
-    py::array_t<double> out({tasks, truescore::kDetectionWidth});
-    double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::detection_tasks(setting, range, po, threads);
-    }
-    return out;
+    return run_tasks(truescore::detection_tasks, setting, range, threads, {truescore::kDetectionWidth});
 }
 
 py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pair_high, const ArrayI64& pair_low,
@@ -237,14 +240,7 @@ py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pai
                                            static_cast<std::size_t>(gaps.shape(1)), static_cast<std::size_t>(n),
                                            pair_high.data(), pair_low.data(),
                                            static_cast<std::size_t>(pair_high.shape(0)), method_code(method), alpha};
-    const std::size_t tasks = range.task_end - range.task_begin;
-    py::array_t<double> out({tasks, truescore::kBudgetWidth});
-    double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::budget_tasks(setting, range, po, threads);
-    }
-    return out;
+    return run_tasks(truescore::budget_tasks, setting, range, threads, {truescore::kBudgetWidth});
 }
 
 }  // namespace
