@@ -504,6 +504,61 @@ def test_memory_is_flat_in_replications():
     assert large < small + 64 * 1024, (small, large)
 
 
+def _coverage_kernel(values, offsets, allocation, lattice_values, lattice_counts):
+    return tf._core.coverage_tasks(
+        np.asarray(values, float),
+        np.asarray(offsets, np.int64),
+        np.asarray(allocation, np.int64),
+        np.asarray(lattice_values, float),
+        np.asarray(lattice_counts, np.int64).reshape(len(allocation), len(lattice_values)),
+        np.array([2], np.int64),  # wald
+        0.05,
+        0.0,
+        float(len(values)),
+        1,
+        2,
+        0,
+        10,
+        BLOCK,
+        0,
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    "offsets, allocation, lattice_counts, match",
+    [
+        ([0, 4, 12], [2, 2], [], "offsets must run from 0"),  # ends beyond the 10 values
+        ([0, 6, 4, 10], [1, 0, 1], [], "non-decreasing"),
+        ([0, 4, 10], [5, 1], [], "allocation exceeds"),
+        ([0, 4, 10], [2, 2], [[4, 0], [7, -1]], "non-negative"),
+        ([0, 4, 10], [2, 2], [[4, 0], [5, 0]], "sum to each stratum"),
+    ],
+)
+def test_kernels_reject_inconsistent_strata_and_lattices(
+    offsets, allocation, lattice_counts, match
+):
+    # The compiled kernels index the population with these: bad ones must raise, not read
+    # out of bounds (the Python layer never builds them, so call the kernel directly).
+    lattice_values = [0.0, 1.0] if lattice_counts else []
+    with pytest.raises(ValueError, match=match):
+        _coverage_kernel(np.zeros(10), offsets, allocation, lattice_values, lattice_counts)
+    assert _coverage_kernel(np.zeros(10), [0, 4, 10], [2, 2], [], []).shape == (1, 1, 3)
+
+
+@pytest.mark.parametrize("which", ["public", "fresh"])
+def test_detection_kernel_rejects_non_binary_labels(which):
+    pub, fr = bank(20, seed=1)
+    if which == "public":
+        pub[3] = 2.0
+    else:
+        fr[5, 1] = 0.5
+    with pytest.raises(ValueError, match=f"{which} must hold binary"):
+        tf._core.detection_tasks(
+            pub, fr, 5, False, 0.0, 0.0, 30, 0, 0.05, 1, 2, 0, 10, BLOCK, 0, 1
+        )
+
+
 def test_stub_lists_the_calibration_kernels():
     stub = (Path(tf.__file__).with_name("_core.pyi")).read_text()
     for name in ("coverage_tasks", "detection_tasks", "budget_tasks", "sample_indices"):

@@ -96,15 +96,10 @@ py::array sample_indices(long design, long population_size, long n, const ArrayI
     if (design == 1) {
         off = sizes(offsets, "offsets");
         alloc = sizes(allocation, "allocation");
-        if (off.size() != alloc.size() + 1 || off.front() != 0 || off.back() != N)
-            throw std::invalid_argument("offsets must run from 0 to population_size with one entry per stratum + 1");
-        std::size_t total = 0;
-        for (std::size_t h = 0; h < alloc.size(); ++h) {
-            if (off[h + 1] < off[h] || alloc[h] > off[h + 1] - off[h])
-                throw std::invalid_argument("allocation exceeds the size of stratum " + std::to_string(h));
-            total += alloc[h];
-        }
-        if (total != m) throw std::invalid_argument("allocation must sum to n");
+        if (off.size() != alloc.size() + 1)
+            throw std::invalid_argument("offsets must hold one entry per stratum + 1");
+        if (truescore::check_strata(off.data(), alloc.size(), alloc.data(), N) != m)
+            throw std::invalid_argument("allocation must sum to n");
     } else if (design != 0 && design != 2) {
         throw std::invalid_argument("design code must be 0..3");
     }
@@ -167,23 +162,12 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
     const auto off = sizes(offsets, "offsets");
     const auto alloc = sizes(allocation, "allocation");
     const std::size_t N = static_cast<std::size_t>(values.shape(0));
-    if (off.size() != alloc.size() + 1 || alloc.empty() || off.front() != 0 || off.back() != N)
-        throw std::invalid_argument("offsets must run from 0 to len(values) with one entry per stratum + 1");
-    for (std::size_t h = 0; h < alloc.size(); ++h)
-        if (off[h + 1] < off[h]) throw std::invalid_argument("offsets must be non-decreasing");
+    if (off.size() != alloc.size() + 1 || alloc.empty())
+        throw std::invalid_argument("offsets must hold one entry per stratum + 1 (at least one stratum)");
     const std::size_t V = static_cast<std::size_t>(lattice_values.shape(0));
     if (V > 0 && (static_cast<std::size_t>(lattice_counts.shape(0)) != alloc.size() ||
                   static_cast<std::size_t>(lattice_counts.shape(1)) != V))
         throw std::invalid_argument("lattice_counts must have shape (n_strata, len(lattice_values))");
-    for (std::size_t h = 0; V > 0 && h < alloc.size(); ++h) {
-        std::int64_t s = 0;
-        for (std::size_t v = 0; v < V; ++v) {
-            if (lattice_counts.data()[h * V + v] < 0) throw std::invalid_argument("lattice_counts must be non-negative");
-            s += lattice_counts.data()[h * V + v];
-        }
-        if (static_cast<std::size_t>(s) != off[h + 1] - off[h])
-            throw std::invalid_argument("lattice_counts must sum to each stratum's size");
-    }
     std::vector<truescore::IntervalMethod> codes;
     for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(method_code(static_cast<long>(methods.data()[k])));
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
@@ -205,12 +189,6 @@ py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& f
     check_alpha(alpha);
     const std::size_t N = static_cast<std::size_t>(public_labels.shape(0));
     if (static_cast<std::size_t>(fresh_labels.shape(0)) != N) throw std::invalid_argument("fresh must have one row per parent");
-    for (std::size_t i = 0; i < N; ++i)
-        if (public_labels.data()[i] != 0.0 && public_labels.data()[i] != 1.0)
-            throw std::invalid_argument("public must hold binary (0/1) labels");
-    for (py::ssize_t i = 0; i < fresh_labels.size(); ++i)
-        if (fresh_labels.data()[i] != 0.0 && fresh_labels.data()[i] != 1.0)
-            throw std::invalid_argument("fresh must hold binary (0/1) labels");
     if (!(flip_public >= 0.0 && flip_public <= 1.0) || !(flip_fresh >= 0.0 && flip_fresh <= 1.0))
         throw std::invalid_argument("flip probabilities must lie in [0, 1]");
     if (guardrail < 0) throw std::invalid_argument("guardrail must be non-negative");
