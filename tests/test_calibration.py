@@ -514,7 +514,6 @@ def _coverage_kernel(values, offsets, allocation, lattice_values, lattice_counts
         np.array([2], np.int64),  # wald
         0.05,
         0.0,
-        float(len(values)),
         1,
         2,
         0,

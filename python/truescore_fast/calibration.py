@@ -411,7 +411,6 @@ def _coverage_cell(
         np.array([_CODE[m] for m in methods], dtype=np.int64),
         alpha,
         design.truth,
-        float(design.values.shape[0]),
     )
     return _Cell("coverage_tasks", args, key, cell * _CELL_STRIDE, replications), used
 

@@ -151,7 +151,7 @@ py::array_t<std::int64_t> hypergeometric_counts(const ArrayI64& counts, long n, 
 py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& allocation,
                                    const ArrayD& lattice_values, const ArrayI64& lattice_counts,
                                    const ArrayI64& methods, double alpha, double truth,
-                                   double interval_population, std::uint64_t key0, std::uint64_t key1,
+                                   std::uint64_t key0, std::uint64_t key1,
                                    std::uint64_t task_offset, long replications, long block, long task_begin,
                                    long task_end, const py::object& n_threads) {
     require_ndim(values, 1, "values");
@@ -174,7 +174,7 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
     const int threads = thread_count(n_threads);
     const truescore::CoverageSetting setting{values.data(), N, off.data(), alloc.data(), alloc.size(),
                                              lattice_values.data(), lattice_counts.data(), V,
-                                             codes.data(), codes.size(), alpha, truth, interval_population};
+                                             codes.data(), codes.size(), alpha, truth};
     return run_tasks(truescore::coverage_tasks, setting, range, threads,
                      {static_cast<py::ssize_t>(codes.size()), truescore::kCoverageWidth});
 }
@@ -235,7 +235,7 @@ void bind_calibration(py::module_& m) {
           "Multivariate hypergeometric counts per category, draws in sequence from one task's stream.");
     m.def("coverage_tasks", &coverage_tasks, py::arg("values"), py::arg("offsets"), py::arg("allocation"),
           py::arg("lattice_values"), py::arg("lattice_counts"), py::arg("methods"), py::arg("alpha"),
-          py::arg("truth"), py::arg("interval_population"), py::arg("key0"), py::arg("key1"),
+          py::arg("truth"), py::arg("key0"), py::arg("key1"),
           py::arg("task_offset"), py::arg("replications"), py::arg("block"), py::arg("task_begin"),
           py::arg("task_end"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Per-task partial sums (covered, sum half-width, sum squares) of a coverage study.");

@@ -70,10 +70,9 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
     for (std::size_t k = 0; k < s.n_methods; ++k) {
         if (counts_path && s.methods[k] == IntervalMethod::betting)
             throw std::invalid_argument("the betting interval needs the sample's order: it cannot use lattice counts");
-        if (s.methods[k] == IntervalMethod::hoeffding_serfling && !(s.interval_population > 0.0))
-            throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
     }
     const IntervalConstants c(s.alpha);
+    const double pop = static_cast<double>(s.population_size);
     const std::size_t width = s.n_methods * kCoverageWidth;
     auto make_state = [&] {
         return CoverageState{FisherYatesSampler(counts_path ? 0 : s.population_size),
@@ -111,8 +110,8 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
         for (std::size_t k = 0; k < s.n_methods; ++k) {
             const GapInterval iv =
                 s.methods[k] == IntervalMethod::betting
-                    ? betting_interval(st.d.data(), n, s.interval_population, s.alpha, st.scratch.data())
-                    : moment_interval(s.methods[k], mean, variance, n, s.interval_population, c);
+                    ? betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data())
+                    : moment_interval(s.methods[k], mean, variance, n, pop, c);
             double* cell = row + k * kCoverageWidth;
             cell[0] += (iv.low <= s.truth && s.truth <= iv.high) ? 1.0 : 0.0;
             cell[1] += iv.half_width;
