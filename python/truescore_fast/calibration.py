@@ -779,20 +779,23 @@ def detection_study(
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
     key = philox_key(seed)
+    big_n = banks[0][0].shape[0]
+    if max(ns) > big_n:
+        raise ValueError(f"sizes must not exceed the bank's {big_n} parents; got {max(ns)}")
+    # mean public and fresh correctness of each bank (after relabelling, in expectation)
+    means = []
+    for pub, fr in banks:
+        labels_mean = float((pub.sum() + fr.sum()) / (pub.size + fr.size))
+        means.append(
+            (labels_mean, labels_mean) if relabel else (float(pub.mean()), float(fr.mean()))
+        )
     cells, grid = [], []
     c = 0
     for size in ns:
         for delta in ds:
             for gap in gs:
                 grid.append((size, delta, gap))
-                for pub, fr in banks:
-                    if size > pub.shape[0]:
-                        raise ValueError(
-                            f"sizes must not exceed the bank's {pub.shape[0]} parents; got {size}"
-                        )
-                    labels_mean = (pub.sum() + fr.sum()) / (pub.size + fr.size)
-                    p_pub = labels_mean if relabel else float(pub.mean())
-                    p_fresh = labels_mean if relabel else float(fr.mean())
+                for (pub, fr), (p_pub, p_fresh) in zip(banks, means, strict=True):
                     q = 0.0 if delta == 0 else delta / (1.0 - p_pub) if p_pub < 1 else math.inf
                     h = 0.0 if gap == 0 else gap / p_fresh if p_fresh > 0 else math.inf
                     if q > 1.0:
@@ -928,27 +931,24 @@ def budget_study(
     key = philox_key(seed)
     big_n = matrix.shape[1]
     full = matrix.mean(axis=1)
-    high, low = [], []
-    for i in range(len(full)):
-        for j in range(len(full)):
-            if full[i] > full[j]:
-                high.append(i)
-                low.append(j)
-    if not high:
+    # the pairs (i, j) the full sample orders strictly, mean i > mean j, row by row
+    pair_high, pair_low = (
+        np.ascontiguousarray(a, dtype=np.int64) for a in np.nonzero(full[:, None] > full[None, :])
+    )
+    if not pair_high.size:
         raise ValueError("the full sample ties every model: there is no ordering to recover")
-    cells = []
-    for c, size in enumerate(ns):
-        if size > big_n:
-            raise ValueError(f"sizes must not exceed the {big_n} audited parents; got {size}")
-        args = (
-            matrix,
-            size,
-            np.asarray(high, dtype=np.int64),
-            np.asarray(low, dtype=np.int64),
-            _CODE[interval],
-            alpha,
+    if max(ns) > big_n:
+        raise ValueError(f"sizes must not exceed the {big_n} audited parents; got {max(ns)}")
+    cells = [
+        _Cell(
+            "budget_tasks",
+            (matrix, size, pair_high, pair_low, _CODE[interval], alpha),
+            key,
+            c * _CELL_STRIDE,
+            reps,
         )
-        cells.append(_Cell("budget_tasks", args, key, c * _CELL_STRIDE, reps))
+        for c, size in enumerate(ns)
+    ]
     totals = _execute(
         cells, n_threads=threads, progress=progress, executor=executor, desc="budget"
     )
@@ -973,7 +973,7 @@ def budget_study(
         columns=columns,
         notes=(
             f"exact_order: the subsample orders all {len(names)} models as the full sample "
-            f"does; pairs_correct: share of the {len(high)} strictly ordered pairs kept. "
+            f"does; pairs_correct: share of the {pair_high.size} strictly ordered pairs kept. "
             f"Seed {seed!r}.",
             "Recovering the full-sample ordering is not recovering the true ordering.",
         ),
