@@ -142,6 +142,27 @@ def test_auto_sampler_picks_counts_only_for_small_lattices_without_betting(
     assert t.meta["sampler"] == [want]
 
 
+def test_counts_sampler_handles_strata_of_different_sizes():
+    # strata of 100, 300 and 600 units with different gap mixes; the counts sampler draws
+    # each stratum's counts from its own lattice row, and agrees with Fisher-Yates
+    rng = np.random.default_rng(12)
+    strata = np.repeat([0, 1, 2], [100, 300, 600])
+    pop = np.concatenate(
+        [
+            rng.choice([0.0, 1.0], size=100),
+            rng.choice([-0.5, 0.0, 0.5], p=[0.2, 0.6, 0.2], size=300),
+            rng.choice([-1.0, 0.0], p=[0.1, 0.9], size=600),
+        ]
+    )
+    kw = dict(design="stratified", strata=strata, intervals="wald", replications=6000, seed=5)
+    a = tf.coverage_study(pop, [20, 100], **kw)
+    b = tf.coverage_study(pop, [20, 100], sampler="sequence", **kw)
+    assert a.meta["sampler"] == ["counts"] and b.meta["sampler"] == ["sequence"]
+    for col, se in (("coverage", "coverage_se"), ("half_width", "half_width_se")):
+        z = (a[col] - b[col]) / np.sqrt(a[se] ** 2 + b[se] ** 2)
+        assert np.abs(z).max() < 4.0, (col, z)
+
+
 def test_coverage_is_statistically_right():
     # Dense lattice population, N = 5000: Wald covers near 95% at n = 400 (the paper's
     # Table 2); Hoeffding and Bernstein are conservative, Hoeffding's half-width is the

@@ -367,16 +367,12 @@ def _lattice(design: _Design) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.i
     values = np.unique(design.values)
     if values.size > _LATTICE_MAX:
         return None
-    counts = np.stack(
-        [
-            np.searchsorted(values, design.values[a:b], side="left")
-            for a, b in zip(design.offsets[:-1], design.offsets[1:], strict=True)
-        ]
-    )
-    table = np.array(
-        [np.bincount(c, minlength=values.size) for c in counts], dtype=np.int64
-    ).reshape(len(design.offsets) - 1, values.size)
-    return values, table
+    # counts[h, v]: units of stratum h holding values[v] (strata may differ in size)
+    n_strata = len(design.offsets) - 1
+    stratum = np.repeat(np.arange(n_strata), np.diff(design.offsets))
+    cell = stratum * values.size + np.searchsorted(values, design.values)
+    counts = np.bincount(cell, minlength=n_strata * values.size).astype(np.int64)
+    return values, counts.reshape(n_strata, values.size)
 
 
 def _coverage_cell(
