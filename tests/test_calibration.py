@@ -126,6 +126,43 @@ def test_counts_sampler_agrees_with_sequence_within_mc_error():
         assert np.abs(z[a[se] > 0]).max() < 4.0, (col, z)
 
 
+@pytest.mark.parametrize(
+    "distinct, intervals, want",
+    [
+        (64, ("wald", "bernstein"), "counts"),  # at most 64 distinct gap values
+        (65, ("wald", "bernstein"), "sequence"),
+        (5, ("wald", "betting"), "sequence"),  # betting depends on the sample's order
+    ],
+)
+def test_auto_sampler_picks_counts_only_for_small_lattices_without_betting(
+    distinct, intervals, want
+):
+    pop = np.repeat(np.linspace(-1, 1, distinct), 3)
+    t = tf.coverage_study(pop, 10, intervals=intervals, replications=20, seed=0)
+    assert t.meta["sampler"] == [want]
+
+
+def test_counts_sampler_handles_strata_of_different_sizes():
+    # strata of 100, 300 and 600 units with different gap mixes; the counts sampler draws
+    # each stratum's counts from its own lattice row, and agrees with Fisher-Yates
+    rng = np.random.default_rng(12)
+    strata = np.repeat([0, 1, 2], [100, 300, 600])
+    pop = np.concatenate(
+        [
+            rng.choice([0.0, 1.0], size=100),
+            rng.choice([-0.5, 0.0, 0.5], p=[0.2, 0.6, 0.2], size=300),
+            rng.choice([-1.0, 0.0], p=[0.1, 0.9], size=600),
+        ]
+    )
+    kw = dict(design="stratified", strata=strata, intervals="wald", replications=6000, seed=5)
+    a = tf.coverage_study(pop, [20, 100], **kw)
+    b = tf.coverage_study(pop, [20, 100], sampler="sequence", **kw)
+    assert a.meta["sampler"] == ["counts"] and b.meta["sampler"] == ["sequence"]
+    for col, se in (("coverage", "coverage_se"), ("half_width", "half_width_se")):
+        z = (a[col] - b[col]) / np.sqrt(a[se] ** 2 + b[se] ** 2)
+        assert np.abs(z).max() < 4.0, (col, z)
+
+
 def test_coverage_is_statistically_right():
     # Dense lattice population, N = 5000: Wald covers near 95% at n = 400 (the paper's
     # Table 2); Hoeffding and Bernstein are conservative, Hoeffding's half-width is the
@@ -204,6 +241,24 @@ def test_default_stress_grid_has_36_distinct_settings():
         assert pop.size == s.population_size
         assert np.count_nonzero(pop) == round(s.nonzero_share * s.population_size)
         assert set(np.unique(pop)) <= {-1.0, -0.5, 0.0, 0.5, 1.0}
+
+
+@pytest.mark.parametrize("shape", sorted(cal.STRESS_SHAPES))
+@pytest.mark.parametrize("big_n, share", [(1000, 0.05), (5000, 0.2), (333, 0.5), (7, 0.3)])
+def test_stress_population_splits_nonzero_gaps_by_largest_remainder(shape, big_n, share):
+    pop = cal.stress_population(cal.StressSetting(big_n, 2, shape, share))
+    nonzero = round(share * big_n)
+    weights = np.asarray(cal.STRESS_SHAPES[shape], dtype=float)
+    # Hamilton's method, written out: floor of each quota, then one more unit to each of
+    # the largest fractional parts (first value first on ties)
+    quotas = [w * nonzero for w in weights]
+    want = [math.floor(q) for q in quotas]
+    by_remainder = sorted(range(4), key=lambda v: (-(quotas[v] - want[v]), v))
+    for v in by_remainder[: nonzero - sum(want)]:
+        want[v] += 1
+    got = [int((pop == value).sum()) for value in (-1.0, -0.5, 0.5, 1.0)]
+    assert got == want
+    assert (np.diff(pop) >= 0).all() and int((pop == 0).sum()) == big_n - nonzero
 
 
 def test_stress_grid_equals_reference():
@@ -292,6 +347,11 @@ def test_exact_test_holds_its_level_under_relabelling():
     )
     assert (t["test_rate"] <= 0.05 + 3 * t["test_se"]).all(), t["test_rate"]
     assert (np.abs(t["mean_delta_hat"]) < 0.01).all()
+    # detection_study's docstring: under this super-population null the interval rule's
+    # rate exceeds alpha at large sampling fractions, about 0.19 at n = 800 of N = 1,000
+    rate, se = t["interval_rate"][2], t["interval_se"][2]
+    assert rate > 0.05 + 4 * se
+    assert abs(rate - 0.19) < 4 * se, (rate, se)
 
 
 def test_planting_raises_the_gap_by_delta_in_expectation():
@@ -364,6 +424,33 @@ def test_budget_with_all_parents_recovers_the_ordering():
     t = tf.budget_study(gaps, sizes=80, replications=20, seed=0)
     assert t["exact_order"][0] == 1.0 and t["pairs_correct"][0] == 1.0
     assert t.meta["models"] == ["m0", "m1", "m2"]
+
+
+def test_plan_audit_size_follows_its_closed_form():
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(3)
+    gaps = rng.choice([-1, -0.5, 0, 0.5, 1], p=[0.05, 0.1, 0.7, 0.1, 0.05], size=(2, 400))
+    plan = tf.plan_audit_size(
+        gaps, [0.02, 0.1], power=0.9, alpha=0.1, population_size=3000, guardrail=30
+    )
+    s2 = (gaps[0].var(ddof=1) + gaps[1].var(ddof=1)) / 2  # averaged over models
+    share = np.count_nonzero(gaps) / gaps.size
+    z = norm.ppf(0.95) + norm.ppf(0.9)
+    for k, delta in enumerate((0.02, 0.1)):
+        n0 = z**2 * s2 / delta**2
+        assert plan["n_normal"][k] == math.ceil(n0 * 3000 / (n0 + 3000))
+        assert plan["n_guardrail"][k] == math.ceil(30 / share)
+        assert plan["n_planned"][k] == max(plan["n_normal"][k], plan["n_guardrail"][k])
+    assert plan["gap_sd"][0] == pytest.approx(math.sqrt(s2), rel=1e-12)
+    # without population_size there is no finite-population shrinkage
+    bare = tf.plan_audit_size(gaps[0], 0.02, guardrail=0)
+    assert bare["n_normal"][0] == math.ceil(
+        (norm.ppf(0.975) + norm.ppf(0.8)) ** 2 * gaps[0].var(ddof=1) / 0.02**2
+    )
+    assert bare["n_guardrail"][0] == 0
+    # no nonzero gap in the pilot: the guardrail can never be met
+    assert tf.plan_audit_size(np.zeros(50), 0.1)["n_planned"][0] == math.inf
 
 
 def test_plan_audit_size_reaches_the_power_by_simulation():
@@ -502,6 +589,60 @@ def test_memory_is_flat_in_replications():
     _peak_bytes(1000)  # warm-up: imports and caches
     small, large = _peak_bytes(20_000), _peak_bytes(200_000)
     assert large < small + 64 * 1024, (small, large)
+
+
+def _coverage_kernel(values, offsets, allocation, lattice_values, lattice_counts):
+    return tf._core.coverage_tasks(
+        np.asarray(values, float),
+        np.asarray(offsets, np.int64),
+        np.asarray(allocation, np.int64),
+        np.asarray(lattice_values, float),
+        np.asarray(lattice_counts, np.int64).reshape(len(allocation), len(lattice_values)),
+        np.array([2], np.int64),  # wald
+        0.05,
+        0.0,
+        1,
+        2,
+        0,
+        10,
+        BLOCK,
+        0,
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    "offsets, allocation, lattice_counts, match",
+    [
+        ([0, 4, 12], [2, 2], [], "offsets must run from 0"),  # ends beyond the 10 values
+        ([0, 6, 4, 10], [1, 0, 1], [], "non-decreasing"),
+        ([0, 4, 10], [5, 1], [], "allocation exceeds"),
+        ([0, 4, 10], [2, 2], [[4, 0], [7, -1]], "non-negative"),
+        ([0, 4, 10], [2, 2], [[4, 0], [5, 0]], "sum to each stratum"),
+    ],
+)
+def test_kernels_reject_inconsistent_strata_and_lattices(
+    offsets, allocation, lattice_counts, match
+):
+    # The compiled kernels index the population with these: bad ones must raise, not read
+    # out of bounds (the Python layer never builds them, so call the kernel directly).
+    lattice_values = [0.0, 1.0] if lattice_counts else []
+    with pytest.raises(ValueError, match=match):
+        _coverage_kernel(np.zeros(10), offsets, allocation, lattice_values, lattice_counts)
+    assert _coverage_kernel(np.zeros(10), [0, 4, 10], [2, 2], [], []).shape == (1, 1, 3)
+
+
+@pytest.mark.parametrize("which", ["public", "fresh"])
+def test_detection_kernel_rejects_non_binary_labels(which):
+    pub, fr = bank(20, seed=1)
+    if which == "public":
+        pub[3] = 2.0
+    else:
+        fr[5, 1] = 0.5
+    with pytest.raises(ValueError, match=f"{which} must hold binary"):
+        tf._core.detection_tasks(
+            pub, fr, 5, False, 0.0, 0.0, 30, 0, 0.05, 1, 2, 0, 10, BLOCK, 0, 1
+        )
 
 
 def test_stub_lists_the_calibration_kernels():

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from truescore_fast._table import StudyTable
 from truescore_fast.calibration import (
+    _columns,
     budget_study,
     coverage_study,
     detection_study,
@@ -156,25 +157,24 @@ def _coverage(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any]
 
 
 def _wide_coverage(tables: list[StudyTable], intervals: tuple[str, ...]) -> StudyTable:
-    columns: dict[str, list[Any]] = {"design": [], "n": []}
+    names = ["design", "n"]
     for m in intervals:
-        columns[f"{m} coverage"] = []
-        columns[f"{m} half-width"] = []
+        names += [f"{m} coverage", f"{m} half-width"]
+    rows = []
     for t in tables:
         for n in dict.fromkeys(t["n"].tolist()):
-            columns["design"].append(t["design"][0])
-            columns["n"].append(n)
+            row = [t["design"][0], n]
             for m in intervals:
                 r = int(np.flatnonzero((t["n"] == n) & (t["interval"] == m))[0])
-                columns[f"{m} coverage"].append(float(t["coverage"][r]))
-                columns[f"{m} half-width"].append(float(t["half_width"][r]))
+                row += [float(t["coverage"][r]), float(t["half_width"][r])]
+            rows.append(row)
     first = tables[0]
     reps = first.meta["replications"]
     se = max(float(np.max(t["coverage_se"])) for t in tables)
     return StudyTable(
         title=f"Coverage and half-width in the finite-population calibration (N = "
         f"{first.meta['population_size']:,}, {reps:,} replications per design)",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=_columns(names, rows),
         notes=(
             f"Monte Carlo SE of a coverage at most {se:.4f}. Synthetic population: 70% zero "
             "gaps, the rest on {-1, -1/2, +1/2, +1}; four strata, proportional allocation.",
@@ -191,29 +191,24 @@ def _stress(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
         for m in ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
         if m in grid.columns
     ]
-    columns: dict[str, list[Any]] = {
-        "interval": [],
-        "coverage range": [],
-        "settings below": [],
-        "width vs Hoeffding": [],
-    }
     level = 1 - grid.meta["alpha"]
+    rows = []
     for m in methods:
         cov = grid[m]
-        columns["interval"].append(m)
-        columns["coverage range"].append(f"{cov.min():.4f} to {cov.max():.4f}")
-        columns["settings below"].append(int((cov < level).sum()))
         if m == "hoeffding":
-            columns["width vs Hoeffding"].append("1.00 by definition")
+            width = "1.00 by definition"
         elif m == "bernstein" and "bernstein/hoeffding" in grid.columns:
             r = grid["bernstein/hoeffding"]
-            columns["width vs Hoeffding"].append(f"{r.min():.2f} to {r.max():.2f}")
+            width = f"{r.min():.2f} to {r.max():.2f}"
         else:
-            columns["width vs Hoeffding"].append("-")
+            width = "-"
+        rows.append((m, f"{cov.min():.4f} to {cov.max():.4f}", int((cov < level).sum()), width))
     summary = StudyTable(
         title=f"Coverage across the {len(grid)} stress settings ({grid.meta['replications']:,} "
         "audits each)",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=_columns(
+            ("interval", "coverage range", "settings below", "width vs Hoeffding"), rows
+        ),
         notes=(f"settings below: coverage under the nominal {level:.2f}.",),
     )
     return [summary, grid], _plot_stress

@@ -219,7 +219,6 @@ def coverage_tasks(
     methods: npt.ArrayLike,
     alpha: float,
     truth: float,
-    interval_population: float,
     key0: int,
     key1: int,
     task_offset: int,

@@ -42,6 +42,7 @@ your own audit data before relying on an interval's coverage.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -126,15 +127,33 @@ def _add_in_task_order(total: npt.NDArray[np.float64], part: npt.NDArray[np.floa
         total += row
 
 
-def _run_cell(cell: _Cell, n_threads: int | None = None) -> npt.NDArray[np.float64]:
-    """All tasks of one cell, reduced in task order (what an executor worker runs)."""
+def _run_cell(
+    cell: _Cell, n_threads: int | None = None, bar: _Progress | None = None
+) -> npt.NDArray[np.float64]:
+    """All tasks of one cell, reduced in task order (also what an executor worker runs).
+
+    Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive; the chunk
+    size changes only how tasks are grouped into calls, never the result.
+    """
+    threads = n_threads or os.cpu_count() or 1
     total: npt.NDArray[np.float64] | None = None
-    step = 64
-    for begin in range(0, cell.n_tasks, step):
-        part = cell.run(begin, min(cell.n_tasks, begin + step), n_threads)
+    begin, chunk = 0, threads
+    while begin < cell.n_tasks:
+        end = min(cell.n_tasks, begin + chunk)
+        started = time.perf_counter()
+        part = cell.run(begin, end, n_threads)
+        elapsed = time.perf_counter() - started
         if total is None:
             total = np.zeros(part.shape[1])
         _add_in_task_order(total, part)
+        if bar is not None:
+            done = min(cell.replications, end * REPLICATIONS_PER_TASK)
+            bar.update(done - min(cell.replications, begin * REPLICATIONS_PER_TASK))
+        if elapsed < _CHUNK_SECONDS / 2:
+            chunk = min(2 * chunk, max(threads, _MAX_CHUNK_TASKS))
+        elif elapsed > 2 * _CHUNK_SECONDS and chunk > threads:
+            chunk = max(threads, chunk // 2)
+        begin = end
     assert total is not None
     return total
 
@@ -197,31 +216,7 @@ def _execute(
     try:
         if executor is not None:
             return _execute_on(executor, cells, n_threads, bar)
-        totals = []
-        threads = n_threads or _core_threads()
-        for cell in cells:
-            total: npt.NDArray[np.float64] | None = None
-            begin, chunk = 0, threads
-            while begin < cell.n_tasks:
-                end = min(cell.n_tasks, begin + chunk)
-                started = time.perf_counter()
-                part = cell.run(begin, end, n_threads)
-                elapsed = time.perf_counter() - started
-                if total is None:
-                    total = np.zeros(part.shape[1])
-                _add_in_task_order(total, part)
-                done = min(cell.replications, end * REPLICATIONS_PER_TASK)
-                bar.update(done - min(cell.replications, begin * REPLICATIONS_PER_TASK))
-                # Chunks of about _CHUNK_SECONDS keep Ctrl-C and the bar responsive;
-                # the chunk size changes only the grouping, never the result.
-                if elapsed < _CHUNK_SECONDS / 2:
-                    chunk = min(2 * chunk, max(threads, _MAX_CHUNK_TASKS))
-                elif elapsed > 2 * _CHUNK_SECONDS and chunk > threads:
-                    chunk = max(threads, chunk // 2)
-                begin = end
-            assert total is not None
-            totals.append(total)
-        return totals
+        return [_run_cell(cell, n_threads, bar) for cell in cells]
     finally:
         bar.close()
 
@@ -244,16 +239,6 @@ def _execute_on(
         for f in futures:
             f.cancel()
         raise
-
-
-def _core_threads() -> int:
-    import os
-
-    return os.cpu_count() or 1
-
-
-def _seed_key(seed: SeedLike) -> tuple[int, int]:
-    return philox_key(seed)
 
 
 def _replications(replications: Any) -> int:
@@ -288,6 +273,26 @@ def _mean_se(total: float, squares: float, reps: int) -> tuple[float, float]:
     mean = total / reps
     var = max(squares / reps - mean * mean, 0.0) * reps / (reps - 1)
     return mean, math.sqrt(var / reps)
+
+
+def _columns(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, npt.NDArray[Any]]:
+    """StudyTable columns from rows: column k holds the k-th value of every row."""
+    rows = list(rows)
+    for row in rows:
+        if len(row) != len(names):
+            raise AssertionError(f"a row of {len(row)} values for {len(names)} columns")
+    return {name: np.asarray([row[k] for row in rows]) for k, name in enumerate(names)}
+
+
+def _run_meta(study: str, seed: SeedLike, key: tuple[int, int], reps: int) -> dict[str, Any]:
+    """The meta entries every simulation study records (how to reproduce it)."""
+    return {
+        "study": study,
+        "seed": seed if isinstance(seed, int) else repr(seed),
+        "key": list(key),
+        "replications": reps,
+        "replications_per_task": REPLICATIONS_PER_TASK,
+    }
 
 
 # ---------------------------------------------------------------------------- coverage
@@ -362,16 +367,12 @@ def _lattice(design: _Design) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.i
     values = np.unique(design.values)
     if values.size > _LATTICE_MAX:
         return None
-    counts = np.stack(
-        [
-            np.searchsorted(values, design.values[a:b], side="left")
-            for a, b in zip(design.offsets[:-1], design.offsets[1:], strict=True)
-        ]
-    )
-    table = np.array(
-        [np.bincount(c, minlength=values.size) for c in counts], dtype=np.int64
-    ).reshape(len(design.offsets) - 1, values.size)
-    return values, table
+    # counts[h, v]: units of stratum h holding values[v] (strata may differ in size)
+    n_strata = len(design.offsets) - 1
+    stratum = np.repeat(np.arange(n_strata), np.diff(design.offsets))
+    cell = stratum * values.size + np.searchsorted(values, design.values)
+    counts = np.bincount(cell, minlength=n_strata * values.size).astype(np.int64)
+    return values, counts.reshape(n_strata, values.size)
 
 
 def _coverage_cell(
@@ -406,7 +407,6 @@ def _coverage_cell(
         np.array([_CODE[m] for m in methods], dtype=np.int64),
         alpha,
         design.truth,
-        float(design.values.shape[0]),
     )
     return _Cell("coverage_tasks", args, key, cell * _CELL_STRIDE, replications), used
 
@@ -490,7 +490,7 @@ def coverage_study(
     sizes = _sizes("n", n)
     reps = _replications(replications)
     threads = check_n_threads(n_threads)
-    key = _seed_key(seed)
+    key = philox_key(seed)
     cells, used = [], set()
     for c, size in enumerate(sizes):
         d = _design(pop, size, design, strata, allocation)
@@ -500,28 +500,18 @@ def coverage_study(
     totals = _execute(
         cells, n_threads=threads, progress=progress, executor=executor, desc="coverage"
     )
-    columns: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "design",
-            "n",
-            "interval",
-            "coverage",
-            "coverage_se",
-            "half_width",
-            "half_width_se",
-        )
-    }
-    for size, total in zip(sizes, totals, strict=True):
-        for m, cov, cov_se, half, half_se in _coverage_rows(total, methods, reps):
-            for name, value in zip(
-                columns, (design, size, m, cov, cov_se, half, half_se), strict=True
-            ):
-                columns[name].append(value)
+    columns = _columns(
+        ("design", "n", "interval", "coverage", "coverage_se", "half_width", "half_width_se"),
+        (
+            (design, size, *row)
+            for size, total in zip(sizes, totals, strict=True)
+            for row in _coverage_rows(total, methods, reps)
+        ),
+    )
     return StudyTable(
         title=f"Coverage of {1 - alpha:.0%} intervals, {design} samples from N = {pop.shape[0]:,} "
         f"({reps:,} replications per size)",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=columns,
         notes=(
             "coverage: share of samples whose interval contains the population mean gap; "
             "half_width: mean half-width; *_se: Monte Carlo standard errors.",
@@ -529,15 +519,11 @@ def coverage_study(
             "population and design, not every audit.",
         ),
         meta={
-            "study": "coverage",
-            "seed": seed if isinstance(seed, int) else repr(seed),
-            "key": list(key),
-            "replications": reps,
+            **_run_meta("coverage", seed, key, reps),
             "alpha": alpha,
             "population_size": int(pop.shape[0]),
             "design": design,
             "sampler": sorted(used),
-            "replications_per_task": REPLICATIONS_PER_TASK,
         },
     )
 
@@ -632,7 +618,7 @@ def stress_grid(
     methods = _methods(intervals)
     reps = _replications(replications)
     threads = check_n_threads(n_threads)
-    key = _seed_key(seed)
+    key = philox_key(seed)
     cells = []
     for c, s in enumerate(grid):
         if not isinstance(s, StressSetting):
@@ -644,26 +630,23 @@ def stress_grid(
     totals = _execute(
         cells, n_threads=threads, progress=progress, executor=executor, desc="stress"
     )
-    columns: dict[str, list[Any]] = {"N": [], "n": [], "shape": [], "nonzero_share": []}
+    names = ["N", "n", "shape", "nonzero_share"]
     for m in methods:
-        columns[m] = []
-        columns[f"{m}_se"] = []
+        names += [m, f"{m}_se"]
     ratio = "bernstein" in methods and "hoeffding" in methods
     if ratio:
-        columns["bernstein/hoeffding"] = []
+        names.append("bernstein/hoeffding")
+    rows = []
     for s, total in zip(grid, totals, strict=True):
-        columns["N"].append(s.population_size)
-        columns["n"].append(s.n)
-        columns["shape"].append(s.shape)
-        columns["nonzero_share"].append(s.nonzero_share)
+        row: list[Any] = [s.population_size, s.n, s.shape, s.nonzero_share]
         halves = {}
         for m, cov, cov_se, half, _ in _coverage_rows(total, methods, reps):
-            columns[m].append(cov)
-            columns[f"{m}_se"].append(cov_se)
+            row += [cov, cov_se]
             halves[m] = half
         if ratio:
-            columns["bernstein/hoeffding"].append(halves["bernstein"] / halves["hoeffding"])
-    arrays = {k: np.asarray(v) for k, v in columns.items()}
+            row.append(halves["bernstein"] / halves["hoeffding"])
+        rows.append(row)
+    arrays = _columns(names, rows)
     level = 1.0 - alpha
     notes = [f"{len(grid)} settings x {reps:,} audits, seed {seed!r}."]
     for m in methods:
@@ -684,12 +667,8 @@ def stress_grid(
         columns=arrays,
         notes=tuple(notes),
         meta={
-            "study": "stress",
-            "seed": seed if isinstance(seed, int) else repr(seed),
-            "key": list(key),
-            "replications": reps,
+            **_run_meta("stress", seed, key, reps),
             "alpha": alpha,
-            "replications_per_task": REPLICATIONS_PER_TASK,
         },
     )
 
@@ -795,21 +774,24 @@ def detection_study(
     threads = check_n_threads(n_threads)
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
-    key = _seed_key(seed)
+    key = philox_key(seed)
+    big_n = banks[0][0].shape[0]
+    if max(ns) > big_n:
+        raise ValueError(f"sizes must not exceed the bank's {big_n} parents; got {max(ns)}")
+    # mean public and fresh correctness of each bank (after relabelling, in expectation)
+    means = []
+    for pub, fr in banks:
+        labels_mean = float((pub.sum() + fr.sum()) / (pub.size + fr.size))
+        means.append(
+            (labels_mean, labels_mean) if relabel else (float(pub.mean()), float(fr.mean()))
+        )
     cells, grid = [], []
     c = 0
     for size in ns:
         for delta in ds:
             for gap in gs:
                 grid.append((size, delta, gap))
-                for pub, fr in banks:
-                    if size > pub.shape[0]:
-                        raise ValueError(
-                            f"sizes must not exceed the bank's {pub.shape[0]} parents; got {size}"
-                        )
-                    labels_mean = (pub.sum() + fr.sum()) / (pub.size + fr.size)
-                    p_pub = labels_mean if relabel else float(pub.mean())
-                    p_fresh = labels_mean if relabel else float(fr.mean())
+                for (pub, fr), (p_pub, p_fresh) in zip(banks, means, strict=True):
                     q = 0.0 if delta == 0 else delta / (1.0 - p_pub) if p_pub < 1 else math.inf
                     h = 0.0 if gap == 0 else gap / p_fresh if p_fresh > 0 else math.inf
                     if q > 1.0:
@@ -829,19 +811,7 @@ def detection_study(
         cells, n_threads=threads, progress=progress, executor=executor, desc="detection"
     )
     m = len(banks)
-    columns: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "n",
-            "delta",
-            "form_gap",
-            "interval_rate",
-            "interval_se",
-            "test_rate",
-            "test_se",
-            "mean_delta_hat",
-        )
-    }
+    rows = []
     for g_index, (size, delta, gap) in enumerate(grid):
         parts = totals[g_index * m : (g_index + 1) * m]
         rates = [[_rate(t[j], reps) for t in parts] for j in (0, 1)]
@@ -850,12 +820,24 @@ def detection_study(
             row.append(float(np.mean([r[0] for r in rates[j]])))
             row.append(math.sqrt(sum(r[1] ** 2 for r in rates[j])) / m)
         row.append(float(np.mean([t[2] / reps for t in parts])))
-        for name, value in zip(columns, row, strict=True):
-            columns[name].append(value)
+        rows.append(row)
+    columns = _columns(
+        (
+            "n",
+            "delta",
+            "form_gap",
+            "interval_rate",
+            "interval_se",
+            "test_rate",
+            "test_se",
+            "mean_delta_hat",
+        ),
+        rows,
+    )
     return StudyTable(
         title=f"Detection of a planted public-form advantage ({m} bank(s), {reps:,} audits per "
         f"cell{', labels relabelled under the null' if relabel else ''})",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=columns,
         notes=(
             f"interval rule: primary interval (Wald with N, or {fallback} below {guard} "
             "nonzero gaps) above zero; exact test: randomization P(T >= t) <= "
@@ -864,16 +846,12 @@ def detection_study(
             "rejection is not evidence of contamination.",
         ),
         meta={
-            "study": "detection",
-            "seed": seed if isinstance(seed, int) else repr(seed),
-            "key": list(key),
-            "replications": reps,
+            **_run_meta("detection", seed, key, reps),
             "alpha": alpha,
             "guardrail": guard,
             "fallback": fallback,
             "relabel": bool(relabel),
             "models": m,
-            "replications_per_task": REPLICATIONS_PER_TASK,
         },
     )
 
@@ -946,36 +924,32 @@ def budget_study(
     ns = _sizes("sizes", sizes)
     reps = _replications(replications)
     threads = check_n_threads(n_threads)
-    key = _seed_key(seed)
+    key = philox_key(seed)
     big_n = matrix.shape[1]
     full = matrix.mean(axis=1)
-    high, low = [], []
-    for i in range(len(full)):
-        for j in range(len(full)):
-            if full[i] > full[j]:
-                high.append(i)
-                low.append(j)
-    if not high:
+    # the pairs (i, j) the full sample orders strictly, mean i > mean j, row by row
+    pair_high, pair_low = (
+        np.ascontiguousarray(a, dtype=np.int64) for a in np.nonzero(full[:, None] > full[None, :])
+    )
+    if not pair_high.size:
         raise ValueError("the full sample ties every model: there is no ordering to recover")
-    cells = []
-    for c, size in enumerate(ns):
-        if size > big_n:
-            raise ValueError(f"sizes must not exceed the {big_n} audited parents; got {size}")
-        args = (
-            matrix,
-            size,
-            np.asarray(high, dtype=np.int64),
-            np.asarray(low, dtype=np.int64),
-            _CODE[interval],
-            alpha,
+    if max(ns) > big_n:
+        raise ValueError(f"sizes must not exceed the {big_n} audited parents; got {max(ns)}")
+    cells = [
+        _Cell(
+            "budget_tasks",
+            (matrix, size, pair_high, pair_low, _CODE[interval], alpha),
+            key,
+            c * _CELL_STRIDE,
+            reps,
         )
-        cells.append(_Cell("budget_tasks", args, key, c * _CELL_STRIDE, reps))
+        for c, size in enumerate(ns)
+    ]
     totals = _execute(
         cells, n_threads=threads, progress=progress, executor=executor, desc="budget"
     )
-    columns: dict[str, list[Any]] = {
-        k: []
-        for k in (
+    columns = _columns(
+        (
             "n",
             "half_width",
             "half_width_se",
@@ -983,36 +957,28 @@ def budget_study(
             "exact_order_se",
             "pairs_correct",
             "pairs_correct_se",
-        )
-    }
-    for size, t in zip(ns, totals, strict=True):
-        half, half_se = _mean_se(t[0], t[1], reps)
-        exact, exact_se = _rate(t[2], reps)
-        pairs, pairs_se = _mean_se(t[3], t[4], reps)
-        for name, value in zip(
-            columns, (size, half, half_se, exact, exact_se, pairs, pairs_se), strict=True
-        ):
-            columns[name].append(value)
+        ),
+        (
+            (size, *_mean_se(t[0], t[1], reps), *_rate(t[2], reps), *_mean_se(t[3], t[4], reps))
+            for size, t in zip(ns, totals, strict=True)
+        ),
+    )
     return StudyTable(
         title=f"Budgeted audits: {len(names)} models, subsamples of N = {big_n:,} parents "
         f"({reps:,} per size, {interval} half-width)",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=columns,
         notes=(
             f"exact_order: the subsample orders all {len(names)} models as the full sample "
-            f"does; pairs_correct: share of the {len(high)} strictly ordered pairs kept. "
+            f"does; pairs_correct: share of the {pair_high.size} strictly ordered pairs kept. "
             f"Seed {seed!r}.",
             "Recovering the full-sample ordering is not recovering the true ordering.",
         ),
         meta={
-            "study": "budget",
-            "seed": seed if isinstance(seed, int) else repr(seed),
-            "key": list(key),
-            "replications": reps,
+            **_run_meta("budget", seed, key, reps),
             "alpha": alpha,
             "interval": interval,
             "models": list(names),
             "full_means": full.tolist(),
-            "replications_per_task": REPLICATIONS_PER_TASK,
         },
     )
 
@@ -1054,25 +1020,19 @@ def plan_audit_size(
     variance = float(np.mean(matrix.var(axis=1, ddof=1)))
     share = float(np.mean(matrix != 0))
     z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
-    columns: dict[str, list[Any]] = {
-        k: [] for k in ("delta", "gap_sd", "n_normal", "n_guardrail", "n_planned")
-    }
+    rows = []
     for delta in ds:
         n0 = z * z * variance / (delta * delta)
         n_norm = n0 if population_size is None else n0 * population_size / (n0 + population_size)
         n_normal = max(2, math.ceil(n_norm))
         n_guard = math.inf if share == 0 else math.ceil(guard / share)
         planned = max(n_normal, n_guard)
-        for name, value in zip(
-            columns,
-            (delta, math.sqrt(variance), n_normal, float(n_guard), float(planned)),
-            strict=True,
-        ):
-            columns[name].append(value)
+        rows.append((delta, math.sqrt(variance), n_normal, float(n_guard), float(planned)))
+    columns = _columns(("delta", "gap_sd", "n_normal", "n_guardrail", "n_planned"), rows)
     return StudyTable(
         title=f"Parents needed to detect an advantage delta with power {power:g} "
         f"(alpha = {alpha:g})",
-        columns={k: np.asarray(v) for k, v in columns.items()},
+        columns=columns,
         notes=(
             f"Normal approximation for the finite-population Wald rule; nonzero-gap share "
             f"{share:.3f}, guardrail {guard}. n_planned = max(n_normal, n_guardrail); inf "

@@ -44,6 +44,22 @@ truescore::TaskRange task_range(std::uint64_t key0, std::uint64_t key1, std::uin
             static_cast<std::size_t>(task_begin), static_cast<std::size_t>(task_end)};
 }
 
+// Per-task partial sums of one study kernel: an array of shape (tasks, row_shape...),
+// filled by kernel(setting, range, out, threads) with the GIL released.
+template <class Setting>
+py::array_t<double> run_tasks(void (*kernel)(const Setting&, const truescore::TaskRange&, double*, int),
+                              const Setting& setting, const truescore::TaskRange& range, int threads,
+                              std::vector<py::ssize_t> row_shape) {
+    row_shape.insert(row_shape.begin(), static_cast<py::ssize_t>(range.task_end - range.task_begin));
+    py::array_t<double> out(row_shape);
+    double* po = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        kernel(setting, range, po, threads);
+    }
+    return out;
+}
+
 void check_alpha(double alpha) {
     if (!(alpha > 0.0 && alpha < 1.0))
         throw std::invalid_argument("alpha must lie in (0, 1); got " + std::to_string(alpha));
@@ -80,15 +96,10 @@ py::array sample_indices(long design, long population_size, long n, const ArrayI
     if (design == 1) {
         off = sizes(offsets, "offsets");
         alloc = sizes(allocation, "allocation");
-        if (off.size() != alloc.size() + 1 || off.front() != 0 || off.back() != N)
-            throw std::invalid_argument("offsets must run from 0 to population_size with one entry per stratum + 1");
-        std::size_t total = 0;
-        for (std::size_t h = 0; h < alloc.size(); ++h) {
-            if (off[h + 1] < off[h] || alloc[h] > off[h + 1] - off[h])
-                throw std::invalid_argument("allocation exceeds the size of stratum " + std::to_string(h));
-            total += alloc[h];
-        }
-        if (total != m) throw std::invalid_argument("allocation must sum to n");
+        if (off.size() != alloc.size() + 1)
+            throw std::invalid_argument("offsets must hold one entry per stratum + 1");
+        if (truescore::check_strata(off.data(), alloc.size(), alloc.data(), N) != m)
+            throw std::invalid_argument("allocation must sum to n");
     } else if (design != 0 && design != 2) {
         throw std::invalid_argument("design code must be 0..3");
     }
@@ -140,7 +151,7 @@ py::array_t<std::int64_t> hypergeometric_counts(const ArrayI64& counts, long n, 
 py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& allocation,
                                    const ArrayD& lattice_values, const ArrayI64& lattice_counts,
                                    const ArrayI64& methods, double alpha, double truth,
-                                   double interval_population, std::uint64_t key0, std::uint64_t key1,
+                                   std::uint64_t key0, std::uint64_t key1,
                                    std::uint64_t task_offset, long replications, long block, long task_begin,
                                    long task_end, const py::object& n_threads) {
     require_ndim(values, 1, "values");
@@ -151,38 +162,21 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
     const auto off = sizes(offsets, "offsets");
     const auto alloc = sizes(allocation, "allocation");
     const std::size_t N = static_cast<std::size_t>(values.shape(0));
-    if (off.size() != alloc.size() + 1 || alloc.empty() || off.front() != 0 || off.back() != N)
-        throw std::invalid_argument("offsets must run from 0 to len(values) with one entry per stratum + 1");
-    for (std::size_t h = 0; h < alloc.size(); ++h)
-        if (off[h + 1] < off[h]) throw std::invalid_argument("offsets must be non-decreasing");
+    if (off.size() != alloc.size() + 1 || alloc.empty())
+        throw std::invalid_argument("offsets must hold one entry per stratum + 1 (at least one stratum)");
     const std::size_t V = static_cast<std::size_t>(lattice_values.shape(0));
     if (V > 0 && (static_cast<std::size_t>(lattice_counts.shape(0)) != alloc.size() ||
                   static_cast<std::size_t>(lattice_counts.shape(1)) != V))
         throw std::invalid_argument("lattice_counts must have shape (n_strata, len(lattice_values))");
-    for (std::size_t h = 0; V > 0 && h < alloc.size(); ++h) {
-        std::int64_t s = 0;
-        for (std::size_t v = 0; v < V; ++v) {
-            if (lattice_counts.data()[h * V + v] < 0) throw std::invalid_argument("lattice_counts must be non-negative");
-            s += lattice_counts.data()[h * V + v];
-        }
-        if (static_cast<std::size_t>(s) != off[h + 1] - off[h])
-            throw std::invalid_argument("lattice_counts must sum to each stratum's size");
-    }
     std::vector<truescore::IntervalMethod> codes;
     for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(method_code(static_cast<long>(methods.data()[k])));
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
     const int threads = thread_count(n_threads);
     const truescore::CoverageSetting setting{values.data(), N, off.data(), alloc.data(), alloc.size(),
                                              lattice_values.data(), lattice_counts.data(), V,
-                                             codes.data(), codes.size(), alpha, truth, interval_population};
-    const std::size_t tasks = range.task_end - range.task_begin;
-    py::array_t<double> out({tasks, codes.size(), truescore::kCoverageWidth});
-    double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::coverage_tasks(setting, range, po, threads);
-    }
-    return out;
+                                             codes.data(), codes.size(), alpha, truth};
+    return run_tasks(truescore::coverage_tasks, setting, range, threads,
+                     {static_cast<py::ssize_t>(codes.size()), truescore::kCoverageWidth});
 }
 
 py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& fresh_labels, long n, bool relabel,
@@ -195,12 +189,6 @@ py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& f
     check_alpha(alpha);
     const std::size_t N = static_cast<std::size_t>(public_labels.shape(0));
     if (static_cast<std::size_t>(fresh_labels.shape(0)) != N) throw std::invalid_argument("fresh must have one row per parent");
-    for (std::size_t i = 0; i < N; ++i)
-        if (public_labels.data()[i] != 0.0 && public_labels.data()[i] != 1.0)
-            throw std::invalid_argument("public must hold binary (0/1) labels");
-    for (py::ssize_t i = 0; i < fresh_labels.size(); ++i)
-        if (fresh_labels.data()[i] != 0.0 && fresh_labels.data()[i] != 1.0)
-            throw std::invalid_argument("fresh must hold binary (0/1) labels");
     if (!(flip_public >= 0.0 && flip_public <= 1.0) || !(flip_fresh >= 0.0 && flip_fresh <= 1.0))
         throw std::invalid_argument("flip probabilities must lie in [0, 1]");
     if (guardrail < 0) throw std::invalid_argument("guardrail must be non-negative");
@@ -211,14 +199,7 @@ py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& f
                                               static_cast<std::size_t>(fresh_labels.shape(1)),
                                               static_cast<std::size_t>(n), relabel, flip_public, flip_fresh,
                                               static_cast<std::size_t>(guardrail), method_code(fallback), alpha};
-    const std::size_t tasks = range.task_end - range.task_begin;
-    py::array_t<double> out({tasks, truescore::kDetectionWidth});
-    double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::detection_tasks(setting, range, po, threads);
-    }
-    return out;
+    return run_tasks(truescore::detection_tasks, setting, range, threads, {truescore::kDetectionWidth});
 }
 
 py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pair_high, const ArrayI64& pair_low,
@@ -237,14 +218,7 @@ py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pai
                                            static_cast<std::size_t>(gaps.shape(1)), static_cast<std::size_t>(n),
                                            pair_high.data(), pair_low.data(),
                                            static_cast<std::size_t>(pair_high.shape(0)), method_code(method), alpha};
-    const std::size_t tasks = range.task_end - range.task_begin;
-    py::array_t<double> out({tasks, truescore::kBudgetWidth});
-    double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::budget_tasks(setting, range, po, threads);
-    }
-    return out;
+    return run_tasks(truescore::budget_tasks, setting, range, threads, {truescore::kBudgetWidth});
 }
 
 }  // namespace
@@ -261,7 +235,7 @@ void bind_calibration(py::module_& m) {
           "Multivariate hypergeometric counts per category, draws in sequence from one task's stream.");
     m.def("coverage_tasks", &coverage_tasks, py::arg("values"), py::arg("offsets"), py::arg("allocation"),
           py::arg("lattice_values"), py::arg("lattice_counts"), py::arg("methods"), py::arg("alpha"),
-          py::arg("truth"), py::arg("interval_population"), py::arg("key0"), py::arg("key1"),
+          py::arg("truth"), py::arg("key0"), py::arg("key1"),
           py::arg("task_offset"), py::arg("replications"), py::arg("block"), py::arg("task_begin"),
           py::arg("task_end"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Per-task partial sums (covered, sum half-width, sum squares) of a coverage study.");

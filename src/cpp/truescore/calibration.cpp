@@ -54,22 +54,26 @@ struct CoverageState {
 }  // namespace
 
 void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* out, int n_threads) {
-    std::size_t n = 0;
-    for (std::size_t h = 0; h < s.n_strata; ++h) {
-        if (s.allocation[h] > s.offsets[h + 1] - s.offsets[h])
-            throw std::invalid_argument("allocation exceeds the size of stratum " + std::to_string(h));
-        n += s.allocation[h];
-    }
+    const std::size_t n = check_strata(s.offsets, s.n_strata, s.allocation, s.population_size);
     if (n < 2) throw std::invalid_argument("n must be at least 2");
     const bool counts_path = s.lattice_count > 0;
+    const std::size_t V = s.lattice_count;
+    for (std::size_t h = 0; counts_path && h < s.n_strata; ++h) {
+        std::int64_t total = 0;
+        for (std::size_t v = 0; v < V; ++v) {
+            if (s.lattice_counts[h * V + v] < 0) throw std::invalid_argument("lattice_counts must be non-negative");
+            total += s.lattice_counts[h * V + v];
+        }
+        if (static_cast<std::size_t>(total) != s.offsets[h + 1] - s.offsets[h])
+            throw std::invalid_argument("lattice_counts must sum to each stratum's size");
+    }
     for (std::size_t k = 0; k < s.n_methods; ++k) {
         if (counts_path && s.methods[k] == IntervalMethod::betting)
             throw std::invalid_argument("the betting interval needs the sample's order: it cannot use lattice counts");
-        if (s.methods[k] == IntervalMethod::hoeffding_serfling && !(s.interval_population > 0.0))
-            throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
     }
     const IntervalConstants c(s.alpha);
-    const std::size_t width = s.n_methods * kCoverageWidth, V = s.lattice_count;
+    const double pop = static_cast<double>(s.population_size);
+    const std::size_t width = s.n_methods * kCoverageWidth;
     auto make_state = [&] {
         return CoverageState{FisherYatesSampler(counts_path ? 0 : s.population_size),
                              HypergeometricSampler(counts_path ? s.population_size : 0),
@@ -106,8 +110,8 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
         for (std::size_t k = 0; k < s.n_methods; ++k) {
             const GapInterval iv =
                 s.methods[k] == IntervalMethod::betting
-                    ? betting_interval(st.d.data(), n, s.interval_population, s.alpha, st.scratch.data())
-                    : moment_interval(s.methods[k], mean, variance, n, s.interval_population, c);
+                    ? betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data())
+                    : moment_interval(s.methods[k], mean, variance, n, pop, c);
             double* cell = row + k * kCoverageWidth;
             cell[0] += (iv.low <= s.truth && s.truth <= iv.high) ? 1.0 : 0.0;
             cell[1] += iv.half_width;
@@ -132,6 +136,13 @@ void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* 
     if (n < 2 || n > N) throw std::invalid_argument("n must lie in [2, population_size]");
     if (K < 1) throw std::invalid_argument("the bank needs at least one fresh form");
     if (s.fallback == IntervalMethod::wald) throw std::invalid_argument("fallback must not be wald");
+    // The labels index the randomization test's table of label sums: only 0 and 1 are safe.
+    for (std::size_t i = 0; i < N; ++i)
+        if (s.public_labels[i] != 0.0 && s.public_labels[i] != 1.0)
+            throw std::invalid_argument("public must hold binary (0/1) labels");
+    for (std::size_t i = 0; i < N * K; ++i)
+        if (s.fresh_labels[i] != 0.0 && s.fresh_labels[i] != 1.0)
+            throw std::invalid_argument("fresh must hold binary (0/1) labels");
     const IntervalConstants c(s.alpha);
     const double pop = static_cast<double>(N), kd = static_cast<double>(K);
     auto make_state = [&] {

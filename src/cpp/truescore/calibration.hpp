@@ -25,7 +25,8 @@ struct TaskRange {
 // ---- Coverage ------------------------------------------------------------------------
 // Population gaps grouped by stratum: stratum h holds values[offsets[h] .. offsets[h+1]).
 // Each replication draws allocation[h] units from stratum h without replacement and
-// computes every interval in `methods` on the pooled sample (in draw order).
+// computes every interval in `methods` on the pooled sample (in draw order), with the
+// population size N = population_size.
 // With `lattice_count` > 0 the sample is drawn as counts per value instead (exact
 // multivariate hypergeometric, per stratum): lattice_values (V) and lattice_counts
 // (n_strata, V); only order-free methods are allowed then.
@@ -42,7 +43,6 @@ struct CoverageSetting {
     std::size_t n_methods;
     double alpha;
     double truth;                  // the mean the intervals should cover
-    double interval_population;    // N passed to the intervals (<= 0: none)
 };
 constexpr std::size_t kCoverageWidth = 3;  // per method: covered, sum half-width, sum squares
 // out: (task_end - task_begin) rows of n_methods * kCoverageWidth.

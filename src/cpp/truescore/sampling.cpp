@@ -37,6 +37,20 @@ void draw_stratified(FisherYatesSampler& sampler, Philox& rng, const std::size_t
     }
 }
 
+std::size_t check_strata(const std::size_t* offsets, std::size_t n_strata, const std::size_t* allocation,
+                         std::size_t population_size) {
+    if (offsets[0] != 0 || offsets[n_strata] != population_size)
+        throw std::invalid_argument("offsets must run from 0 to population_size with one entry per stratum + 1");
+    std::size_t n = 0;
+    for (std::size_t h = 0; h < n_strata; ++h) {
+        if (offsets[h + 1] < offsets[h]) throw std::invalid_argument("offsets must be non-decreasing");
+        if (allocation[h] > offsets[h + 1] - offsets[h])
+            throw std::invalid_argument("allocation exceeds the size of stratum " + std::to_string(h));
+        n += allocation[h];
+    }
+    return n;
+}
+
 std::vector<std::size_t> proportional_allocation(const std::size_t* stratum_sizes,
                                                  std::size_t n_strata, std::size_t n) {
     std::size_t total = 0;

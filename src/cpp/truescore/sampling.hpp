@@ -34,8 +34,15 @@ private:
 
 // Stratified simple random sampling: stratum h holds positions [offsets[h], offsets[h+1])
 // and contributes allocation[h] units drawn by Fisher-Yates within it, strata in order.
+// The strata must pass check_strata for a sampler of the population's size.
 void draw_stratified(FisherYatesSampler& sampler, Philox& rng, const std::size_t* offsets,
                      std::size_t n_strata, const std::size_t* allocation, std::uint32_t* out);
+
+// Throws std::invalid_argument unless the n_strata + 1 offsets run non-decreasing from 0
+// to population_size and allocation[h] <= offsets[h+1] - offsets[h]. Returns the sample
+// size, the sum of the allocation.
+std::size_t check_strata(const std::size_t* offsets, std::size_t n_strata, const std::size_t* allocation,
+                         std::size_t population_size);
 
 // Proportional allocation by largest remainder: n_h = floor(n N_h / N), then the units
 // left over go to the largest remainders (n N_h mod N), ties to the lower stratum.
