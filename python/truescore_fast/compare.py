@@ -157,20 +157,16 @@ def _bootstrap(
     n_bootstrap: int,
     key: tuple[int, int],
     clusters: npt.ArrayLike | None,
-    n_threads: int | None = None,
 ) -> ComparisonResult:
     n = diffs.shape[0]
     if clusters is None:
         values, counts = np.unique(diffs, return_counts=True)
         if values.shape[0] * _DISCRETE_COST <= n:
             means = _core.bootstrap_means_discrete(
-                values, counts.astype(np.int64), n_bootstrap, key[0], key[1],
-                n_threads=n_threads,
+                values, counts.astype(np.int64), n_bootstrap, key[0], key[1]
             )
         else:
-            means = _core.bootstrap_means(
-                diffs, n_bootstrap, key[0], key[1], n_threads=n_threads
-            )
+            means = _core.bootstrap_means(diffs, n_bootstrap, key[0], key[1])
         method = "paired bootstrap (percentile)"
     else:
         codes, n_groups = cluster_codes("clusters", clusters, n)
@@ -178,9 +174,7 @@ def _bootstrap(
             raise ValueError(f"cluster bootstrap needs at least 2 clusters; got {n_groups}")
         sums = np.bincount(codes, weights=diffs, minlength=n_groups)
         sizes = np.bincount(codes, minlength=n_groups).astype(np.int64)
-        means = _core.cluster_bootstrap_means(
-            sums, sizes, n_bootstrap, key[0], key[1], n_threads=n_threads
-        )
+        means = _core.cluster_bootstrap_means(sums, sizes, n_bootstrap, key[0], key[1])
         method = f"cluster bootstrap (percentile, {n_groups} clusters)"
     low, high = percentile_interval(means, alpha)
     # Resamples exactly at zero count in both tails: when A and B agree everywhere every
@@ -344,7 +338,6 @@ def _sign_flip_p_value(
     arr_b: npt.NDArray[np.float64],
     budget: float | int,
     key: tuple[int, int],
-    n_threads: int | None = None,
 ) -> float:
     n = arr_a.shape[0]
     if budget >= 2**n:
@@ -353,7 +346,7 @@ def _sign_flip_p_value(
                 f"exact enumeration of 2^{n} sign patterns is infeasible; "
                 f"pass a finite n_resamples below 2^{n}"
             )
-        counts = _core.sign_flip_exact(arr_a, arr_b, n_threads=n_threads)
+        counts = _core.sign_flip_exact(arr_a, arr_b)
         extra = 0
     else:
         diffs = arr_a - arr_b
@@ -367,12 +360,12 @@ def _sign_flip_p_value(
                               minlength=magnitudes.shape[0])
             counts = _core.sign_flip_monte_carlo_grouped(
                 magnitudes, sizes.astype(np.int64), np.rint(net).astype(np.int64),
-                int(budget), *perm_key, n_threads=n_threads,
+                int(budget), *perm_key,
             )
         else:
             counts = _core.sign_flip_counts(
                 diffs, exact=False, n_resamples=int(budget), key0=perm_key[0],
-                key1=perm_key[1], n_threads=n_threads,
+                key1=perm_key[1],
             )
         extra = 1
     total = counts["n_patterns"] + extra
