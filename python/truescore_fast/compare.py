@@ -128,13 +128,18 @@ def _resolve_key(seed: Any) -> tuple[int, int]:
     return philox_key(seed)
 
 
-def _paired_arrays(
-    a: npt.ArrayLike, b: npt.ArrayLike
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def _scaled_pairs(
+    a: npt.ArrayLike, b: npt.ArrayLike, alpha: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
+    """Validated alpha, a and b; a and b times :func:`_overflow_scale`'s s, and s."""
+    check_alpha(alpha)
     arr_a = finite_1d("a", a)
     arr_b = finite_1d("b", b)
     check_same_length("a", arr_a, "b", arr_b)
-    return arr_a, arr_b
+    scale = _overflow_scale(arr_a, arr_b)
+    if scale != 1.0:
+        arr_a, arr_b = arr_a * scale, arr_b * scale
+    return arr_a, arr_b, scale
 
 
 def _overflow_scale(arr_a: npt.NDArray[np.float64], arr_b: npt.NDArray[np.float64]) -> float:
@@ -231,14 +236,10 @@ def paired_bootstrap(
             seed; clusters not 1-D, of the wrong length, or naming fewer than 2 clusters;
             differences too large for float64.
     """
-    check_alpha(alpha)
-    arr_a, arr_b = _paired_arrays(a, b)
+    arr_a, arr_b, scale = _scaled_pairs(a, b, alpha)
     key = _resolve_key(seed)
     n_boot = check_positive_int("n_bootstrap", n_bootstrap)
-    scale = _overflow_scale(arr_a, arr_b)
-    if scale == 1.0:
-        return _bootstrap(arr_a - arr_b, alpha, n_boot, key, clusters)
-    return _unscale(_bootstrap(arr_a * scale - arr_b * scale, alpha, n_boot, key, clusters), scale)
+    return _unscale(_bootstrap(arr_a - arr_b, alpha, n_boot, key, clusters), scale)
 
 
 def _unscale(result: ComparisonResult, scale: float) -> ComparisonResult:
@@ -310,16 +311,12 @@ def paired_permutation(
             enumeration (n_resamples >= 2^n) with more than 30 pairs -- 2^31 patterns and
             up, which truescore would attempt and not finish in any useful time.
     """
-    check_alpha(alpha)
-    arr_a, arr_b = _paired_arrays(a, b)
+    arr_a, arr_b, scale = _scaled_pairs(a, b, alpha)
     n = arr_a.shape[0]
     if n < 2:
         raise ValueError(f"a and b need at least 2 pairs for a permutation test; got {n}")
     budget = _check_n_resamples(n_resamples)
     key = _resolve_key(seed)
-    scale = _overflow_scale(arr_a, arr_b)
-    if scale != 1.0:
-        arr_a, arr_b = arr_a * scale, arr_b * scale
     p_value = _sign_flip_p_value(arr_a, arr_b, budget, key)
     interval = _unscale(_bootstrap(arr_a - arr_b, alpha, 10000, key, None), scale)
     return ComparisonResult(
