@@ -28,6 +28,22 @@ def _mark(benchmark, role, label, scale=1.0):
     benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
 
 
+ROLES = ("ours", "baseline")
+
+
+def _run(benchmark, role, name, a, b, **kwargs):
+    """Benchmark ``name`` (a function of truescore.compare's API) for ``role``: ours
+    (truescore_fast, repeated rounds) or the baseline (truescore, one round: its
+    bootstrap allocates ~1.6 GB)."""
+    if role == "ours":
+        _mark(benchmark, role, f"truescore_fast.{name}")
+        return benchmark(getattr(tf, name), a, b, **kwargs)
+    _mark(benchmark, role, f"truescore.{name}")
+    return benchmark.pedantic(
+        getattr(ts, name), args=(a, b), kwargs=kwargs, rounds=1, iterations=1
+    )
+
+
 def scores(n, seed, effect):
     """Rubric-style scores on a 0-1 grid of 0.05 (so ties occur), paired and correlated."""
     rng = np.random.default_rng(seed)
@@ -75,44 +91,22 @@ def boot_data():
 PERM_GROUP = f"paired_permutation, rubric scores, n = {PERM_N:,}, {PERM_B:,} resamples"
 
 
+@pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=PERM_GROUP)
-def test_permutation_ours(benchmark, perm_data):
+def test_permutation(benchmark, perm_data, role):
     a, b = perm_data
-    _mark(benchmark, "ours", "truescore_fast.paired_permutation")
-    result = benchmark(tf.paired_permutation, a, b, n_resamples=PERM_B)
-    check_permutation(result, a, b)
-
-
-@pytest.mark.benchmark(group=PERM_GROUP)
-def test_permutation_truescore(benchmark, perm_data):
-    a, b = perm_data
-    _mark(benchmark, "baseline", "truescore.paired_permutation")
-    result = benchmark.pedantic(
-        ts.paired_permutation, args=(a, b), kwargs={"n_resamples": PERM_B}, rounds=1,
-        iterations=1,
-    )
+    result = _run(benchmark, role, "paired_permutation", a, b, n_resamples=PERM_B)
     check_permutation(result, a, b)
 
 
 BOOT_GROUP = f"paired_bootstrap, rubric scores, n = {BOOT_N:,}, B = {BOOT_B:,}"
 
 
+@pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=BOOT_GROUP)
-def test_bootstrap_ours(benchmark, boot_data):
+def test_bootstrap(benchmark, boot_data, role):
     a, b = boot_data
-    _mark(benchmark, "ours", "truescore_fast.paired_bootstrap")
-    result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
-    check_bootstrap(result, a, b)
-
-
-@pytest.mark.benchmark(group=BOOT_GROUP)
-def test_bootstrap_truescore(benchmark, boot_data):
-    a, b = boot_data
-    _mark(benchmark, "baseline", "truescore.paired_bootstrap")
-    result = benchmark.pedantic(
-        ts.paired_bootstrap, args=(a, b), kwargs={"n_bootstrap": BOOT_B}, rounds=1,
-        iterations=1,
-    )
+    result = _run(benchmark, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
     check_bootstrap(result, a, b)
 
 
@@ -163,41 +157,19 @@ BIN_PERM_GROUP = f"paired_permutation, pass/fail, n = {PERM_N:,}, {PERM_B:,} res
 BIN_BOOT_GROUP = f"paired_bootstrap, pass/fail, n = {BOOT_N:,}, B = {BOOT_B:,}"
 
 
+@pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=BIN_PERM_GROUP)
-def test_binary_permutation_ours(benchmark, binary_perm_data):
+def test_binary_permutation(benchmark, binary_perm_data, role):
     a, b = binary_perm_data
-    _mark(benchmark, "ours", "truescore_fast.paired_permutation")
-    result = benchmark(tf.paired_permutation, a, b, n_resamples=PERM_B)
+    result = _run(benchmark, role, "paired_permutation", a, b, n_resamples=PERM_B)
     check_binary_permutation(result, a, b)
 
 
-@pytest.mark.benchmark(group=BIN_PERM_GROUP)
-def test_binary_permutation_truescore(benchmark, binary_perm_data):
-    a, b = binary_perm_data
-    _mark(benchmark, "baseline", "truescore.paired_permutation")
-    result = benchmark.pedantic(
-        ts.paired_permutation, args=(a, b), kwargs={"n_resamples": PERM_B}, rounds=1,
-        iterations=1,
-    )
-    check_binary_permutation(result, a, b)
-
-
+@pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=BIN_BOOT_GROUP)
-def test_binary_bootstrap_ours(benchmark, binary_boot_data):
+def test_binary_bootstrap(benchmark, binary_boot_data, role):
     a, b = binary_boot_data
-    _mark(benchmark, "ours", "truescore_fast.paired_bootstrap")
-    result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
-    check_bootstrap_interval(result, a, b)
-
-
-@pytest.mark.benchmark(group=BIN_BOOT_GROUP)
-def test_binary_bootstrap_truescore(benchmark, binary_boot_data):
-    a, b = binary_boot_data
-    _mark(benchmark, "baseline", "truescore.paired_bootstrap")
-    result = benchmark.pedantic(
-        ts.paired_bootstrap, args=(a, b), kwargs={"n_bootstrap": BOOT_B}, rounds=1,
-        iterations=1,
-    )
+    result = _run(benchmark, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
     check_bootstrap_interval(result, a, b)
 
 
@@ -222,22 +194,11 @@ def continuous(a, b):
 CONT_BOOT_GROUP = f"paired_bootstrap, continuous scores, n = {BOOT_N:,}, B = {BOOT_B:,}"
 
 
+@pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=CONT_BOOT_GROUP)
-def test_continuous_bootstrap_ours(benchmark, boot_data):
+def test_continuous_bootstrap(benchmark, boot_data, role):
     a, b = continuous(*boot_data)
-    _mark(benchmark, "ours", "truescore_fast.paired_bootstrap")
-    result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
-    check_bootstrap(result, a, b)
-
-
-@pytest.mark.benchmark(group=CONT_BOOT_GROUP)
-def test_continuous_bootstrap_truescore(benchmark, boot_data):
-    a, b = continuous(*boot_data)
-    _mark(benchmark, "baseline", "truescore.paired_bootstrap")
-    result = benchmark.pedantic(
-        ts.paired_bootstrap, args=(a, b), kwargs={"n_bootstrap": BOOT_B}, rounds=1,
-        iterations=1,
-    )
+    result = _run(benchmark, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
     check_bootstrap(result, a, b)
 
 

@@ -22,6 +22,14 @@ def _mark(benchmark, role, label, scale=1.0):
     benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
 
 
+# Ours on every core, and on one thread as a variant: (n_threads, role, label suffix).
+THREADS = pytest.mark.parametrize(
+    ("n_threads", "role", "label"),
+    [(None, "ours", " (all cores)"), (1, "ours-variant", ", n_threads=1")],
+    ids=["all-cores", "one-thread"],
+)
+
+
 # ---------------------------------------------------------------------------------------
 # Rao-Wu bootstrap, n = 10^4, B = 10^4
 # ---------------------------------------------------------------------------------------
@@ -57,31 +65,18 @@ def _se_ok(replicates, unbiased_se):
     return abs(np.std(replicates, ddof=1) / unbiased_se - 1) < 0.03
 
 
+@THREADS
 @pytest.mark.benchmark(group=RAO_WU)
-def test_rao_wu_ours(benchmark, sample):
+def test_rao_wu_ours(benchmark, sample, n_threads, role, label):
     values, unbiased_se = sample
-    _mark(benchmark, "ours", "truescore_fast.finite_population_bootstrap (all cores)")
+    _mark(benchmark, role, "truescore_fast.finite_population_bootstrap" + label)
     result = benchmark(
         tf.finite_population_bootstrap,
         values,
         population_size=POPULATION,
         replicates=REPLICATES,
         seed=1,
-    )
-    assert _se_ok(result.replicates, unbiased_se)
-
-
-@pytest.mark.benchmark(group=RAO_WU)
-def test_rao_wu_ours_one_thread(benchmark, sample):
-    values, unbiased_se = sample
-    _mark(benchmark, "ours-variant", "truescore_fast, n_threads=1")
-    result = benchmark(
-        tf.finite_population_bootstrap,
-        values,
-        population_size=POPULATION,
-        replicates=REPLICATES,
-        seed=1,
-        n_threads=1,
+        n_threads=n_threads,
     )
     assert _se_ok(result.replicates, unbiased_se)
 
@@ -141,20 +136,17 @@ def _pattern_ok(observed, null_mean, p, gaps):
     )
 
 
+@THREADS
 @pytest.mark.benchmark(group=PATTERN)
-def test_pattern_ours(benchmark, pattern_gaps):
-    _mark(benchmark, "ours", "truescore_fast.pattern_permutation_test (all cores)")
+def test_pattern_ours(benchmark, pattern_gaps, n_threads, role, label):
+    _mark(benchmark, role, "truescore_fast.pattern_permutation_test" + label)
     result = benchmark(
-        tf.pattern_permutation_test, pattern_gaps, min_models=2, draws=DRAWS, seed=1
-    )
-    assert _pattern_ok(result.observed, result.null_mean, result.p_value, pattern_gaps)
-
-
-@pytest.mark.benchmark(group=PATTERN)
-def test_pattern_ours_one_thread(benchmark, pattern_gaps):
-    _mark(benchmark, "ours-variant", "truescore_fast, n_threads=1")
-    result = benchmark(
-        tf.pattern_permutation_test, pattern_gaps, min_models=2, draws=DRAWS, seed=1, n_threads=1
+        tf.pattern_permutation_test,
+        pattern_gaps,
+        min_models=2,
+        draws=DRAWS,
+        seed=1,
+        n_threads=n_threads,
     )
     assert _pattern_ok(result.observed, result.null_mean, result.p_value, pattern_gaps)
 

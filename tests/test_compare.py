@@ -238,6 +238,20 @@ def test_public_bootstrap_is_the_percentile_interval_of_those_means():
     assert r.p_value == pytest.approx(expected_p, abs=1e-12)
 
 
+def test_bootstrap_p_is_the_smallest_level_whose_interval_excludes_zero():
+    # The docstring: p is the smallest alpha at which the percentile interval (same seed,
+    # same resamples) excludes zero -- just above it the interval excludes 0, just below
+    # it the interval contains 0.
+    rng = np.random.default_rng(12)
+    a, b = rng.normal(0.15, 1.0, size=60), rng.normal(0.0, 1.0, size=60)
+    p = tf.paired_bootstrap(a, b, seed=6).p_value
+    assert 0.02 < p < 0.5  # over a hundred of the 10,000 resamples in the smaller tail
+    above = tf.paired_bootstrap(a, b, seed=6, alpha=1.05 * p)
+    below = tf.paired_bootstrap(a, b, seed=6, alpha=0.95 * p)
+    assert above.low > 0 or above.high < 0
+    assert below.low <= 0 <= below.high
+
+
 @pytest.mark.parametrize("n, n_resamples", [(1, 10), (63, 300), (64, 257), (65, 600), (300, 513)])
 def test_sign_flip_counts_equal_numpy_rebuild(n, n_resamples):
     d = np.random.default_rng(n).normal(size=n)

@@ -272,6 +272,50 @@ def test_rao_wu_weights_reproduce_the_mean_replicates():
     )
 
 
+def test_rao_wu_weights_have_the_documented_base_sum_and_sign():
+    # The docstring's statements about the weights handed to ``statistic``: the sample's
+    # own weights are W_h / n_h (in the order of ``values``), and with the default
+    # m_h = n_h - 1 every replicate's weights are non-negative and sum to sum_h W_h = 1.
+    rng = np.random.default_rng(21)
+    values, labels = _stratified_sample(rng)
+    pops = {"a": 30, "b": 100, "c": 9}
+    seen = []
+
+    def record(w):
+        seen.append(w.copy())
+        return float(w @ values)
+
+    tf.finite_population_bootstrap(
+        values, population_size=pops, strata=labels, replicates=300, statistic=record, seed=3
+    )
+    base, reps = seen[0], np.array(seen[1:])
+    total = sum(pops.values())
+    for k, size in pops.items():
+        inside = labels == k
+        assert np.allclose(base[inside], size / total / inside.sum(), rtol=1e-15, atol=0)
+    assert reps.shape == (300, values.size)
+    assert np.all(reps >= 0)
+    np.testing.assert_allclose(reps.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", ["lam", "weight"])
+def test_rao_wu_kernels_reject_a_non_finite_design(bad):
+    # Both Rao-Wu entry points validate the same design: a NaN lambda or weight is a
+    # ValueError naming it, never NaN weights or replicates.
+    from truescore_fast import _core
+
+    offsets = np.array([0, 3, 6], dtype=np.int64)
+    design = {"resample_size": np.array([2, 2], dtype=np.int64), "lam": np.ones(2),
+              "weight": np.full(2, 0.5)}
+    design[bad] = np.array([0.5, np.nan])
+    with pytest.raises(ValueError, match=bad):
+        _core.rao_wu_bootstrap(np.arange(6.0), offsets, design["resample_size"], design["lam"],
+                               design["weight"], 4, 1, 2)
+    with pytest.raises(ValueError, match=bad):
+        _core.rao_wu_weights(offsets, design["resample_size"], design["lam"], design["weight"],
+                             0, 4, 1, 2)
+
+
 def test_bootstrap_thread_count_does_not_change_the_result():
     values = np.random.default_rng(10).random(500)
     for method in ("rao_wu", "bbh"):
@@ -479,6 +523,30 @@ def test_seed_contrast_summaries_match_scipy():
     # flipping the negative seed, and their mirrors are as extreme -> p = 4/1024.
     assert result.p_value == 4 / 1024
     assert "9/10" in result.summary()
+
+
+def test_seed_contrast_smallest_exact_p_with_ten_seeds_is_2_in_1024():
+    # Any 10 contrasts of one sign: only the observed sign vector and its mirror are as
+    # extreme, the smallest exact p the docstring states.
+    values = np.linspace(0.01, 0.1, 10)
+    assert tf.seed_contrast(values).p_value == 2 / 1024
+    assert tf.seed_contrast(-values).p_value == 2 / 1024
+
+
+def test_bca_bias_correction_counts_ties_half_and_clips_the_share():
+    # DiDResult's stated z0 rule: replicates within 1e-12 (1 + |estimate|) of the estimate
+    # count half, and the share is clipped to [1/(2B), 1 - 1/(2B)].
+    loo = [np.array([-1.0, 0.0, 1.0])]
+    b = 400
+    _, z0, _ = bca_interval(np.full(b, 2.0 + 1e-13), 2.0, loo, 0.1)
+    assert z0 == 0.0  # all ties: share 1/2
+    _, z0, _ = bca_interval(np.full(b, 3.0), 2.0, loo, 0.1)
+    assert z0 == pytest.approx(stats.norm.ppf(0.5 / b), rel=1e-12)  # none below
+    _, z0, _ = bca_interval(np.full(b, 1.0), 2.0, loo, 0.1)
+    assert z0 == pytest.approx(stats.norm.ppf(1 - 0.5 / b), rel=1e-12)  # all below
+    reps = np.concatenate([np.full(100, 1.0), np.full(100, 2.0), np.full(200, 3.0)])
+    _, z0, _ = bca_interval(reps, 2.0, loo, 0.1)
+    assert z0 == pytest.approx(stats.norm.ppf((100 + 0.5 * 100) / b), rel=1e-12)
 
 
 def test_sign_flip_monte_carlo_equals_reference_and_approximates_exact():

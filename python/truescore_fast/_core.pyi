@@ -6,7 +6,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-RESAMPLE_BLOCK: int
 MAX_EXACT_PAIRS: int
 
 def bootstrap_means(

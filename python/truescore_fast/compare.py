@@ -128,13 +128,18 @@ def _resolve_key(seed: Any) -> tuple[int, int]:
     return philox_key(seed)
 
 
-def _paired_arrays(
-    a: npt.ArrayLike, b: npt.ArrayLike
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def _scaled_pairs(
+    a: npt.ArrayLike, b: npt.ArrayLike, alpha: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
+    """Validated alpha, a and b; a and b times :func:`_overflow_scale`'s s, and s."""
+    check_alpha(alpha)
     arr_a = finite_1d("a", a)
     arr_b = finite_1d("b", b)
     check_same_length("a", arr_a, "b", arr_b)
-    return arr_a, arr_b
+    scale = _overflow_scale(arr_a, arr_b)
+    if scale != 1.0:
+        arr_a, arr_b = arr_a * scale, arr_b * scale
+    return arr_a, arr_b, scale
 
 
 def _overflow_scale(arr_a: npt.NDArray[np.float64], arr_b: npt.NDArray[np.float64]) -> float:
@@ -157,20 +162,16 @@ def _bootstrap(
     n_bootstrap: int,
     key: tuple[int, int],
     clusters: npt.ArrayLike | None,
-    n_threads: int | None = None,
 ) -> ComparisonResult:
     n = diffs.shape[0]
     if clusters is None:
         values, counts = np.unique(diffs, return_counts=True)
         if values.shape[0] * _DISCRETE_COST <= n:
             means = _core.bootstrap_means_discrete(
-                values, counts.astype(np.int64), n_bootstrap, key[0], key[1],
-                n_threads=n_threads,
+                values, counts.astype(np.int64), n_bootstrap, key[0], key[1]
             )
         else:
-            means = _core.bootstrap_means(
-                diffs, n_bootstrap, key[0], key[1], n_threads=n_threads
-            )
+            means = _core.bootstrap_means(diffs, n_bootstrap, key[0], key[1])
         method = "paired bootstrap (percentile)"
     else:
         codes, n_groups = cluster_codes("clusters", clusters, n)
@@ -178,9 +179,7 @@ def _bootstrap(
             raise ValueError(f"cluster bootstrap needs at least 2 clusters; got {n_groups}")
         sums = np.bincount(codes, weights=diffs, minlength=n_groups)
         sizes = np.bincount(codes, minlength=n_groups).astype(np.int64)
-        means = _core.cluster_bootstrap_means(
-            sums, sizes, n_bootstrap, key[0], key[1], n_threads=n_threads
-        )
+        means = _core.cluster_bootstrap_means(sums, sizes, n_bootstrap, key[0], key[1])
         method = f"cluster bootstrap (percentile, {n_groups} clusters)"
     low, high = percentile_interval(means, alpha)
     # Resamples exactly at zero count in both tails: when A and B agree everywhere every
@@ -237,14 +236,10 @@ def paired_bootstrap(
             seed; clusters not 1-D, of the wrong length, or naming fewer than 2 clusters;
             differences too large for float64.
     """
-    check_alpha(alpha)
-    arr_a, arr_b = _paired_arrays(a, b)
+    arr_a, arr_b, scale = _scaled_pairs(a, b, alpha)
     key = _resolve_key(seed)
     n_boot = check_positive_int("n_bootstrap", n_bootstrap)
-    scale = _overflow_scale(arr_a, arr_b)
-    if scale == 1.0:
-        return _bootstrap(arr_a - arr_b, alpha, n_boot, key, clusters)
-    return _unscale(_bootstrap(arr_a * scale - arr_b * scale, alpha, n_boot, key, clusters), scale)
+    return _unscale(_bootstrap(arr_a - arr_b, alpha, n_boot, key, clusters), scale)
 
 
 def _unscale(result: ComparisonResult, scale: float) -> ComparisonResult:
@@ -316,16 +311,12 @@ def paired_permutation(
             enumeration (n_resamples >= 2^n) with more than 30 pairs -- 2^31 patterns and
             up, which truescore would attempt and not finish in any useful time.
     """
-    check_alpha(alpha)
-    arr_a, arr_b = _paired_arrays(a, b)
+    arr_a, arr_b, scale = _scaled_pairs(a, b, alpha)
     n = arr_a.shape[0]
     if n < 2:
         raise ValueError(f"a and b need at least 2 pairs for a permutation test; got {n}")
     budget = _check_n_resamples(n_resamples)
     key = _resolve_key(seed)
-    scale = _overflow_scale(arr_a, arr_b)
-    if scale != 1.0:
-        arr_a, arr_b = arr_a * scale, arr_b * scale
     p_value = _sign_flip_p_value(arr_a, arr_b, budget, key)
     interval = _unscale(_bootstrap(arr_a - arr_b, alpha, 10000, key, None), scale)
     return ComparisonResult(
@@ -344,7 +335,6 @@ def _sign_flip_p_value(
     arr_b: npt.NDArray[np.float64],
     budget: float | int,
     key: tuple[int, int],
-    n_threads: int | None = None,
 ) -> float:
     n = arr_a.shape[0]
     if budget >= 2**n:
@@ -353,7 +343,7 @@ def _sign_flip_p_value(
                 f"exact enumeration of 2^{n} sign patterns is infeasible; "
                 f"pass a finite n_resamples below 2^{n}"
             )
-        counts = _core.sign_flip_exact(arr_a, arr_b, n_threads=n_threads)
+        counts = _core.sign_flip_exact(arr_a, arr_b)
         extra = 0
     else:
         diffs = arr_a - arr_b
@@ -367,12 +357,12 @@ def _sign_flip_p_value(
                               minlength=magnitudes.shape[0])
             counts = _core.sign_flip_monte_carlo_grouped(
                 magnitudes, sizes.astype(np.int64), np.rint(net).astype(np.int64),
-                int(budget), *perm_key, n_threads=n_threads,
+                int(budget), *perm_key,
             )
         else:
             counts = _core.sign_flip_counts(
                 diffs, exact=False, n_resamples=int(budget), key0=perm_key[0],
-                key1=perm_key[1], n_threads=n_threads,
+                key1=perm_key[1],
             )
         extra = 1
     total = counts["n_patterns"] + extra

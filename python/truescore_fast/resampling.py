@@ -716,9 +716,8 @@ def did_estimate(
 
     # Jackknife (leave one parent out) estimates per independently resampled group.
     def loo(m: int, q: int) -> list[np.ndarray]:
-        pairs = {0: (dpe[m], dpu[m], 1.0, 0.0), 1: (dfe[m], dfu[m], 1.0, 0.0)}
         if q < 2:
-            e, u, _, _ = pairs[q]
+            e, u = (dpe[m], dpu[m]) if q == 0 else (dfe[m], dfu[m])
             return [_loo_means(e) - np.mean(u), np.mean(e) - _loo_means(u)]
         ge = _loo_means(dpe[m]) - _loo_means(dfe[m]) - (np.mean(dpu[m]) - np.mean(dfu[m]))
         gu = (np.mean(dpe[m]) - np.mean(dfe[m])) - (_loo_means(dpu[m]) - _loo_means(dfu[m]))

@@ -89,7 +89,6 @@ py::array_t<std::int64_t> binomial_sample(std::int64_t n, double p, std::int64_t
 }  // namespace
 
 void bind_compare(py::module_& m) {
-    m.attr("RESAMPLE_BLOCK") = truescore::kResampleBlock;
     m.def("bootstrap_means", &bootstrap_means, py::arg("diffs"), py::arg("n_bootstrap"),
           py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Means of n_bootstrap resamples (with replacement) of diffs; block k of 256 "

@@ -53,6 +53,22 @@ void check_finite(const double* x, std::size_t n, const char* name) {
         if (!std::isfinite(x[i])) throw std::invalid_argument(std::string(name) + " contains non-finite values");
 }
 
+// The Rao-Wu design shared by rao_wu_bootstrap and rao_wu_weights: strata of at least one
+// unit over n values, and per stratum m_h >= 1 and finite lambda_h and weight_h. Returns
+// the number of strata.
+std::size_t check_rao_wu_design(const ArrayI64& offsets, std::size_t n, const ArrayI64& resample_size,
+                                const ArrayD& lam, const ArrayD& weight) {
+    const std::size_t h = check_offsets(offsets, n, "offsets", 1);
+    check_length(resample_size, h, "resample_size");
+    check_length(lam, h, "lam");
+    check_length(weight, h, "weight");
+    for (std::size_t s = 0; s < h; ++s)
+        if (resample_size.data()[s] < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
+    check_finite(lam.data(), h, "lam");
+    check_finite(weight.data(), h, "weight");
+    return h;
+}
+
 py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long draws, std::uint64_t key0,
                        std::uint64_t key1, const py::object& n_threads) {
     require_ndim(indicator, 2, "indicator");
@@ -80,14 +96,7 @@ py::array_t<double> rao_wu_bootstrap(const ArrayD& values, const ArrayI64& offse
     require_ndim(values, 1, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
     check_finite(values.data(), n, "values");
-    const std::size_t h = check_offsets(offsets, n, "offsets", 1);
-    check_length(resample_size, h, "resample_size");
-    check_length(lam, h, "lam");
-    check_length(weight, h, "weight");
-    for (std::size_t s = 0; s < h; ++s)
-        if (resample_size.data()[s] < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
-    check_finite(lam.data(), h, "lam");
-    check_finite(weight.data(), h, "weight");
+    const std::size_t h = check_rao_wu_design(offsets, n, resample_size, lam, weight);
     const std::size_t b = count_arg(replicates, "replicates");
     const int threads = thread_count(n_threads);
     py::array_t<double> out(static_cast<py::ssize_t>(b));
@@ -106,12 +115,7 @@ py::array_t<double> rao_wu_weights(const ArrayI64& offsets, const ArrayI64& resa
     require_ndim(offsets, 1, "offsets");
     if (offsets.shape(0) < 2) throw std::invalid_argument("offsets needs at least 2 entries");
     const std::size_t n = static_cast<std::size_t>(offsets.data()[offsets.shape(0) - 1]);
-    const std::size_t h = check_offsets(offsets, n, "offsets", 1);
-    check_length(resample_size, h, "resample_size");
-    check_length(lam, h, "lam");
-    check_length(weight, h, "weight");
-    for (std::size_t s = 0; s < h; ++s)
-        if (resample_size.data()[s] < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
+    const std::size_t h = check_rao_wu_design(offsets, n, resample_size, lam, weight);
     const std::size_t f = count_arg(first, "first", 0);
     const std::size_t c = count_arg(count, "count", 0);
     py::array_t<double> out({static_cast<py::ssize_t>(c), static_cast<py::ssize_t>(n)});

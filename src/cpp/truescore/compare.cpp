@@ -161,14 +161,22 @@ std::int64_t binomial(Philox& gen, std::int64_t n, double p) {
     return binomial_small_p(gen, n, p);
 }
 
-std::size_t n_blocks(std::size_t n_resamples) {
-    return (n_resamples + kResampleBlock - 1) / kResampleBlock;
-}
-
-// Blocks per thread below which threads cost more than they save (~2e5 element steps).
-std::size_t min_blocks_per_thread(std::size_t work_per_resample) {
+// Calls body(gen, r_begin, r_end) once per block of kResampleBlock resamples of
+// [0, n_resamples), gen being block k's stream Philox::for_task(key0, key1, k); blocks are
+// spread over threads, never fewer than ~2e5 element steps (work_per_resample each) a
+// thread, below which threads cost more than they save.
+template <class Body>
+void for_each_resample_block(std::size_t n_resamples, std::size_t work_per_resample, int n_threads,
+                             std::uint64_t key0, std::uint64_t key1, Body body) {
+    const std::size_t n_blocks = (n_resamples + kResampleBlock - 1) / kResampleBlock;
     const std::size_t per_block = kResampleBlock * std::max<std::size_t>(1, work_per_resample);
-    return std::max<std::size_t>(1, 200000 / per_block);
+    const std::size_t min_blocks = std::max<std::size_t>(1, 200000 / per_block);
+    parallel_for_blocks(n_blocks, n_threads, min_blocks, [&](std::size_t first, std::size_t last) {
+        for (std::size_t block = first; block < last; ++block) {
+            Philox gen = Philox::for_task(key0, key1, block);
+            body(gen, block * kResampleBlock, std::min(n_resamples, (block + 1) * kResampleBlock));
+        }
+    });
 }
 
 }  // namespace
@@ -177,24 +185,20 @@ void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::ui
                      std::uint64_t key1, double* out, int n_threads) {
     if (n == 0) throw std::invalid_argument("bootstrap needs at least one value");
     const double dn = static_cast<double>(n);
-    parallel_for_blocks(n_blocks(n_boot), n_threads, min_blocks_per_thread(n),
-                        [&](std::size_t first, std::size_t last) {
-        for (std::size_t block = first; block < last; ++block) {
-            Philox gen = Philox::for_task(key0, key1, block);
-            IndexSampler pick(gen, n);
-            const std::size_t r_end = std::min(n_boot, (block + 1) * kResampleBlock);
-            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
-                double acc[4] = {0.0, 0.0, 0.0, 0.0};
-                std::size_t i = 0;
-                for (; i + 4 <= n; i += 4) {
-                    acc[0] += d[pick.draw()];
-                    acc[1] += d[pick.draw()];
-                    acc[2] += d[pick.draw()];
-                    acc[3] += d[pick.draw()];
-                }
-                for (; i < n; ++i) acc[i & 3] += d[pick.draw()];
-                out[r] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) / dn;
+    for_each_resample_block(n_boot, n, n_threads, key0, key1,
+                            [&](Philox& gen, std::size_t r_begin, std::size_t r_end) {
+        IndexSampler pick(gen, n);
+        for (std::size_t r = r_begin; r < r_end; ++r) {
+            double acc[4] = {0.0, 0.0, 0.0, 0.0};
+            std::size_t i = 0;
+            for (; i + 4 <= n; i += 4) {
+                acc[0] += d[pick.draw()];
+                acc[1] += d[pick.draw()];
+                acc[2] += d[pick.draw()];
+                acc[3] += d[pick.draw()];
             }
+            for (; i < n; ++i) acc[i & 3] += d[pick.draw()];
+            out[r] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) / dn;
         }
     });
 }
@@ -203,22 +207,18 @@ void cluster_bootstrap_means(const double* sums, const std::int64_t* sizes,
                              std::size_t n_clusters, std::size_t n_boot, std::uint64_t key0,
                              std::uint64_t key1, double* out, int n_threads) {
     if (n_clusters == 0) throw std::invalid_argument("cluster bootstrap needs clusters");
-    parallel_for_blocks(n_blocks(n_boot), n_threads, min_blocks_per_thread(n_clusters),
-                        [&](std::size_t first, std::size_t last) {
-        for (std::size_t block = first; block < last; ++block) {
-            Philox gen = Philox::for_task(key0, key1, block);
-            IndexSampler pick(gen, n_clusters);
-            const std::size_t r_end = std::min(n_boot, (block + 1) * kResampleBlock);
-            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
-                double total = 0.0;
-                std::int64_t count = 0;
-                for (std::size_t g = 0; g < n_clusters; ++g) {
-                    const std::size_t c = pick.draw();
-                    total += sums[c];
-                    count += sizes[c];
-                }
-                out[r] = total / static_cast<double>(count);
+    for_each_resample_block(n_boot, n_clusters, n_threads, key0, key1,
+                            [&](Philox& gen, std::size_t r_begin, std::size_t r_end) {
+        IndexSampler pick(gen, n_clusters);
+        for (std::size_t r = r_begin; r < r_end; ++r) {
+            double total = 0.0;
+            std::int64_t count = 0;
+            for (std::size_t g = 0; g < n_clusters; ++g) {
+                const std::size_t c = pick.draw();
+                total += sums[c];
+                count += sizes[c];
             }
+            out[r] = total / static_cast<double>(count);
         }
     });
 }
@@ -233,24 +233,20 @@ void bootstrap_means_discrete(const double* values, const std::int64_t* counts, 
     }
     if (k == 0) throw std::invalid_argument("bootstrap needs at least one value");
     const double dn = static_cast<double>(n);
-    parallel_for_blocks(n_blocks(n_boot), n_threads, min_blocks_per_thread(8 * k),
-                        [&](std::size_t first, std::size_t last) {
-        for (std::size_t block = first; block < last; ++block) {
-            Philox gen = Philox::for_task(key0, key1, block);
-            const std::size_t r_end = std::min(n_boot, (block + 1) * kResampleBlock);
-            for (std::size_t r = block * kResampleBlock; r < r_end; ++r) {
-                std::int64_t left = n, pool = n;
-                double total = 0.0;
-                for (std::size_t j = 0; j + 1 < k && left > 0; ++j) {
-                    const std::int64_t drawn =
-                        binomial(gen, left, static_cast<double>(counts[j]) / static_cast<double>(pool));
-                    total += static_cast<double>(drawn) * values[j];
-                    left -= drawn;
-                    pool -= counts[j];
-                }
-                if (left > 0) total += static_cast<double>(left) * values[k - 1];
-                out[r] = total / dn;
+    for_each_resample_block(n_boot, 8 * k, n_threads, key0, key1,
+                            [&](Philox& gen, std::size_t r_begin, std::size_t r_end) {
+        for (std::size_t r = r_begin; r < r_end; ++r) {
+            std::int64_t left = n, pool = n;
+            double total = 0.0;
+            for (std::size_t j = 0; j + 1 < k && left > 0; ++j) {
+                const std::int64_t drawn =
+                    binomial(gen, left, static_cast<double>(counts[j]) / static_cast<double>(pool));
+                total += static_cast<double>(drawn) * values[j];
+                left -= drawn;
+                pool -= counts[j];
             }
+            if (left > 0) total += static_cast<double>(left) * values[k - 1];
+            out[r] = total / dn;
         }
     });
 }

@@ -59,6 +59,40 @@ std::size_t max_stratum(const std::int64_t* offsets, std::size_t n_strata) {
     return big;
 }
 
+// numpy_sum of each stratum's values.
+std::vector<double> stratum_sums(const double* y, const std::int64_t* offsets, std::size_t n_strata) {
+    std::vector<double> sums(n_strata);
+    for (std::size_t h = 0; h < n_strata; ++h)
+        sums[h] = numpy_sum(y + offsets[h], static_cast<std::size_t>(offsets[h + 1] - offsets[h]));
+    return sums;
+}
+
+// The frame shared by the stratified-mean bootstraps: replicate b draws from task stream
+// b and is sum_h weight[h] * (ybar_h + shift(gen, h, y_h, n_h, ybar_h)), strata in order,
+// a sequential sum. make_shift() is called once per thread and returns that thread's
+// shift (holding its scratch space), so the replicates never depend on the thread count.
+template <class MakeShift>
+void stratified_replicates(const double* y, const std::int64_t* offsets, std::size_t n_strata,
+                           const double* weight, const std::vector<double>& ysum,
+                           std::size_t replicates, std::uint64_t key0, std::uint64_t key1,
+                           int n_threads, double* out, MakeShift make_shift) {
+    std::vector<double> ybar(n_strata);
+    for (std::size_t h = 0; h < n_strata; ++h)
+        ybar[h] = ysum[h] / static_cast<double>(offsets[h + 1] - offsets[h]);
+    parallel_for_blocks(replicates, n_threads, kMinPerThread, [&](std::size_t begin, std::size_t end) {
+        auto shift = make_shift();
+        for (std::size_t b = begin; b < end; ++b) {
+            Philox gen = Philox::for_task(key0, key1, b);
+            double total = 0.0;
+            for (std::size_t h = 0; h < n_strata; ++h) {
+                const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
+                total += weight[h] * (ybar[h] + shift(gen, h, y + offsets[h], nh, ybar[h]));
+            }
+            out[b] = total;
+        }
+    });
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -130,28 +164,18 @@ void rao_wu_replicates(const double* y, const std::int64_t* offsets, std::size_t
                        const std::int64_t* resample_size, const double* lambda,
                        const double* weight, std::size_t replicates, std::uint64_t key0,
                        std::uint64_t key1, int n_threads, double* out) {
-    std::vector<double> ybar(n_strata);
+    const std::vector<double> ysum = stratum_sums(y, offsets, n_strata);
     std::size_t biggest_m = 0;
-    for (std::size_t h = 0; h < n_strata; ++h) {
-        const std::size_t nh = static_cast<std::size_t>(offsets[h + 1] - offsets[h]);
-        ybar[h] = numpy_sum(y + offsets[h], nh) / static_cast<double>(nh);
+    for (std::size_t h = 0; h < n_strata; ++h)
         biggest_m = std::max(biggest_m, static_cast<std::size_t>(resample_size[h]));
-    }
-    parallel_for_blocks(replicates, n_threads, kMinPerThread, [&](std::size_t begin, std::size_t end) {
-        std::vector<double> buf(biggest_m);
-        for (std::size_t b = begin; b < end; ++b) {
-            Philox gen = Philox::for_task(key0, key1, b);
-            double total = 0.0;
-            for (std::size_t h = 0; h < n_strata; ++h) {
-                const double* yh = y + offsets[h];
-                const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
-                const std::size_t mh = static_cast<std::size_t>(resample_size[h]);
-                for (std::size_t i = 0; i < mh; ++i) buf[i] = yh[gen.below(nh)];
-                const double mean = numpy_sum(buf.data(), mh) / static_cast<double>(mh);
-                total += weight[h] * (ybar[h] + lambda[h] * (mean - ybar[h]));
-            }
-            out[b] = total;
-        }
+    stratified_replicates(y, offsets, n_strata, weight, ysum, replicates, key0, key1, n_threads, out, [&] {
+        return [&, buf = std::vector<double>(biggest_m)](Philox& gen, std::size_t h, const double* yh,
+                                                         std::uint64_t nh, double ybar) mutable {
+            const std::size_t mh = static_cast<std::size_t>(resample_size[h]);
+            for (std::size_t i = 0; i < mh; ++i) buf[i] = yh[gen.below(nh)];
+            const double mean = numpy_sum(buf.data(), mh) / static_cast<double>(mh);
+            return lambda[h] * (mean - ybar);
+        };
     });
 }
 
@@ -183,42 +207,30 @@ void bbh_replicates(const double* y, const std::int64_t* offsets, std::size_t n_
                     const std::int64_t* population_size, const double* weight,
                     std::size_t replicates, std::uint64_t key0, std::uint64_t key1,
                     int n_threads, double* out) {
-    std::vector<double> ybar(n_strata), ysum(n_strata);
-    for (std::size_t h = 0; h < n_strata; ++h) {
-        const std::size_t nh = static_cast<std::size_t>(offsets[h + 1] - offsets[h]);
-        ysum[h] = numpy_sum(y + offsets[h], nh);
-        ybar[h] = ysum[h] / static_cast<double>(nh);
-    }
+    const std::vector<double> ysum = stratum_sums(y, offsets, n_strata);
     const std::size_t biggest = max_stratum(offsets, n_strata);
-    parallel_for_blocks(replicates, n_threads, kMinPerThread, [&](std::size_t begin, std::size_t end) {
-        std::vector<double> buf(biggest);
+    stratified_replicates(y, offsets, n_strata, weight, ysum, replicates, key0, key1, n_threads, out, [&] {
         std::vector<std::uint64_t> completion, chosen;
         completion.reserve(biggest);
         chosen.reserve(biggest);
-        FloydSampler floyd;
-        for (std::size_t b = begin; b < end; ++b) {
-            Philox gen = Philox::for_task(key0, key1, b);
-            double total = 0.0;
-            for (std::size_t h = 0; h < n_strata; ++h) {
-                const double* yh = y + offsets[h];
-                const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
-                const std::uint64_t big_n = static_cast<std::uint64_t>(population_size[h]);
-                const std::uint64_t k = big_n / nh, r = big_n % nh, kn = k * nh;
-                floyd.sample(nh, r, gen, completion);
-                for (std::size_t j = 0; j < r; ++j) buf[j] = yh[completion[j]];
-                const double completion_sum = numpy_sum(buf.data(), r);
-                const double pseudo_mean =
-                    (static_cast<double>(k) * ysum[h] + completion_sum) / static_cast<double>(big_n);
-                floyd.sample(big_n, nh, gen, chosen);
-                for (std::size_t i = 0; i < nh; ++i) {
-                    const std::uint64_t p = chosen[i];
-                    buf[i] = yh[p < kn ? p % nh : completion[p - kn]];
-                }
-                const double mean = numpy_sum(buf.data(), nh) / static_cast<double>(nh);
-                total += weight[h] * (ybar[h] + (mean - pseudo_mean));
+        return [&, buf = std::vector<double>(biggest), completion = std::move(completion),
+                chosen = std::move(chosen), floyd = FloydSampler()](
+                   Philox& gen, std::size_t h, const double* yh, std::uint64_t nh, double) mutable {
+            const std::uint64_t big_n = static_cast<std::uint64_t>(population_size[h]);
+            const std::uint64_t k = big_n / nh, r = big_n % nh, kn = k * nh;
+            floyd.sample(nh, r, gen, completion);
+            for (std::size_t j = 0; j < r; ++j) buf[j] = yh[completion[j]];
+            const double completion_sum = numpy_sum(buf.data(), r);
+            const double pseudo_mean =
+                (static_cast<double>(k) * ysum[h] + completion_sum) / static_cast<double>(big_n);
+            floyd.sample(big_n, nh, gen, chosen);
+            for (std::size_t i = 0; i < nh; ++i) {
+                const std::uint64_t p = chosen[i];
+                buf[i] = yh[p < kn ? p % nh : completion[p - kn]];
             }
-            out[b] = total;
-        }
+            const double mean = numpy_sum(buf.data(), nh) / static_cast<double>(nh);
+            return mean - pseudo_mean;
+        };
     });
 }
 
