@@ -15,12 +15,10 @@ argparse's own usage errors would exit 2, the code for a finding; this parser ex
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
@@ -29,6 +27,7 @@ from truescore_fast import __version__
 from truescore_fast._cli_audit import add_audit_parser
 from truescore_fast._cli_calibrate import add_calibrate_parser
 from truescore_fast._cli_disclose import add_disclose_parser
+from truescore_fast._io import read_rows
 from truescore_fast.contamination import exchangeability_test, exchangeability_tests
 
 EXIT_OK = 0
@@ -42,40 +41,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
-
-
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a ``.csv`` or JSON Lines (``.jsonl``/``.ndjson``/``.json``) file as dicts.
-
-    Raises:
-        FileNotFoundError: the file does not exist.
-        ValueError: unknown suffix, unparsable line (with its number), or no rows.
-    """
-    file_path = Path(path)
-    if not file_path.is_file():
-        raise FileNotFoundError(f"no such file: {file_path}")
-    suffix = file_path.suffix.lower()
-    if suffix == ".csv":
-        with file_path.open(newline="", encoding="utf-8") as handle:
-            rows = [dict(row) for row in csv.DictReader(handle)]
-    elif suffix in {".jsonl", ".ndjson", ".json"}:
-        text = file_path.read_text(encoding="utf-8").strip()
-        if text.startswith("["):
-            loaded = json.loads(text)
-            rows = [dict(item) for item in loaded]
-        else:
-            rows = []
-            for number, line in enumerate(text.splitlines(), start=1):
-                if line.strip():
-                    try:
-                        rows.append(dict(json.loads(line)))
-                    except (json.JSONDecodeError, TypeError, ValueError) as error:
-                        raise ValueError(f"{file_path} line {number}: {error}") from error
-    else:
-        raise ValueError(f"unsupported file type {suffix!r}: use .csv, .jsonl, .ndjson or .json")
-    if not rows:
-        raise ValueError(f"{file_path} has no rows")
-    return rows
 
 
 def _number(row: dict[str, Any], column: str, line: int) -> float:
