@@ -65,7 +65,6 @@ def gap_intervals(
     alpha: float = 0.05,
     n_threads: int | None = None,
 ) -> dict[str, npt.NDArray[np.float64]]: ...
-def normal_quantile(p: float) -> float: ...
 def randomization_test(
     public: npt.ArrayLike,
     fresh: npt.ArrayLike,
@@ -77,18 +76,6 @@ def randomization_test(
     *,
     n_threads: int | None = None,
 ) -> tuple[float, float, float, int, int, float, int]: ...
-def randomization_test_binary(
-    n_by_sum: npt.ArrayLike, n_forms: int, u_obs: int
-) -> tuple[float, float, float]: ...
-def randomization_test_lattice(values: npt.ArrayLike) -> tuple[float, float, float]: ...
-def randomization_test_monte_carlo(
-    values: npt.ArrayLike,
-    n_draws: int,
-    key0: int,
-    key1: int,
-    *,
-    n_threads: int | None = None,
-) -> tuple[float, float, float]: ...
 def sign_flip_test(
     differences: npt.ArrayLike,
     *,
