@@ -269,3 +269,17 @@ def test_huge_differences_are_scaled_not_overflowed():
     t_small = paired_confidence_test(d, np.zeros(8))
     t_huge = paired_confidence_test(d * 2.0**1000, np.zeros(8))
     assert t_huge.p_value == pytest.approx(t_small.p_value, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["t", "sign_flip"])
+def test_interval_ends_beyond_float64_are_infinite_not_an_error(method):
+    # Found by the property test above: the t interval's upper end for these two pairs
+    # (and the sign-flip sum of two near-maximal differences) lies beyond the largest
+    # double once scaled back; it is reported as infinite, not as an OverflowError.
+    res = paired_confidence_test(
+        [0.0, 1.7e308], [-4.9e307, 0.0], method=method, alternative="two-sided"
+    )
+    assert res.interval[1] == math.inf and math.isfinite(res.mean_difference)
+    assert res.interval[0] <= res.mean_difference <= res.interval[1]
+    if method == "sign_flip":
+        assert res.statistic == math.inf
