@@ -997,14 +997,8 @@ def randomization_test(
     check_choice("alternative", alternative, ("greater", "less", "two-sided"))
     check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
-    pub = np.ascontiguousarray(float_array("public", public))
-    fr = np.ascontiguousarray(float_array("fresh", fresh))
-    if pub.ndim != 1:
-        raise ValueError(f"public must be 1-D (one score per parent); got shape {pub.shape}")
-    if fr.ndim == 1:
-        fr = fr[:, None]
-    if fr.ndim != 2 or fr.shape[1] < 1:
-        raise ValueError(f"fresh must be 1-D or (n, K) with K >= 1; got shape {fr.shape}")
+    pub, fr = _forms(public, fresh)
+    pub, fr = np.ascontiguousarray(pub), np.ascontiguousarray(fr)
     n, k = fr.shape
     resamples: int | None = None
     seed_used: int | None = None
