@@ -54,9 +54,6 @@ def resolved_threads(n_threads: int) -> int: ...
 def philox_raw(key0: int, key1: int, task: int, n: int) -> npt.NDArray[np.uint64]: ...
 
 # audit: interval codes 0 hoeffding, 1 bernstein, 2 wald, 3 hoeffding_serfling, 4 betting
-def gap_interval(
-    method: int, gaps: npt.ArrayLike, population_size: float, alpha: float
-) -> tuple[float, float, float, float]: ...
 def gap_intervals(
     gaps: npt.ArrayLike,
     methods: npt.ArrayLike,

@@ -183,10 +183,6 @@ class Intervals:
         return (self.low <= v) & (v <= self.high)
 
 
-def _population_float(population_size: int | None) -> float:
-    return 0.0 if population_size is None else float(population_size)
-
-
 def _methods_for(population_size: Any) -> tuple[str, ...]:
     """Every interval method, less those that need a population size when there is none."""
     return tuple(
@@ -197,12 +193,8 @@ def _methods_for(population_size: Any) -> tuple[str, ...]:
 def _one(method: str, d: npt.ArrayLike, population_size: Any, alpha: float) -> Interval:
     check_alpha(alpha)
     gaps = check_gaps("d", d)
-    n = int(gaps.shape[0])
-    pop = check_population_size(population_size, n)
-    if method in _NEEDS_POPULATION and pop is None:
-        raise ValueError(f"population_size is required for the {method} interval")
-    low, high, est, half = _core.gap_interval(_CODE[method], gaps, _population_float(pop), alpha)
-    return Interval(low, high, est, method, 1.0 - alpha, half)
+    pop = check_population_size(population_size, int(gaps.shape[0]))
+    return _single((method,), gaps, pop, alpha)[method]
 
 
 def hoeffding_interval(d: npt.ArrayLike, *, alpha: float = 0.05) -> Interval:

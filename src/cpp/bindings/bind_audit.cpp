@@ -30,23 +30,6 @@ truescore::IntervalMethod method_code(long code) {
     return static_cast<truescore::IntervalMethod>(code);
 }
 
-// One audit: (low, high, estimate, half_width). population_size <= 0 means none.
-py::tuple gap_interval(long method, const ArrayD& gaps, double population_size, double alpha) {
-    require_ndim(gaps, 1, "gaps");
-    check_alpha(alpha);
-    const auto m = method_code(method);
-    const std::size_t n = static_cast<std::size_t>(gaps.shape(0));
-    const std::string msg = truescore::check_gaps(gaps.data(), n, population_size, "gaps");
-    if (!msg.empty()) throw std::invalid_argument(msg);
-    truescore::GapInterval r;
-    {
-        std::optional<py::gil_scoped_release> release;
-        if (m == truescore::IntervalMethod::betting && n > 64) release.emplace();
-        r = truescore::gap_interval(m, gaps.data(), n, population_size, alpha);
-    }
-    return py::make_tuple(r.low, r.high, r.estimate, r.half_width);
-}
-
 // Many audits: gaps (A, n); methods a 1-D int array of codes; population_size None or
 // (A,) (<= 0 entries mean none). Returns a dict of (n_methods, A) arrays.
 py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::object& population_size,
@@ -110,10 +93,6 @@ py::tuple randomization_scores(const ArrayD& public_scores, const ArrayD& fresh,
 }  // namespace
 
 void bind_audit(py::module_& m) {
-    m.def("gap_interval", &gap_interval, py::arg("method"), py::arg("gaps"), py::arg("population_size"),
-          py::arg("alpha"),
-          "One interval for the mean gap: (low, high, estimate, half_width). Codes: 0 hoeffding, "
-          "1 bernstein, 2 wald, 3 hoeffding_serfling, 4 betting; population_size <= 0 means none.");
     m.def("gap_intervals", &gap_intervals, py::arg("gaps"), py::arg("methods"), py::kw_only(),
           py::arg("population_size") = py::none(), py::arg("alpha") = 0.05,
           py::arg("n_threads") = py::none(),
