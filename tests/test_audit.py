@@ -661,3 +661,50 @@ def test_example_tables_are_reproduced_by_their_seeded_script(tmp_path):
     module.main()
     for name in ("audit_example.csv", "audit_control.csv"):
         assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes()
+
+
+# ------------------------------------------------------------------ tau interval coverage
+
+TAU_REPS = 600
+TAU_ALPHA = 0.2  # a low level, so that coverage is not 1 by construction and a wrong tau shows
+TAU_FLOOR = (1 - TAU_ALPHA) - 3 * math.sqrt(TAU_ALPHA * (1 - TAU_ALPHA) / TAU_REPS)
+
+
+def binary_forms(rng, n, p_public, p_fresh):
+    """K = 1 binary scores, public and fresh independent: E[gap] = p_public - p_fresh."""
+    return (rng.random(n) < p_public).astype(float), (rng.random(n) < p_fresh).astype(float)
+
+
+@pytest.mark.parametrize(
+    ("guardrail", "reading", "shift"),
+    [
+        (30, "wald", 0.0),  # Wald primary (many nonzero gaps), the registered bank reading
+        (10_000, "hoeffding", 0.0),  # the betting fallback primary, Hoeffding bank reading
+        (30, "wald", 0.04),  # b_C off from b by the whole transport radius r = 0.04
+    ],
+)
+def test_tau_interval_covers_tau(guardrail, reading, shift):
+    # The audit: Delta = 0.70 - 0.50 = 0.20 and its form-mismatch term b = 0.05, so
+    # tau = 0.15. The control bank measures b_C = 0.05 + shift, and the audit is told
+    # |b - b_C| <= r = shift. The bank is large (20,000 parents), so its interval is
+    # narrow and the tau interval's coverage rests on Delta's interval at 1 - alpha/2:
+    # measured 0.94, 0.97 and 0.96 against the nominal 0.80 (subtracting b_C with the
+    # wrong sign drops the first to 0.37).
+    rng = np.random.default_rng(4242 + guardrail + int(100 * shift))
+    tau_true, covered = 0.15, 0
+    for rep in range(TAU_REPS):
+        pub, fr = binary_forms(rng, 200, 0.70, 0.50)
+        cpub, cfr = binary_forms(rng, 20_000, 0.55 + shift, 0.50)
+        res = tf.matched_form_audit(
+            pub,
+            fr,
+            control=(cpub, cfr),
+            transport_radius=shift,
+            alpha=TAU_ALPHA,
+            guardrail=guardrail,
+            control_reading=reading,
+            seed=rep,
+        )
+        assert res.primary.method == ("wald" if guardrail == 30 else "betting")
+        covered += res.tau.contains(tau_true)
+    assert covered / TAU_REPS >= TAU_FLOOR, covered / TAU_REPS

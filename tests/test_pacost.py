@@ -145,6 +145,29 @@ def test_type_one_error_and_interval_coverage(method):
     assert abs(covered / REPS - 0.95) <= 4 * MC_SE
 
 
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+@pytest.mark.parametrize("method", ["t", "wilcoxon", "sign_flip"])
+def test_interval_coverage_beyond_exact_enumeration(method, alternative):
+    # n = 30 > 20: the sign-flip interval is the Monte Carlo one. Differences centred on
+    # 0.3, heavy-tailed (t with 3 df, symmetric) for the rank and sign-flip intervals,
+    # normal for the t interval; one-sided intervals cover at the nominal 95% as well.
+    rng = np.random.default_rng(31 + len(alternative) + len(method))
+    covered = 0
+    for rep in range(REPS):
+        noise = rng.standard_normal(30) if method == "t" else rng.standard_t(3, 30)
+        res = paired_confidence_test(
+            noise + 0.3,
+            np.zeros(30),
+            method=method,
+            alternative=alternative,
+            n_resamples=2000,
+            seed=rep,
+        )
+        assert not res.exact
+        covered += res.interval[0] <= 0.3 <= res.interval[1]
+    assert abs(covered / REPS - 0.95) <= 4 * MC_SE, covered / REPS
+
+
 def test_power_against_a_real_form_effect():
     a, b = pairs(60, 0.15, 1)
     for method in ("t", "wilcoxon", "sign_flip"):
@@ -246,3 +269,17 @@ def test_huge_differences_are_scaled_not_overflowed():
     t_small = paired_confidence_test(d, np.zeros(8))
     t_huge = paired_confidence_test(d * 2.0**1000, np.zeros(8))
     assert t_huge.p_value == pytest.approx(t_small.p_value, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["t", "sign_flip"])
+def test_interval_ends_beyond_float64_are_infinite_not_an_error(method):
+    # Found by the property test above: the t interval's upper end for these two pairs
+    # (and the sign-flip sum of two near-maximal differences) lies beyond the largest
+    # double once scaled back; it is reported as infinite, not as an OverflowError.
+    res = paired_confidence_test(
+        [0.0, 1.7e308], [-4.9e307, 0.0], method=method, alternative="two-sided"
+    )
+    assert res.interval[1] == math.inf and math.isfinite(res.mean_difference)
+    assert res.interval[0] <= res.mean_difference <= res.interval[1]
+    if method == "sign_flip":
+        assert res.statistic == math.inf

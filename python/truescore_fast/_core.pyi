@@ -53,9 +53,6 @@ def resolved_threads(n_threads: int) -> int: ...
 def philox_raw(key0: int, key1: int, task: int, n: int) -> npt.NDArray[np.uint64]: ...
 
 # audit: interval codes 0 hoeffding, 1 bernstein, 2 wald, 3 hoeffding_serfling, 4 betting
-def gap_interval(
-    method: int, gaps: npt.ArrayLike, population_size: float, alpha: float
-) -> tuple[float, float, float, float]: ...
 def gap_intervals(
     gaps: npt.ArrayLike,
     methods: npt.ArrayLike,
@@ -64,7 +61,6 @@ def gap_intervals(
     alpha: float = 0.05,
     n_threads: int | None = None,
 ) -> dict[str, npt.NDArray[np.float64]]: ...
-def normal_quantile(p: float) -> float: ...
 def randomization_test(
     public: npt.ArrayLike,
     fresh: npt.ArrayLike,
@@ -76,18 +72,6 @@ def randomization_test(
     *,
     n_threads: int | None = None,
 ) -> tuple[float, float, float, int, int, float, int]: ...
-def randomization_test_binary(
-    n_by_sum: npt.ArrayLike, n_forms: int, u_obs: int
-) -> tuple[float, float, float]: ...
-def randomization_test_lattice(values: npt.ArrayLike) -> tuple[float, float, float]: ...
-def randomization_test_monte_carlo(
-    values: npt.ArrayLike,
-    n_draws: int,
-    key0: int,
-    key1: int,
-    *,
-    n_threads: int | None = None,
-) -> tuple[float, float, float]: ...
 def sign_flip_test(
     differences: npt.ArrayLike,
     *,

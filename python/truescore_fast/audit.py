@@ -99,7 +99,6 @@ INTERVAL_METHODS: tuple[str, ...] = (
 )
 _CODE = {name: code for code, name in enumerate(INTERVAL_METHODS)}
 _NEEDS_POPULATION = {"hoeffding_serfling"}
-_USES_POPULATION = {"wald", "hoeffding_serfling", "betting"}
 
 _NULL_DOES_NOT_MEAN = (
     "An interval that covers zero does not mean the score is clean. A paraphrase audit sees "
@@ -184,19 +183,18 @@ class Intervals:
         return (self.low <= v) & (v <= self.high)
 
 
-def _population_float(population_size: int | None) -> float:
-    return 0.0 if population_size is None else float(population_size)
+def _methods_for(population_size: Any) -> tuple[str, ...]:
+    """Every interval method, less those that need a population size when there is none."""
+    return tuple(
+        m for m in INTERVAL_METHODS if population_size is not None or m not in _NEEDS_POPULATION
+    )
 
 
 def _one(method: str, d: npt.ArrayLike, population_size: Any, alpha: float) -> Interval:
     check_alpha(alpha)
     gaps = check_gaps("d", d)
-    n = int(gaps.shape[0])
-    pop = check_population_size(population_size, n)
-    if method in _NEEDS_POPULATION and pop is None:
-        raise ValueError(f"population_size is required for the {method} interval")
-    low, high, est, half = _core.gap_interval(_CODE[method], gaps, _population_float(pop), alpha)
-    return Interval(low, high, est, method, 1.0 - alpha, half)
+    pop = check_population_size(population_size, int(gaps.shape[0]))
+    return _single((method,), gaps, pop, alpha)[method]
 
 
 def hoeffding_interval(d: npt.ArrayLike, *, alpha: float = 0.05) -> Interval:
@@ -296,11 +294,22 @@ def _many(
                 f"got {arr.min():.0f}"
             )
         pops = np.ascontiguousarray(arr)
+    return _batch(methods, gaps, pops, alpha, threads)
+
+
+def _batch(
+    methods: tuple[str, ...],
+    gaps: npt.NDArray[np.float64],
+    pops: npt.NDArray[np.float64] | None,
+    alpha: float,
+    n_threads: int | None = None,
+) -> dict[str, Intervals]:
+    """Every method for every row of validated (A, n) gaps in one core call."""
     for m in methods:
         if m in _NEEDS_POPULATION and pops is None:
             raise ValueError(f"population_size is required for the {m} interval")
     codes = np.array([_CODE[m] for m in methods], dtype=np.int64)
-    out = _core.gap_intervals(gaps, codes, population_size=pops, alpha=alpha, n_threads=threads)
+    out = _core.gap_intervals(gaps, codes, population_size=pops, alpha=alpha, n_threads=n_threads)
     return {
         m: Intervals(
             low=out["low"][k],
@@ -378,11 +387,7 @@ def matched_form_intervals(
     Hoeffding-Serfling otherwise. Returns ``{method: Intervals}``.
     """
     if methods is None:
-        methods = tuple(
-            m
-            for m in INTERVAL_METHODS
-            if population_size is not None or m not in _NEEDS_POPULATION
-        )
+        methods = _methods_for(population_size)
     for m in methods:
         if m not in _CODE:
             raise ValueError(
@@ -579,19 +584,12 @@ _FALLBACKS = ("betting", "hoeffding", "bernstein", "hoeffding_serfling")
 _READINGS = ("wald", "hoeffding", "fixed")
 
 
-def _all_intervals(
-    d: npt.NDArray[np.float64], population_size: int | None, alpha: float
+def _single(
+    methods: tuple[str, ...], d: npt.NDArray[np.float64], population_size: int | None, alpha: float
 ) -> dict[str, Interval]:
-    pop = _population_float(population_size)
-    out: dict[str, Interval] = {}
-    for m in INTERVAL_METHODS:
-        if m in _NEEDS_POPULATION and population_size is None:
-            continue
-        low, high, est, half = _core.gap_interval(
-            _CODE[m], d, pop if m in _USES_POPULATION else 0.0, alpha
-        )
-        out[m] = Interval(low, high, est, m, 1.0 - alpha, half)
-    return out
+    """Several methods on one validated gap vector, in one core call."""
+    pops = None if population_size is None else np.array([float(population_size)])
+    return {m: ivs[0] for m, ivs in _batch(methods, d[None, :], pops, alpha).items()}
 
 
 def matched_form_audit(
@@ -661,7 +659,7 @@ def matched_form_audit(
     d = np.ascontiguousarray(pub - fr.mean(axis=1))
     d_ordered = np.ascontiguousarray(d[order])
     nonzero = int(np.count_nonzero(d))
-    intervals = _all_intervals(d_ordered, pop, alpha)
+    intervals = _single(_methods_for(pop), d_ordered, pop, alpha)
     if nonzero < guard:
         primary_method = fallback
         reason = (
@@ -675,8 +673,8 @@ def matched_form_audit(
 
     # tau: Delta and b_C each at 1 - alpha/2, so the pair holds jointly at 1 - alpha.
     half_alpha = alpha / 2.0
-    pop_f = _population_float(pop) if primary_method in _USES_POPULATION else 0.0
-    lo_d, hi_d, _, _ = _core.gap_interval(_CODE[primary_method], d_ordered, pop_f, half_alpha)
+    primary_half = _single((primary_method,), d_ordered, pop, half_alpha)[primary_method]
+    lo_d, hi_d = primary_half.low, primary_half.high
     bank: ControlBank | None = None
     if control is None:
         readings_c = {"none": (0.0, 0.0)}
@@ -687,10 +685,7 @@ def matched_form_audit(
         cpub, cfr = _forms(control[0], control[1], prefix="control ")
         dc = np.ascontiguousarray(cpub - cfr.mean(axis=1))
         b = float(np.mean(dc))
-        readings: dict[str, Interval] = {}
-        for name in ("wald", "hoeffding"):
-            low, high, est, half = _core.gap_interval(_CODE[name], dc, 0.0, half_alpha)
-            readings[name] = Interval(low, high, est, name, 1.0 - half_alpha, half)
+        readings = _single(("wald", "hoeffding"), dc, None, half_alpha)
         readings["fixed"] = Interval(b, b, b, "fixed", 1.0, 0.0)
         bank = ControlBank(
             b=b,
@@ -994,14 +989,8 @@ def randomization_test(
     check_choice("alternative", alternative, ("greater", "less", "two-sided"))
     check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
-    pub = np.ascontiguousarray(float_array("public", public))
-    fr = np.ascontiguousarray(float_array("fresh", fresh))
-    if pub.ndim != 1:
-        raise ValueError(f"public must be 1-D (one score per parent); got shape {pub.shape}")
-    if fr.ndim == 1:
-        fr = fr[:, None]
-    if fr.ndim != 2 or fr.shape[1] < 1:
-        raise ValueError(f"fresh must be 1-D or (n, K) with K >= 1; got shape {fr.shape}")
+    pub, fr = _forms(public, fresh)
+    pub, fr = np.ascontiguousarray(pub), np.ascontiguousarray(fr)
     n, k = fr.shape
     resamples: int | None = None
     seed_used: int | None = None

@@ -148,6 +148,15 @@ class PairedConfidenceResult:
         )
 
 
+def _unscale(value: float, exponent: int) -> float:
+    """``value * 2**exponent``; beyond the largest double, the infinity of its sign (an
+    interval end out there is no bound at all, and a sum out there is still that large)."""
+    try:
+        return math.ldexp(value, exponent)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def _t_interval(d: npt.NDArray[np.float64], alpha: float, alternative: str) -> tuple[float, float]:
     n = d.size
     se = float(d.std(ddof=1)) / math.sqrt(n)
@@ -302,10 +311,10 @@ def paired_confidence_test(
         }[alternative]
 
     if method == "sign_flip":
-        statistic = math.ldexp(statistic, exponent)
+        statistic = _unscale(statistic, exponent)
     return PairedConfidenceResult(
         mean_difference=mean,
-        interval=(math.ldexp(interval[0], exponent), math.ldexp(interval[1], exponent)),
+        interval=(_unscale(interval[0], exponent), _unscale(interval[1], exponent)),
         interval_target=_INTERVAL_TARGET[method],
         p_value=min(1.0, float(p_value)),
         statistic=statistic,

@@ -30,23 +30,6 @@ truescore::IntervalMethod method_code(long code) {
     return static_cast<truescore::IntervalMethod>(code);
 }
 
-// One audit: (low, high, estimate, half_width). population_size <= 0 means none.
-py::tuple gap_interval(long method, const ArrayD& gaps, double population_size, double alpha) {
-    require_ndim(gaps, 1, "gaps");
-    check_alpha(alpha);
-    const auto m = method_code(method);
-    const std::size_t n = static_cast<std::size_t>(gaps.shape(0));
-    const std::string msg = truescore::check_gaps(gaps.data(), n, population_size, "gaps");
-    if (!msg.empty()) throw std::invalid_argument(msg);
-    truescore::GapInterval r;
-    {
-        std::optional<py::gil_scoped_release> release;
-        if (m == truescore::IntervalMethod::betting && n > 64) release.emplace();
-        r = truescore::gap_interval(m, gaps.data(), n, population_size, alpha);
-    }
-    return py::make_tuple(r.low, r.high, r.estimate, r.half_width);
-}
-
 // Many audits: gaps (A, n); methods a 1-D int array of codes; population_size None or
 // (A,) (<= 0 entries mean none). Returns a dict of (n_methods, A) arrays.
 py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::object& population_size,
@@ -82,52 +65,6 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     return d;
 }
 
-py::tuple as_tuple(const truescore::RandomizationPValues& r) {
-    return py::make_tuple(r.p_greater, r.p_less, r.p_two_sided);
-}
-
-py::tuple randomization_binary(const ArrayI64& n_by_sum, long n_forms, std::int64_t u_obs) {
-    require_ndim(n_by_sum, 1, "n_by_sum");
-    if (n_forms < 1) throw std::invalid_argument("n_forms must be at least 1");
-    if (n_by_sum.shape(0) != n_forms + 2)
-        throw std::invalid_argument("n_by_sum must have length n_forms + 2");
-    truescore::RandomizationPValues r;
-    {
-        py::gil_scoped_release release;
-        r = truescore::randomization_test_binary(n_by_sum.data(), static_cast<int>(n_forms), u_obs);
-    }
-    return as_tuple(r);
-}
-
-py::tuple randomization_lattice(const ArrayI64& values) {
-    require_ndim(values, 2, "values");
-    if (values.shape(1) < 2) throw std::invalid_argument("values needs a public and at least one fresh column");
-    truescore::RandomizationPValues r;
-    {
-        py::gil_scoped_release release;
-        r = truescore::randomization_test_lattice(values.data(), static_cast<std::size_t>(values.shape(0)),
-                                                  static_cast<int>(values.shape(1) - 1));
-    }
-    return as_tuple(r);
-}
-
-py::tuple randomization_monte_carlo(const ArrayD& values, long n_draws, std::uint64_t key0,
-                                    std::uint64_t key1,
-                                    const py::object& n_threads) {
-    require_ndim(values, 2, "values");
-    if (values.shape(1) < 2) throw std::invalid_argument("values needs a public and at least one fresh column");
-    if (n_draws < 1) throw std::invalid_argument("n_resamples must be at least 1");
-    const int threads = thread_count(n_threads);
-    truescore::RandomizationPValues r;
-    {
-        py::gil_scoped_release release;
-        r = truescore::randomization_test_monte_carlo(values.data(), static_cast<std::size_t>(values.shape(0)),
-                                                      static_cast<int>(values.shape(1) - 1),
-                                                      static_cast<std::size_t>(n_draws), key0, key1, threads);
-    }
-    return as_tuple(r);
-}
-
 py::tuple randomization_scores(const ArrayD& public_scores, const ArrayD& fresh, long method,
                                long max_denominator, long n_draws, std::uint64_t key0,
                                std::uint64_t key1,
@@ -156,28 +93,15 @@ py::tuple randomization_scores(const ArrayD& public_scores, const ArrayD& fresh,
 }  // namespace
 
 void bind_audit(py::module_& m) {
-    m.def("gap_interval", &gap_interval, py::arg("method"), py::arg("gaps"), py::arg("population_size"),
-          py::arg("alpha"),
-          "One interval for the mean gap: (low, high, estimate, half_width). Codes: 0 hoeffding, "
-          "1 bernstein, 2 wald, 3 hoeffding_serfling, 4 betting; population_size <= 0 means none.");
     m.def("gap_intervals", &gap_intervals, py::arg("gaps"), py::arg("methods"), py::kw_only(),
           py::arg("population_size") = py::none(), py::arg("alpha") = 0.05,
           py::arg("n_threads") = py::none(),
           "Intervals for every row of a dense (A, n) array of gaps, for each method code: a dict "
           "of (n_methods, A) arrays low, high, estimate, half_width.");
-    m.def("normal_quantile", &truescore::normal_quantile, py::arg("p"), "Standard normal quantile.");
-    m.def("randomization_test_binary", &randomization_binary, py::arg("n_by_sum"), py::arg("n_forms"),
-          py::arg("u_obs"), "Exact randomization test, binary labels: (p_greater, p_less, p_two_sided).");
-    m.def("randomization_test_lattice", &randomization_lattice, py::arg("values"),
-          "Exact randomization test on an integer lattice: (p_greater, p_less, p_two_sided).");
     m.def("randomization_test", &randomization_scores, py::arg("public"), py::arg("fresh"),
           py::arg("method"), py::arg("max_denominator"), py::arg("n_draws"), py::arg("key0"),
           py::arg("key1"),
           py::kw_only(), py::arg("n_threads") = py::none(),
           "The randomization test from raw scores (method 0 auto, 1 exact, 2 Monte Carlo): "
           "(p_greater, p_less, p_two_sided, method, denominator, statistic, informative).");
-    m.def("randomization_test_monte_carlo", &randomization_monte_carlo, py::arg("values"),
-          py::arg("n_draws"), py::arg("key0"), py::arg("key1"), py::kw_only(),
-          py::arg("n_threads") = py::none(),
-          "Monte Carlo randomization test with the +1 correction: (p_greater, p_less, p_two_sided).");
 }

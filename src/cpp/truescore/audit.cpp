@@ -208,6 +208,23 @@ struct BettingPath {
     }
 };
 
+// The edge of the candidate means m in [0, 1] that `rejects` rejects, when the rejected
+// ones form one end of [0, 1] (the end `rejected_end`, 0 or 1). Bisection to
+// kBisectionTolerance returns the outer (last rejected) point, so the interval it bounds is
+// never narrower than the exact set.
+template <class Rejects>
+double rejection_edge(const Rejects& rejects, double rejected_end) {
+    const double kept_end = 1.0 - rejected_end;
+    if (!rejects(rejected_end)) return rejected_end;
+    if (rejects(kept_end)) return kept_end;
+    double rejected = rejected_end, kept = kept_end;
+    while (std::abs(kept - rejected) > kBisectionTolerance) {
+        const double mid = 0.5 * (rejected + kept);
+        if (rejects(mid)) rejected = mid; else kept = mid;
+    }
+    return rejected;
+}
+
 }  // namespace
 
 GapInterval betting_interval(const double* d, std::size_t n, double population_size, double alpha,
@@ -245,32 +262,8 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
     }
     const BettingPath path{x, lam, slope, offset, n, alpha};
 
-    double lower;
-    if (!path.rejects_from_below(0.0)) {
-        lower = 0.0;
-    } else if (path.rejects_from_below(1.0)) {
-        lower = 1.0;
-    } else {
-        double lo = 0.0, hi = 1.0;
-        while (hi - lo > kBisectionTolerance) {
-            const double mid = 0.5 * (lo + hi);
-            if (path.rejects_from_below(mid)) lo = mid; else hi = mid;
-        }
-        lower = lo;  // the outer (rejected) end: never narrower than the exact set
-    }
-    double upper;
-    if (!path.rejects_from_above(1.0)) {
-        upper = 1.0;
-    } else if (path.rejects_from_above(0.0)) {
-        upper = 0.0;
-    } else {
-        double lo = 0.0, hi = 1.0;
-        while (hi - lo > kBisectionTolerance) {
-            const double mid = 0.5 * (lo + hi);
-            if (path.rejects_from_above(mid)) hi = mid; else lo = mid;
-        }
-        upper = hi;
-    }
+    double lower = rejection_edge([&](double m) { return path.rejects_from_below(m); }, 0.0);
+    double upper = rejection_edge([&](double m) { return path.rejects_from_above(m); }, 1.0);
     if (lower > upper) {  // both capitals large at once: no m survives; report the midpoint
         lower = upper = 0.5 * (lower + upper);
     }
