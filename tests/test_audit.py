@@ -708,3 +708,21 @@ def test_tau_interval_covers_tau(guardrail, reading, shift):
         assert res.primary.method == ("wald" if guardrail == 30 else "betting")
         covered += res.tau.contains(tau_true)
     assert covered / TAU_REPS >= TAU_FLOOR, covered / TAU_REPS
+
+
+def test_audit_table_reads_json_lines_like_csv(tmp_path):
+    import csv as csv_module
+    import json
+
+    from truescore_fast import read_audit_table
+
+    with (EXAMPLES / "audit_example.csv").open(newline="") as handle:
+        rows = list(csv_module.DictReader(handle))
+    path = tmp_path / "audit.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    from_csv = read_audit_table(EXAMPLES / "audit_example.csv")
+    from_jsonl = read_audit_table(path)
+    assert list(from_csv) == list(from_jsonl)
+    for model in from_csv:
+        np.testing.assert_array_equal(from_csv[model].public, from_jsonl[model].public)
+        np.testing.assert_array_equal(from_csv[model].fresh, from_jsonl[model].fresh)

@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._io import read_rows
 from truescore_fast._random import philox_key
 from truescore_fast._validation import (
     check_alpha,
@@ -754,24 +755,23 @@ ALL_MODELS = "all"
 
 def _columns(source: Any) -> dict[str, list[Any]]:
     if isinstance(source, (str, os.PathLike)):
-        with open(source, newline="", encoding="utf-8") as fh:
-            return _columns_from_rows(csv.DictReader(fh), str(source))
+        return _columns_from_rows(read_rows(source), str(source))
     if isinstance(source, io.IOBase) or hasattr(source, "read"):
-        return _columns_from_rows(csv.DictReader(source), "table")
+        return _columns_from_rows(list(csv.DictReader(source)), "table")
     if isinstance(source, Mapping) or hasattr(source, "columns"):
         names = list(source.keys()) if isinstance(source, Mapping) else list(source.columns)
         return {str(c).strip(): list(np.asarray(source[c]).tolist()) for c in names}
     raise ValueError("table must be a path, an open text file or a mapping of columns")
 
 
-def _columns_from_rows(reader: csv.DictReader, where: str) -> dict[str, list[Any]]:
-    if reader.fieldnames is None:
+def _columns_from_rows(rows: list[dict[str, Any]], where: str) -> dict[str, list[Any]]:
+    if not rows:
         raise ValueError(f"{where} is empty: expected a header with parent, form, correct")
-    names = [f.strip() for f in reader.fieldnames]
-    cols: dict[str, list[Any]] = {n: [] for n in names}
-    for row in reader:
-        for raw, name in zip(reader.fieldnames, names, strict=True):
-            cols[name].append(row.get(raw))
+    names = list(rows[0])
+    cols: dict[str, list[Any]] = {str(n).strip(): [] for n in names}
+    for row in rows:
+        for raw in names:
+            cols[str(raw).strip()].append(row.get(raw))
     return cols
 
 
@@ -781,7 +781,8 @@ def read_audit_table(table: Any) -> dict[str, AuditData]:
     Columns ``parent``, ``form``, ``correct`` and optionally ``model``. A form named
     ``public`` is the public form; any other name is a fresh form. Every parent needs
     exactly one public row and the same number K >= 1 of fresh forms. ``table`` is a
-    CSV path, an open text file, or a mapping of columns (a pandas DataFrame works).
+    path to a CSV or JSON Lines file, an open CSV text file, or a mapping of columns
+    (a pandas DataFrame works).
 
     Returns:
         ``{model: AuditData}`` in order of first appearance; without a ``model`` column
