@@ -12,11 +12,16 @@
 
 namespace truescore {
 
-// Thread count to use: requested > 0 is taken as given, 0 means every core.
+// Thread count to use: requested > 0 is taken as given, 0 (or less) means every core.
+// The core count is read once: hardware_concurrency() reads /sys on glibc, which costs
+// more than a small kernel call itself.
 inline int resolve_threads(int requested) {
     if (requested > 0) return requested;
-    unsigned hw = std::thread::hardware_concurrency();
-    return hw == 0 ? 1 : static_cast<int>(hw);
+    static const int cores = [] {
+        const unsigned hw = std::thread::hardware_concurrency();
+        return hw == 0 ? 1 : static_cast<int>(hw);
+    }();
+    return cores;
 }
 
 // Calls body(begin, end) on contiguous blocks covering [0, n) with n_threads threads
