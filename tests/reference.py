@@ -324,6 +324,7 @@ def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
         float(pmf[np.abs(stat) >= abs(obs)].sum()),
     )
 
+
 # PaCoST: the paired sign-flip test, by brute force
 # ---------------------------------------------------------------------------------------
 
@@ -515,6 +516,7 @@ def ref_clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
     hi = 1.0 if k == n else stats.beta.ppf(1 - a / 2, k + 1, n - k)
     return float(lo), float(hi)
 
+
 # ---------------------------------------------------------------------------------------
 # Resampling: pattern permutation null, finite-population bootstraps, difference in
 # differences, sign flips (truescore_fast.resampling). Written from the draw order stated
@@ -701,6 +703,8 @@ def resampling_bca_interval(replicates, estimate, jackknife_groups, alpha):
     z = stats.norm.ppf([alpha / 2, 1 - alpha / 2])
     levels = stats.norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
     return np.quantile(theta, levels)
+
+
 # Compare: paired bootstrap and sign-flip permutation test, rebuilt from the documented
 # stream layout (block k of 256 resamples draws from Philox counter [0, 0, k, 0])
 # ---------------------------------------------------------------------------------------
@@ -822,6 +826,7 @@ def ref_sign_flip_exact_p(a: Any, b: Any) -> float:
     total = len(null)
     below, above = _tie_counts(np.array(null), float(np.mean(x0) - np.mean(y0)))
     return float(min(1.0, 2 * min(below / total, above / total)))
+
 
 # ---------------------------------------------------------------------------------------
 # Calibration: survey samplers and Monte Carlo studies (truescore_fast.calibration),

@@ -14,8 +14,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_shipped_sharded_example_is_a_finding(capsys):
-    code = main(["contamination", str(EXAMPLES / "contamination_sharded.csv"),
-                 "--shard-column", "shard"])
+    code = main(
+        ["contamination", str(EXAMPLES / "contamination_sharded.csv"), "--shard-column", "shard"]
+    )
     assert code == EXIT_FINDING
     out = capsys.readouterr().out
     assert "8 shards" in out and "finding" in out
@@ -40,8 +41,17 @@ def test_findings_agree_with_truescore_cli(capsys):
 
 
 def test_json_output(capsys):
-    code = main(["contamination", str(EXAMPLES / "contamination_sharded.csv"),
-                 "--shard-column", "shard", "--json", "--method", "average"])
+    code = main(
+        [
+            "contamination",
+            str(EXAMPLES / "contamination_sharded.csv"),
+            "--shard-column",
+            "shard",
+            "--json",
+            "--method",
+            "average",
+        ]
+    )
     payload = json.loads(capsys.readouterr().out)
     assert payload["method"] == "average" and payload["n_shards"] == 8
     assert code == (EXIT_FINDING if payload["contaminated"] else EXIT_OK)
@@ -82,24 +92,40 @@ def test_missing_file_and_bad_arguments_exit_1(capsys):
 
 def test_sharded_file_with_duplicate_canonical_exits_1(tmp_path, capsys):
     text = "shard,kind,loglik\na,canonical,1\na,canonical,2\na,permuted,0\n"
-    assert main(["contamination", write(tmp_path, "d.csv", text),
-                 "--shard-column", "shard"]) == EXIT_ERROR
+    assert (
+        main(["contamination", write(tmp_path, "d.csv", text), "--shard-column", "shard"])
+        == EXIT_ERROR
+    )
     capsys.readouterr()
 
 
 def test_console_script_runs_as_a_process():
     proc = subprocess.run(
-        [sys.executable, "-m", "truescore_fast", "contamination",
-         str(EXAMPLES / "contamination_clean.csv"), "--json"],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "truescore_fast",
+            "contamination",
+            str(EXAMPLES / "contamination_clean.csv"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == EXIT_OK, proc.stderr
     assert json.loads(proc.stdout)["n_permutations"] == 99
 
 
 def test_audit_command_on_shipped_example(capsys):
-    args = ["audit", str(EXAMPLES / "audit_example.csv"), "--control",
-            str(EXAMPLES / "audit_control.csv"), "--population-size", "1000"]
+    args = [
+        "audit",
+        str(EXAMPLES / "audit_example.csv"),
+        "--control",
+        str(EXAMPLES / "audit_control.csv"),
+        "--population-size",
+        "1000",
+    ]
     assert main([*args, "--radius", "0.02"]) == EXIT_FINDING
     assert main([*args, "--radius", "0.3"]) == EXIT_OK
     assert main([*args[:2], "--radius", "-1"]) == EXIT_ERROR

@@ -62,8 +62,16 @@ def test_result_type_matches_truescore():
     theirs = [(f.name, f.default) for f in dataclasses.fields(ts.ComparisonResult)]
     assert ours == theirs
     assert isinstance(tf.ComparisonResult.significant, property)
-    fields = dict(difference=0.1, low=-0.2, high=0.4, level=0.9, p_value=0.08,
-                  method="m", n_pairs=5, n_discordant=3)
+    fields = dict(
+        difference=0.1,
+        low=-0.2,
+        high=0.4,
+        level=0.9,
+        p_value=0.08,
+        method="m",
+        n_pairs=5,
+        n_discordant=3,
+    )
     mine, yours = tf.ComparisonResult(**fields), ts.ComparisonResult(**fields)
     assert mine.significant == yours.significant is True
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -71,8 +79,10 @@ def test_result_type_matches_truescore():
     text = mine.summary()
     for piece in ("m", "5", "+0.1000", "-0.2000", "+0.4000", "90%", "0.08", "3"):
         assert piece in text
-    assert "disagree" in text and "disagree" not in dataclasses.replace(
-        mine, n_discordant=None).summary()
+    assert (
+        "disagree" in text
+        and "disagree" not in dataclasses.replace(mine, n_discordant=None).summary()
+    )
 
 
 # --- deterministic results: identical to truescore ---------------------------------------
@@ -152,7 +162,11 @@ def test_monte_carlo_permutation_p_values_within_mc_error_of_truescore():
         ours = tf.paired_permutation(a, b, n_resamples=budget, seed=trial)
         theirs = ts.paired_permutation(a, b, n_resamples=budget, seed=trial)
         assert abs(ours.p_value - theirs.p_value) <= p_tolerance(theirs.p_value, budget), (
-            kind, n, ours.p_value, theirs.p_value)
+            kind,
+            n,
+            ours.p_value,
+            theirs.p_value,
+        )
         assert ours.p_value >= 2 / (budget + 1) - 1e-15  # the +1 correction's floor
 
 
@@ -213,8 +227,9 @@ def test_bootstrap_means_equal_numpy_rebuild_of_the_streams(n, n_bootstrap):
     d = rng.normal(size=n)
     key = philox_key(n_bootstrap)
     ours = _core.bootstrap_means(d, n_bootstrap, *key)
-    np.testing.assert_allclose(ours, ref_bootstrap_means(d, n_bootstrap, key), rtol=1e-12,
-                               atol=1e-15)
+    np.testing.assert_allclose(
+        ours, ref_bootstrap_means(d, n_bootstrap, key), rtol=1e-12, atol=1e-15
+    )
 
 
 def test_cluster_bootstrap_means_equal_numpy_rebuild():
@@ -223,8 +238,9 @@ def test_cluster_bootstrap_means_equal_numpy_rebuild():
     sizes = rng.integers(1, 6, 13)
     key = philox_key(99)
     ours = _core.cluster_bootstrap_means(sums, sizes, 600, *key)
-    np.testing.assert_allclose(ours, ref_cluster_bootstrap_means(sums, sizes, 600, key),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        ours, ref_cluster_bootstrap_means(sums, sizes, 600, key), rtol=1e-12
+    )
 
 
 def test_public_bootstrap_is_the_percentile_interval_of_those_means():
@@ -257,8 +273,9 @@ def test_sign_flip_counts_equal_numpy_rebuild(n, n_resamples):
     d = np.random.default_rng(n).normal(size=n)
     key = philox_key(n)
     c = _core.sign_flip_counts(d, exact=False, n_resamples=n_resamples, key0=key[0], key1=key[1])
-    assert (c["count_less"], c["count_greater"]) == \
-        ref_compare_sign_flip_mc_counts(d, n_resamples, key)
+    assert (c["count_less"], c["count_greater"]) == ref_compare_sign_flip_mc_counts(
+        d, n_resamples, key
+    )
     assert c["n_patterns"] == n_resamples
 
 
@@ -272,10 +289,12 @@ def test_results_identical_for_any_thread_count():
     sums, sizes = rng.normal(size=500), rng.integers(1, 4, 500)
     np.testing.assert_array_equal(
         _core.cluster_bootstrap_means(sums, sizes, 3000, *key, n_threads=1),
-        _core.cluster_bootstrap_means(sums, sizes, 3000, *key, n_threads=2))
+        _core.cluster_bootstrap_means(sums, sizes, 3000, *key, n_threads=2),
+    )
     kw = dict(exact=False, n_resamples=5000, key0=key[0], key1=key[1])
-    assert _core.sign_flip_counts(d, **kw, n_threads=1) == \
-        _core.sign_flip_counts(d, **kw, n_threads=2)
+    assert _core.sign_flip_counts(d, **kw, n_threads=1) == _core.sign_flip_counts(
+        d, **kw, n_threads=2
+    )
     a, b = rng.normal(size=18), rng.normal(size=18)
     assert _core.sign_flip_exact(a, b, n_threads=1) == _core.sign_flip_exact(a, b, n_threads=2)
 
@@ -306,17 +325,32 @@ def test_cluster_bootstrap_widens_for_correlated_clusters():
 
 
 @pytest.mark.parametrize(
-    "n, p", [(7, 0.3), (60, 0.1), (40, 0.5), (3000, 0.5), (10_000, 0.03), (5000, 0.93),
-             (100_000, 0.0004), (1, 0.5)],
+    "n, p",
+    [
+        (7, 0.3),
+        (60, 0.1),
+        (40, 0.5),
+        (3000, 0.5),
+        (10_000, 0.03),
+        (5000, 0.93),
+        (100_000, 0.0004),
+        (1, 0.5),
+    ],
 )
 def test_binomial_sampler_fits_the_binomial_law(n, p):
     draws = _core.binomial_sample(n, p, 40_000, *philox_key(n))
     lo, hi = int(stats.binom.ppf(1e-3, n, p)), int(stats.binom.isf(1e-3, n, p))
     support = np.arange(lo, hi + 1)
-    observed = np.concatenate([[np.sum(draws < lo)], [np.sum(draws == k) for k in support],
-                               [np.sum(draws > hi)]])
-    probs = np.concatenate([[stats.binom.cdf(lo - 1, n, p)], stats.binom.pmf(support, n, p),
-                            [stats.binom.sf(hi, n, p)]])
+    observed = np.concatenate(
+        [[np.sum(draws < lo)], [np.sum(draws == k) for k in support], [np.sum(draws > hi)]]
+    )
+    probs = np.concatenate(
+        [
+            [stats.binom.cdf(lo - 1, n, p)],
+            stats.binom.pmf(support, n, p),
+            [stats.binom.sf(hi, n, p)],
+        ]
+    )
     expected = probs * draws.size
     keep = expected > 5
     chi2 = np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep])
@@ -355,10 +389,12 @@ def test_discrete_paths_identical_for_any_thread_count():
     key = philox_key(8)
     np.testing.assert_array_equal(
         _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=1),
-        _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=2))
+        _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=2),
+    )
     args = (np.array([0.5, 1.0]), np.array([400, 700]), np.array([-20, 35]), 5000, *key)
-    assert _core.sign_flip_monte_carlo_grouped(*args, n_threads=1) == \
-        _core.sign_flip_monte_carlo_grouped(*args, n_threads=2)
+    assert _core.sign_flip_monte_carlo_grouped(
+        *args, n_threads=1
+    ) == _core.sign_flip_monte_carlo_grouped(*args, n_threads=2)
 
 
 # --- memory ---------------------------------------------------------------------------
@@ -493,22 +529,21 @@ modest = st.floats(-1e6, 1e6)
 
 @settings(max_examples=60, deadline=None)
 @given(
-    values=st.lists(st.tuples(st.one_of(modest, finite_or_not), modest), min_size=0,
-                    max_size=40),
+    values=st.lists(st.tuples(st.one_of(modest, finite_or_not), modest), min_size=0, max_size=40),
     extra=st.integers(0, 1),
     alpha=st.one_of(st.floats(0.001, 0.999), st.sampled_from([0.0, 1.0, -1.0, 2.0])),
     n_resamples=st.integers(-2, 3000),
     seed=st.integers(0, 2**40),
     clustered=st.booleans(),
 )
-def test_property_finite_result_or_value_error(values, extra, alpha, n_resamples, seed,
-                                               clustered):
+def test_property_finite_result_or_value_error(values, extra, alpha, n_resamples, seed, clustered):
     a = [v[0] for v in values]
     b = [v[1] for v in values] + [0.0] * extra
     clusters = [i % 3 for i in range(len(a))] if clustered else None
     for call in (
-        lambda: tf.paired_bootstrap(a, b, alpha=alpha, seed=seed, clusters=clusters,
-                                    n_bootstrap=max(n_resamples, 1)),
+        lambda: tf.paired_bootstrap(
+            a, b, alpha=alpha, seed=seed, clusters=clusters, n_bootstrap=max(n_resamples, 1)
+        ),
         lambda: tf.paired_permutation(a, b, alpha=alpha, n_resamples=n_resamples, seed=seed),
     ):
         try:

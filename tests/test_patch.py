@@ -24,11 +24,25 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 ORIGINALS = {
     (module, name): getattr(module, name)
-    for module in (truescore, truescore.compare, truescore.contamination, truescore.cli,
-                   truescore.slices, truescore.doctor)
-    for name in ("paired_bootstrap", "paired_permutation", "holm", "benjamini_hochberg",
-                 "ComparisonResult", "exchangeability_test", "combine_shards",
-                 "ContaminationResult", "CombinedContamination")
+    for module in (
+        truescore,
+        truescore.compare,
+        truescore.contamination,
+        truescore.cli,
+        truescore.slices,
+        truescore.doctor,
+    )
+    for name in (
+        "paired_bootstrap",
+        "paired_permutation",
+        "holm",
+        "benjamini_hochberg",
+        "ComparisonResult",
+        "exchangeability_test",
+        "combine_shards",
+        "ContaminationResult",
+        "CombinedContamination",
+    )
     if hasattr(module, name)
 }
 
@@ -123,8 +137,15 @@ def both_ways(argv, capsys):
     "argv, expected",
     [
         (["contamination", str(EXAMPLES / "contamination_clean.csv")], 0),
-        (["contamination", str(EXAMPLES / "contamination_sharded.csv"), "--shard-column",
-          "shard"], 2),
+        (
+            [
+                "contamination",
+                str(EXAMPLES / "contamination_sharded.csv"),
+                "--shard-column",
+                "shard",
+            ],
+            2,
+        ),
     ],
 )
 def test_contamination_cli_same_findings(argv, expected, capsys):
@@ -144,21 +165,40 @@ def write_pairs(path, rng, n, p_a, p_b, n_items, gold=False, x_drop=0.3):
             judge_a = truth_a if rng.random() < 0.9 else 1 - truth_a
             judge_b = truth_b if rng.random() < 0.9 else 1 - truth_b
             labeled = gold and (i % n_items) % 3 == 0  # whole items labeled
-            writer.writerow([i, judge_a, judge_b, f"q{i % n_items}",
-                             truth_a if labeled else "", truth_b if labeled else "", segment])
+            writer.writerow(
+                [
+                    i,
+                    judge_a,
+                    judge_b,
+                    f"q{i % n_items}",
+                    truth_a if labeled else "",
+                    truth_b if labeled else "",
+                    segment,
+                ]
+            )
     return str(path)
 
 
 @pytest.mark.parametrize(
     "name, p_a, p_b, gold, expected",
-    [("regression", 0.85, 0.6, False, 2), ("noise", 0.7, 0.7, False, 0),
-     ("corrected", 0.8, 0.8, True, 2)],
+    [
+        ("regression", 0.85, 0.6, False, 2),
+        ("noise", 0.7, 0.7, False, 0),
+        ("corrected", 0.8, 0.8, True, 2),
+    ],
 )
-def test_compare_cli_same_findings_with_clusters(tmp_path, capsys, name, p_a, p_b, gold,
-                                                  expected):
+def test_compare_cli_same_findings_with_clusters(tmp_path, capsys, name, p_a, p_b, gold, expected):
     rng = np.random.default_rng(len(name))
-    path = write_pairs(tmp_path / f"{name}.csv", rng, 900, p_a, p_b, 150, gold,
-                       x_drop=0.0 if name == "noise" else 0.3)
+    path = write_pairs(
+        tmp_path / f"{name}.csv",
+        rng,
+        900,
+        p_a,
+        p_b,
+        150,
+        gold,
+        x_drop=0.0 if name == "noise" else 0.3,
+    )
     argv = ["compare", path, "--judge-a", "a", "--judge-b", "b", "--cluster-column", "item"]
     if gold:
         argv += ["--gold-a", "ga", "--gold-b", "gb"]
@@ -178,8 +218,22 @@ def test_compare_cli_errors_exit_1_both_ways(tmp_path, capsys):
 @pytest.mark.parametrize("correction", ["holm", "bh"])
 def test_slices_cli_output_identical(tmp_path, capsys, correction):
     path = write_pairs(tmp_path / "s.csv", np.random.default_rng(4), 900, 0.8, 0.8, 150, True)
-    argv = ["slices", path, "--by", "segment", "--judge-a", "a", "--gold-a", "ga",
-            "--judge-b", "b", "--gold-b", "gb", "--correction", correction]
+    argv = [
+        "slices",
+        path,
+        "--by",
+        "segment",
+        "--judge-a",
+        "a",
+        "--gold-a",
+        "ga",
+        "--judge-b",
+        "b",
+        "--gold-b",
+        "gb",
+        "--correction",
+        correction,
+    ]
     (code0, _, out0), (code1, _, out1) = both_ways(argv, capsys)
     assert code0 == code1
     assert "adj p=" in out0 and out0 == out1  # holm / BH identical, so every digit matches
@@ -192,7 +246,8 @@ def test_patched_truescore_command_in_a_fresh_process(tmp_path):
         "from truescore.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     argv = ["compare", path, "--judge-a", "a", "--judge-b", "b", "--cluster-column", "item"]
-    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 2, done.stderr
     assert "FINDING: a real difference" in done.stdout and "A - B =" in done.stdout

@@ -42,8 +42,15 @@ def test_coverage_study_finite_or_value_error(population, n, design, alpha, reps
     strata = np.arange(population.size) % 2 if design == "stratified" else None
     try:
         table = tf.coverage_study(
-            population, n, design=design, strata=strata, replications=reps, alpha=alpha,
-            intervals=("hoeffding", "wald", "betting"), seed=1, progress=False,
+            population,
+            n,
+            design=design,
+            strata=strata,
+            replications=reps,
+            alpha=alpha,
+            intervals=("hoeffding", "wald", "betting"),
+            seed=1,
+            progress=False,
         )
     except ValueError as error:
         event(f"ValueError: {str(error)[:40]}")
@@ -71,8 +78,14 @@ def test_detection_study_finite_or_value_error(n, k, size, delta, relabel, data)
     fresh = data.draw(hnp.arrays(np.float64, (n, k), elements=binary))
     try:
         table = tf.detection_study(
-            public, fresh, sizes=size, deltas=delta, relabel=relabel, replications=50,
-            seed=2, progress=False,
+            public,
+            fresh,
+            sizes=size,
+            deltas=delta,
+            relabel=relabel,
+            replications=50,
+            seed=2,
+            progress=False,
         )
     except ValueError as error:
         event(f"ValueError: {str(error)[:40]}")

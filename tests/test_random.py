@@ -38,7 +38,6 @@ def test_seed_forms():
             philox_key(bad)
 
 
-
 def test_default_thread_count_is_every_core():
     # n_threads=None (0 in the core) means every core. The thread pool itself resolves
     # it, so no kernel can pass "all cores" through and run on one thread by mistake.

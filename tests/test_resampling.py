@@ -305,15 +305,27 @@ def test_rao_wu_kernels_reject_a_non_finite_design(bad):
     from truescore_fast import _core
 
     offsets = np.array([0, 3, 6], dtype=np.int64)
-    design = {"resample_size": np.array([2, 2], dtype=np.int64), "lam": np.ones(2),
-              "weight": np.full(2, 0.5)}
+    design = {
+        "resample_size": np.array([2, 2], dtype=np.int64),
+        "lam": np.ones(2),
+        "weight": np.full(2, 0.5),
+    }
     design[bad] = np.array([0.5, np.nan])
     with pytest.raises(ValueError, match=bad):
-        _core.rao_wu_bootstrap(np.arange(6.0), offsets, design["resample_size"], design["lam"],
-                               design["weight"], 4, 1, 2)
+        _core.rao_wu_bootstrap(
+            np.arange(6.0),
+            offsets,
+            design["resample_size"],
+            design["lam"],
+            design["weight"],
+            4,
+            1,
+            2,
+        )
     with pytest.raises(ValueError, match=bad):
-        _core.rao_wu_weights(offsets, design["resample_size"], design["lam"], design["weight"],
-                             0, 4, 1, 2)
+        _core.rao_wu_weights(
+            offsets, design["resample_size"], design["lam"], design["weight"], 0, 4, 1, 2
+        )
 
 
 def test_bootstrap_thread_count_does_not_change_the_result():

@@ -48,8 +48,19 @@ def test_public_api_is_exported():
 def test_every_public_module_is_reexported():
     import importlib
 
-    modules = ("audit", "calibration", "compare", "contamination", "disclosure", "families",
-               "pacost", "patch", "prune", "resampling", "sharded")
+    modules = (
+        "audit",
+        "calibration",
+        "compare",
+        "contamination",
+        "disclosure",
+        "families",
+        "pacost",
+        "patch",
+        "prune",
+        "resampling",
+        "sharded",
+    )
     for name in modules:
         module = importlib.import_module(f"truescore_fast.{name}")
         missing = set(module.__all__) - set(truescore_fast.__all__)

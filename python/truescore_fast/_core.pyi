@@ -32,9 +32,7 @@ def bootstrap_means_discrete(
 def binomial_sample(
     n: int, p: float, size: int, key0: int, key1: int
 ) -> npt.NDArray[np.int64]: ...
-def rank_test(
-    canonical: float, permuted: npt.ArrayLike
-) -> tuple[float, float, float, float]: ...
+def rank_test(canonical: float, permuted: npt.ArrayLike) -> tuple[float, float, float, float]: ...
 def rank_tests_dense(
     canonical: npt.ArrayLike, permuted: npt.ArrayLike, *, n_threads: int | None = None
 ) -> dict[str, npt.NDArray[Any]]: ...
@@ -174,6 +172,7 @@ def did_bootstrap(
     *,
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+
 # calibration: survey samplers (design 0 srs, 1 stratified, 2 with replacement, 3 Bernoulli)
 def sample_indices(
     design: int,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 __all__ = ["read_rows"]
 
 
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
+def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Rows of a ``.csv`` or JSON Lines (``.jsonl``/``.ndjson``/``.json``) file as dicts.
 
     Raises:

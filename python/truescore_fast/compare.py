@@ -104,9 +104,7 @@ class ComparisonResult:
         if self.significant:
             verdict = "the systems differ beyond what chance on these examples explains"
         else:
-            verdict = (
-                "no detectable difference -- the gap is within what chance alone produces"
-            )
+            verdict = "no detectable difference -- the gap is within what chance alone produces"
         lines = [
             f"{self.method}, {self.n_pairs} paired examples",
             f"  A - B = {self.difference:+.4f}, {self.level:.0%} interval "
@@ -353,15 +351,22 @@ def _sign_flip_p_value(
         )
         perm_key = (key[0], key[1] ^ _PERMUTATION_KEY_TWEAK)
         if 0 < magnitudes.shape[0] * 8 <= n:
-            net = np.bincount(group.ravel(), weights=np.sign(nonzero),
-                              minlength=magnitudes.shape[0])
+            net = np.bincount(
+                group.ravel(), weights=np.sign(nonzero), minlength=magnitudes.shape[0]
+            )
             counts = _core.sign_flip_monte_carlo_grouped(
-                magnitudes, sizes.astype(np.int64), np.rint(net).astype(np.int64),
-                int(budget), *perm_key,
+                magnitudes,
+                sizes.astype(np.int64),
+                np.rint(net).astype(np.int64),
+                int(budget),
+                *perm_key,
             )
         else:
             counts = _core.sign_flip_counts(
-                diffs, exact=False, n_resamples=int(budget), key0=perm_key[0],
+                diffs,
+                exact=False,
+                n_resamples=int(budget),
+                key0=perm_key[0],
                 key1=perm_key[1],
             )
         extra = 1

@@ -85,9 +85,7 @@ class ShardedLikelihoodResult:
         """A short report of the test and its verdict."""
         alpha = 1.0 - self.level
         if self.contaminated:
-            verdict = (
-                f"finding: published orders score above shuffled ones at alpha = {alpha:.3g}"
-            )
+            verdict = f"finding: published orders score above shuffled ones at alpha = {alpha:.3g}"
         else:
             verdict = (
                 f"no finding at alpha = {alpha:.3g}; this does not clear the model: training "
@@ -117,8 +115,9 @@ def _t_log_sf(t: float, df: int) -> float:
     # P(T >= t) = I_x(df/2, 1/2) / 2 with x = df / (df + t^2), and for small x
     # I_x(a, b) = x^a (1-x)^b / (a B(a, b)) * 2F1(a + b, 1; a + 1; x).
     a, b = df / 2.0, 0.5
-    log_x = math.log(df) - (2.0 * math.log(t) + math.log1p(df / (t * t)) if t > 1e150
-                            else math.log(df + t * t))
+    log_x = math.log(df) - (
+        2.0 * math.log(t) + math.log1p(df / (t * t)) if t > 1e150 else math.log(df + t * t)
+    )
     x = math.exp(log_x)
     return (
         math.log(0.5)
@@ -210,9 +209,7 @@ def sharded_likelihood_test(
     )
 
 
-def _shuffled_rows(
-    shuffled: Any, r: int
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+def _shuffled_rows(shuffled: Any, r: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """Shuffled log-likelihoods as (values laid end to end, row offsets)."""
     if isinstance(shuffled, (list, tuple)) and any(np.ndim(row) != 0 for row in shuffled):
         rows = [float_array("shuffled", row) for row in shuffled]
