@@ -55,9 +55,11 @@ def test_every_public_module_is_reexported():
         "contamination",
         "disclosure",
         "families",
+        "intervals",
         "pacost",
         "patch",
         "prune",
+        "randomization",
         "resampling",
         "sharded",
     )

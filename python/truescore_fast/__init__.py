@@ -7,28 +7,12 @@ The package re-exports every public module's ``__all__``.
 """
 
 from truescore_fast.audit import (
-    INTERVAL_METHODS,
     AuditData,
     ControlBank,
-    Interval,
-    Intervals,
     MatchedFormAudit,
-    RandomizationTest,
-    bernstein_interval,
-    bernstein_intervals,
-    betting_interval,
-    betting_intervals,
-    hoeffding_interval,
-    hoeffding_intervals,
-    hoeffding_serfling_interval,
-    hoeffding_serfling_intervals,
     matched_form_audit,
     matched_form_audits,
-    matched_form_intervals,
-    randomization_test,
     read_audit_table,
-    wald_interval,
-    wald_intervals,
 )
 from truescore_fast.calibration import (
     REPLICATIONS_PER_TASK,
@@ -71,6 +55,22 @@ from truescore_fast.families import (
     family_bootstrap_difference,
     holm_correction,
 )
+from truescore_fast.intervals import (
+    INTERVAL_METHODS,
+    Interval,
+    Intervals,
+    bernstein_interval,
+    bernstein_intervals,
+    betting_interval,
+    betting_intervals,
+    hoeffding_interval,
+    hoeffding_intervals,
+    hoeffding_serfling_interval,
+    hoeffding_serfling_intervals,
+    matched_form_intervals,
+    wald_interval,
+    wald_intervals,
+)
 from truescore_fast.pacost import (
     PairedConfidenceResult,
     paired_confidence_test,
@@ -91,6 +91,10 @@ from truescore_fast.prune import (
     feature_differences,
     leakage_audit,
     surface_features,
+)
+from truescore_fast.randomization import (
+    RandomizationTest,
+    randomization_test,
 )
 from truescore_fast.resampling import (
     DID_COLUMNS,

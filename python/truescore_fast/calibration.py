@@ -63,7 +63,7 @@ from truescore_fast._validation import (
     check_positive_int,
     float_array,
 )
-from truescore_fast.audit import INTERVAL_METHODS
+from truescore_fast.intervals import INTERVAL_METHODS
 
 __all__ = [
     "REPLICATIONS_PER_TASK",
@@ -457,7 +457,7 @@ def coverage_study(
             means, and coverage is measured against that (the audit's intervals do not
             reweight); with proportional allocation the target is the population mean.
         intervals: Interval methods (default all five of
-            :data:`~truescore_fast.audit.INTERVAL_METHODS`).
+            :data:`~truescore_fast.intervals.INTERVAL_METHODS`).
         replications: Samples per size (the paper: 5,000).
         alpha: 1 - nominal coverage.
         seed: int, ``SeedSequence`` or ``Generator``; with the cell index it fixes every
