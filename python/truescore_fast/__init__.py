@@ -41,6 +41,11 @@ from truescore_fast.contamination import (
     exchangeability_test,
     exchangeability_tests,
 )
+from truescore_fast.did import (
+    DID_COLUMNS,
+    DiDResult,
+    did_estimate,
+)
 from truescore_fast.disclosure import (
     CONTAMINATION_TYPES,
     DisclosureValidation,
@@ -54,6 +59,10 @@ from truescore_fast.families import (
     HolmResult,
     family_bootstrap_difference,
     holm_correction,
+)
+from truescore_fast.finite_population import (
+    BootstrapResult,
+    finite_population_bootstrap,
 )
 from truescore_fast.intervals import (
     INTERVAL_METHODS,
@@ -80,6 +89,10 @@ from truescore_fast.patch import (
     patch_truescore,
     unpatch_truescore,
 )
+from truescore_fast.patterns import (
+    PatternTest,
+    pattern_permutation_test,
+)
 from truescore_fast.prune import (
     FEATURE_NAMES,
     HEDGE_WORDS,
@@ -96,22 +109,15 @@ from truescore_fast.randomization import (
     RandomizationTest,
     randomization_test,
 )
-from truescore_fast.resampling import (
-    DID_COLUMNS,
-    BootstrapResult,
-    DiDResult,
-    PatternTest,
-    SeedContrast,
-    did_estimate,
-    finite_population_bootstrap,
-    pattern_permutation_test,
-    seed_contrast,
-)
 from truescore_fast.sharded import (
     ShardedLikelihoodResult,
     ShardOrders,
     shard_orders,
     sharded_likelihood_test,
+)
+from truescore_fast.signflip import (
+    SeedContrast,
+    seed_contrast,
 )
 
 __version__ = "0.1.0"
