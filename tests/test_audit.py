@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 from truescore_fast import audit as audit_mod
+from truescore_fast import intervals as intervals_mod
+from truescore_fast import randomization as randomization_mod
 
 INTERVAL_REFERENCES = {
     "hoeffding": lambda d, pop, alpha: ref.audit_hoeffding_reference(d, alpha),
@@ -598,8 +600,9 @@ def test_property_audit_and_test_are_finite_or_raise(rows, radius):
 
 
 def test_public_names_are_exported():
-    for name in audit_mod.__all__:
-        assert name in tf.__all__ and getattr(tf, name) is getattr(audit_mod, name)
+    for module in (intervals_mod, audit_mod, randomization_mod):
+        for name in module.__all__:
+            assert name in tf.__all__ and getattr(tf, name) is getattr(module, name)
 
 
 # ------------------------------------------------------------------------------- CLI
