@@ -240,7 +240,9 @@ def test_bbh_is_centred_and_has_its_known_variance():
     result = tf.finite_population_bootstrap(
         values, population_size=500, method="bbh", replicates=20_000, seed=5
     )
-    assert abs(result.replicates.mean() - values.mean()) < 4 * result.standard_error / math.sqrt(20_000)
+    assert abs(result.replicates.mean() - values.mean()) < 4 * result.standard_error / math.sqrt(
+        20_000
+    )
     known = (1 - 100 / 500) * 5 * 99 * values.var(ddof=1) / (499 * 100)
     assert result.standard_error**2 / known == pytest.approx(1.0, abs=0.04)
     # Random completion (N = 4 n + 37) and strata: still centred on the stratified mean.
@@ -248,7 +250,9 @@ def test_bbh_is_centred_and_has_its_known_variance():
     strat = tf.finite_population_bootstrap(
         values, population_size=[197, 263], strata=labels, method="bbh", replicates=20_000, seed=6
     )
-    assert abs(strat.replicates.mean() - strat.estimate) < 4 * strat.standard_error / math.sqrt(20_000)
+    assert abs(strat.replicates.mean() - strat.estimate) < 4 * strat.standard_error / math.sqrt(
+        20_000
+    )
 
 
 def test_rao_wu_weights_reproduce_the_mean_replicates():
@@ -480,7 +484,9 @@ def test_did_thread_count_does_not_change_the_result():
     unexposed = rng.integers(0, 2, size=(3, 100, 4)).astype(float)
     one = tf.did_estimate(exposed, unexposed, replicates=999, seed=5, n_threads=1)
     two = tf.did_estimate(exposed, unexposed, replicates=999, seed=5, n_threads=2)
-    assert np.array_equal(one.bca, two.bca) and np.array_equal(one.standard_error, two.standard_error)
+    assert np.array_equal(one.bca, two.bca) and np.array_equal(
+        one.standard_error, two.standard_error
+    )
     assert "pooled" in one.summary() and len(one.table()) == 12
 
 
@@ -628,7 +634,9 @@ def test_bootstrap_and_contrast_finite_or_value_error(values, population, method
     except ValueError:
         pass
     else:
-        assert all(math.isfinite(v) for v in (boot.estimate, boot.standard_error, boot.low, boot.high))
+        assert all(
+            math.isfinite(v) for v in (boot.estimate, boot.standard_error, boot.low, boot.high)
+        )
     try:
         contrast = tf.seed_contrast(values)
     except ValueError:
