@@ -10,23 +10,20 @@ or without an instance here, fails the suite.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import importlib
 import json
 import math
 import pkgutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 import truescore_fast as tf
+from test_prune import load_example  # the bundled Audit-Prune example
 from truescore_fast._result import Result, TabularResult
 from truescore_fast.disclosure import linear_weighted_kappa, validate_disclosure
 from truescore_fast.families import family_bootstrap_difference, holm_correction
 from truescore_fast.pacost import paired_confidence_test
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 # Dataclasses that are not results of this package's protocol, each with the reason.
 NOT_RESULTS = {
@@ -65,24 +62,14 @@ def _did():
     return tf.did_estimate(exposed, unexposed, replicates=99, seed=1)
 
 
-def _prune_example():
-    with (EXAMPLES / "prune_example.csv").open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    return (
-        [r["question"] for r in rows],
-        [r["correct_answer"] for r in rows],
-        [r["incorrect_answer"] for r in rows],
-    )
-
-
 def _leakage():
     pytest.importorskip("sklearn")
-    return tf.leakage_audit(*_prune_example())
+    return tf.leakage_audit(*load_example()[:3])
 
 
 def _prune():
     pytest.importorskip("sklearn")
-    return tf.audit_prune(*_prune_example())
+    return tf.audit_prune(*load_example()[:3])
 
 
 def _disclosure():

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -107,8 +107,8 @@ class Result:
 class TabularResult(Result):
     """A result whose content is rows: adds ``to_frame()`` and an HTML table."""
 
-    def _columns(self) -> Mapping[str, Sequence[Any]]:
-        """Column name -> values, all the same length, in display order."""
+    def _columns(self) -> Mapping[str, Any]:
+        """Column name -> values (a sequence or 1-D array), all the same length, in order."""
         raise NotImplementedError  # pragma: no cover - every tabular type defines it
 
     def to_frame(self) -> Any:
