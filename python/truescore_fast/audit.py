@@ -28,13 +28,14 @@ References:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._io import ALL_MODELS, AuditData, read_audit_table
+from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -98,41 +99,42 @@ def _seed_int(seed: int | np.random.Generator | None) -> int:
     return int(seed)
 
 
-@dataclass(frozen=True)
-class ControlBank:
+@dataclass(frozen=True, repr=False)
+class ControlBank(Result):
     """The control bank's form gap b_C (never-public items, scored the same way).
 
-    ``readings`` holds b_C's interval at level 1 - alpha/2 under three readings:
-    ``"wald"`` (the paper's registered construction), ``"hoeffding"`` (the small-sample
-    guardrail applied to the bank too) and ``"fixed"`` (the bank as a fully measured
-    object: zero width, the transport radius carries everything).
+    ``estimate`` is b_C-hat, the bank's mean gap. ``readings`` holds b_C's interval at
+    level 1 - alpha/2 under three readings: ``"wald"`` (the paper's registered
+    construction), ``"hoeffding"`` (the small-sample guardrail applied to the bank too)
+    and ``"fixed"`` (the bank as a fully measured object: zero width, the transport
+    radius carries everything).
     """
 
-    b: float
+    estimate: float
     n: int
     nonzero_gaps: int
     public_score: float
     fresh_score: float
     readings: dict[str, Interval]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "b": self.b,
-            "n": self.n,
-            "nonzero_gaps": self.nonzero_gaps,
-            "public_score": self.public_score,
-            "fresh_score": self.fresh_score,
-            "readings": {k: v.to_dict() for k, v in self.readings.items()},
-        }
+    _repr_fields = ("estimate", "n", "nonzero_gaps")
+
+    def summary(self) -> str:
+        lines = [
+            f"Control bank: n = {self.n}, b_C = {self.estimate:+.4f}, "
+            f"nonzero gaps {self.nonzero_gaps}"
+        ]
+        lines += [f"  b_C ({name:<9}) {iv}" for name, iv in self.readings.items()]
+        return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class MatchedFormAudit:
+@dataclass(frozen=True, repr=False)
+class MatchedFormAudit(Result):
     """The result of :func:`matched_form_audit`.
 
     Attributes:
         public_score, fresh_score: Mean correctness on the public and on the fresh forms.
-        delta: Delta-hat, the mean gap (public minus mean fresh).
+        estimate: Delta-hat, the mean gap (public minus mean fresh).
         n, n_forms: Sampled parents and fresh forms per parent (K).
         nonzero_gaps: Parents whose gap is not zero.
         population_size: N, the benchmark's number of parents, or None.
@@ -147,7 +149,8 @@ class MatchedFormAudit:
         tau_intervals: tau under every reading of the bank.
         claim: True only when both ``primary`` and ``tau`` lie entirely above zero.
         seed, order: The recorded shuffle of the parents used by the betting interval
-            (``order[t]`` is the parent placed at step t).
+            (``order[t]`` is the parent placed at step t; ``to_dict`` leaves it out: it
+            follows from the seed).
 
     What a result does not mean: ``claim`` False is not evidence of a clean score (see
     :meth:`summary`), and ``claim`` True says exposure is the best reading only under
@@ -156,7 +159,7 @@ class MatchedFormAudit:
 
     public_score: float
     fresh_score: float
-    delta: float
+    estimate: float
     n: int
     n_forms: int
     nonzero_gaps: int
@@ -174,32 +177,16 @@ class MatchedFormAudit:
     guardrail: int
     fallback: str
     seed: int
-    order: npt.NDArray[np.int64] = field(repr=False)
+    order: npt.NDArray[np.int64]
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dictionary (the order is omitted; it follows from the seed)."""
-        return {
-            "public_score": self.public_score,
-            "fresh_score": self.fresh_score,
-            "delta": self.delta,
-            "n": self.n,
-            "n_forms": self.n_forms,
-            "nonzero_gaps": self.nonzero_gaps,
-            "population_size": self.population_size,
-            "alpha": self.alpha,
-            "intervals": {k: v.to_dict() for k, v in self.intervals.items()},
-            "primary": self.primary.to_dict(),
-            "primary_reason": self.primary_reason,
-            "control": None if self.control is None else self.control.to_dict(),
-            "control_reading": self.control_reading,
-            "transport_radius": self.transport_radius,
-            "tau": self.tau.to_dict(),
-            "tau_intervals": {k: v.to_dict() for k, v in self.tau_intervals.items()},
-            "claim": self.claim,
-            "guardrail": self.guardrail,
-            "fallback": self.fallback,
-            "seed": self.seed,
-        }
+    _dict_exclude = ("order",)
+
+    def __repr__(self) -> str:
+        return (
+            f"MatchedFormAudit(estimate={self.estimate:.4g}, primary={self.primary.method!r}, "
+            f"low={self.primary.low:.4g}, high={self.primary.high:.4g}, n={self.n}, "
+            f"claim={self.claim})"
+        )
 
     def summary(self) -> str:
         """A readable report, including what a null result does not mean."""
@@ -207,7 +194,7 @@ class MatchedFormAudit:
             f"Matched-form audit: n = {self.n} parents, K = {self.n_forms} fresh form(s)"
             + (f", N = {self.population_size}" if self.population_size else ""),
             f"  public score {self.public_score:.4f}, fresh score {self.fresh_score:.4f}, "
-            f"Delta-hat {self.delta:+.4f}, nonzero gaps {self.nonzero_gaps}",
+            f"Delta-hat {self.estimate:+.4f}, nonzero gaps {self.nonzero_gaps}",
             f"  primary interval {self.primary}: {self.primary_reason}",
         ]
         for name, iv in self.intervals.items():
@@ -220,7 +207,8 @@ class MatchedFormAudit:
         else:
             c = self.control
             lines.append(
-                f"  control bank: n = {c.n}, b_C = {c.b:+.4f}, nonzero gaps {c.nonzero_gaps}"
+                f"  control bank: n = {c.n}, b_C = {c.estimate:+.4f}, "
+                f"nonzero gaps {c.nonzero_gaps}"
             )
             for name, iv in c.readings.items():
                 lines.append(f"    b_C ({name:<9}) {iv}")
@@ -340,9 +328,9 @@ def matched_form_audit(
         dc = np.ascontiguousarray(cpub - cfr.mean(axis=1))
         b = float(np.mean(dc))
         readings = _single(("wald", "hoeffding"), dc, None, half_alpha)
-        readings["fixed"] = Interval(b, b, b, "fixed", 1.0, 0.0)
+        readings["fixed"] = Interval(b, b, b, "fixed", 0.0, 0.0)
         bank = ControlBank(
-            b=b,
+            estimate=b,
             n=int(dc.shape[0]),
             nonzero_gaps=int(np.count_nonzero(dc)),
             public_score=float(np.mean(cpub)),
@@ -356,9 +344,9 @@ def matched_form_audit(
         name: Interval(
             low=lo_d - (uc + r),
             high=hi_d - (lc - r),
-            estimate=float(np.mean(d)) - (0.0 if bank is None else bank.b),
+            estimate=float(np.mean(d)) - (0.0 if bank is None else bank.estimate),
             method=f"sensitivity ({primary_method} Delta, {name} control, r = {r:g})",
-            level=1.0 - alpha,
+            alpha=alpha,
             half_width=0.5 * ((hi_d - (lc - r)) - (lo_d - (uc + r))),
         )
         for name, (lc, uc) in readings_c.items()
@@ -367,7 +355,7 @@ def matched_form_audit(
     return MatchedFormAudit(
         public_score=float(np.mean(pub)),
         fresh_score=float(np.mean(fr)),
-        delta=float(np.mean(d)),
+        estimate=float(np.mean(d)),
         n=n,
         n_forms=k,
         nonzero_gaps=nonzero,

@@ -13,7 +13,7 @@ documented in ``src/cpp/truescore/resampling.hpp``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy.typing as npt
 from truescore_fast import _core
 from truescore_fast._intervals import bca_interval, percentile_interval
 from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._result import TabularResult
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
@@ -38,8 +39,8 @@ DID_COLUMNS = ("public_before", "public_after", "fresh_before", "fresh_after")
 _QUANTITIES = ("public", "fresh", "visible_gap")
 
 
-@dataclass(frozen=True)
-class DiDResult:
+@dataclass(frozen=True, repr=False)
+class DiDResult(TabularResult):
     """Difference in differences per model and pooled, with bootstrap intervals.
 
     Rows (axis 0) are ``models`` followed by ``"pooled"`` (the mean over models); columns
@@ -50,7 +51,7 @@ class DiDResult:
     Attributes:
         exposed_change, unexposed_change: Mean after minus mean before, per group.
         estimate: exposed_change - unexposed_change.
-        se: Bootstrap standard deviation.
+        standard_error: Bootstrap standard deviation.
         percentile: (..., 2) percentile interval; bca: (..., 2) BCa interval.
         bias_correction, acceleration: BCa's z0 and a (z0 from the share of replicates
             below the estimate, replicates within 1e-12 (1 + |estimate|) of it counted
@@ -69,7 +70,7 @@ class DiDResult:
     exposed_change: npt.NDArray[np.float64]
     unexposed_change: npt.NDArray[np.float64]
     estimate: npt.NDArray[np.float64]
-    se: npt.NDArray[np.float64]
+    standard_error: npt.NDArray[np.float64]
     percentile: npt.NDArray[np.float64]
     bca: npt.NDArray[np.float64]
     bias_correction: npt.NDArray[np.float64]
@@ -80,6 +81,15 @@ class DiDResult:
     replicates: int
     alpha: float
     shared_parents: bool
+
+    def __repr__(self) -> str:
+        pooled = ", ".join(
+            f"{q}={v:.4g}" for q, v in zip(self.quantities, self.estimate[-1], strict=True)
+        )
+        return (
+            f"DiDResult(models={len(self.models) - 1}, pooled: {pooled}, "
+            f"replicates={self.replicates}, alpha={self.alpha:.4g})"
+        )
 
     def table(self) -> StudyTable:
         rows = [(i, q) for i in range(len(self.models)) for q in range(3)]
@@ -93,7 +103,7 @@ class DiDResult:
                 "exposed change": col(self.exposed_change),
                 "unexposed change": col(self.unexposed_change),
                 "DiD": col(self.estimate),
-                "SE": col(self.se),
+                "SE": col(self.standard_error),
                 "pct low": col(self.percentile[..., 0]),
                 "pct high": col(self.percentile[..., 1]),
                 "BCa low": col(self.bca[..., 0]),
@@ -108,11 +118,11 @@ class DiDResult:
             meta={"replicates": self.replicates, "alpha": self.alpha},
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.table().to_dict()
+    def _columns(self) -> Mapping[str, npt.NDArray[Any]]:
+        return self.table().columns
 
     def summary(self) -> str:
-        return str(self.table())
+        return self.table().summary()
 
 
 def _did_groups(name: str, data: Any) -> list[np.ndarray]:
@@ -286,7 +296,7 @@ def did_estimate(
         exposed_change=exposed_change,
         unexposed_change=unexposed_change,
         estimate=estimate,
-        se=se,
+        standard_error=se,
         percentile=percentile,
         bca=bca,
         bias_correction=z0,

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from truescore_fast import _core
 from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -36,14 +37,14 @@ from truescore_fast._validation import (
 __all__ = ["BootstrapResult", "finite_population_bootstrap"]
 
 
-@dataclass(frozen=True)
-class BootstrapResult:
+@dataclass(frozen=True, repr=False)
+class BootstrapResult(Result):
     """A finite-population bootstrap of a (stratified) mean or of a statistic of weights.
 
     Attributes:
         method: ``"rao_wu"`` or ``"bbh"``.
         estimate: The statistic on the sample (the stratified mean sum_h W_h ybar_h).
-        se: Standard deviation of the replicates (ddof = 1).
+        standard_error: Standard deviation of the replicates (ddof = 1).
         low, high: Percentile interval at level 1 - alpha (linear interpolation of the
             replicates' alpha/2 and 1 - alpha/2 quantiles).
         replicates: The B replicate values.
@@ -59,7 +60,7 @@ class BootstrapResult:
 
     method: str
     estimate: float
-    se: float
+    standard_error: float
     low: float
     high: float
     alpha: float
@@ -70,10 +71,7 @@ class BootstrapResult:
     variance_estimate: float | None
     resample_size: tuple[int, ...] | None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["replicates"] = self.replicates.tolist()
-        return out
+    _repr_fields = ("method", "estimate", "standard_error", "low", "high", "n")
 
     def summary(self) -> str:
         pop = (
@@ -84,7 +82,7 @@ class BootstrapResult:
         lines = [
             f"Finite-population bootstrap ({self.method}, {len(self.replicates):,} replicates): "
             f"n = {self.n}, {self.n_strata} strata, {pop}",
-            f"  estimate {self.estimate:+.4f}, bootstrap SE {self.se:.4f}, "
+            f"  estimate {self.estimate:+.4f}, bootstrap SE {self.standard_error:.4f}, "
             f"{100 * (1 - self.alpha):g}% percentile interval [{self.low:+.4f}, {self.high:+.4f}]",
         ]
         if self.variance_estimate is not None:
@@ -269,7 +267,7 @@ def finite_population_bootstrap(
     return BootstrapResult(
         method=method,
         estimate=estimate,
-        se=float(np.std(reps, ddof=1)),
+        standard_error=float(np.std(reps, ddof=1)),
         low=float(low),
         high=float(high),
         alpha=alpha,

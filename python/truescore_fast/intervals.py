@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
     check_gaps,
@@ -77,15 +78,15 @@ _CODE = {name: code for code, name in enumerate(INTERVAL_METHODS)}
 _NEEDS_POPULATION = {"hoeffding_serfling"}
 
 
-@dataclass(frozen=True)
-class Interval:
+@dataclass(frozen=True, repr=False)
+class Interval(Result):
     """A confidence interval for a mean gap (or for the exposure effect tau).
 
     Attributes:
         low, high: The interval's ends (clipped to [-1, 1] for a mean gap).
         estimate: The point estimate (the sample mean gap).
         method: How it was built (``"hoeffding"``, ``"betting"``, ...).
-        level: Nominal coverage, 1 - alpha.
+        alpha: Error rate: the interval's nominal coverage is 1 - alpha.
         half_width: The method's half-width before clipping.
     """
 
@@ -93,8 +94,10 @@ class Interval:
     high: float
     estimate: float
     method: str
-    level: float
+    alpha: float
     half_width: float = math.nan
+
+    _repr_fields = ("estimate", "low", "high", "method", "alpha")
 
     @property
     def excludes_zero_above(self) -> bool:
@@ -105,22 +108,12 @@ class Interval:
         """True when ``low <= value <= high``."""
         return self.low <= value <= self.high
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "low": self.low,
-            "high": self.high,
-            "estimate": self.estimate,
-            "method": self.method,
-            "level": self.level,
-            "half_width": self.half_width,
-        }
-
-    def __str__(self) -> str:
-        return f"[{self.low:+.4f}, {self.high:+.4f}] ({self.method}, {self.level:.0%})"
+    def summary(self) -> str:
+        return f"[{self.low:+.4f}, {self.high:+.4f}] ({self.method}, {1.0 - self.alpha:.0%})"
 
 
-@dataclass(frozen=True)
-class Intervals:
+@dataclass(frozen=True, repr=False)
+class Intervals(TabularResult):
     """One interval method applied to many audits at once (arrays of length A)."""
 
     low: npt.NDArray[np.float64]
@@ -128,7 +121,7 @@ class Intervals:
     estimate: npt.NDArray[np.float64]
     half_width: npt.NDArray[np.float64]
     method: str
-    level: float
+    alpha: float
 
     def __len__(self) -> int:
         return int(self.low.shape[0])
@@ -139,14 +132,35 @@ class Intervals:
             high=float(self.high[index]),
             estimate=float(self.estimate[index]),
             method=self.method,
-            level=self.level,
+            alpha=self.alpha,
             half_width=float(self.half_width[index]),
         )
+
+    def __repr__(self) -> str:
+        return f"Intervals(method={self.method!r}, alpha={self.alpha:.4g}, audits={len(self)})"
 
     def covers(self, value: float | npt.ArrayLike) -> npt.NDArray[np.bool_]:
         """Which intervals contain ``value`` (a scalar or one value per audit)."""
         v = np.asarray(value, dtype=np.float64)
         return (self.low <= v) & (v <= self.high)
+
+    def _columns(self) -> dict[str, npt.NDArray[np.float64]]:
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "half_width": self.half_width,
+        }
+
+    def summary(self) -> str:
+        lines = [f"{len(self)} {self.method} intervals at level {1.0 - self.alpha:.0%}"]
+        if len(self):
+            width = self.high - self.low
+            lines.append(
+                f"  width {float(width.min()):.4f} to {float(width.max()):.4f}, "
+                f"{int(np.count_nonzero(self.low > 0.0))} entirely above zero"
+            )
+        return "\n".join(lines)
 
 
 def _methods_for(population_size: Any) -> tuple[str, ...]:
@@ -283,7 +297,7 @@ def _batch(
             estimate=out["estimate"][k],
             half_width=out["half_width"][k],
             method=m,
-            level=1.0 - alpha,
+            alpha=alpha,
         )
         for k, m in enumerate(methods)
     }

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._result import Result
 from truescore_fast._validation import check_gaps, check_n_threads, check_positive_int
 
 __all__ = ["PatternTest", "pattern_permutation_test"]
@@ -36,8 +37,8 @@ _NAMED_PATTERNS = {
 }
 
 
-@dataclass(frozen=True)
-class PatternTest:
+@dataclass(frozen=True, repr=False)
+class PatternTest(Result):
     """Parents on which at least ``min_models`` of the models show a pattern, against a
     permutation null.
 
@@ -70,11 +71,7 @@ class PatternTest:
     parents: npt.NDArray[np.int64]
     per_model: npt.NDArray[np.int64]
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        for key in ("null_histogram", "parents", "per_model"):
-            out[key] = out[key].tolist()
-        return out
+    _repr_fields = ("observed", "null_mean", "p_value", "pattern", "draws")
 
     def summary(self) -> str:
         return "\n".join(

@@ -13,13 +13,14 @@ Reference:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._random import philox_key
+from truescore_fast._result import Result
 from truescore_fast._validation import check_choice, check_n_threads, check_positive_int
 from truescore_fast.audit import _forms, _seed_int
 
@@ -30,13 +31,13 @@ Alternative = Literal["greater", "less", "two-sided"]
 _MAX_DENOMINATOR = 1000
 
 
-@dataclass(frozen=True)
-class RandomizationTest:
+@dataclass(frozen=True, repr=False)
+class RandomizationTest(Result):
     """Exact (or Monte Carlo) randomization test of "no form effect".
 
     Attributes:
         statistic: T = sum of the gaps (public minus mean fresh).
-        delta: T / n.
+        estimate: Delta-hat = T / n.
         p_value: The p-value for ``alternative``.
         p_greater, p_less, p_two_sided: P(T* >= T), P(T* <= T), P(|T*| >= |T|) under the
             null (T* has mean 0). The two-sided p is computed, never a doubled one-sided p.
@@ -50,7 +51,7 @@ class RandomizationTest:
     """
 
     statistic: float
-    delta: float
+    estimate: float
     p_value: float
     p_greater: float
     p_less: float
@@ -64,14 +65,13 @@ class RandomizationTest:
     n_resamples: int | None
     seed: int | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    _repr_fields = ("estimate", "p_value", "alternative", "method", "n")
 
     def summary(self) -> str:
         lines = [
             f"Randomization test of no form effect ({self.method}, {self.alternative}): "
             f"n = {self.n}, K = {self.n_forms}, informative parents {self.n_informative}",
-            f"  sum of gaps {self.statistic:+.4f} (Delta-hat {self.delta:+.4f}), "
+            f"  sum of gaps {self.statistic:+.4f} (Delta-hat {self.estimate:+.4f}), "
             f"p = {self.p_value:.4g}",
             "  A small p means the public form scores differently from the fresh forms; it does "
             "not identify contamination (ordinary form mismatch is rejected too), and a large p "
@@ -144,7 +144,7 @@ def randomization_test(
     p = {"greater": pg, "less": pl, "two-sided": pt}[alternative]
     return RandomizationTest(
         statistic=float(statistic),
-        delta=float(statistic) / n,
+        estimate=float(statistic) / n,
         p_value=float(p),
         p_greater=float(pg),
         p_less=float(pl),

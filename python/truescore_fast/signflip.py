@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,7 @@ from scipy import stats
 
 from truescore_fast import _core
 from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -37,13 +38,15 @@ __all__ = ["SeedContrast", "seed_contrast"]
 MAX_EXACT_SEEDS = 40
 
 
-@dataclass(frozen=True)
-class SeedContrast:
+@dataclass(frozen=True, repr=False)
+class SeedContrast(Result):
     """A contrast measured once per training seed.
 
     Attributes:
-        mean, sd: Mean and standard deviation (ddof = 1) of the per-seed contrasts.
-        low, high: Student-t interval mean +- t_{n-1, 1-alpha/2} sd / sqrt(n).
+        estimate, sd: Mean and standard deviation (ddof = 1) of the per-seed contrasts
+            (``sd`` is the spread between seeds, not a standard error: that is
+            ``sd / sqrt(n)``).
+        low, high: Student-t interval estimate +- t_{n-1, 1-alpha/2} sd / sqrt(n).
         n_positive, n_negative: Seeds with contrast > 0 and < 0 ("seeds positive").
         p_value: Two-sided sign-flip p: the share of sign vectors s with
             |sum s_i x_i| >= |sum x_i| (exact over all 2^n vectors, or Monte Carlo with the
@@ -56,7 +59,7 @@ class SeedContrast:
     """
 
     n: int
-    mean: float
+    estimate: float
     sd: float
     low: float
     high: float
@@ -67,13 +70,12 @@ class SeedContrast:
     method: str
     n_sign_vectors: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    _repr_fields = ("estimate", "low", "high", "p_value", "n")
 
     def summary(self) -> str:
         return "\n".join(
             [
-                f"Seed-paired contrast over {self.n} seeds: mean {self.mean:+.3f}, "
+                f"Seed-paired contrast over {self.n} seeds: mean {self.estimate:+.3f}, "
                 f"{100 * (1 - self.alpha):g}% t-interval [{self.low:+.3f}, {self.high:+.3f}], "
                 f"seeds positive {self.n_positive}/{self.n}",
                 f"  two-sided sign-flip p = {self.p_value:.3g} ({self.method}, "
@@ -151,7 +153,7 @@ def seed_contrast(
         used = "monte-carlo"
     return SeedContrast(
         n=n,
-        mean=mean,
+        estimate=mean,
         sd=sd,
         low=mean - half,
         high=mean + half,
