@@ -69,9 +69,11 @@ from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
     check_gaps,
+    check_labels,
     check_n_threads,
     check_positive_int,
     float_array,
+    group_offsets,
 )
 from truescore_fast.intervals import INTERVAL_METHODS
 
@@ -181,14 +183,9 @@ def _design(
         raise ValueError(f"design must be 'srs' or 'stratified'; got {design!r}")
     if strata is None:
         raise ValueError("design='stratified' needs strata (one label per population unit)")
-    labels = np.asarray(strata)
-    if labels.shape != (big_n,):
-        raise ValueError(
-            f"strata must hold one label per population unit ({big_n}); got shape {labels.shape}"
-        )
-    order = np.argsort(labels, kind="stable")
-    _, sizes = np.unique(labels[order], return_counts=True)
-    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    labels = check_labels("strata", strata, big_n, unit="population unit")
+    order, offsets, _ = group_offsets("strata", labels)
+    sizes = np.diff(offsets)
     values = np.ascontiguousarray(population[order])
     if allocation is None or (isinstance(allocation, str) and allocation == "proportional"):
         alloc = np.asarray(_core.proportional_allocation(sizes.astype(np.int64), n))
