@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._table import StudyTable
+from truescore_fast._validation import optional_module
 from truescore_fast.calibration import (
     _columns,
     budget_study,
@@ -106,16 +107,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as error:
-        raise ValueError(
-            "--plot needs matplotlib, which is not installed: pip install 'truescore-fast[plot]'"
-        ) from error
-    return plt
+    need = {"requirement": "matplotlib>=3.7", "extra": "plot", "purpose": "--plot"}
+    optional_module("matplotlib", **need).use("Agg")
+    return optional_module("matplotlib.pyplot", **need)
 
 
 # ---------------------------------------------------------------------------- populations

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._validation import optional_module
+
 __all__ = ["StudyTable"]
 
 
@@ -58,10 +60,7 @@ class StudyTable:
 
     def to_frame(self) -> Any:
         """A pandas DataFrame of the columns (requires pandas)."""
-        try:
-            import pandas as pd
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError("to_frame() needs pandas: pip install pandas") from error
+        pd = optional_module("pandas", requirement="pandas", extra=None, purpose="to_frame()")
         return pd.DataFrame({k: np.asarray(v) for k, v in self.columns.items()})
 
     def __str__(self) -> str:

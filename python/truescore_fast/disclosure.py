@@ -68,7 +68,7 @@ import numpy.typing as npt
 
 from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import SeedLike, philox_key
-from truescore_fast._validation import check_alpha, check_positive_int
+from truescore_fast._validation import check_open_unit, check_positive_int, optional_module
 
 __all__ = [
     "CONTAMINATION_TYPES",
@@ -90,11 +90,6 @@ CONTAMINATION_TYPES: Mapping[str, str] = {
     "acquired": "exposure during the evaluation run itself (tools, retrieval, retries); "
     "recorded with the score, not the benchmark",
 }
-
-_INSTALL_HINT = (
-    "validate_disclosure needs the optional dependency jsonschema>=4.18: "
-    "pip install 'truescore-fast[disclose]'"
-)
 
 
 def disclosure_schema() -> dict[str, Any]:
@@ -180,14 +175,17 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
         that is not valid JSON is reported as invalid with the parser's message.
 
     Raises:
-        ImportError: ``jsonschema`` is not installed (install the ``disclose`` extra).
+        MissingExtraError: (an ImportError) ``jsonschema`` is not installed (install the
+            ``disclose`` extra).
         FileNotFoundError: the path does not exist.
         ValueError: ``obj_or_path`` is neither a mapping nor a path.
     """
-    try:
-        import jsonschema
-    except ImportError as error:  # pragma: no cover - exercised only without the extra
-        raise ImportError(_INSTALL_HINT) from error
+    jsonschema = optional_module(
+        "jsonschema",
+        requirement="jsonschema>=4.18",
+        extra="disclose",
+        purpose="validate_disclosure",
+    )
 
     if isinstance(obj_or_path, (str, Path)):
         path = Path(obj_or_path)
@@ -327,7 +325,7 @@ def linear_weighted_kappa(
         raise ValueError(f"categories must be hashable: {error}") from error
     if len(index) != len(cats):
         raise ValueError("categories must not repeat a category")
-    check_alpha(level, "level")
+    check_open_unit("level", level)
     check_positive_int("n_resamples", n_resamples)
     ai = _codes("a", a, index)
     bi = _codes("b", b, index)

@@ -50,7 +50,12 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from truescore_fast._validation import check_alpha, check_positive_int
+from truescore_fast._validation import (
+    MissingExtraError,
+    check_open_unit,
+    check_positive_int,
+    optional_module,
+)
 
 __all__ = [
     "FEATURE_NAMES",
@@ -87,19 +92,11 @@ _WORD = re.compile(r"[a-z0-9']+")
 _PUNCT = frozenset(string.punctuation)
 
 
-class MissingExtraError(ImportError):
-    """An optional dependency of truescore_fast is not installed."""
-
-
 def _sklearn() -> Any:
-    try:
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import KFold
-    except ImportError as error:
-        raise MissingExtraError(
-            "Audit-Prune needs scikit-learn>=1.3: pip install 'truescore-fast[prune]'"
-        ) from error
-    return LogisticRegression, KFold
+    need = {"requirement": "scikit-learn>=1.3", "extra": "prune", "purpose": "Audit-Prune"}
+    linear_model = optional_module("sklearn.linear_model", **need)
+    model_selection = optional_module("sklearn.model_selection", **need)
+    return linear_model.LogisticRegression, model_selection.KFold
 
 
 def _texts(name: str, values: Sequence[str]) -> list[str]:
@@ -256,7 +253,7 @@ def _check_options(n_pairs: int, n_splits: int, level: float, seed: int) -> None
         raise ValueError(
             f"n_splits must not exceed the number of pairs ({n_pairs}); got {n_splits}"
         )
-    check_alpha(level, "level")
+    check_open_unit("level", level)
     check_positive_int("seed", seed, minimum=0)
 
 
@@ -375,8 +372,8 @@ def audit_prune(
     """
     d = feature_differences(questions, correct, incorrect)
     _check_options(len(d), n_splits, level, seed)
-    check_alpha(step, "step")
-    check_alpha(max_fraction, "max_fraction")
+    check_open_unit("step", step)
+    check_open_unit("max_fraction", max_fraction)
     n = len(d)
     budget = int(np.floor(max_fraction * n))
     alive = np.arange(n)
