@@ -10,12 +10,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "ALTERNATIVES",
+    "Alternative",
     "MissingExtraError",
     "check_alpha",
     "check_labels",
@@ -282,3 +284,7 @@ def optional_module(
         raise MissingExtraError(
             f"{purpose} needs {requirement}, which is not installed: {fix}"
         ) from error
+
+
+Alternative = Literal["greater", "less", "two-sided"]
+ALTERNATIVES: tuple[str, ...] = ("greater", "less", "two-sided")

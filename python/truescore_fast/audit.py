@@ -22,7 +22,8 @@ was invisible to the audit. An interval that covers zero is therefore not eviden
 the score is clean.
 
 References:
-    The CleanScore matched-form audit paper (seed document 003).
+    J. Opoku and D. Banahene, "CleanScore: Black-Box Benchmark Audits with Negative
+    Controls and Sensitivity Bounds".
 """
 
 from __future__ import annotations

@@ -49,8 +49,10 @@ A valid record is a complete *disclosure*, not a clean score: a record full of "
 "unknown" is valid, and says exactly how little is known.
 
 Reference:
-    Angulo, Yeste, Espinos-Morato, a taxonomy of benchmark contamination by the mitigation
-    each type defeats, and a four-field disclosure protocol (the project's seed documents).
+    J. Angulo, V. Yeste, H. Espinos-Morato (Universidad Europea): a taxonomy of benchmark
+    contamination by the mitigation each type defeats, and a four-field disclosure
+    protocol. Implemented from the paper's abstract; its title and venue are not recorded
+    here.
 """
 
 from __future__ import annotations

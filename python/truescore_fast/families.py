@@ -22,9 +22,9 @@ is exposed to), and it assumes families are independent of one another. Families
 share items or templates must be merged into one family first.
 
 Reference:
-    LeakScale: a causal measurement framework for benchmark exposure (the abstract in the
-    project's seed documents): family-clustered 95% intervals and Holm correction across
-    the four primary tests.
+    LeakScale, a causal measurement framework for benchmark exposure: family-clustered 95%
+    intervals and Holm correction across its four primary tests. Implemented from the
+    paper's abstract; its authors, title and venue are not recorded here.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -65,7 +65,6 @@ __all__ = [
     "wald_intervals",
 ]
 
-IntervalMethod = Literal["hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting"]
 INTERVAL_METHODS: tuple[str, ...] = (
     "hoeffding",
     "bernstein",

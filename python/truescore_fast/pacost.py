@@ -48,6 +48,8 @@ from truescore_fast import _core
 from truescore_fast._numeric import overflow_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._validation import (
+    ALTERNATIVES,
+    Alternative,
     check_choice,
     check_n_threads,
     check_open_unit,
@@ -57,7 +59,6 @@ from truescore_fast._validation import (
 
 __all__ = ["PairedConfidenceResult", "paired_confidence_test"]
 
-Alternative = Literal["greater", "less", "two-sided"]
 Method = Literal["t", "wilcoxon", "sign_flip"]
 
 _MAX_EXACT = 20
@@ -228,7 +229,7 @@ def paired_confidence_test(
         "confidence_original", confidence_original, "confidence_rephrased", confidence_rephrased
     )
     check_choice("method", method, ("t", "wilcoxon", "sign_flip"))
-    check_choice("alternative", alternative, ("greater", "less", "two-sided"))
+    check_choice("alternative", alternative, ALTERNATIVES)
     check_open_unit("level", level)
     alpha = 1.0 - level
     raw = original - rephrased

@@ -29,12 +29,6 @@ __all__ = ["PatternTest", "pattern_permutation_test"]
 
 Pattern = str | Callable[[npt.NDArray[np.float64]], Any] | npt.ArrayLike
 
-_NAMED_PATTERNS = {
-    "harder": "fresh forms harder: public correct more often than fresh (gap > 0)",
-    "easier": "fresh forms easier: fresh correct more often than public (gap < 0)",
-    "nonzero": "any form difference (gap != 0)",
-}
-
 
 @dataclass(frozen=True)
 class PatternTest:

@@ -34,8 +34,10 @@ say any particular model does so. The binomial interval treats cross-validated
 predictions as independent trials, which is approximately, not exactly, true.
 
 Reference:
-    Namjoo, Ogasawara, Abdullah et al., surface-feature leakage in binary-choice truth
-    benchmarks and Audit-Prune (the project's seed documents).
+    F. Namjoo, R. Ogasawara, A. Abdullah et al. (University of Utah, Thoughtworks,
+    University of Massachusetts Amherst): surface-feature leakage in binary-choice truth
+    benchmarks such as TruthfulQA, and Audit-Prune. Implemented from the paper's abstract;
+    its title and venue are not recorded here.
 """
 
 from __future__ import annotations

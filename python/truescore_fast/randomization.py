@@ -7,7 +7,8 @@ It detects any form effect, exposure or mere form mismatch alike; the audit
 (:mod:`truescore_fast.audit`) separates the two with a control bank.
 
 Reference:
-    The CleanScore matched-form audit paper (seed document 003), Table 13.
+    J. Opoku and D. Banahene, "CleanScore: Black-Box Benchmark Audits with Negative
+    Controls and Sensitivity Bounds", Table 13.
 """
 
 from __future__ import annotations
@@ -20,12 +21,16 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._random import philox_key
-from truescore_fast._validation import check_choice, check_n_threads, check_positive_int
+from truescore_fast._validation import (
+    ALTERNATIVES,
+    Alternative,
+    check_choice,
+    check_n_threads,
+    check_positive_int,
+)
 from truescore_fast.audit import _forms, _seed_int
 
 __all__ = ["RandomizationTest", "randomization_test"]
-
-Alternative = Literal["greater", "less", "two-sided"]
 
 _MAX_DENOMINATOR = 1000
 
@@ -120,7 +125,7 @@ def randomization_test(
         ValueError: scores outside [0, 1] or non-finite, mismatched shapes, n < 2, an
             unknown alternative or method, or ``method="exact"`` for scores on no lattice.
     """
-    check_choice("alternative", alternative, ("greater", "less", "two-sided"))
+    check_choice("alternative", alternative, ALTERNATIVES)
     check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
     pub, fr = _forms(public, fresh)

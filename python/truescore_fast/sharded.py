@@ -13,6 +13,10 @@ shard boundaries and permutations a user must score to run it.
 What a result does not mean: like the exact rank test, the SLCT detects memorisation of
 the published order; a model trained on shuffled or paraphrased copies can pass it. It
 also leans on a t approximation across shards, which the exact rank test does not need.
+
+Reference:
+    Oren, Meister, Chatterji, Ladhak, Hashimoto (2023), "Proving Test Set Contamination in
+    Black-Box Language Models", arXiv:2310.17623.
 """
 
 from __future__ import annotations
