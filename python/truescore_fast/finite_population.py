@@ -148,7 +148,7 @@ def finite_population_bootstrap(
     resample_size: int | None = None,
     alpha: float = 0.05,
     statistic: Callable[[npt.NDArray[np.float64]], float] | None = None,
-    seed: SeedLike,
+    seed: SeedLike = 0,
     n_threads: int | None = None,
 ) -> BootstrapResult:
     """Bootstrap a mean estimated from a sample drawn without replacement.
@@ -168,7 +168,8 @@ def finite_population_bootstrap(
             array in the order of ``values``; the sample's own weights are W_h / n_h and
             ``weights @ values`` is the replicate mean), returning a float. Called once per
             replicate from Python (weights are generated 256 replicates at a time).
-        seed: int, ``SeedSequence`` or ``Generator``; replicate b uses Philox task stream b.
+        seed: Any seed ``philox_key`` accepts (default 0); replicate b uses Philox task
+            stream b.
         n_threads: Threads (None: every core); the result never depends on it.
 
     Rao-Wu rescaling (Rao & Wu 1988): per stratum draw m_h units with replacement and

@@ -115,7 +115,7 @@ def pattern_permutation_test(
     pattern: Pattern = "harder",
     min_models: int = 2,
     draws: int = 20_000,
-    seed: SeedLike,
+    seed: SeedLike = 0,
     n_threads: int | None = None,
 ) -> PatternTest:
     """Do M models show a pattern on the same parents more often than by chance?
@@ -131,7 +131,7 @@ def pattern_permutation_test(
             (M, N) array itself.
         min_models: k: a parent counts when at least k models show the pattern on it.
         draws: Permutations of the null (the paper: 20,000).
-        seed: int, ``SeedSequence`` or ``Generator``; draw b uses Philox task stream b.
+        seed: Any seed ``philox_key`` accepts (default 0); draw b uses Philox task stream b.
         n_threads: Threads (None: every core); the result never depends on it.
 
     Statistic: T = #{parents j : sum_m indicator[m, j] >= k}. Null: each model's row is

@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._validation import (
     MissingExtraError,
     check_open_unit,
@@ -249,14 +250,15 @@ def _audit_scaled(
     return audit, ds @ coef
 
 
-def _check_options(n_pairs: int, n_splits: int, level: float, seed: int) -> None:
+def _check_options(n_pairs: int, n_splits: int, level: float, seed: SeedLike) -> int:
+    """Validate the options; return the seed as the int that seeds the folds and the coin."""
     check_positive_int("n_splits", n_splits, minimum=2)
     if n_splits > n_pairs:
         raise ValueError(
             f"n_splits must not exceed the number of pairs ({n_pairs}); got {n_splits}"
         )
     check_open_unit("level", level)
-    check_positive_int("seed", seed, minimum=0)
+    return seed_int(seed)
 
 
 def leakage_audit(
@@ -266,7 +268,7 @@ def leakage_audit(
     *,
     n_splits: int = 5,
     level: float = 0.95,
-    seed: int = 0,
+    seed: SeedLike = 0,
 ) -> LeakageAudit:
     """How well do six surface features pick the correct answer of each pair?
 
@@ -276,7 +278,8 @@ def leakage_audit(
         incorrect: the incorrect answer of each pair.
         n_splits: cross-validation folds over pairs (at least 2).
         level: confidence level of the accuracy's interval.
-        seed: seed of the fold assignment and of tie-breaking.
+        seed: seed of the fold assignment and of tie-breaking: any seed ``philox_key``
+            accepts (default 0), used as the int ``seed_int(seed)``.
 
     Raises:
         MissingExtraError: (an ImportError) scikit-learn is not installed.
@@ -284,8 +287,8 @@ def leakage_audit(
             than folds, or a bad ``n_splits``, ``level`` or ``seed``.
     """
     d = feature_differences(questions, correct, incorrect)
-    _check_options(len(d), n_splits, level, seed)
-    return _audit_scaled(d, n_splits, level, seed)[0]
+    s = _check_options(len(d), n_splits, level, seed)
+    return _audit_scaled(d, n_splits, level, s)[0]
 
 
 @dataclass(frozen=True)
@@ -352,7 +355,7 @@ def audit_prune(
     level: float = 0.95,
     step: float = 0.02,
     max_fraction: float = 0.5,
-    seed: int = 0,
+    seed: SeedLike = 0,
 ) -> PruneResult:
     """Remove the most leakage-reinforcing pairs until the audit's interval covers chance.
 
@@ -373,7 +376,7 @@ def audit_prune(
             ``max_fraction`` outside (0, 1).
     """
     d = feature_differences(questions, correct, incorrect)
-    _check_options(len(d), n_splits, level, seed)
+    s = _check_options(len(d), n_splits, level, seed)
     check_open_unit("step", step)
     check_open_unit("max_fraction", max_fraction)
     n = len(d)
@@ -381,7 +384,7 @@ def audit_prune(
     alive = np.arange(n)
     removed: list[int] = []
     steps: list[PruneStep] = []
-    audit, margin = _audit_scaled(d, n_splits, level, seed)
+    audit, margin = _audit_scaled(d, n_splits, level, s)
     before = audit
     while True:
         room = budget - len(removed)
@@ -395,7 +398,7 @@ def audit_prune(
         steps.append(PruneStep(len(alive), audit.accuracy, audit.interval, drop))
         removed.extend(drop)
         alive = np.delete(alive, order)
-        audit, margin = _audit_scaled(d[alive], n_splits, level, seed)
+        audit, margin = _audit_scaled(d[alive], n_splits, level, s)
     return PruneResult(
         before=before,
         after=audit,
