@@ -1,8 +1,11 @@
 """truescore_fast: contamination tests and matched-form audits for benchmark scores.
 
 A compiled (C++17) core behind a thin Python API. It is a drop-in for the pure-Python
-truescore library's contamination module, and adds Oren et al.'s sharded tests, the
-CleanScore matched-form audit, and the calibration studies that justify them.
+truescore library's contamination module and its paired comparison of two systems
+(``paired_bootstrap``, ``paired_permutation``, ``holm``, ``benjamini_hochberg``), and adds
+Oren et al.'s sharded tests, the CleanScore matched-form audit, the calibration studies
+that justify it, and PaCoST, disclosure records, family-clustered intervals and
+Audit-Prune.
 The package re-exports every public module's ``__all__``.
 """
 
