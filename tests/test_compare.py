@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import inspect
 import math
 import tracemalloc
@@ -76,13 +77,14 @@ def test_result_type_matches_truescore():
     assert mine.significant == yours.significant is True
     with pytest.raises(dataclasses.FrozenInstanceError):
         mine.p_value = 0.5  # type: ignore[misc]
-    text = mine.summary()
+    # summary() is truescore's text, word for word; explain() is ours
+    assert mine.summary() == yours.summary()
+    no_pairs = dataclasses.replace(mine, n_discordant=None)
+    assert no_pairs.summary() == dataclasses.replace(yours, n_discordant=None).summary()
+    text = mine.explain()
     for piece in ("m", "5", "+0.1000", "-0.2000", "+0.4000", "90%", "0.08", "3"):
         assert piece in text
-    assert (
-        "disagree" in text
-        and "disagree" not in dataclasses.replace(mine, n_discordant=None).summary()
-    )
+    assert "disagree" in text and "disagree" not in no_pairs.explain()
 
 
 # --- deterministic results: identical to truescore ---------------------------------------
@@ -506,11 +508,18 @@ def test_infeasible_exact_enumeration_is_refused():
         tf.paired_permutation(a, b, n_resamples=2**31)
 
 
-@pytest.mark.parametrize("n_bootstrap", [0, -1, 2.5, True])
-def test_bad_n_bootstrap_is_a_value_error(n_bootstrap):
-    # truescore raises IndexError / TypeError / ValueError here; we raise ValueError
-    with pytest.raises(ValueError, match="n_bootstrap"):
-        tf.paired_bootstrap([1.0, 2.0], [0.0, 1.0], n_bootstrap=n_bootstrap)
+@pytest.mark.parametrize(
+    ("n_bootstrap", "error"),
+    [(0, IndexError), (-1, ValueError), (2.5, TypeError), (True, TypeError), (None, TypeError)],
+)
+def test_bad_n_bootstrap_raises_what_truescore_raises(n_bootstrap, error):
+    # truescore's count reaches NumPy unchecked: 0 fails in np.percentile (IndexError), a
+    # bool or float in rng.integers (TypeError). A drop-in mirrors that, type and message.
+    args = ([1.0, 2.0], [0.0, 1.0])
+    with pytest.raises(error) as theirs:
+        ts.paired_bootstrap(*args, n_bootstrap=n_bootstrap)
+    with pytest.raises(error, match=re.escape(str(theirs.value))):
+        tf.paired_bootstrap(*args, n_bootstrap=n_bootstrap)
 
 
 def test_huge_scores_stay_finite_or_raise():
