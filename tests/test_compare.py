@@ -562,3 +562,49 @@ def test_property_finite_result_or_value_error(values, extra, alpha, n_resamples
         values_out = (r.difference, r.low, r.high, r.p_value)
         assert all(math.isfinite(v) for v in values_out), r
         assert 0.0 <= r.p_value <= 1.0 and r.low <= r.high
+
+
+# --- Monte Carlo sign flips: the enumeration's statistic and tie rule ----------------------
+
+
+def test_monte_carlo_permutation_p_estimates_the_exact_p():
+    # Many swap patterns tie with the observed statistic up to rounding; the enumeration
+    # (SciPy's rule, 100 eps relative) counts them by their rounded values. The Monte Carlo
+    # mode must count them the same way, or it estimates another number (it gave 1.0).
+    a, b = np.tile([0.1, 0.2, -0.3], 6), np.zeros(18)
+    exact = tf.paired_permutation(a, b, n_resamples=np.inf).p_value
+    assert exact == ts.paired_permutation(a, b, n_resamples=2**18).p_value
+    draws = 4000
+    ps = np.array(
+        [tf.paired_permutation(a, b, n_resamples=draws, seed=s).p_value for s in range(40)]
+    )
+    # p = 2 * tail; each tail estimate has sd sqrt(q (1 - q) / draws), q = exact / 2
+    se = 2 * math.sqrt((exact / 2) * (1 - exact / 2) / draws) / math.sqrt(len(ps))
+    assert abs(ps.mean() - exact) < 4 * se, (ps.mean(), exact, se)
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 70])
+def test_monte_carlo_sign_flip_pairs_equal_numpy_philox_reference(n):
+    rng = np.random.default_rng(n)
+    a = rng.integers(0, 3, n) / 4.0
+    b = rng.integers(0, 3, n) / 4.0
+    draws, key = 300, (12345, 678910)  # two blocks of 256 patterns
+    got = _core.sign_flip_monte_carlo_pairs(a, b, n_resamples=draws, key0=key[0], key1=key[1])
+    words = (n + 63) // 64
+    observed = np.mean(a) - np.mean(b)
+    tol = abs(100 * np.finfo(float).eps * observed)
+    greater = less = 0
+    for block in range(2):
+        gen = np.random.Philox(
+            key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, block, 0], np.uint64)
+        )
+        raw = gen.random_raw(256 * words).reshape(256, words)
+        for row in raw[: draws - 256 * block]:
+            bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:n].astype(bool)
+            t = np.mean(np.where(bits, b, a)) - np.mean(np.where(bits, a, b))
+            greater += t >= observed - tol
+            less += t <= observed + tol
+    assert (got["n_patterns"], got["count_greater"], got["count_less"]) == (draws, greater, less)
+    assert got == _core.sign_flip_monte_carlo_pairs(
+        a, b, n_resamples=draws, key0=key[0], key1=key[1], n_threads=2
+    )

@@ -403,31 +403,12 @@ def _sign_flip_p_value(
         counts = _core.sign_flip_exact(arr_a, arr_b)
         extra = 0
     else:
-        diffs = arr_a - arr_b
-        nonzero = diffs[diffs != 0.0]
-        magnitudes, group, sizes = np.unique(
-            np.abs(nonzero), return_inverse=True, return_counts=True
-        )
+        # Random swap patterns with the enumeration's statistic and tie rule, so the two
+        # modes estimate the same p (truescore's Monte Carlo does the same, via SciPy).
         perm_key = (key[0], key[1] ^ _PERMUTATION_KEY_TWEAK)
-        if 0 < magnitudes.shape[0] * 8 <= n:
-            net = np.bincount(
-                group.ravel(), weights=np.sign(nonzero), minlength=magnitudes.shape[0]
-            )
-            counts = _core.sign_flip_monte_carlo_grouped(
-                magnitudes,
-                sizes.astype(np.int64),
-                np.rint(net).astype(np.int64),
-                int(budget),
-                *perm_key,
-            )
-        else:
-            counts = _core.sign_flip_counts(
-                diffs,
-                exact=False,
-                n_resamples=int(budget),
-                key0=perm_key[0],
-                key1=perm_key[1],
-            )
+        counts = _core.sign_flip_monte_carlo_pairs(
+            arr_a, arr_b, n_resamples=int(budget), key0=perm_key[0], key1=perm_key[1]
+        )
         extra = 1
     total = counts["n_patterns"] + extra
     lower = (counts["count_less"] + extra) / total

@@ -115,6 +115,24 @@ py::dict sign_flip_exact(const ArrayD& a, const ArrayD& b, const py::object& n_t
     return counts_dict(c);
 }
 
+py::dict sign_flip_monte_carlo_pairs(const ArrayD& a, const ArrayD& b, std::int64_t n_resamples,
+                                     std::uint64_t key0, std::uint64_t key1,
+                                     const py::object& n_threads) {
+    require_finite_nonempty(a, "a");
+    require_finite_nonempty(b, "b");
+    if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
+    if (n_resamples < 1) throw std::invalid_argument("n_resamples must be at least 1");
+    const int threads = thread_count(n_threads);
+    truescore::SignFlipCounts c;
+    {
+        py::gil_scoped_release release;
+        c = truescore::sign_flip_monte_carlo_pairs(a.data(), b.data(),
+                                                   static_cast<std::size_t>(a.shape(0)),
+                                                   n_resamples, key0, key1, threads);
+    }
+    return counts_dict(c);
+}
+
 double sign_flip_count(const ArrayD& values) {
     require_finite_nonempty(values, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
@@ -150,6 +168,11 @@ void bind_signflip(py::module_& m) {
     m.def("sign_flip_exact", &sign_flip_exact, py::arg("a"), py::arg("b"), py::kw_only(),
           py::arg("n_threads") = py::none(),
           "Exact sign-flip counts over all 2^n swap patterns (scipy's statistic and tie rule).");
+    m.def("sign_flip_monte_carlo_pairs", &sign_flip_monte_carlo_pairs, py::arg("a"), py::arg("b"),
+          py::kw_only(), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
+          py::arg("n_threads") = py::none(),
+          "Monte Carlo sign-flip counts over n_resamples random swap patterns with "
+          "sign_flip_exact's statistic and tie rule.");
     m.def("sign_flip_count", &sign_flip_count, py::arg("values"),
           "Exact number of the 2^n sign vectors with |sum s_i x_i| >= |sum x_i| (ties within "
           "the rounding tolerance), n <= 40.");

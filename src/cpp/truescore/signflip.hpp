@@ -21,9 +21,10 @@
 // Ties (one rule): a pattern counts as at least as extreme when it is within the rounding
 // error of any signed sum of the data, tol = 8 m eps sum_i |d_i| (m = number of nonzero
 // d_i), in favour of the null (a larger p): "greater" is f_S <= tol, "less" f_S >= -tol,
-// "two-sided" |T(s)| >= |T(identity)| - 2 tol. The one exception is
-// sign_flip_exact_pairs, which reproduces scipy.stats.permutation_test (and so
-// truescore 0.7.4) bit for bit and therefore uses scipy's statistic and tie rule.
+// "two-sided" |T(s)| >= |T(identity)| - 2 tol. The exceptions are sign_flip_exact_pairs,
+// which reproduces scipy.stats.permutation_test (and so truescore 0.7.4) bit for bit and
+// therefore uses scipy's statistic and tie rule, and sign_flip_monte_carlo_pairs, its
+// Monte Carlo estimate, which must count ties the same way to estimate the same p.
 //
 // Exact-size limits, one per exact algorithm, set by what it must visit or hold:
 // enumeration that stores a value per pattern (the confidence bounds) 2^20; enumeration
@@ -89,6 +90,13 @@ SignFlipCounts sign_flip_grouped(const double* magnitudes, const std::int64_t* c
 // 100 machine epsilons (relative) of the observed one count as ties.
 SignFlipCounts sign_flip_exact_pairs(const double* a, const double* b, std::size_t n,
                                      int n_threads);
+
+// Monte Carlo counterpart of sign_flip_exact_pairs: n_resamples random swap patterns
+// (the stream layout above: ceil(n / 64) raw words per pattern), with the same statistic
+// and tie rule, so its p-value estimates exactly the p-value the enumeration computes.
+SignFlipCounts sign_flip_monte_carlo_pairs(const double* a, const double* b, std::size_t n,
+                                           std::int64_t n_resamples, std::uint64_t key0,
+                                           std::uint64_t key1, int n_threads);
 
 // Exact two-sided count (n <= kSignFlipMaxMeetInMiddle) by meet in the middle: all
 // 2^h signed sums of the first h = n / 2 values against the sorted 2^(n-h) sums of the
