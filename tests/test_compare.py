@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import inspect
 import math
+import re
 import tracemalloc
 
 import numpy as np
@@ -374,7 +374,7 @@ def test_multinomial_bootstrap_has_the_index_bootstraps_distribution():
     assert fast.var() == pytest.approx(se**2, rel=0.05)  # sd of a variance estimate ~1%
 
 
-def test_grouped_sign_flips_match_the_exact_null_of_binary_data():
+def test_monte_carlo_sign_flips_match_the_exact_null_of_binary_data():
     # binary pairs: with m discordant pairs the null statistic is 2 Binomial(m, 1/2) - m
     a = np.r_[np.ones(30), np.zeros(12), np.ones(58)]
     b = np.r_[np.zeros(30), np.ones(12), np.ones(58)]
@@ -393,10 +393,6 @@ def test_discrete_paths_identical_for_any_thread_count():
         _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=1),
         _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=2),
     )
-    args = (np.array([0.5, 1.0]), np.array([400, 700]), np.array([-20, 35]), 5000, *key)
-    assert _core.sign_flip_monte_carlo_grouped(
-        *args, n_threads=1
-    ) == _core.sign_flip_monte_carlo_grouped(*args, n_threads=2)
 
 
 # --- memory ---------------------------------------------------------------------------

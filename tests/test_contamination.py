@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import pytest
+import truescore.contamination as ts
 import truescore_fast as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

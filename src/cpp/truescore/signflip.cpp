@@ -196,35 +196,6 @@ SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
     return SignFlipResult{counts, lower, upper};
 }
 
-SignFlipCounts sign_flip_grouped(const double* magnitudes, const std::int64_t* counts,
-                                 const std::int64_t* net, std::size_t k,
-                                 std::size_t n_resamples, std::uint64_t key0,
-                                 std::uint64_t key1, int n_threads) {
-    std::size_t words = 0;
-    std::int64_t nonzero = 0;
-    double abs_sum = 0.0, observed = 0.0;
-    for (std::size_t j = 0; j < k; ++j) {
-        if (counts[j] < 1) throw std::invalid_argument("counts must be positive");
-        words += static_cast<std::size_t>((counts[j] + 63) / 64);
-        nonzero += counts[j];
-        abs_sum += magnitudes[j] * static_cast<double>(counts[j]);
-        observed += magnitudes[j] * static_cast<double>(net[j]);
-    }
-    // In units of the statistic T = total - 2 f the tolerance doubles.
-    const double tol = 2.0 * tolerance(nonzero, abs_sum);
-    return visit_patterns(n_resamples, key0, key1, n_threads, 8 * words + k,
-                          [&](std::size_t, Philox& gen, Tally& c) {
-        double s = 0.0;
-        for (std::size_t j = 0; j < k; ++j) {
-            std::int64_t left = counts[j], flips = 0;
-            for (; left >= 64; left -= 64) flips += __builtin_popcountll(gen.next_u64());
-            if (left > 0) flips += __builtin_popcountll(gen.next_u64() & ((std::uint64_t{1} << left) - 1));
-            s += magnitudes[j] * static_cast<double>(counts[j] - 2 * flips);
-        }
-        tally_statistic(s, observed, tol, c);
-    });
-}
-
 namespace {
 
 // scipy.stats.permutation_test's statistic for two paired samples, mean(x) - mean(y), with

@@ -73,17 +73,6 @@ SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
                               std::int64_t n_resamples, std::uint64_t key0, std::uint64_t key1,
                               double alpha_tail, int n_threads);
 
-// Monte Carlo counts for data with few distinct |d_i|: magnitudes[j] > 0 occurs counts[j]
-// times, net[j] = (#positive - #negative) among them (zero differences left out). A
-// pattern's statistic is sum_j magnitudes[j] * (counts[j] - 2 #flips_j), #flips_j the
-// popcount of counts[j] random bits (ceil(counts[j] / 64) raw words, group after group,
-// the last word's low bits); the observed one is sum_j magnitudes[j] * net[j]. The null
-// law equals sign_flip_counts' but the patterns are not the same ones.
-SignFlipCounts sign_flip_grouped(const double* magnitudes, const std::int64_t* counts,
-                                 const std::int64_t* net, std::size_t k,
-                                 std::size_t n_resamples, std::uint64_t key0,
-                                 std::uint64_t key1, int n_threads);
-
 // Exact enumeration of the 2^n swaps of pairs (a_i, b_i), n <= kSignFlipMaxCount, with
 // scipy.stats.permutation_test's statistic and tie rule: mean(x) - mean(y), x_i and y_i
 // being a_i, b_i or swapped, each mean summed in NumPy's pairwise order; statistics within
