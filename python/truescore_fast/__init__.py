@@ -40,6 +40,7 @@ from truescore_fast.contamination import (
     CombinedContamination,
     ContaminationResult,
     ExchangeabilityTests,
+    PooledContamination,
     combine_shards,
     exchangeability_test,
     exchangeability_tests,
@@ -208,4 +209,5 @@ __all__ = [
     "validate_disclosure",
     "wald_interval",
     "wald_intervals",
+    "PooledContamination",
 ]

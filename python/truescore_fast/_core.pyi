@@ -89,18 +89,17 @@ def sign_flip_counts(
     key1: int,
     n_threads: int | None = None,
 ) -> dict[str, int]: ...
-def sign_flip_monte_carlo_grouped(
-    magnitudes: npt.ArrayLike,
-    counts: npt.ArrayLike,
-    net: npt.ArrayLike,
+def sign_flip_exact(
+    a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
+) -> dict[str, int]: ...
+def sign_flip_monte_carlo_pairs(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
     n_resamples: int,
     key0: int,
     key1: int,
-    *,
     n_threads: int | None = None,
-) -> dict[str, int]: ...
-def sign_flip_exact(
-    a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
 ) -> dict[str, int]: ...
 def sign_flip_count(values: npt.ArrayLike) -> float: ...
 def cluster_bootstrap_difference(

@@ -33,6 +33,7 @@ __all__ = [
     "check_unit_interval",
     "check_same_length",
     "cluster_codes",
+    "dropin_1d",
     "finite_1d",
     "float_array",
     "p_values_1d",
@@ -68,8 +69,11 @@ def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 
 def p_values_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """``values`` as a non-empty, 1-D float64 array of p-values, each in [0, 1]."""
-    arr = finite_1d(name, values)
+    """``values`` as a non-empty, 1-D float64 array of p-values, each in [0, 1].
+
+    Checked as truescore checks them (``holm`` and ``benjamini_hochberg`` are drop-ins).
+    """
+    arr = dropin_1d(name, values)
     if np.any((arr < 0.0) | (arr > 1.0)):
         raise ValueError(f"{name} must lie in [0, 1]")
     return arr
@@ -176,15 +180,16 @@ def cluster_codes(
 ) -> tuple[npt.NDArray[np.int64], int]:
     """Cluster labels (any sortable values) as codes 0..G-1, and G.
 
-    Raises ``ValueError`` unless ``labels`` is 1-D with one entry per observation.
+    Raises ``ValueError`` unless ``labels`` is 1-D with one entry per observation (in
+    truescore's words: ``paired_bootstrap(clusters=...)`` is a drop-in).
     """
     arr = np.asarray(labels)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
     if arr.shape[0] != expected:
         raise ValueError(
-            f"{name} has {arr.shape[0]} labels for {expected} observations; "
-            "each observation needs exactly one cluster label"
+            f"{name} has {arr.shape[0]} entries but there are {expected} observations; "
+            "every observation needs to say which cluster it belongs to"
         )
     uniques, inverse = np.unique(arr, return_inverse=True)
     return np.asarray(inverse, dtype=np.int64).ravel(), int(uniques.shape[0])
@@ -288,3 +293,22 @@ def optional_module(
 
 Alternative = Literal["greater", "less", "two-sided"]
 ALTERNATIVES: tuple[str, ...] = ("greater", "less", "two-sided")
+
+
+# --- The truescore drop-ins ------------------------------------------------------------
+# A drop-in raises what truescore 0.7.4 raises, type and message, for the same input. Its
+# array arguments go through np.asarray(values, dtype=float), whose own TypeError or
+# ValueError (a set, a dict, a generator, a complex number, a string) is what truescore
+# raises too; then the same shape and finiteness checks in the same words.
+
+
+def dropin_1d(name: str, values: Any) -> npt.NDArray[np.float64]:
+    """``values`` as a non-empty, 1-D, all-finite float array, checked as truescore does."""
+    arr: npt.NDArray[np.float64] = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must be non-empty")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains non-finite values")
+    return arr

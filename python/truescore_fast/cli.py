@@ -96,7 +96,7 @@ def _cmd_contamination(args: argparse.Namespace) -> int:
         result = exchangeability_test(canonical[0], permuted, alpha=args.alpha)
         _emit(
             args,
-            result.summary(),
+            result.explain(),
             {
                 "test": "exchangeability",
                 "p_value": result.p_value,
