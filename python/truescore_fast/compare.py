@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._intervals import percentile_interval
+from truescore_fast._numeric import overflow_exponent
 from truescore_fast._random import dropin_philox_key
 from truescore_fast._validation import (
     check_alpha,
@@ -147,29 +148,20 @@ class ComparisonResult:
 def _scaled_pairs(
     a: npt.ArrayLike, b: npt.ArrayLike, alpha: float
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
-    """Validated alpha, a and b; a and b times :func:`_overflow_scale`'s s, and s."""
+    """Validated alpha, a and b; a and b times a power of two s, and s.
+
+    s keeps n * max(|a|, |b|) * s far below overflow (s = 1.0 almost always); means,
+    percentiles and comparisons with zero commute with it (see ``_numeric``).
+    """
     check_alpha(alpha)
     arr_a = dropin_1d("a", a)
     arr_b = dropin_1d("b", b)
     check_same_length("a", arr_a, "b", arr_b)
-    scale = _overflow_scale(arr_a, arr_b)
+    largest = max(float(np.max(np.abs(arr_a))), float(np.max(np.abs(arr_b))))
+    scale = 2.0 ** overflow_exponent(largest, 2.0**1000 / (4 * arr_a.shape[0]))
     if scale != 1.0:
         arr_a, arr_b = arr_a * scale, arr_b * scale
     return arr_a, arr_b, scale
-
-
-def _overflow_scale(arr_a: npt.NDArray[np.float64], arr_b: npt.NDArray[np.float64]) -> float:
-    """A power of two s with n * max|a|, |b| * s far below overflow (1.0 almost always).
-
-    Sums of scores near the float64 limit overflow; scaling by a power of two is exact
-    (short of the subnormal range), and means, percentiles and comparisons with zero
-    commute with it, so results stay finite and otherwise unchanged.
-    """
-    largest = max(float(np.max(np.abs(arr_a))), float(np.max(np.abs(arr_b))))
-    headroom = 2.0**1000 / (4 * arr_a.shape[0])
-    if largest <= headroom:
-        return 1.0
-    return 2.0 ** (math.floor(math.log2(headroom)) - math.ceil(math.log2(largest)))
 
 
 def _check_n_bootstrap(n_bootstrap: Any) -> int:
