@@ -6,6 +6,8 @@ CleanScore matched-form audit, and the calibration studies that justify them.
 The package re-exports every public module's ``__all__``.
 """
 
+# The version is pyproject.toml's, compiled into the core (see CMakeLists.txt): one source.
+from truescore_fast._core import __version__
 from truescore_fast.audit import (
     INTERVAL_METHODS,
     AuditData,
@@ -109,8 +111,6 @@ from truescore_fast.sharded import (
     shard_orders,
     sharded_likelihood_test,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",
