@@ -9,6 +9,8 @@ Audit-Prune.
 The package re-exports every public module's ``__all__``.
 """
 
+# The version is pyproject.toml's, compiled into the core (see CMakeLists.txt): one source.
+from truescore_fast._core import __version__
 from truescore_fast.audit import (
     AuditData,
     ControlBank,
@@ -123,8 +125,6 @@ from truescore_fast.signflip import (
     SeedContrast,
     seed_contrast,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+__version__: str  # pyproject.toml's version, compiled in
 MAX_EXACT_PAIRS: int
 
 def bootstrap_means(
