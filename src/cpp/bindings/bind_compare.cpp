@@ -15,7 +15,6 @@ using truescore::bindings::ArrayI64;
 using truescore::bindings::check_counts;
 using truescore::bindings::require_finite_nonempty;
 using truescore::bindings::resample_count;
-using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -30,28 +29,6 @@ py::array_t<double> bootstrap_means(const ArrayD& d, std::int64_t n_boot, std::u
     {
         py::gil_scoped_release release;
         truescore::bootstrap_means(d.data(), static_cast<std::size_t>(d.shape(0)), b, key0, key1, o, threads);
-    }
-    return out;
-}
-
-py::array_t<double> cluster_bootstrap_means(const ArrayD& sums, const ArrayI64& sizes,
-                                            std::int64_t n_boot, std::uint64_t key0,
-                                            std::uint64_t key1, const py::object& n_threads) {
-    require_finite_nonempty(sums, "sums");
-    require_ndim(sizes, 1, "sizes");
-    if (sizes.shape(0) != sums.shape(0))
-        throw std::invalid_argument("sizes must have one entry per cluster");
-    const std::int64_t* s = sizes.data();
-    for (py::ssize_t g = 0; g < sizes.shape(0); ++g)
-        if (s[g] < 1) throw std::invalid_argument("sizes must be positive");
-    const std::size_t b = resample_count(n_boot, "n_bootstrap");
-    const int threads = thread_count(n_threads);
-    py::array_t<double> out(static_cast<py::ssize_t>(b));
-    double* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::cluster_bootstrap_means(sums.data(), s, static_cast<std::size_t>(sums.shape(0)), b,
-                                           key0, key1, o, threads);
     }
     return out;
 }
@@ -93,10 +70,6 @@ void bind_compare(py::module_& m) {
           py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Means of n_bootstrap resamples (with replacement) of diffs; block k of 256 "
           "resamples draws from Philox task k.");
-    m.def("cluster_bootstrap_means", &cluster_bootstrap_means, py::arg("sums"), py::arg("sizes"),
-          py::arg("n_bootstrap"), py::arg("key0"), py::arg("key1"), py::kw_only(),
-          py::arg("n_threads") = py::none(),
-          "Ratio means of n_bootstrap cluster resamples: sum of drawn sums / sum of drawn sizes.");
     m.def("bootstrap_means_discrete", &bootstrap_means_discrete, py::arg("values"),
           py::arg("counts"), py::arg("n_bootstrap"), py::arg("key0"), py::arg("key1"),
           py::kw_only(), py::arg("n_threads") = py::none(),

@@ -1,6 +1,7 @@
 #include "truescore/audit.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -307,7 +308,7 @@ void gap_intervals_dense(const IntervalMethod* methods, std::size_t n_methods, c
             if (methods[k] == IntervalMethod::hoeffding_serfling && !(pop > 0.0))
                 throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
     }
-    parallel_for_blocks(n_audits, n_threads, 16, [&](std::size_t begin, std::size_t end) {
+    parallel_for_blocks(n_audits, n_threads, kMinAuditsPerThread, [&](std::size_t begin, std::size_t end) {
         std::vector<double> scratch(kBettingScratchPerParent * n);
         for (std::size_t a = begin; a < end; ++a) {
             const double pop = population_size ? population_size[a] : 0.0;
@@ -511,19 +512,25 @@ RandomizationPValues randomization_test_monte_carlo(const double* values, std::s
     for (std::size_t i = 0; i < n; ++i) t_obs += gap[i * kp1];
     // Ties within rounding count as at least as extreme (conservative).
     const double tol = 1e-9 * std::max(1.0, static_cast<double>(n) * 1e-3);
-    std::vector<std::uint64_t> ge(n_draws), le(n_draws), two(n_draws);
-    parallel_for_blocks(n_draws, n_threads, 64, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t b = begin; b < end; ++b) {
-            Philox gen = Philox::for_task(key0, key1, b);
+    struct Counts {
+        std::uint64_t ge = 0, le = 0, two = 0;
+    };
+    std::atomic<std::uint64_t> cge{0}, cle{0}, ctwo{0};
+    const StreamBlocks streams{key0, key1, n_draws, kReplicateBlock};
+    for_each_stream_block(
+        streams, n_threads, kMinDrawsPerThread, [] { return Counts{}; },
+        [&](Counts& c, Philox& gen, std::size_t, std::size_t, std::size_t) {
             double t = 0.0;
             for (std::size_t i = 0; i < n; ++i) t += gap[i * kp1 + gen.below(kp1)];
-            ge[b] = t >= t_obs - tol;
-            le[b] = t <= t_obs + tol;
-            two[b] = std::fabs(t) >= std::fabs(t_obs) - tol;
-        }
-    });
-    std::uint64_t cge = 0, cle = 0, ctwo = 0;
-    for (std::size_t b = 0; b < n_draws; ++b) { cge += ge[b]; cle += le[b]; ctwo += two[b]; }
+            c.ge += t >= t_obs - tol;
+            c.le += t <= t_obs + tol;
+            c.two += std::fabs(t) >= std::fabs(t_obs) - tol;
+        },
+        [&](const Counts& c) {
+            cge += c.ge;
+            cle += c.le;
+            ctwo += c.two;
+        });
     const double denom = static_cast<double>(n_draws) + 1.0;
     return {(1.0 + static_cast<double>(cge)) / denom, (1.0 + static_cast<double>(cle)) / denom,
             (1.0 + static_cast<double>(ctwo)) / denom};

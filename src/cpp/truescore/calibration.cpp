@@ -22,24 +22,20 @@ void check_range(const TaskRange& r) {
                                     std::to_string(n_tasks) + " tasks of the study");
 }
 
-// Runs body(rng, replication_count, row) for every task of the range on a fixed
-// partition; `make_state` builds one per-worker state (samplers, buffers).
+// Runs body(state, rng, row) once per replication of every task of the range: task t is
+// block t of the cell's stream-block loop (range.block replications, stream
+// task_offset + t) and adds its partial sums to row t - task_begin, zeroed first.
+// `make_state` builds one per-worker state (samplers, buffers).
 template <class MakeState, class Body>
 void for_each_task(const TaskRange& range, std::size_t width, double* out, int n_threads,
                    MakeState make_state, Body body) {
     check_range(range);
-    const std::size_t count = range.task_end - range.task_begin;
-    parallel_for_blocks(count, n_threads, 1, [&](std::size_t begin, std::size_t end) {
-        auto state = make_state();
-        for (std::size_t k = begin; k < end; ++k) {
-            const std::size_t task = range.task_begin + k;
-            const std::size_t first = task * range.block;
-            const std::size_t reps = std::min(range.replications, first + range.block) - first;
-            Philox rng = Philox::for_task(range.key0, range.key1, range.task_offset + task);
-            double* row = out + k * width;
-            std::fill(row, row + width, 0.0);
-            for (std::size_t r = 0; r < reps; ++r) body(state, rng, row);
-        }
+    const StreamBlocks streams{range.key0, range.key1, range.replications, range.block, range.task_offset};
+    for_each_stream_block(streams, range.task_begin, range.task_end, n_threads, kMinTasksPerThread, make_state,
+                          [&](auto& state, Philox& rng, std::size_t task, std::size_t first, std::size_t last) {
+        double* row = out + (task - range.task_begin) * width;
+        std::fill(row, row + width, 0.0);
+        for (std::size_t r = first; r < last; ++r) body(state, rng, row);
     });
 }
 

@@ -95,7 +95,7 @@ std::int64_t rank_tests_impl(const double* canonical, const double* values, Offs
     // minimum over blocks is the first bad shard overall, whatever the thread count.
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     std::mutex lock;
-    parallel_for_blocks(n_shards, threads, 64, [&](std::size_t begin, std::size_t end) {
+    parallel_for_blocks(n_shards, threads, kMinShardsPerThread, [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
         for (std::size_t i = begin; i < end; ++i) {
             const std::size_t lo = offset(i), hi = offset(i + 1);
@@ -132,7 +132,7 @@ std::int64_t row_means_ragged(const double* values, const std::int64_t* offsets,
                               std::size_t n_rows, double* means, int n_threads) {
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     std::mutex lock;
-    parallel_for_blocks(n_rows, resolve_threads(n_threads), 64,
+    parallel_for_blocks(n_rows, resolve_threads(n_threads), kMinShardsPerThread,
                         [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
         for (std::size_t i = begin; i < end; ++i) {
