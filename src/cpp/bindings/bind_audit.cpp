@@ -8,27 +8,18 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/audit.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
+using truescore::bindings::check_alpha;
+using truescore::bindings::interval_method;
 using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
 namespace {
-
-void check_alpha(double alpha) {
-    if (!(alpha > 0.0 && alpha < 1.0))
-        throw std::invalid_argument("alpha must lie in (0, 1); got " + std::to_string(alpha));
-}
-
-truescore::IntervalMethod method_code(long code) {
-    if (code < 0 || code >= truescore::kIntervalMethodCount)
-        throw std::invalid_argument("method must be an interval code in 0.." +
-                                    std::to_string(truescore::kIntervalMethodCount - 1));
-    return static_cast<truescore::IntervalMethod>(code);
-}
 
 // Many audits: gaps (A, n); methods a 1-D int array of codes; population_size None or
 // (A,) (<= 0 entries mean none). Returns a dict of (n_methods, A) arrays.
@@ -40,7 +31,7 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     const std::size_t a = static_cast<std::size_t>(gaps.shape(0));
     const std::size_t n = static_cast<std::size_t>(gaps.shape(1));
     std::vector<truescore::IntervalMethod> codes;
-    for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(method_code(static_cast<long>(methods.data()[k])));
+    for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(interval_method(static_cast<long>(methods.data()[k])));
     std::optional<ArrayD> pop;
     if (!population_size.is_none()) {
         pop.emplace(population_size.cast<ArrayD>());

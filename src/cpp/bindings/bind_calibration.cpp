@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/calibration.hpp"
 #include "truescore/random.hpp"
 #include "truescore/sampling.hpp"
@@ -14,26 +15,13 @@
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
+using truescore::bindings::check_alpha;
+using truescore::bindings::interval_method;
+using truescore::bindings::nonnegative_sizes;
 using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
 namespace {
-
-std::vector<std::size_t> sizes(const ArrayI64& a, const char* name) {
-    require_ndim(a, 1, name);
-    std::vector<std::size_t> out(static_cast<std::size_t>(a.shape(0)));
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        if (a.data()[i] < 0) throw std::invalid_argument(std::string(name) + " must be non-negative");
-        out[i] = static_cast<std::size_t>(a.data()[i]);
-    }
-    return out;
-}
-
-truescore::IntervalMethod method_code(long code) {
-    if (code < 0 || code >= truescore::kIntervalMethodCount)
-        throw std::invalid_argument("interval method code out of range");
-    return static_cast<truescore::IntervalMethod>(code);
-}
 
 truescore::TaskRange task_range(std::uint64_t key0, std::uint64_t key1, std::uint64_t task_offset,
                                 long replications, long block, long task_begin, long task_end) {
@@ -58,11 +46,6 @@ py::array_t<double> run_tasks(void (*kernel)(const Setting&, const truescore::Ta
         kernel(setting, range, po, threads);
     }
     return out;
-}
-
-void check_alpha(double alpha) {
-    if (!(alpha > 0.0 && alpha < 1.0))
-        throw std::invalid_argument("alpha must lie in (0, 1); got " + std::to_string(alpha));
 }
 
 // design: 0 simple random, 1 stratified, 2 with replacement, 3 Bernoulli. `draws` samples
@@ -94,8 +77,8 @@ py::array sample_indices(long design, long population_size, long n, const ArrayI
     const std::size_t m = static_cast<std::size_t>(n);
     std::vector<std::size_t> off, alloc;
     if (design == 1) {
-        off = sizes(offsets, "offsets");
-        alloc = sizes(allocation, "allocation");
+        off = nonnegative_sizes(offsets, "offsets");
+        alloc = nonnegative_sizes(allocation, "allocation");
         if (off.size() != alloc.size() + 1)
             throw std::invalid_argument("offsets must hold one entry per stratum + 1");
         if (truescore::check_strata(off.data(), alloc.size(), alloc.data(), N) != m)
@@ -120,7 +103,7 @@ py::array sample_indices(long design, long population_size, long n, const ArrayI
 }
 
 py::array_t<std::int64_t> proportional_allocation(const ArrayI64& stratum_sizes, long n) {
-    const auto s = sizes(stratum_sizes, "stratum_sizes");
+    const auto s = nonnegative_sizes(stratum_sizes, "stratum_sizes");
     if (n < 0) throw std::invalid_argument("n must be non-negative");
     const auto a = truescore::proportional_allocation(s.data(), s.size(), static_cast<std::size_t>(n));
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(a.size()));
@@ -130,7 +113,7 @@ py::array_t<std::int64_t> proportional_allocation(const ArrayI64& stratum_sizes,
 
 py::array_t<std::int64_t> hypergeometric_counts(const ArrayI64& counts, long n, std::uint64_t key0,
                                                 std::uint64_t key1, std::uint64_t task, long draws) {
-    const auto c = sizes(counts, "counts");
+    const auto c = nonnegative_sizes(counts, "counts");
     std::size_t total = 0;
     for (auto x : c) total += x;
     if (n < 0 || static_cast<std::size_t>(n) > total) throw std::invalid_argument("n must lie in [0, sum(counts)]");
@@ -159,8 +142,8 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
     require_ndim(lattice_counts, 2, "lattice_counts");
     require_ndim(methods, 1, "methods");
     check_alpha(alpha);
-    const auto off = sizes(offsets, "offsets");
-    const auto alloc = sizes(allocation, "allocation");
+    const auto off = nonnegative_sizes(offsets, "offsets");
+    const auto alloc = nonnegative_sizes(allocation, "allocation");
     const std::size_t N = static_cast<std::size_t>(values.shape(0));
     if (off.size() != alloc.size() + 1 || alloc.empty())
         throw std::invalid_argument("offsets must hold one entry per stratum + 1 (at least one stratum)");
@@ -169,7 +152,7 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
                   static_cast<std::size_t>(lattice_counts.shape(1)) != V))
         throw std::invalid_argument("lattice_counts must have shape (n_strata, len(lattice_values))");
     std::vector<truescore::IntervalMethod> codes;
-    for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(method_code(static_cast<long>(methods.data()[k])));
+    for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(interval_method(static_cast<long>(methods.data()[k])));
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
     const int threads = thread_count(n_threads);
     const truescore::CoverageSetting setting{values.data(), N, off.data(), alloc.data(), alloc.size(),
@@ -198,7 +181,7 @@ py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& f
     const truescore::DetectionSetting setting{public_labels.data(), fresh_labels.data(), N,
                                               static_cast<std::size_t>(fresh_labels.shape(1)),
                                               static_cast<std::size_t>(n), relabel, flip_public, flip_fresh,
-                                              static_cast<std::size_t>(guardrail), method_code(fallback), alpha};
+                                              static_cast<std::size_t>(guardrail), interval_method(fallback, "fallback"), alpha};
     return run_tasks(truescore::detection_tasks, setting, range, threads, {truescore::kDetectionWidth});
 }
 
@@ -217,7 +200,7 @@ py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pai
     const truescore::BudgetSetting setting{gaps.data(), static_cast<std::size_t>(gaps.shape(0)),
                                            static_cast<std::size_t>(gaps.shape(1)), static_cast<std::size_t>(n),
                                            pair_high.data(), pair_low.data(),
-                                           static_cast<std::size_t>(pair_high.shape(0)), method_code(method), alpha};
+                                           static_cast<std::size_t>(pair_high.shape(0)), interval_method(method), alpha};
     return run_tasks(truescore::budget_tasks, setting, range, threads, {truescore::kBudgetWidth});
 }
 

@@ -7,13 +7,14 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/cluster_bootstrap.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
 using truescore::bindings::require_finite_nonempty;
-using truescore::bindings::resample_count;
+using truescore::bindings::count_at_least;
 using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
@@ -29,7 +30,7 @@ py::array_t<double> cluster_bootstrap_means(const ArrayD& sums, const ArrayI64& 
     const std::int64_t* s = sizes.data();
     for (py::ssize_t g = 0; g < sizes.shape(0); ++g)
         if (s[g] < 1) throw std::invalid_argument("sizes must be positive");
-    const std::size_t b = resample_count(n_boot, "n_bootstrap");
+    const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
     py::array_t<double> out(static_cast<py::ssize_t>(b));
     double* o = out.mutable_data();

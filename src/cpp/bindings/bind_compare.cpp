@@ -7,14 +7,15 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/compare.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
-using truescore::bindings::check_counts;
+using truescore::bindings::check_value_counts;
 using truescore::bindings::require_finite_nonempty;
-using truescore::bindings::resample_count;
+using truescore::bindings::count_at_least;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -22,7 +23,7 @@ namespace {
 py::array_t<double> bootstrap_means(const ArrayD& d, std::int64_t n_boot, std::uint64_t key0,
                                     std::uint64_t key1, const py::object& n_threads) {
     require_finite_nonempty(d, "diffs");
-    const std::size_t b = resample_count(n_boot, "n_bootstrap");
+    const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
     py::array_t<double> out(static_cast<py::ssize_t>(b));
     double* o = out.mutable_data();
@@ -37,8 +38,8 @@ py::array_t<double> bootstrap_means_discrete(const ArrayD& values, const ArrayI6
                                              std::int64_t n_boot, std::uint64_t key0,
                                              std::uint64_t key1, const py::object& n_threads) {
     require_finite_nonempty(values, "values");
-    check_counts(counts, values.shape(0), "counts");
-    const std::size_t b = resample_count(n_boot, "n_bootstrap");
+    check_value_counts(counts, values.shape(0), "counts");
+    const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
     py::array_t<double> out(static_cast<py::ssize_t>(b));
     double* o = out.mutable_data();

@@ -7,15 +7,17 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/signflip.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
-using truescore::bindings::check_counts;
+using truescore::bindings::check_alpha;
+using truescore::bindings::check_value_counts;
 using truescore::bindings::require_finite_nonempty;
 using truescore::bindings::require_ndim;
-using truescore::bindings::resample_count;
+using truescore::bindings::count_at_least;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -37,7 +39,7 @@ std::size_t check_patterns(const ArrayD& differences, bool exact, std::int64_t n
     if (exact && n > exact_limit)
         throw std::invalid_argument("exact enumeration needs at most " + std::to_string(exact_limit) +
                                     " differences; got " + std::to_string(n));
-    if (!exact) resample_count(n_resamples, "n_resamples");
+    if (!exact) count_at_least(n_resamples, "n_resamples");
     return n;
 }
 
@@ -57,8 +59,7 @@ py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_re
                         std::uint64_t key0, std::uint64_t key1, double alpha_tail,
                         const py::object& n_threads) {
     const std::size_t n = check_patterns(differences, exact, n_resamples, truescore::kSignFlipMaxInterval);
-    if (!(alpha_tail > 0.0 && alpha_tail < 1.0))
-        throw std::invalid_argument("alpha_tail must lie in (0, 1)");
+    check_alpha(alpha_tail, "alpha_tail");
     const int threads = thread_count(n_threads);
     truescore::SignFlipResult r{};
     {
@@ -81,13 +82,13 @@ py::dict sign_flip_monte_carlo_grouped(const ArrayD& magnitudes, const ArrayI64&
     for (py::ssize_t j = 0; j < k; ++j)
         if (!(std::isfinite(magnitudes.data()[j]) && magnitudes.data()[j] > 0.0))
             throw std::invalid_argument("magnitudes must be finite and positive");
-    check_counts(counts, k, "counts");
+    check_value_counts(counts, k, "counts");
     require_ndim(net, 1, "net");
     if (net.shape(0) != k) throw std::invalid_argument("net must have one entry per magnitude");
     for (py::ssize_t j = 0; j < k; ++j)
         if (net.data()[j] > counts.data()[j] || net.data()[j] < -counts.data()[j])
             throw std::invalid_argument("|net| cannot exceed counts");
-    const std::size_t b = resample_count(n_resamples, "n_resamples");
+    const std::size_t b = count_at_least(n_resamples, "n_resamples");
     const int threads = thread_count(n_threads);
     truescore::SignFlipCounts c;
     {
