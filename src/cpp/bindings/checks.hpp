@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "arrays.hpp"
-#include "truescore/audit.hpp"
+#include "truescore/intervals.hpp"
 
 namespace truescore::bindings {
 

@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "truescore/betting.hpp"
+#include "truescore/numeric.hpp"
 #include "truescore/parallel.hpp"
+#include "truescore/randomization.hpp"
 #include "truescore/random.hpp"
 #include "truescore/sampling.hpp"
 
@@ -100,8 +103,8 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
         } else {
             draw_stratified(st.fy, rng, s.offsets, s.n_strata, s.allocation, st.idx.data());
             for (std::size_t i = 0; i < n; ++i) st.d[i] = s.values[st.idx[i]];
-            mean = gap_mean(st.d.data(), n);
-            variance = gap_variance(st.d.data(), n, mean);
+            mean = numpy_mean(st.d.data(), n);
+            variance = numpy_variance(st.d.data(), n, mean);
         }
         for (std::size_t k = 0; k < s.n_methods; ++k) {
             const GapInterval iv =
@@ -178,14 +181,14 @@ void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* 
             ++st.n_by_sum[static_cast<std::size_t>(pub + sum)];
             u_obs += pub != 0.0;
         }
-        const double mean = gap_mean(st.d.data(), n);
+        const double mean = numpy_mean(st.d.data(), n);
         GapInterval iv;
         if (nonzero >= s.guardrail) {
-            iv = moment_interval(IntervalMethod::wald, mean, gap_variance(st.d.data(), n, mean), n, pop, c);
+            iv = moment_interval(IntervalMethod::wald, mean, numpy_variance(st.d.data(), n, mean), n, pop, c);
         } else if (s.fallback == IntervalMethod::betting) {
             iv = betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data());
         } else {
-            const double var = s.fallback == IntervalMethod::bernstein ? gap_variance(st.d.data(), n, mean) : 0.0;
+            const double var = s.fallback == IntervalMethod::bernstein ? numpy_variance(st.d.data(), n, mean) : 0.0;
             iv = moment_interval(s.fallback, mean, var, n, pop, c);
         }
         const RandomizationPValues p = randomization_test_binary(st.n_by_sum.data(), static_cast<int>(K), u_obs);
@@ -226,12 +229,12 @@ void budget_tasks(const BudgetSetting& s, const TaskRange& range, double* out, i
         for (std::size_t m = 0; m < M; ++m) {
             const double* g = s.gaps + m * N;
             for (std::size_t i = 0; i < n; ++i) st.d[i] = g[st.idx[i]];
-            const double mean = gap_mean(st.d.data(), n);
+            const double mean = numpy_mean(st.d.data(), n);
             st.means[m] = mean;
             const GapInterval iv =
                 s.method == IntervalMethod::betting
                     ? betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data())
-                    : moment_interval(s.method, mean, gap_variance(st.d.data(), n, mean), n, pop, c);
+                    : moment_interval(s.method, mean, numpy_variance(st.d.data(), n, mean), n, pop, c);
             half_sum += iv.half_width;
         }
         std::size_t correct = 0;
