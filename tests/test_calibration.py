@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import reference as ref
 import truescore_fast as tf
+from truescore_fast import _engine
 from truescore_fast import calibration as cal
 from truescore_fast._random import philox_key
 
@@ -200,7 +201,7 @@ def test_thread_count_chunking_and_executor_never_change_results(monkeypatch):
     one = tf.coverage_study(pop, [20, 60], n_threads=1, **kw)
     two = tf.coverage_study(pop, [20, 60], n_threads=2, **kw)
     assert same_table(one, two)
-    monkeypatch.setattr(cal, "_CHUNK_SECONDS", 1e-9)  # one task per call
+    monkeypatch.setattr(_engine, "_CHUNK_SECONDS", 1e-9)  # one task per call
     assert same_table(one, tf.coverage_study(pop, [20, 60], n_threads=2, **kw))
     with ThreadPoolExecutor(2) as pool:
         assert same_table(one, tf.coverage_study(pop, [20, 60], executor=pool, **kw))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from truescore_fast import _core
-from truescore_fast._random import philox_key
+from truescore_fast._random import dropin_philox_key, philox_key
 
 
 @pytest.mark.parametrize(
@@ -33,9 +35,39 @@ def test_seed_forms():
     assert philox_key(7) != philox_key(8)
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
     assert philox_key(g1) == philox_key(g2)
-    for bad in (-1, 1.5, None, "7", True):
-        with pytest.raises(ValueError, match="seed"):
+    # every seed numpy.random.default_rng takes: bool, sequences, bit generators, RandomState
+    assert philox_key(True) == philox_key(1)
+    seq = np.random.SeedSequence([4, 5]).generate_state(2, np.uint64)
+    assert philox_key([4, 5]) == philox_key(np.array([4, 5])) == (int(seq[0]), int(seq[1]))
+    assert philox_key(np.random.PCG64(9)) == philox_key(np.random.Generator(np.random.PCG64(9)))
+    mt = np.random.RandomState(2)
+    words = np.random.default_rng(np.random.RandomState(2)).integers(0, 2**64, 2, np.uint64)
+    assert philox_key(mt) == (int(words[0]), int(words[1]))
+    assert philox_key(mt) != (int(words[0]), int(words[1]))  # drawing advanced it
+    for bad, error in (
+        (-1, ValueError),
+        ([3, -1], ValueError),
+        (None, ValueError),
+        (1.5, TypeError),
+        ("7", TypeError),
+        ((1, 2.5), TypeError),
+    ):
+        with pytest.raises(error, match="seed"):
             philox_key(bad)
+
+
+@pytest.mark.parametrize(
+    "seed", [None, True, 7, [1, 2], np.random.PCG64(0), np.random.RandomState(0), -1, 1.5, "x"]
+)
+def test_dropin_seeds_accept_and_refuse_what_default_rng_does(seed):
+    try:
+        np.random.default_rng(seed)
+    except (TypeError, ValueError) as theirs:
+        with pytest.raises(type(theirs), match=re.escape(str(theirs))):
+            dropin_philox_key(seed)
+    else:
+        key = dropin_philox_key(seed)
+        assert all(0 <= word < 2**64 for word in key)
 
 
 def test_default_thread_count_is_every_core():

@@ -53,13 +53,19 @@ def test_every_public_module_is_reexported():
         "calibration",
         "compare",
         "contamination",
+        "did",
         "disclosure",
         "families",
+        "finite_population",
+        "intervals",
         "pacost",
         "patch",
+        "patterns",
         "prune",
+        "randomization",
         "resampling",
         "sharded",
+        "signflip",
     )
     for name in modules:
         module = importlib.import_module(f"truescore_fast.{name}")

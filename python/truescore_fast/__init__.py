@@ -7,28 +7,12 @@ The package re-exports every public module's ``__all__``.
 """
 
 from truescore_fast.audit import (
-    INTERVAL_METHODS,
     AuditData,
     ControlBank,
-    Interval,
-    Intervals,
     MatchedFormAudit,
-    RandomizationTest,
-    bernstein_interval,
-    bernstein_intervals,
-    betting_interval,
-    betting_intervals,
-    hoeffding_interval,
-    hoeffding_intervals,
-    hoeffding_serfling_interval,
-    hoeffding_serfling_intervals,
     matched_form_audit,
     matched_form_audits,
-    matched_form_intervals,
-    randomization_test,
     read_audit_table,
-    wald_interval,
-    wald_intervals,
 )
 from truescore_fast.calibration import (
     REPLICATIONS_PER_TASK,
@@ -57,6 +41,11 @@ from truescore_fast.contamination import (
     exchangeability_test,
     exchangeability_tests,
 )
+from truescore_fast.did import (
+    DID_COLUMNS,
+    DiDResult,
+    did_estimate,
+)
 from truescore_fast.disclosure import (
     CONTAMINATION_TYPES,
     DisclosureValidation,
@@ -71,6 +60,26 @@ from truescore_fast.families import (
     family_bootstrap_difference,
     holm_correction,
 )
+from truescore_fast.finite_population import (
+    BootstrapResult,
+    finite_population_bootstrap,
+)
+from truescore_fast.intervals import (
+    INTERVAL_METHODS,
+    Interval,
+    Intervals,
+    bernstein_interval,
+    bernstein_intervals,
+    betting_interval,
+    betting_intervals,
+    hoeffding_interval,
+    hoeffding_intervals,
+    hoeffding_serfling_interval,
+    hoeffding_serfling_intervals,
+    matched_form_intervals,
+    wald_interval,
+    wald_intervals,
+)
 from truescore_fast.pacost import (
     PairedConfidenceResult,
     paired_confidence_test,
@@ -79,6 +88,10 @@ from truescore_fast.patch import (
     is_patched,
     patch_truescore,
     unpatch_truescore,
+)
+from truescore_fast.patterns import (
+    PatternTest,
+    pattern_permutation_test,
 )
 from truescore_fast.prune import (
     FEATURE_NAMES,
@@ -92,22 +105,19 @@ from truescore_fast.prune import (
     leakage_audit,
     surface_features,
 )
-from truescore_fast.resampling import (
-    DID_COLUMNS,
-    BootstrapResult,
-    DiDResult,
-    PatternTest,
-    SeedContrast,
-    did_estimate,
-    finite_population_bootstrap,
-    pattern_permutation_test,
-    seed_contrast,
+from truescore_fast.randomization import (
+    RandomizationTest,
+    randomization_test,
 )
 from truescore_fast.sharded import (
     ShardedLikelihoodResult,
     ShardOrders,
     shard_orders,
     sharded_likelihood_test,
+)
+from truescore_fast.signflip import (
+    SeedContrast,
+    seed_contrast,
 )
 
 __version__ = "0.1.0"

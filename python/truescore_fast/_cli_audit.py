@@ -10,7 +10,8 @@ import argparse
 import json
 from typing import Any
 
-from truescore_fast.audit import INTERVAL_METHODS, matched_form_audits
+from truescore_fast.audit import matched_form_audits
+from truescore_fast.intervals import INTERVAL_METHODS
 
 __all__ = ["add_audit_parser", "run_audit"]
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +40,7 @@ import numpy.typing as npt
 from truescore_fast import _core
 from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
     check_n_threads,
@@ -56,18 +58,18 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class FamilyBootstrapResult:
+@dataclass(frozen=True, repr=False)
+class FamilyBootstrapResult(Result):
     """A difference in means with a family-clustered percentile bootstrap interval.
 
     Attributes:
-        difference: mean of the treated observations minus mean of the control ones.
-        interval: ``(lower, upper)`` percentile interval from resampling whole families.
+        estimate: mean of the treated observations minus mean of the control ones.
+        low, high: percentile interval at level 1 - alpha from resampling whole families.
         standard_error: standard deviation (ddof=1) of the bootstrap replicates.
         p_value: two-sided bootstrap p-value for a zero difference,
             ``min(1, 2 (1 + #{replicates on the far side of 0}) / (n_resamples + 1))``,
             consistent with the percentile interval (an approximation, not an exact test).
-        level: confidence level of the interval.
+        alpha: the interval has level 1 - alpha.
         n_families: number of families.
         n_treated: treated observations; n_control: control observations.
         n_resamples: bootstrap resamples.
@@ -76,24 +78,27 @@ class FamilyBootstrapResult:
     nothing about why the arms differ.
     """
 
-    difference: float
-    interval: tuple[float, float]
+    estimate: float
+    low: float
+    high: float
     standard_error: float
     p_value: float
-    level: float
+    alpha: float
     n_families: int
     n_treated: int
     n_control: int
     n_resamples: int
 
+    _repr_fields = ("estimate", "low", "high", "p_value", "alpha", "n_families")
+
     @property
     def excludes_zero(self) -> bool:
         """True when the interval lies entirely on one side of zero."""
-        return self.interval[0] > 0.0 or self.interval[1] < 0.0
+        return self.low > 0.0 or self.high < 0.0
 
     def summary(self) -> str:
         """The difference, the family-clustered interval and its reading."""
-        lo, hi = self.interval
+        lo, hi = self.low, self.high
         reading = (
             "the interval excludes zero: the difference is not explained by which families "
             "were sampled (it does not say why the arms differ)"
@@ -105,8 +110,8 @@ class FamilyBootstrapResult:
                 f"Family-clustered bootstrap, {self.n_families} families "
                 f"({self.n_treated} treated, {self.n_control} control observations), "
                 f"{self.n_resamples} resamples",
-                f"  difference (treated - control)  {self.difference:+.6g}",
-                f"  {self.level:.0%} interval  [{lo:+.6g}, {hi:+.6g}],  "
+                f"  difference (treated - control)  {self.estimate:+.6g}",
+                f"  {1.0 - self.alpha:.0%} interval  [{lo:+.6g}, {hi:+.6g}],  "
                 f"SE {self.standard_error:.4g},  p {self.p_value:.4g}",
                 f"  {reading}",
             ]
@@ -133,7 +138,7 @@ def family_bootstrap_difference(
     *,
     families: npt.ArrayLike,
     control_families: npt.ArrayLike | None = None,
-    level: float = 0.95,
+    alpha: float = 0.05,
     n_resamples: int = 10_000,
     seed: SeedLike = 0,
     n_threads: int | None = None,
@@ -148,7 +153,7 @@ def family_bootstrap_difference(
             observation when ``control_families`` is None (paired data: equal lengths).
         control_families: family label of each control observation, when the arms hold
             different observations.
-        level: confidence level of the percentile interval.
+        alpha: the percentile interval has level 1 - alpha.
         n_resamples: bootstrap resamples of whole families.
         seed: seed of the resampling (recorded for reproducibility).
         n_threads: threads for the kernel (None: every core); results do not depend on it.
@@ -156,11 +161,11 @@ def family_bootstrap_difference(
     Raises:
         ValueError: naming the argument, for empty or non-finite outcomes, labels of the
             wrong length, a family present in only one arm, fewer than 2 families, a bad
-            ``level``, ``n_resamples``, ``seed`` or ``n_threads``.
+            ``alpha``, ``n_resamples``, ``seed`` or ``n_threads``.
     """
     t = finite_1d("treated", treated)
     c = finite_1d("control", control)
-    check_alpha(level, "level")
+    check_alpha(alpha)
     check_positive_int("n_resamples", n_resamples)
     threads = check_n_threads(n_threads)
     t_labels = np.asarray(families)
@@ -211,8 +216,9 @@ def family_bootstrap_difference(
         t_sum, t_count, c_sum, c_count,
         n_resamples=int(n_resamples), key0=key0, key1=key1, n_threads=threads,
     )  # fmt: skip
-    alpha = 1.0 - level
-    lo, hi = percentile_interval(reps, alpha)
+    # The quantiles use 1 - (1 - alpha), the error rate this function used when it took
+    # level = 1 - alpha: results keep their bits (1 - (1 - 0.05) is 0.050000000000000044).
+    lo, hi = percentile_interval(reps, 1.0 - (1.0 - alpha))
     below = int(np.count_nonzero(reps <= 0.0))
     above = int(np.count_nonzero(reps >= 0.0))
     p = min(1.0, 2.0 * (1 + min(below, above)) / (n_resamples + 1))
@@ -222,11 +228,12 @@ def family_bootstrap_difference(
     if not all(math.isfinite(v) for v in values):
         raise ValueError("the difference between treated and control overflows float64")
     return FamilyBootstrapResult(
-        difference=values[0],
-        interval=(values[1], values[2]),
+        estimate=values[0],
+        low=values[1],
+        high=values[2],
         standard_error=values[3],
         p_value=p,
-        level=level,
+        alpha=alpha,
         n_families=int(n_fam),
         n_treated=int(t.size),
         n_control=int(c.size),
@@ -234,8 +241,8 @@ def family_bootstrap_difference(
     )
 
 
-@dataclass(frozen=True)
-class HolmResult:
+@dataclass(frozen=True, repr=False)
+class HolmResult(TabularResult):
     """Holm's step-down correction across several primary tests.
 
     Attributes:
@@ -255,6 +262,20 @@ class HolmResult:
     adjusted: tuple[float, ...]
     rejected: tuple[bool, ...]
     alpha: float
+
+    def __repr__(self) -> str:
+        return (
+            f"HolmResult(tests={len(self.names)}, rejected={sum(self.rejected)}, "
+            f"alpha={self.alpha:.4g})"
+        )
+
+    def _columns(self) -> dict[str, Sequence[Any]]:
+        return {
+            "name": self.names,
+            "p_value": self.p_values,
+            "adjusted": self.adjusted,
+            "rejected": self.rejected,
+        }
 
     def summary(self) -> str:
         """One line per test: raw and adjusted p-value and whether it survives."""
