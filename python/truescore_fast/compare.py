@@ -341,7 +341,7 @@ def _sign_flip_p_value(
                 f"exact enumeration of 2^{n} sign patterns is infeasible; "
                 f"pass a finite n_resamples below 2^{n}"
             )
-        counts = _core.sign_flip_exact(arr_a, arr_b)
+        counts = _core.sign_flip_exact_pairs(arr_a, arr_b)
         extra = 0
     else:
         diffs = arr_a - arr_b
@@ -354,7 +354,7 @@ def _sign_flip_p_value(
             net = np.bincount(
                 group.ravel(), weights=np.sign(nonzero), minlength=magnitudes.shape[0]
             )
-            counts = _core.sign_flip_monte_carlo_grouped(
+            counts = _core.sign_flip_grouped(
                 magnitudes,
                 sizes.astype(np.int64),
                 np.rint(net).astype(np.int64),

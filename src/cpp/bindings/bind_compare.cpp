@@ -52,18 +52,6 @@ py::array_t<double> bootstrap_means_discrete(const ArrayD& values, const ArrayI6
     return out;
 }
 
-py::array_t<std::int64_t> binomial_sample(std::int64_t n, double p, std::int64_t size,
-                                          std::uint64_t key0, std::uint64_t key1) {
-    if (size < 0) throw std::invalid_argument("size must be non-negative");
-    py::array_t<std::int64_t> out(static_cast<py::ssize_t>(size));
-    std::int64_t* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::binomial_sample(n, p, static_cast<std::size_t>(size), key0, key1, o);
-    }
-    return out;
-}
-
 }  // namespace
 
 void bind_compare(py::module_& m) {
@@ -76,7 +64,4 @@ void bind_compare(py::module_& m) {
           py::kw_only(), py::arg("n_threads") = py::none(),
           "Bootstrap means of data holding counts[k] copies of values[k], one multinomial "
           "(K - 1 conditional binomials) per resample.");
-    m.def("binomial_sample", &binomial_sample, py::arg("n"), py::arg("p"), py::arg("size"),
-          py::arg("key0"), py::arg("key1"),
-          "size Binomial(n, p) variates from Philox task 0 (the bootstrap's sampler; for tests).");
 }

@@ -81,7 +81,7 @@ py::dict rank_tests_ragged(const ArrayD& canonical, const ArrayD& values, const 
     return d;
 }
 
-py::array_t<double> row_means(const ArrayD& values, const ArrayI64& offsets, const py::object& n_threads) {
+py::array_t<double> row_means_ragged(const ArrayD& values, const ArrayI64& offsets, const py::object& n_threads) {
     require_ndim(values, 1, "values");
     const py::ssize_t s = offsets.ndim() == 1 ? offsets.shape(0) - 1 : -1;
     if (s < 0) throw std::invalid_argument("offsets must be 1-D with at least one entry");
@@ -108,7 +108,7 @@ py::tuple rank_test(double canonical, const ArrayD& permuted) {
         // Small inputs are cheaper without the GIL dance; release only when it pays.
         std::optional<py::gil_scoped_release> release;
         if (permuted.shape(0) > 4096) release.emplace();
-        finite = truescore::rank_test_one(canonical, permuted.data(),
+        finite = truescore::rank_test(canonical, permuted.data(),
                                           static_cast<std::size_t>(permuted.shape(0)), &count, &p,
                                           &mean, &sd, &z);
     }
@@ -127,7 +127,7 @@ void bind_contamination(py::module_& m) {
     m.def("rank_tests_ragged", &rank_tests_ragged, py::arg("canonical"), py::arg("values"),
           py::arg("offsets"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Exact rank test per shard; shard i's permutations are values[offsets[i]:offsets[i+1]].");
-    m.def("row_means", &row_means, py::arg("values"), py::arg("offsets"), py::kw_only(),
+    m.def("row_means_ragged", &row_means_ragged, py::arg("values"), py::arg("offsets"), py::kw_only(),
           py::arg("n_threads") = py::none(),
           "Mean of each ragged row, in NumPy's summation order.");
     m.def("fisher_log_sf", [](double statistic, std::int64_t n_shards) {

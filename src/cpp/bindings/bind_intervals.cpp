@@ -46,7 +46,7 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     const double* pp = pop ? pop->data() : nullptr;
     {
         py::gil_scoped_release release;
-        truescore::gap_intervals_dense(codes.data(), k, gaps.data(), a, n, pp, alpha, pl, ph, pe, pw, threads);
+        truescore::gap_intervals(codes.data(), k, gaps.data(), a, n, pp, alpha, pl, ph, pe, pw, threads);
     }
     py::dict d;
     d["low"] = low;

@@ -17,7 +17,7 @@ using truescore::bindings::thread_count;
 
 namespace {
 
-py::tuple randomization_scores(const ArrayD& public_scores, const ArrayD& fresh, long method,
+py::tuple randomization_test(const ArrayD& public_scores, const ArrayD& fresh, long method,
                                long max_denominator, long n_draws, std::uint64_t key0,
                                std::uint64_t key1,
                                const py::object& n_threads) {
@@ -45,7 +45,7 @@ py::tuple randomization_scores(const ArrayD& public_scores, const ArrayD& fresh,
 }  // namespace
 
 void bind_randomization(py::module_& m) {
-    m.def("randomization_test", &randomization_scores, py::arg("public"), py::arg("fresh"),
+    m.def("randomization_test", &randomization_test, py::arg("public"), py::arg("fresh"),
           py::arg("method"), py::arg("max_denominator"), py::arg("n_draws"), py::arg("key0"),
           py::arg("key1"),
           py::kw_only(), py::arg("n_threads") = py::none(),

@@ -23,7 +23,7 @@ using truescore::bindings::thread_count;
 
 namespace {
 
-// The Rao-Wu design shared by rao_wu_bootstrap and rao_wu_weights: strata of at least one
+// The Rao-Wu design shared by rao_wu_replicates and rao_wu_weights: strata of at least one
 // unit over n values, and per stratum m_h >= 1 and finite lambda_h and weight_h. Returns
 // the number of strata.
 std::size_t check_rao_wu_design(const ArrayI64& offsets, std::size_t n, const ArrayI64& resample_size,
@@ -60,7 +60,7 @@ py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long
     return py::make_tuple(observed, hist);
 }
 
-py::array_t<double> rao_wu_bootstrap(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& resample_size,
+py::array_t<double> rao_wu_replicates(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& resample_size,
                                      const ArrayD& lam, const ArrayD& weight, long long replicates,
                                      std::uint64_t key0, std::uint64_t key1, const py::object& n_threads) {
     require_ndim(values, 1, "values");
@@ -98,7 +98,7 @@ py::array_t<double> rao_wu_weights(const ArrayI64& offsets, const ArrayI64& resa
     return out;
 }
 
-py::array_t<double> bbh_bootstrap(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& population_size,
+py::array_t<double> bbh_replicates(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& population_size,
                                   const ArrayD& weight, long long replicates, std::uint64_t key0, std::uint64_t key1,
                                   const py::object& n_threads) {
     require_ndim(values, 1, "values");
@@ -123,7 +123,7 @@ py::array_t<double> bbh_bootstrap(const ArrayD& values, const ArrayI64& offsets,
     return out;
 }
 
-py::array_t<double> did_bootstrap(const ArrayD& dp_e, const ArrayD& df_e, const ArrayI64& e_offsets,
+py::array_t<double> did_replicates(const ArrayD& dp_e, const ArrayD& df_e, const ArrayI64& e_offsets,
                                   const ArrayD& dp_u, const ArrayD& df_u, const ArrayI64& u_offsets,
                                   bool shared_parents, long long replicates, std::uint64_t key0,
                                   std::uint64_t key1, const py::object& n_threads) {
@@ -165,17 +165,17 @@ void bind_resampling(py::module_& m) {
           py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "(observed, histogram): the number of parents (columns of the 0/1 matrix) where at least "
           "min_models rows are 1, and the null histogram over draws permuting each row independently.");
-    m.def("rao_wu_bootstrap", &rao_wu_bootstrap, py::arg("values"), py::arg("offsets"), py::arg("resample_size"),
+    m.def("rao_wu_replicates", &rao_wu_replicates, py::arg("values"), py::arg("offsets"), py::arg("resample_size"),
           py::arg("lam"), py::arg("weight"), py::arg("replicates"), py::arg("key0"), py::arg("key1"), py::kw_only(),
           py::arg("n_threads") = py::none(), "Rao-Wu rescaling bootstrap replicates of a stratified mean.");
     m.def("rao_wu_weights", &rao_wu_weights, py::arg("offsets"), py::arg("resample_size"), py::arg("lam"),
           py::arg("weight"), py::arg("first"), py::arg("count"), py::arg("key0"), py::arg("key1"),
           "Rao-Wu replicates [first, first + count) as a count x n matrix of unit weights.");
-    m.def("bbh_bootstrap", &bbh_bootstrap, py::arg("values"), py::arg("offsets"), py::arg("population_size"),
+    m.def("bbh_replicates", &bbh_replicates, py::arg("values"), py::arg("offsets"), py::arg("population_size"),
           py::arg("weight"), py::arg("replicates"), py::arg("key0"), py::arg("key1"), py::kw_only(),
           py::arg("n_threads") = py::none(),
           "Booth-Butler-Hall pseudo-population bootstrap replicates (recentred) of a stratified mean.");
-    m.def("did_bootstrap", &did_bootstrap, py::arg("dp_e"), py::arg("df_e"), py::arg("e_offsets"), py::arg("dp_u"),
+    m.def("did_replicates", &did_replicates, py::arg("dp_e"), py::arg("df_e"), py::arg("e_offsets"), py::arg("dp_u"),
           py::arg("df_u"), py::arg("u_offsets"), py::arg("shared_parents"), py::arg("replicates"), py::arg("key0"),
           py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "(replicates, models + 1, 3) bootstrap replicates of the public DiD, fresh DiD and visible gap.");

@@ -73,7 +73,7 @@ py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_re
     return out;
 }
 
-py::dict sign_flip_monte_carlo_grouped(const ArrayD& magnitudes, const ArrayI64& counts,
+py::dict sign_flip_grouped(const ArrayD& magnitudes, const ArrayI64& counts,
                                        const ArrayI64& net, std::int64_t n_resamples,
                                        std::uint64_t key0, std::uint64_t key1,
                                        const py::object& n_threads) {
@@ -99,7 +99,7 @@ py::dict sign_flip_monte_carlo_grouped(const ArrayD& magnitudes, const ArrayI64&
     return counts_dict(c);
 }
 
-py::dict sign_flip_exact(const ArrayD& a, const ArrayD& b, const py::object& n_threads) {
+py::dict sign_flip_exact_pairs(const ArrayD& a, const ArrayD& b, const py::object& n_threads) {
     require_finite_nonempty(a, "a");
     require_finite_nonempty(b, "b");
     if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
@@ -116,7 +116,7 @@ py::dict sign_flip_exact(const ArrayD& a, const ArrayD& b, const py::object& n_t
     return counts_dict(c);
 }
 
-double sign_flip_count(const ArrayD& values) {
+double sign_flip_count_two_sided(const ArrayD& values) {
     require_finite_nonempty(values, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
     if (n > truescore::kSignFlipMaxMeetInMiddle)
@@ -144,14 +144,14 @@ void bind_signflip(py::module_& m) {
           py::arg("exact"), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
           py::arg("alpha_tail"), py::arg("n_threads") = py::none(),
           "sign_flip_counts plus the test-inverted confidence bounds (lower, upper) at alpha_tail.");
-    m.def("sign_flip_monte_carlo_grouped", &sign_flip_monte_carlo_grouped, py::arg("magnitudes"),
+    m.def("sign_flip_grouped", &sign_flip_grouped, py::arg("magnitudes"),
           py::arg("counts"), py::arg("net"), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
           py::kw_only(), py::arg("n_threads") = py::none(),
           "Sign-flip counts from grouped |differences| (popcount of random bits per group).");
-    m.def("sign_flip_exact", &sign_flip_exact, py::arg("a"), py::arg("b"), py::kw_only(),
+    m.def("sign_flip_exact_pairs", &sign_flip_exact_pairs, py::arg("a"), py::arg("b"), py::kw_only(),
           py::arg("n_threads") = py::none(),
           "Exact sign-flip counts over all 2^n swap patterns (scipy's statistic and tie rule).");
-    m.def("sign_flip_count", &sign_flip_count, py::arg("values"),
+    m.def("sign_flip_count_two_sided", &sign_flip_count_two_sided, py::arg("values"),
           "Exact number of the 2^n sign vectors with |sum s_i x_i| >= |sum x_i| (ties within "
           "the rounding tolerance), n <= 40.");
 }

@@ -4,7 +4,7 @@ namespace py = pybind11;
 
 void bind_compare(py::module_& m);
 void bind_contamination(py::module_& m);
-void bind_random(py::module_& m);
+void bind_testing(py::module_& m);
 void bind_intervals(py::module_& m);
 void bind_randomization(py::module_& m);
 void bind_signflip(py::module_& m);
@@ -16,11 +16,11 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
     bind_compare(m);
     bind_contamination(m);
-    bind_random(m);
     bind_intervals(m);
     bind_randomization(m);
     bind_signflip(m);
     bind_cluster_bootstrap(m);
     bind_resampling(m);
     bind_calibration(m);
+    bind_testing(m);
 }

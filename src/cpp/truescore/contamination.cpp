@@ -46,7 +46,7 @@ Scaled scaled_moments(const double* x, std::size_t m, double canonical) {
 
 }  // namespace
 
-bool rank_test_one(double canonical, const double* x, std::size_t m, std::int64_t* count,
+bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* count,
                    double* p_value, double* mean, double* sd, double* z_score) {
     std::int64_t c = 0;
     double mu = (0.0 + numpy_sum_count_ge(x, m, canonical, &c)) / static_cast<double>(m);
@@ -99,7 +99,7 @@ std::int64_t rank_tests_impl(const double* canonical, const double* values, Offs
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
         for (std::size_t i = begin; i < end; ++i) {
             const std::size_t lo = offset(i), hi = offset(i + 1);
-            if (!rank_test_one(canonical[i], values + lo, hi - lo, out.count + i, out.p_value + i,
+            if (!rank_test(canonical[i], values + lo, hi - lo, out.count + i, out.p_value + i,
                                out.mean + i, out.sd + i, out.z_score + i)) {
                 local = static_cast<std::int64_t>(i);
                 break;

@@ -115,7 +115,7 @@ GapInterval gap_interval(IntervalMethod method, const double* d, std::size_t n,
     throw std::invalid_argument("unknown interval method");
 }
 
-void gap_intervals_dense(const IntervalMethod* methods, std::size_t n_methods, const double* d,
+void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const double* d,
                          std::size_t n_audits, std::size_t n, const double* population_size,
                          double alpha, double* low, double* high, double* estimate,
                          double* half_width, int n_threads) {

@@ -82,7 +82,7 @@ GapInterval gap_interval(IntervalMethod method, const double* d, std::size_t n,
 // (none) or one value per audit. For each of n_methods methods and each audit, writes
 // out[m * n_audits + a] for low, high, estimate, half_width (each caller-owned,
 // n_methods * n_audits long). Throws std::invalid_argument naming the first bad audit.
-void gap_intervals_dense(const IntervalMethod* methods, std::size_t n_methods, const double* d,
+void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const double* d,
                          std::size_t n_audits, std::size_t n, const double* population_size,
                          double alpha, double* low, double* high, double* estimate,
                          double* half_width, int n_threads);

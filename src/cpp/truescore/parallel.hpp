@@ -34,7 +34,7 @@ inline constexpr std::size_t kMinReplicatesPerThread = 16;  // resampling.cpp re
 inline constexpr std::size_t kMinFamilyBlocksPerThread = 2; // cluster_bootstrap_difference blocks
 inline constexpr std::size_t kMinDrawsPerThread = 64;       // randomization test Monte Carlo draws
 inline constexpr std::size_t kMinTasksPerThread = 1;        // calibration tasks (each ~1 ms or more)
-inline constexpr std::size_t kMinAuditsPerThread = 16;      // gap_intervals_dense audits
+inline constexpr std::size_t kMinAuditsPerThread = 16;      // gap_intervals audits
 inline constexpr std::size_t kMinShardsPerThread = 64;      // rank tests and row means
 
 // Blocks per thread for at least kMinStepsPerThread element steps, at `steps_per_item`
