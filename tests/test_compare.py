@@ -298,7 +298,9 @@ def test_results_identical_for_any_thread_count():
         d, **kw, n_threads=2
     )
     a, b = rng.normal(size=18), rng.normal(size=18)
-    assert _core.sign_flip_exact(a, b, n_threads=1) == _core.sign_flip_exact(a, b, n_threads=2)
+    assert _core.sign_flip_exact_pairs(a, b, n_threads=1) == _core.sign_flip_exact_pairs(
+        a, b, n_threads=2
+    )
 
 
 def test_reproducible_from_seed():
@@ -340,7 +342,7 @@ def test_cluster_bootstrap_widens_for_correlated_clusters():
     ],
 )
 def test_binomial_sampler_fits_the_binomial_law(n, p):
-    draws = _core.binomial_sample(n, p, 40_000, *philox_key(n))
+    draws = _core.testing.binomial_sample(n, p, 40_000, *philox_key(n))
     lo, hi = int(stats.binom.ppf(1e-3, n, p)), int(stats.binom.isf(1e-3, n, p))
     support = np.arange(lo, hi + 1)
     observed = np.concatenate(
@@ -358,7 +360,10 @@ def test_binomial_sampler_fits_the_binomial_law(n, p):
     chi2 = np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep])
     assert stats.chi2.sf(chi2, max(1, keep.sum() - 1)) > 1e-4
     assert draws.min() >= 0 and draws.max() <= n
-    edge = _core.binomial_sample(n, 0.0, 5, 1, 2).tolist(), _core.binomial_sample(n, 1.0, 5, 1, 2)
+    edge = (
+        _core.testing.binomial_sample(n, 0.0, 5, 1, 2).tolist(),
+        _core.testing.binomial_sample(n, 1.0, 5, 1, 2),
+    )
     assert edge[0] == [0] * 5 and edge[1].tolist() == [n] * 5
 
 

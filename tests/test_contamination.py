@@ -290,7 +290,7 @@ def test_ragged_kernel_equals_reference(n_shards, ties):
         _assert_matches_reference(out, ref)
     for key in outs[0]:
         assert np.array_equal(outs[0][key].view(np.int64), outs[1][key].view(np.int64))
-    means = [_core.row_means(values, offsets, n_threads=t) for t in (1, 2)]
+    means = [_core.row_means_ragged(values, offsets, n_threads=t) for t in (1, 2)]
     assert same_bits(means[0], ref_row_means(rows))
     assert same_bits(means[0], means[1])
 
@@ -694,11 +694,11 @@ def test_core_kernel_errors():
     with pytest.raises(ValueError, match="offsets"):
         _core.rank_tests_ragged(np.zeros(1), np.zeros(2), np.array([0, 1]))
     with pytest.raises(ValueError, match="offsets"):
-        _core.row_means(np.zeros(2), np.array([0, 0, 2]))
+        _core.row_means_ragged(np.zeros(2), np.array([0, 0, 2]))
     with pytest.raises(ValueError, match="offsets"):
-        _core.row_means(np.zeros(2), np.zeros(0, dtype=np.int64))
+        _core.row_means_ragged(np.zeros(2), np.zeros(0, dtype=np.int64))
     with pytest.raises(ValueError, match="shuffled"):
-        _core.row_means(np.array([1.0, INF]), np.array([0, 2]))
+        _core.row_means_ragged(np.array([1.0, INF]), np.array([0, 2]))
     with pytest.raises(ValueError, match="n_threads"):
         _core.rank_tests_dense(np.zeros(1), np.zeros((1, 1)), n_threads=0)
 

@@ -16,7 +16,7 @@ from truescore_fast._random import dropin_philox_key, philox_key
 )
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 1001])
 def test_raw_stream_equals_numpy_philox(key, task, n):
-    ours = _core.philox_raw(key[0], key[1], task, n)
+    ours = _core.testing.philox_raw(key[0], key[1], task, n)
     numpy_gen = np.random.Philox(
         key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, task, 0], dtype=np.uint64)
     )
@@ -24,8 +24,8 @@ def test_raw_stream_equals_numpy_philox(key, task, n):
 
 
 def test_tasks_get_distinct_streams():
-    a = _core.philox_raw(5, 6, 0, 64)
-    b = _core.philox_raw(5, 6, 1, 64)
+    a = _core.testing.philox_raw(5, 6, 0, 64)
+    b = _core.testing.philox_raw(5, 6, 1, 64)
     assert not np.intersect1d(a, b).size
 
 
@@ -75,9 +75,9 @@ def test_default_thread_count_is_every_core():
     # it, so no kernel can pass "all cores" through and run on one thread by mistake.
     import os
 
-    assert _core.resolved_threads(0) == (os.cpu_count() or 1)
-    assert _core.resolved_threads(-3) == (os.cpu_count() or 1)
-    assert _core.resolved_threads(5) == 5
+    assert _core.testing.resolved_threads(0) == (os.cpu_count() or 1)
+    assert _core.testing.resolved_threads(-3) == (os.cpu_count() or 1)
+    assert _core.testing.resolved_threads(5) == 5
 
 
 def test_seed_int_keeps_ints_and_turns_other_seeds_into_a_replayable_int():

@@ -316,7 +316,7 @@ def test_rao_wu_kernels_reject_a_non_finite_design(bad):
     }
     design[bad] = np.array([0.5, np.nan])
     with pytest.raises(ValueError, match=bad):
-        _core.rao_wu_bootstrap(
+        _core.rao_wu_replicates(
             np.arange(6.0),
             offsets,
             design["resample_size"],

@@ -392,7 +392,7 @@ def _sign_flip_p_value(
                 f"exact enumeration of 2^{n} sign patterns is infeasible; "
                 f"pass a finite n_resamples below 2^{n}"
             )
-        counts = _core.sign_flip_exact(arr_a, arr_b)
+        counts = _core.sign_flip_exact_pairs(arr_a, arr_b)
         extra = 0
     else:
         # Random swap patterns with the enumeration's statistic and tie rule, so the two

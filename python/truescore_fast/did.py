@@ -228,7 +228,7 @@ def did_estimate(
     dfu = [np.ascontiguousarray(g[:, 3] - g[:, 2]) for g in un]
     e_off = np.concatenate([[0], np.cumsum([d.size for d in dpe])]).astype(np.int64)
     u_off = np.concatenate([[0], np.cumsum([d.size for d in dpu])]).astype(np.int64)
-    reps = _core.did_bootstrap(
+    reps = _core.did_replicates(
         np.concatenate(dpe),
         np.concatenate(dfe),
         e_off,

@@ -232,7 +232,7 @@ def finite_population_bootstrap(
         lam = np.sqrt(m * (1 - frac) / (counts - 1))
         sizes = tuple(int(v) for v in m)
         if statistic is None:
-            reps = _core.rao_wu_bootstrap(
+            reps = _core.rao_wu_replicates(
                 ys, offsets, m, lam, weight, b, key[0], key[1], n_threads=threads
             )
         else:
@@ -245,7 +245,7 @@ def finite_population_bootstrap(
         if statistic is not None:
             raise ValueError("statistic applies to the rao_wu method only")
         assert big is not None
-        reps = _core.bbh_bootstrap(ys, offsets, big, weight, b, key[0], key[1], n_threads=threads)
+        reps = _core.bbh_replicates(ys, offsets, big, weight, b, key[0], key[1], n_threads=threads)
     low, high = percentile_interval(reps, alpha)
     return BootstrapResult(
         method=method,

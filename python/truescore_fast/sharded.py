@@ -178,7 +178,7 @@ def sharded_likelihood_test(
     if r < 2:
         raise ValueError(f"the SLCT needs at least 2 shards; canonical has {r}")
     values, offsets = _shuffled_rows(shuffled, r)
-    means = _core.row_means(values, offsets, n_threads=threads)
+    means = _core.row_means_ragged(values, offsets, n_threads=threads)
     d = canon - means
     if not np.isfinite(d).all():
         raise ValueError(

@@ -133,7 +133,7 @@ def seed_contrast(
                 f"values: exact enumeration handles at most {MAX_EXACT_SEEDS} seeds; got {n} "
                 "(use method='monte_carlo')"
             )
-        count = _core.sign_flip_count(x)
+        count = _core.sign_flip_count_two_sided(x)
         vectors = 2**n
         p = count / vectors
         used = "exact"

@@ -47,28 +47,23 @@ void require_exact_size(std::size_t n, std::size_t limit) {
 }
 
 // Calls visit(p, gen, tally) for every pattern p in [0, n_patterns); gen is the Philox
-// stream of block p / kSignFlipBlock, read by the block's patterns in order. Blocks are
-// split over threads by index; per-thread integer counts are summed (order-free).
+// stream of block p / kSignFlipBlock, read by the block's patterns in order. Each worker
+// tallies its blocks; the integer tallies are summed (order-free).
 template <class Visit>
 SignFlipCounts visit_patterns(std::size_t n_patterns, std::uint64_t key0, std::uint64_t key1,
                               int n_threads, std::size_t work_per_pattern, Visit visit) {
-    const std::size_t n_blocks = (n_patterns + kSignFlipBlock - 1) / kSignFlipBlock;
-    // Blocks per thread below which a thread costs more than it saves (~2e5 steps).
-    const std::size_t min_blocks =
-        std::max<std::size_t>(1, 200000 / (kSignFlipBlock * std::max<std::size_t>(1, work_per_pattern)));
     std::atomic<std::int64_t> greater{0}, less{0}, two_sided{0};
-    parallel_for_blocks(n_blocks, resolve_threads(n_threads), min_blocks,
-                        [&](std::size_t first, std::size_t last) {
-        Tally c;
-        for (std::size_t block = first; block < last; ++block) {
-            Philox gen = Philox::for_task(key0, key1, block);
-            const std::size_t p_end = std::min(n_patterns, (block + 1) * kSignFlipBlock);
-            for (std::size_t p = block * kSignFlipBlock; p < p_end; ++p) visit(p, gen, c);
-        }
-        greater += c.greater;
-        less += c.less;
-        two_sided += c.two_sided;
-    });
+    const StreamBlocks streams{key0, key1, n_patterns, kSignFlipBlock};
+    for_each_stream_block(
+        streams, n_threads, min_blocks_for_steps(kSignFlipBlock, work_per_pattern), [] { return Tally{}; },
+        [&](Tally& c, Philox& gen, std::size_t, std::size_t p_begin, std::size_t p_end) {
+            for (std::size_t p = p_begin; p < p_end; ++p) visit(p, gen, c);
+        },
+        [&](const Tally& c) {
+            greater += c.greater;
+            less += c.less;
+            two_sided += c.two_sided;
+        });
     SignFlipCounts out;
     out.n_patterns = static_cast<std::int64_t>(n_patterns);
     out.greater = greater.load();

@@ -11,12 +11,12 @@
 //
 // Patterns. Pattern p flips d_i when bit i of its bit string is set. Exact: p runs over
 // all 2^n patterns and its bit string is p itself. Monte Carlo: patterns are grouped in
-// blocks of kSignFlipBlock; block k draws from Philox::for_task(key0, key1, k), and each
-// pattern of the block takes the next ceil(n / 64) raw words, bit i being bit (i mod 64)
-// of word i / 64. So every count depends only on (data, key, number of patterns), never on
-// the thread count, and a NumPy reference reading numpy.random.Philox(key=[key0, key1],
-// counter=[0, 0, k, 0]) rebuilds every pattern. Monte Carlo counts include no identity:
-// callers use (1 + count) / (n_patterns + 1).
+// blocks of kSignFlipBlock (parallel.hpp); block k draws from Philox::for_task(key0, key1,
+// k), and each pattern of the block takes the next ceil(n / 64) raw words, bit i being bit
+// (i mod 64) of word i / 64. So every count depends only on (data, key, number of
+// patterns), never on the thread count, and a NumPy reference reading
+// numpy.random.Philox(key=[key0, key1], counter=[0, 0, k, 0]) rebuilds every pattern.
+// Monte Carlo counts include no identity: callers use (1 + count) / (n_patterns + 1).
 //
 // Ties (one rule): a pattern counts as at least as extreme when it is within the rounding
 // error of any signed sum of the data, tol = 8 m eps sum_i |d_i| (m = number of nonzero
@@ -37,8 +37,7 @@
 
 namespace truescore {
 
-// Patterns per Philox stream (part of the reproducibility contract).
-inline constexpr std::size_t kSignFlipBlock = 256;
+// Patterns per Philox stream: kSignFlipBlock in parallel.hpp's table.
 inline constexpr std::size_t kSignFlipMaxInterval = 20;      // sign_flip_test, exact
 inline constexpr std::size_t kSignFlipMaxCount = 30;         // sign_flip_counts / _exact_pairs
 inline constexpr std::size_t kSignFlipMaxMeetInMiddle = 40;  // sign_flip_count_two_sided
