@@ -237,9 +237,7 @@ def paired_confidence_test(
     check_choice("method", method, ("t", "wilcoxon", "sign_flip"))
     check_choice("alternative", alternative, ALTERNATIVES)
     check_alpha(alpha)
-    # The intervals use 1 - (1 - alpha), the error rate this function used when it took
-    # level = 1 - alpha: results keep their bits (1 - (1 - 0.05) is 0.050000000000000044).
-    rate = 1.0 - (1.0 - alpha)
+    rate = alpha
     raw = original - rephrased
     if not np.isfinite(raw).all():
         raise ValueError(
