@@ -45,16 +45,59 @@ from truescore_fast._validation import (
     check_positive_int,
     check_unit_interval,
 )
-from truescore_fast.intervals import Interval, _methods_for, _single
+from truescore_fast.intervals import (  # the intervals re-exported: their home until 0.1
+    INTERVAL_METHODS,
+    Interval,
+    Intervals,
+    _methods_for,
+    _single,
+    bernstein_interval,
+    bernstein_intervals,
+    betting_interval,
+    betting_intervals,
+    hoeffding_interval,
+    hoeffding_intervals,
+    hoeffding_serfling_interval,
+    hoeffding_serfling_intervals,
+    matched_form_intervals,
+    wald_interval,
+    wald_intervals,
+)
 
 __all__ = [
+    "INTERVAL_METHODS",
     "AuditData",
     "ControlBank",
+    "Interval",
+    "Intervals",
     "MatchedFormAudit",
+    "bernstein_interval",
+    "bernstein_intervals",
+    "betting_interval",
+    "betting_intervals",
+    "hoeffding_interval",
+    "hoeffding_intervals",
+    "hoeffding_serfling_interval",
+    "hoeffding_serfling_intervals",
     "matched_form_audit",
     "matched_form_audits",
+    "matched_form_intervals",
     "read_audit_table",
+    "wald_interval",
+    "wald_intervals",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The randomization test lived here too; randomization.py imports this module, so it
+    # is re-exported lazily (PEP 562) to keep `from truescore_fast.audit import ...` working
+    # (not in __all__, which ruff checks statically).
+    if name in ("RandomizationTest", "randomization_test"):
+        from truescore_fast import randomization
+
+        return getattr(randomization, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _NULL_DOES_NOT_MEAN = (
     "An interval that covers zero does not mean the score is clean. A paraphrase audit sees "
