@@ -43,7 +43,7 @@ from truescore_fast._validation import (
     check_positive_int,
     check_unit_interval,
 )
-from truescore_fast.intervals import Interval, _methods_for, _single
+from truescore_fast.intervals import _FALLBACK_METHODS, _TRAITS, Interval, _methods_for, _single
 
 __all__ = [
     "AuditData",
@@ -230,7 +230,6 @@ class MatchedFormAudit(Result):
         return "\n".join(lines)
 
 
-_FALLBACKS = ("betting", "hoeffding", "bernstein", "hoeffding_serfling")
 _READINGS = ("wald", "hoeffding", "fixed")
 
 
@@ -291,9 +290,9 @@ def matched_form_audit(
             f"transport_radius must be a finite number >= 0; got {transport_radius!r}"
         )
     guard = check_positive_int("guardrail", guardrail, minimum=0)
-    check_choice("fallback", fallback, _FALLBACKS)
-    if fallback == "hoeffding_serfling" and pop is None:
-        raise ValueError("fallback 'hoeffding_serfling' needs population_size")
+    check_choice("fallback", fallback, _FALLBACK_METHODS)
+    if _TRAITS[fallback].needs_population and pop is None:
+        raise ValueError(f"fallback {fallback!r} needs population_size")
     check_choice("control_reading", control_reading, _READINGS)
     seed_used = _seed_int(seed)
     order = np.random.default_rng(seed_used).permutation(n).astype(np.int64)
