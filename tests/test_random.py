@@ -78,3 +78,15 @@ def test_default_thread_count_is_every_core():
     assert _core.testing.resolved_threads(0) == (os.cpu_count() or 1)
     assert _core.testing.resolved_threads(-3) == (os.cpu_count() or 1)
     assert _core.testing.resolved_threads(5) == 5
+
+
+def test_seed_int_keeps_ints_and_turns_other_seeds_into_a_replayable_int():
+    from truescore_fast._random import seed_int
+
+    assert seed_int(7) == 7 and seed_int(np.int64(2**40)) == 2**40
+    assert seed_int(np.random.SeedSequence(3)) == seed_int([3]) == philox_key(3)[0] >> 32
+    assert 0 <= seed_int(np.random.default_rng(1)) < 2**32
+    with pytest.raises(ValueError, match="seed"):
+        seed_int(None)
+    with pytest.raises(ValueError, match="seed"):
+        seed_int(-1)

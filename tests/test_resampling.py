@@ -588,9 +588,11 @@ def test_sign_flip_exact_at_forty_seeds_matches_symmetry_and_monte_carlo():
     mc = tf.seed_contrast(values, method="monte_carlo", draws=100_000, seed=3)
     se = math.sqrt(exact.p_value * (1 - exact.p_value) / 100_000)
     assert abs(mc.p_value - exact.p_value) < 4 * se + 1e-5
-    # More than 40 seeds: Monte Carlo, which needs a seed.
+    # More than 40 seeds: Monte Carlo, which refuses seed=None and defaults to seed 0.
     with pytest.raises(ValueError, match="seed"):
-        tf.seed_contrast(np.r_[values, 0.01])
+        tf.seed_contrast(np.r_[values, 0.01], seed=None)
+    default = tf.seed_contrast(np.r_[values, 0.01], draws=1000)
+    assert default == tf.seed_contrast(np.r_[values, 0.01], seed=0, draws=1000)
     assert tf.seed_contrast(np.r_[values, 0.01], seed=1, draws=1000).method == "monte-carlo"
     with pytest.raises(ValueError, match="values"):
         tf.seed_contrast(np.r_[values, 0.01], method="exact")
@@ -604,7 +606,7 @@ def test_sign_flip_exact_at_forty_seeds_matches_symmetry_and_monte_carlo():
         ([[0.1, 0.2]], {}, "values"),
         ([0.1, 0.2], {"alpha": 0}, "alpha"),
         ([0.1, 0.2], {"method": "bootstrap"}, "method"),
-        ([0.1, 0.2], {"method": "monte_carlo"}, "seed"),
+        ([0.1, 0.2], {"method": "monte_carlo", "seed": None}, "seed"),
         ([0.1, 0.2], {"method": "monte_carlo", "seed": 1, "draws": 0}, "draws"),
     ],
 )

@@ -1,11 +1,16 @@
 """truescore_fast: contamination tests and matched-form audits for benchmark scores.
 
 A compiled (C++17) core behind a thin Python API. It is a drop-in for the pure-Python
-truescore library's contamination module, and adds Oren et al.'s sharded tests, the
-CleanScore matched-form audit, and the calibration studies that justify them.
+truescore library's contamination module and its paired comparison of two systems
+(``paired_bootstrap``, ``paired_permutation``, ``holm``, ``benjamini_hochberg``), and adds
+Oren et al.'s sharded tests, the CleanScore matched-form audit, the calibration studies
+that justify it, and PaCoST, disclosure records, family-clustered intervals and
+Audit-Prune.
 The package re-exports every public module's ``__all__``.
 """
 
+# The version is pyproject.toml's, compiled into the core (see CMakeLists.txt): one source.
+from truescore_fast._core import __version__
 from truescore_fast.audit import (
     AuditData,
     ControlBank,
@@ -37,6 +42,7 @@ from truescore_fast.contamination import (
     CombinedContamination,
     ContaminationResult,
     ExchangeabilityTests,
+    PooledContamination,
     combine_shards,
     exchangeability_test,
     exchangeability_tests,
@@ -119,8 +125,6 @@ from truescore_fast.signflip import (
     SeedContrast,
     seed_contrast,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",
@@ -205,4 +209,5 @@ __all__ = [
     "validate_disclosure",
     "wald_interval",
     "wald_intervals",
+    "PooledContamination",
 ]

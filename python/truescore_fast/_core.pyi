@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+__version__: str  # pyproject.toml's version, compiled in
 MAX_EXACT_PAIRS: int
 
 def bootstrap_means(
@@ -103,18 +104,17 @@ def sign_flip_counts(
     key1: int,
     n_threads: int | None = None,
 ) -> dict[str, int]: ...
-def sign_flip_grouped(
-    magnitudes: npt.ArrayLike,
-    counts: npt.ArrayLike,
-    net: npt.ArrayLike,
+def sign_flip_exact_pairs(
+    a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
+) -> dict[str, int]: ...
+def sign_flip_monte_carlo_pairs(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
     n_resamples: int,
     key0: int,
     key1: int,
-    *,
     n_threads: int | None = None,
-) -> dict[str, int]: ...
-def sign_flip_exact_pairs(
-    a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
 ) -> dict[str, int]: ...
 def sign_flip_count_two_sided(values: npt.ArrayLike) -> float: ...
 def cluster_bootstrap_difference(

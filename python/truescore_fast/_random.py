@@ -22,6 +22,15 @@ as follows:
 - ``None``: fresh entropy from the operating system, for the truescore drop-ins only
   (truescore's ``seed=None`` means that); the library's own functions refuse it, since a
   study whose seed was never recorded cannot be re-run.
+
+The convention of the library's own (non-drop-in) functions: every randomised function
+takes ``seed: SeedLike = 0`` -- a fixed default, so a call without a seed is reproducible
+and two runs agree -- and normalises it with :func:`philox_key` (so every function accepts
+the same seeds and refuses ``None`` with the same message). Functions that need the seed
+as one int (the audit's parent order and Audit-Prune's folds seed NumPy's and
+scikit-learn's generators with it) or record it on their result (the audit, the
+randomization test, shard orders) take it from :func:`seed_int`: re-running with the
+recorded int replays the result, even when the seed was a ``Generator``.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["SeedLike", "dropin_philox_key", "philox_key"]
+__all__ = ["SeedLike", "dropin_philox_key", "philox_key", "seed_int"]
 
 SeedLike = (
     int
@@ -93,3 +102,20 @@ def dropin_philox_key(seed: Any) -> tuple[int, int]:
     entropy and an invalid seed raises exactly NumPy's exception and message.
     """
     return _key_words(seed)
+
+
+def seed_int(seed: SeedLike) -> int:
+    """``seed`` as one non-negative int, for functions that record it on their result.
+
+    An int (a NumPy integer, a bool) comes back unchanged. Any other seed is validated as
+    by :func:`philox_key` and gives the top 32 bits of its first key word (32 bits, so that
+    scikit-learn's ``random_state`` accepts it); a ``Generator`` is advanced. Passing the
+    returned int as the seed replays the result.
+
+    Raises:
+        ValueError, TypeError: as :func:`philox_key`.
+    """
+    words = philox_key(seed)
+    if isinstance(seed, (int, np.integer)):
+        return int(seed)
+    return words[0] >> 32

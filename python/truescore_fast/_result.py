@@ -17,7 +17,8 @@ the dataclass one). A result then offers:
     one-sided interval, so its sign must survive).
 ``to_frame()``
     Only on :class:`TabularResult`: a pandas DataFrame of the rows ``_columns()`` gives
-    (pandas is optional; a missing pandas raises :class:`ImportError` saying so).
+    (pandas is optional; a missing pandas raises
+    :class:`~truescore_fast.MissingExtraError`, an :class:`ImportError`, saying so).
 ``_repr_html_()``
     For notebooks: the table as an HTML ``<table>`` for a tabular result, the summary
     in a ``<pre>`` block otherwise.
@@ -36,6 +37,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+
+from truescore_fast._validation import optional_module
 
 __all__ = ["Result", "TabularResult", "cell_text", "to_plain"]
 
@@ -113,10 +116,7 @@ class TabularResult(Result):
 
     def to_frame(self) -> Any:
         """A pandas DataFrame of the rows (requires pandas)."""
-        try:
-            import pandas as pd
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError("to_frame() needs pandas: pip install pandas") from error
+        pd = optional_module("pandas", requirement="pandas", extra=None, purpose="to_frame()")
         return pd.DataFrame({k: np.asarray(v) for k, v in self._columns().items()})
 
     def _repr_html_(self) -> str:

@@ -22,7 +22,8 @@ was invisible to the audit. An interval that covers zero is therefore not eviden
 the score is clean.
 
 References:
-    The CleanScore matched-form audit paper (seed document 003).
+    J. Opoku and D. Banahene, "CleanScore: Black-Box Benchmark Audits with Negative
+    Controls and Sensitivity Bounds".
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._io import ALL_MODELS, AuditData, read_audit_table
+from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
@@ -85,18 +87,6 @@ def _forms(
     if pub.shape[0] < 2:
         raise ValueError(f"{prefix}public needs at least 2 parents; got {pub.shape[0]}")
     return pub, fr
-
-
-def _seed_int(seed: int | np.random.Generator | None) -> int:
-    if seed is None:
-        return int(np.random.SeedSequence().entropy % (2**63))  # type: ignore[operator]
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(2**63))
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(
-            f"seed must be a non-negative integer, a numpy Generator or None; got {seed!r}"
-        )
-    return int(seed)
 
 
 @dataclass(frozen=True, repr=False)
@@ -243,7 +233,7 @@ def matched_form_audit(
     alpha: float = 0.05,
     guardrail: int = 30,
     fallback: str = "betting",
-    seed: int | np.random.Generator | None = None,
+    seed: SeedLike = 0,
     control_reading: str = "wald",
 ) -> MatchedFormAudit:
     """The matched-form audit of one model on one benchmark.
@@ -261,8 +251,9 @@ def matched_form_audit(
             interval is not trusted and ``fallback`` is primary.
         fallback: ``"betting"`` (default), ``"hoeffding"`` (the paper's registration),
             ``"bernstein"`` or ``"hoeffding_serfling"`` (needs N).
-        seed: Shuffles the parents into a recorded order before the betting interval
-            (None draws a seed and records it in the result).
+        seed: Shuffles the parents into a recorded order before the betting interval:
+            ``numpy.random.default_rng(seed_int(seed)).permutation(n)``. Any seed
+            ``philox_key`` accepts (default 0); the result records the int it used.
         control_reading: Which reading of the control bank the claim uses: ``"wald"``
             (registered), ``"hoeffding"`` or ``"fixed"``.
 
@@ -294,7 +285,7 @@ def matched_form_audit(
     if _TRAITS[fallback].needs_population and pop is None:
         raise ValueError(f"fallback {fallback!r} needs population_size")
     check_choice("control_reading", control_reading, _READINGS)
-    seed_used = _seed_int(seed)
+    seed_used = seed_int(seed)
     order = np.random.default_rng(seed_used).permutation(n).astype(np.int64)
 
     d = np.ascontiguousarray(pub - fr.mean(axis=1))

@@ -5,9 +5,9 @@ population (real audit data or a synthetic one) and a grid of settings, and retu
 :class:`~truescore_fast._table.StudyTable` with Monte Carlo standard errors:
 
 * :func:`coverage_study` -- coverage and mean half-width of every interval under simple
-  random or stratified sampling from a finite population (seed Table 2);
+  random or stratified sampling from a finite population (CleanScore, Table 2);
 * :func:`stress_grid` -- the same over a grid of (N, n, gap shape, sparsity) settings,
-  with the Bernstein/Hoeffding width ratio (seed Table 6); :func:`stress_settings` is the
+  with the Bernstein/Hoeffding width ratio (CleanScore, Table 6); :func:`stress_settings` is the
   default 36-setting grid;
 * :func:`detection_study` -- detection rate of a planted public-form advantage, interval
   rule against the exact randomization test (Tables 11-12), type-I error with the labels
@@ -41,6 +41,11 @@ What these numbers do not mean: a coverage or detection rate is a property of th
 population and design simulated. Synthetic populations (the stress grid) say how an
 interval behaves on gap distributions of that shape, not on yours; run the study on
 your own audit data before relying on an interval's coverage.
+
+Reference:
+    J. Opoku and D. Banahene, "CleanScore: Black-Box Benchmark Audits with Negative
+    Controls and Sensitivity Bounds"; the tables
+    cited above are that paper's.
 """
 
 from __future__ import annotations
@@ -69,9 +74,11 @@ from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
     check_gaps,
+    check_labels,
     check_n_threads,
     check_positive_int,
     float_array,
+    group_offsets,
 )
 from truescore_fast.intervals import _CODE, _FALLBACK_METHODS, _TRAITS, INTERVAL_METHODS
 
@@ -180,14 +187,9 @@ def _design(
         raise ValueError(f"design must be 'srs' or 'stratified'; got {design!r}")
     if strata is None:
         raise ValueError("design='stratified' needs strata (one label per population unit)")
-    labels = np.asarray(strata)
-    if labels.shape != (big_n,):
-        raise ValueError(
-            f"strata must hold one label per population unit ({big_n}); got shape {labels.shape}"
-        )
-    order = np.argsort(labels, kind="stable")
-    _, sizes = np.unique(labels[order], return_counts=True)
-    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    labels = check_labels("strata", strata, big_n, unit="population unit")
+    order, offsets, _ = group_offsets("strata", labels)
+    sizes = np.diff(offsets)
     values = np.ascontiguousarray(population[order])
     if allocation is None or (isinstance(allocation, str) and allocation == "proportional"):
         alloc = np.asarray(_core.proportional_allocation(sizes.astype(np.int64), n))
@@ -405,7 +407,7 @@ def stress_settings() -> list[StressSetting]:
     """The default 36-setting stress grid: N in {1000, 5000} x n in {50, 200} x three gap
     shapes x nonzero shares {0.05, 0.20, 0.50}.
 
-    How it was chosen: the seed paper reports 36 settings at N = 1,000 and 5,000 with
+    How it was chosen: the CleanScore paper reports 36 settings at N = 1,000 and 5,000 with
     the width ratio at n = 200, without listing them. We cross the two population sizes
     with a small audit (n = 50) and the paper's n = 200; three shapes of the nonzero
     gaps on the binary K = 2 lattice {-1, -1/2, +1/2, +1} (symmetric, one-sided towards
@@ -450,7 +452,7 @@ def stress_grid(
     progress: bool | None = None,
     executor: Executor | None = None,
 ) -> StudyTable:
-    """Coverage of every interval across a grid of stress settings (seed Table 6).
+    """Coverage of every interval across a grid of stress settings (CleanScore, Table 6).
 
     Each setting is a simple-random-sample coverage study on :func:`stress_population`;
     cell c of the grid uses streams c * 2**32 + t, so a setting's numbers do not depend
@@ -764,7 +766,7 @@ def budget_study(
 
     Returns:
         A :class:`StudyTable`, one row per n: half_width, half_width_se, exact_order,
-        exact_order_se, pairs_correct, pairs_correct_se (seed Table 10).
+        exact_order_se, pairs_correct, pairs_correct_se (CleanScore, Table 10).
 
     What it does not mean: recovering the full-sample ordering says nothing about the
     true ordering; the full sample is itself a sample.

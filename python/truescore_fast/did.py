@@ -165,7 +165,7 @@ def did_estimate(
     shared_parents: bool = False,
     replicates: int = 2000,
     alpha: float = 0.05,
-    seed: SeedLike,
+    seed: SeedLike = 0,
     n_threads: int | None = None,
 ) -> DiDResult:
     """Difference in differences of correctness over parents, per model and pooled.
@@ -182,7 +182,8 @@ def did_estimate(
             parents are resampled independently.
         replicates: Bootstrap replicates B.
         alpha: Intervals have level 1 - alpha.
-        seed: int, ``SeedSequence`` or ``Generator``; replicate b uses Philox task stream b.
+        seed: Any seed ``philox_key`` accepts (default 0); replicate b uses Philox task
+            stream b.
         n_threads: Threads (None: every core); the result never depends on it.
 
     For each model: DiD_public = (mean after - mean before of public correctness on the

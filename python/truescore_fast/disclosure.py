@@ -49,8 +49,10 @@ A valid record is a complete *disclosure*, not a clean score: a record full of "
 "unknown" is valid, and says exactly how little is known.
 
 Reference:
-    Angulo, Yeste, Espinos-Morato, a taxonomy of benchmark contamination by the mitigation
-    each type defeats, and a four-field disclosure protocol (the project's seed documents).
+    J. Angulo, V. Yeste, H. Espinos-Morato (Universidad Europea): a taxonomy of benchmark
+    contamination by the mitigation each type defeats, and a four-field disclosure
+    protocol. Implemented from the paper's abstract; its title and venue are not recorded
+    here.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ import numpy.typing as npt
 from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
-from truescore_fast._validation import check_alpha, check_positive_int
+from truescore_fast._validation import check_alpha, check_positive_int, optional_module
 
 __all__ = [
     "CONTAMINATION_TYPES",
@@ -91,11 +93,6 @@ CONTAMINATION_TYPES: Mapping[str, str] = {
     "acquired": "exposure during the evaluation run itself (tools, retrieval, retries); "
     "recorded with the score, not the benchmark",
 }
-
-_INSTALL_HINT = (
-    "validate_disclosure needs the optional dependency jsonschema>=4.18: "
-    "pip install 'truescore-fast[disclose]'"
-)
 
 
 def disclosure_schema() -> dict[str, Any]:
@@ -187,14 +184,17 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
         that is not valid JSON is reported as invalid with the parser's message.
 
     Raises:
-        ImportError: ``jsonschema`` is not installed (install the ``disclose`` extra).
+        MissingExtraError: (an ImportError) ``jsonschema`` is not installed (install the
+            ``disclose`` extra).
         FileNotFoundError: the path does not exist.
         ValueError: ``obj_or_path`` is neither a mapping nor a path.
     """
-    try:
-        import jsonschema
-    except ImportError as error:  # pragma: no cover - exercised only without the extra
-        raise ImportError(_INSTALL_HINT) from error
+    jsonschema = optional_module(
+        "jsonschema",
+        requirement="jsonschema>=4.18",
+        extra="disclose",
+        purpose="validate_disclosure",
+    )
 
     if isinstance(obj_or_path, (str, Path)):
         path = Path(obj_or_path)
@@ -363,10 +363,8 @@ def linear_weighted_kappa(
         draws.append(np.where(e > 0.0, 1.0 - o / np.where(e > 0.0, e, 1.0), np.nan))
     reps = np.concatenate(draws)
     defined = reps[~np.isnan(reps)]
-    # The quantiles use 1 - (1 - alpha), the error rate this function used when it took
-    # level = 1 - alpha: results keep their bits (1 - (1 - 0.05) is 0.050000000000000044).
     if defined.size:
-        lo, hi = (float(x) for x in percentile_interval(defined, 1.0 - (1.0 - alpha)))
+        lo, hi = (float(x) for x in percentile_interval(defined, alpha))
     else:  # every resample undefined (a handful of items): no information
         lo, hi = -math.inf, math.inf
     return KappaResult(

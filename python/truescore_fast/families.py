@@ -22,9 +22,9 @@ is exposed to), and it assumes families are independent of one another. Families
 share items or templates must be merged into one family first.
 
 Reference:
-    LeakScale: a causal measurement framework for benchmark exposure (the abstract in the
-    project's seed documents): family-clustered 95% intervals and Holm correction across
-    the four primary tests.
+    LeakScale, a causal measurement framework for benchmark exposure: family-clustered 95%
+    intervals and Holm correction across its four primary tests. Implemented from the
+    paper's abstract; its authors, title and venue are not recorded here.
 """
 
 from __future__ import annotations
@@ -39,10 +39,12 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._intervals import percentile_interval
+from truescore_fast._numeric import overflow_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
+    check_labels,
     check_n_threads,
     check_positive_int,
     finite_1d,
@@ -118,20 +120,6 @@ class FamilyBootstrapResult(Result):
         )
 
 
-def _check_labels(name: str, labels: npt.ArrayLike, size: int) -> None:
-    arr = np.asarray(labels)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
-    if arr.size != size:
-        raise ValueError(f"{name} must hold one label per observation ({size}); got {arr.size}")
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite labels")
-    try:
-        np.unique(arr)
-    except TypeError as error:
-        raise ValueError(f"{name} labels must be mutually comparable: {error}") from error
-
-
 def family_bootstrap_difference(
     treated: npt.ArrayLike,
     control: npt.ArrayLike,
@@ -180,8 +168,8 @@ def family_bootstrap_difference(
     else:
         c_labels = np.asarray(control_families)
         c_name = "control_families"
-    _check_labels("families", t_labels, t.size)
-    _check_labels(c_name, c_labels, c.size)
+    check_labels("families", t_labels, t.size)
+    check_labels(c_name, c_labels, c.size)
     try:
         uniques, codes = np.unique(np.concatenate([t_labels, c_labels]), return_inverse=True)
     except TypeError as error:
@@ -209,22 +197,20 @@ def family_bootstrap_difference(
         bound = n_fam * max(float(np.max(np.abs(t_sum))), float(np.max(np.abs(c_sum))))
     if not math.isfinite(bound):
         raise ValueError("treated and control values are too large to sum in float64")
-    exponent = math.frexp(bound)[1] if bound > 2.0**400 else 0
-    t_sum, c_sum = np.ldexp(t_sum, -exponent), np.ldexp(c_sum, -exponent)
+    exponent = overflow_exponent(bound, 2.0**400)
+    t_sum, c_sum = np.ldexp(t_sum, exponent), np.ldexp(c_sum, exponent)
     key0, key1 = philox_key(seed)
     reps = _core.cluster_bootstrap_difference(
         t_sum, t_count, c_sum, c_count,
         n_resamples=int(n_resamples), key0=key0, key1=key1, n_threads=threads,
     )  # fmt: skip
-    # The quantiles use 1 - (1 - alpha), the error rate this function used when it took
-    # level = 1 - alpha: results keep their bits (1 - (1 - 0.05) is 0.050000000000000044).
-    lo, hi = percentile_interval(reps, 1.0 - (1.0 - alpha))
+    lo, hi = percentile_interval(reps, alpha)
     below = int(np.count_nonzero(reps <= 0.0))
     above = int(np.count_nonzero(reps >= 0.0))
     p = min(1.0, 2.0 * (1 + min(below, above)) / (n_resamples + 1))
     se = float(reps.std(ddof=1)) if n_resamples > 1 else 0.0
     point = float(t_sum.sum() / t.size - c_sum.sum() / c.size)
-    values = [math.ldexp(v, exponent) for v in (point, float(lo), float(hi), se)]
+    values = [unscale(v, exponent) for v in (point, float(lo), float(hi), se)]
     if not all(math.isfinite(v) for v in values):
         raise ValueError("the difference between treated and control overflows float64")
     return FamilyBootstrapResult(

@@ -29,9 +29,12 @@ from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
+    check_labels,
     check_n_threads,
+    check_population_sizes,
     check_positive_int,
     finite_1d,
+    group_offsets,
 )
 
 __all__ = ["BootstrapResult", "finite_population_bootstrap"]
@@ -108,18 +111,8 @@ def _strata_layout(
         sizes = [population_size]
         labels: list[Any] = [None]
     else:
-        lab = np.asarray(strata)
-        if lab.ndim != 1 or lab.size != n:
-            raise ValueError(
-                f"strata must be 1-D with one label per value ({n}); got shape {lab.shape}"
-            )
-        try:
-            uniq, codes = np.unique(lab, return_inverse=True)
-        except TypeError as error:
-            raise ValueError(f"strata labels must be sortable: {error}") from error
-        order = np.argsort(codes, kind="stable")
-        counts = np.bincount(codes, minlength=uniq.size)
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        lab = check_labels("strata", strata, n, unit="value")
+        order, offsets, uniq = group_offsets("strata", lab)
         labels = list(uniq)
         if population_size is None:
             raise ValueError(
@@ -138,19 +131,8 @@ def _strata_layout(
                     f"population_size must give one size per stratum ({len(labels)} strata, in "
                     f"sorted label order); got {len(sizes)}"
                 )
-    big = np.empty(len(sizes), dtype=np.int64)
-    for h, size in enumerate(sizes):
-        if isinstance(size, (float, np.floating)) and float(size).is_integer():
-            size = int(size)
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-            raise ValueError(f"population_size must hold integers; got {size!r}")
-        n_h = int(offsets[h + 1] - offsets[h])
-        if size < n_h:
-            where = "" if labels[h] is None else f" for stratum {labels[h]!r}"
-            raise ValueError(
-                f"population_size{where} must be at least the sample size {n_h}; got {size}"
-            )
-        big[h] = int(size)
+    names = None if labels == [None] else [f"stratum {u!r}" for u in labels]
+    big = check_population_sizes("population_size", sizes, np.diff(offsets), names)
     return order, offsets, big
 
 
@@ -164,7 +146,7 @@ def finite_population_bootstrap(
     resample_size: int | None = None,
     alpha: float = 0.05,
     statistic: Callable[[npt.NDArray[np.float64]], float] | None = None,
-    seed: SeedLike,
+    seed: SeedLike = 0,
     n_threads: int | None = None,
 ) -> BootstrapResult:
     """Bootstrap a mean estimated from a sample drawn without replacement.
@@ -184,7 +166,8 @@ def finite_population_bootstrap(
             array in the order of ``values``; the sample's own weights are W_h / n_h and
             ``weights @ values`` is the replicate mean), returning a float. Called once per
             replicate from Python (weights are generated 256 replicates at a time).
-        seed: int, ``SeedSequence`` or ``Generator``; replicate b uses Philox task stream b.
+        seed: Any seed ``philox_key`` accepts (default 0); replicate b uses Philox task
+            stream b.
         n_threads: Threads (None: every core); the result never depends on it.
 
     Rao-Wu rescaling (Rao & Wu 1988): per stratum draw m_h units with replacement and

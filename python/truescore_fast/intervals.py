@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +46,7 @@ from truescore_fast._validation import (
     check_gaps,
     check_n_threads,
     check_population_size,
-    float_array,
+    check_population_sizes,
 )
 
 __all__ = [
@@ -65,8 +65,6 @@ __all__ = [
     "wald_interval",
     "wald_intervals",
 ]
-
-IntervalMethod = Literal["hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting"]
 
 
 class _MethodTraits(NamedTuple):
@@ -272,20 +270,13 @@ def _many(
         assert size is not None  # population_size is not None here
         pops = np.full(n_audits, float(size))
     else:
-        arr = float_array("population_size", population_size)
+        arr = check_population_sizes("population_size", population_size, n)
         if arr.shape != (n_audits,):
             raise ValueError(
                 f"population_size must be a scalar or hold one value per audit ({n_audits}); "
                 f"got shape {arr.shape}"
             )
-        if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
-            raise ValueError("population_size must hold integers")
-        if arr.size and arr.min() < n:
-            raise ValueError(
-                f"population_size must be at least the number of sampled parents n = {n}; "
-                f"got {arr.min():.0f}"
-            )
-        pops = np.ascontiguousarray(arr)
+        pops = np.ascontiguousarray(arr, dtype=np.float64)
     return _batch(methods, gaps, pops, alpha, threads)
 
 

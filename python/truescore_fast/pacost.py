@@ -45,9 +45,12 @@ import numpy.typing as npt
 from scipy import stats
 
 from truescore_fast import _core
+from truescore_fast._numeric import overflow_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import (
+    ALTERNATIVES,
+    Alternative,
     check_alpha,
     check_choice,
     check_n_threads,
@@ -57,7 +60,6 @@ from truescore_fast._validation import (
 
 __all__ = ["PairedConfidenceResult", "paired_confidence_test"]
 
-Alternative = Literal["greater", "less", "two-sided"]
 Method = Literal["t", "wilcoxon", "sign_flip"]
 
 _MAX_EXACT = 20
@@ -154,15 +156,6 @@ class PairedConfidenceResult(Result):
         )
 
 
-def _unscale(value: float, exponent: int) -> float:
-    """``value * 2**exponent``; beyond the largest double, the infinity of its sign (an
-    interval end out there is no bound at all, and a sum out there is still that large)."""
-    try:
-        return math.ldexp(value, exponent)
-    except OverflowError:
-        return math.copysign(math.inf, value)
-
-
 def _t_interval(d: npt.NDArray[np.float64], alpha: float, alternative: str) -> tuple[float, float]:
     n = d.size
     se = float(d.std(ddof=1)) / math.sqrt(n)
@@ -242,11 +235,9 @@ def paired_confidence_test(
         "confidence_original", confidence_original, "confidence_rephrased", confidence_rephrased
     )
     check_choice("method", method, ("t", "wilcoxon", "sign_flip"))
-    check_choice("alternative", alternative, ("greater", "less", "two-sided"))
+    check_choice("alternative", alternative, ALTERNATIVES)
     check_alpha(alpha)
-    # The intervals use 1 - (1 - alpha), the error rate this function used when it took
-    # level = 1 - alpha: results keep their bits (1 - (1 - 0.05) is 0.050000000000000044).
-    rate = 1.0 - (1.0 - alpha)
+    rate = alpha
     raw = original - rephrased
     if not np.isfinite(raw).all():
         raise ValueError(
@@ -255,10 +246,10 @@ def paired_confidence_test(
     # Every statistic here is scale-free; work in units of a power of two (exact) so that
     # squares and sums of very large differences cannot overflow, and scale results back.
     largest = float(np.max(np.abs(raw)))
-    exponent = math.frexp(largest)[1] if largest > 2.0**400 else 0
-    d = np.ldexp(raw, -exponent)
+    exponent = overflow_exponent(largest, 2.0**400)
+    d = np.ldexp(raw, exponent)
     n = d.size
-    mean = math.ldexp(float(d.mean()), exponent)
+    mean = unscale(float(d.mean()), exponent)
     is_exact = False
     used = 0
 
@@ -319,11 +310,11 @@ def paired_confidence_test(
         }[alternative]
 
     if method == "sign_flip":
-        statistic = _unscale(statistic, exponent)
+        statistic = unscale(statistic, exponent)
     return PairedConfidenceResult(
         estimate=mean,
-        low=_unscale(interval[0], exponent),
-        high=_unscale(interval[1], exponent),
+        low=unscale(interval[0], exponent),
+        high=unscale(interval[1], exponent),
         interval_target=_INTERVAL_TARGET[method],
         p_value=min(1.0, float(p_value)),
         statistic=statistic,

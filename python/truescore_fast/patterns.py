@@ -30,12 +30,6 @@ __all__ = ["PatternTest", "pattern_permutation_test"]
 
 Pattern = str | Callable[[npt.NDArray[np.float64]], Any] | npt.ArrayLike
 
-_NAMED_PATTERNS = {
-    "harder": "fresh forms harder: public correct more often than fresh (gap > 0)",
-    "easier": "fresh forms easier: fresh correct more often than public (gap < 0)",
-    "nonzero": "any form difference (gap != 0)",
-}
-
 
 @dataclass(frozen=True, repr=False)
 class PatternTest(Result):
@@ -118,7 +112,7 @@ def pattern_permutation_test(
     pattern: Pattern = "harder",
     min_models: int = 2,
     draws: int = 20_000,
-    seed: SeedLike,
+    seed: SeedLike = 0,
     n_threads: int | None = None,
 ) -> PatternTest:
     """Do M models show a pattern on the same parents more often than by chance?
@@ -134,7 +128,7 @@ def pattern_permutation_test(
             (M, N) array itself.
         min_models: k: a parent counts when at least k models show the pattern on it.
         draws: Permutations of the null (the paper: 20,000).
-        seed: int, ``SeedSequence`` or ``Generator``; draw b uses Philox task stream b.
+        seed: Any seed ``philox_key`` accepts (default 0); draw b uses Philox task stream b.
         n_threads: Threads (None: every core); the result never depends on it.
 
     Statistic: T = #{parents j : sum_m indicator[m, j] >= k}. Null: each model's row is

@@ -34,8 +34,10 @@ say any particular model does so. The binomial interval treats cross-validated
 predictions as independent trials, which is approximately, not exactly, true.
 
 Reference:
-    Namjoo, Ogasawara, Abdullah et al., surface-feature leakage in binary-choice truth
-    benchmarks and Audit-Prune (the project's seed documents).
+    F. Namjoo, R. Ogasawara, A. Abdullah et al. (University of Utah, Thoughtworks,
+    University of Massachusetts Amherst): surface-feature leakage in binary-choice truth
+    benchmarks such as TruthfulQA, and Audit-Prune. Implemented from the paper's abstract;
+    its title and venue are not recorded here.
 """
 
 from __future__ import annotations
@@ -50,8 +52,15 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, TabularResult
-from truescore_fast._validation import check_alpha, check_positive_int
+from truescore_fast._validation import (
+    MissingExtraError,
+    check_alpha,
+    check_open_unit,
+    check_positive_int,
+    optional_module,
+)
 
 __all__ = [
     "FEATURE_NAMES",
@@ -88,19 +97,11 @@ _WORD = re.compile(r"[a-z0-9']+")
 _PUNCT = frozenset(string.punctuation)
 
 
-class MissingExtraError(ImportError):
-    """An optional dependency of truescore_fast is not installed."""
-
-
 def _sklearn() -> Any:
-    try:
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import KFold
-    except ImportError as error:
-        raise MissingExtraError(
-            "Audit-Prune needs scikit-learn>=1.3: pip install 'truescore-fast[prune]'"
-        ) from error
-    return LogisticRegression, KFold
+    need = {"requirement": "scikit-learn>=1.3", "extra": "prune", "purpose": "Audit-Prune"}
+    linear_model = optional_module("sklearn.linear_model", **need)
+    model_selection = optional_module("sklearn.model_selection", **need)
+    return linear_model.LogisticRegression, model_selection.KFold
 
 
 def _texts(name: str, values: Sequence[str]) -> list[str]:
@@ -257,14 +258,15 @@ def _audit_scaled(
     return audit, ds @ coef
 
 
-def _check_options(n_pairs: int, n_splits: int, alpha: float, seed: int) -> None:
+def _check_options(n_pairs: int, n_splits: int, alpha: float, seed: SeedLike) -> int:
+    """Validate the options; return the seed as the int that seeds the folds and the coin."""
     check_positive_int("n_splits", n_splits, minimum=2)
     if n_splits > n_pairs:
         raise ValueError(
             f"n_splits must not exceed the number of pairs ({n_pairs}); got {n_splits}"
         )
     check_alpha(alpha)
-    check_positive_int("seed", seed, minimum=0)
+    return seed_int(seed)
 
 
 def leakage_audit(
@@ -274,7 +276,7 @@ def leakage_audit(
     *,
     n_splits: int = 5,
     alpha: float = 0.05,
-    seed: int = 0,
+    seed: SeedLike = 0,
 ) -> LeakageAudit:
     """How well do six surface features pick the correct answer of each pair?
 
@@ -284,7 +286,8 @@ def leakage_audit(
         incorrect: the incorrect answer of each pair.
         n_splits: cross-validation folds over pairs (at least 2).
         alpha: the accuracy's interval has level 1 - alpha.
-        seed: seed of the fold assignment and of tie-breaking.
+        seed: seed of the fold assignment and of tie-breaking: any seed ``philox_key``
+            accepts (default 0), used as the int ``seed_int(seed)``.
 
     Raises:
         MissingExtraError: (an ImportError) scikit-learn is not installed.
@@ -292,8 +295,8 @@ def leakage_audit(
             than folds, or a bad ``n_splits``, ``alpha`` or ``seed``.
     """
     d = feature_differences(questions, correct, incorrect)
-    _check_options(len(d), n_splits, alpha, seed)
-    return _audit_scaled(d, n_splits, alpha, seed)[0]
+    s = _check_options(len(d), n_splits, alpha, seed)
+    return _audit_scaled(d, n_splits, alpha, s)[0]
 
 
 @dataclass(frozen=True, repr=False)
@@ -386,7 +389,7 @@ def audit_prune(
     alpha: float = 0.05,
     step: float = 0.02,
     max_fraction: float = 0.5,
-    seed: int = 0,
+    seed: SeedLike = 0,
 ) -> PruneResult:
     """Remove the most leakage-reinforcing pairs until the audit's interval covers chance.
 
@@ -407,15 +410,15 @@ def audit_prune(
             ``max_fraction`` outside (0, 1).
     """
     d = feature_differences(questions, correct, incorrect)
-    _check_options(len(d), n_splits, alpha, seed)
-    check_alpha(step, "step")
-    check_alpha(max_fraction, "max_fraction")
+    s = _check_options(len(d), n_splits, alpha, seed)
+    check_open_unit("step", step)
+    check_open_unit("max_fraction", max_fraction)
     n = len(d)
     budget = int(np.floor(max_fraction * n))
     alive = np.arange(n)
     removed: list[int] = []
     steps: list[PruneStep] = []
-    audit, margin = _audit_scaled(d, n_splits, alpha, seed)
+    audit, margin = _audit_scaled(d, n_splits, alpha, s)
     before = audit
     while True:
         room = budget - len(removed)
@@ -429,7 +432,7 @@ def audit_prune(
         steps.append(PruneStep(len(alive), audit.estimate, audit.low, audit.high, drop))
         removed.extend(drop)
         alive = np.delete(alive, order)
-        audit, margin = _audit_scaled(d[alive], n_splits, alpha, seed)
+        audit, margin = _audit_scaled(d[alive], n_splits, alpha, s)
     return PruneResult(
         before=before,
         after=audit,

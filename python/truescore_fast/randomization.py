@@ -7,7 +7,8 @@ It detects any form effect, exposure or mere form mismatch alike; the audit
 (:mod:`truescore_fast.audit`) separates the two with a control bank.
 
 Reference:
-    The CleanScore matched-form audit paper (seed document 003), Table 13.
+    J. Opoku and D. Banahene, "CleanScore: Black-Box Benchmark Audits with Negative
+    Controls and Sensitivity Bounds", Table 13.
 """
 
 from __future__ import annotations
@@ -19,14 +20,18 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._random import philox_key
+from truescore_fast._random import SeedLike, philox_key, seed_int
 from truescore_fast._result import Result
-from truescore_fast._validation import check_choice, check_n_threads, check_positive_int
-from truescore_fast.audit import _forms, _seed_int
+from truescore_fast._validation import (
+    ALTERNATIVES,
+    Alternative,
+    check_choice,
+    check_n_threads,
+    check_positive_int,
+)
+from truescore_fast.audit import _forms
 
 __all__ = ["RandomizationTest", "randomization_test"]
-
-Alternative = Literal["greater", "less", "two-sided"]
 
 _MAX_DENOMINATOR = 1000
 
@@ -87,7 +92,7 @@ def randomization_test(
     alternative: Alternative = "greater",
     method: Literal["auto", "exact", "monte_carlo"] = "auto",
     n_resamples: int = 9999,
-    seed: int | np.random.Generator | None = None,
+    seed: SeedLike = 0,
     n_threads: int | None = None,
 ) -> RandomizationTest:
     """Exact randomization test that the public form is exchangeable with the fresh ones.
@@ -105,7 +110,8 @@ def randomization_test(
       The direct convolution costs about (n L)^2 (K + 1) / 2 operations: a quarter of a
       second at n = 5,000 with L = 4, growing quadratically;
     * otherwise (``method="auto"``) Monte Carlo with ``n_resamples`` draws and the +1
-      correction, reproducible from ``seed`` and identical for any ``n_threads``.
+      correction, reproducible from ``seed`` (any seed ``philox_key`` accepts, default 0;
+      the result records the int it used) and identical for any ``n_threads``.
 
     The null distribution is skewed: the two-sided p is P(|T*| >= |T|), never a doubled
     one-sided p. Exact p-values keep their relative precision down to the smallest
@@ -120,7 +126,7 @@ def randomization_test(
         ValueError: scores outside [0, 1] or non-finite, mismatched shapes, n < 2, an
             unknown alternative or method, or ``method="exact"`` for scores on no lattice.
     """
-    check_choice("alternative", alternative, ("greater", "less", "two-sided"))
+    check_choice("alternative", alternative, ALTERNATIVES)
     check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
     pub, fr = _forms(public, fresh)
@@ -132,7 +138,7 @@ def randomization_test(
         resamples = check_positive_int("n_resamples", n_resamples)
     code = {"auto": 0, "exact": 1, "monte_carlo": 2}[method]
     if method != "exact":
-        seed_used = _seed_int(seed)  # recorded only if Monte Carlo runs
+        seed_used = seed_int(seed)  # recorded only if Monte Carlo runs
     key = philox_key(seed_used or 0)
     pg, pl, pt, kind, den, statistic, informative = _core.randomization_test(
         pub, fr, code, _MAX_DENOMINATOR, resamples or 1, key[0], key[1], n_threads=threads

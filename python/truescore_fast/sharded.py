@@ -13,6 +13,10 @@ shard boundaries and permutations a user must score to run it.
 What a result does not mean: like the exact rank test, the SLCT detects memorisation of
 the published order; a model trained on shuffled or paraphrased copies can pass it. It
 also leans on a t approximation across shards, which the exact rank test does not need.
+
+Reference:
+    Oren, Meister, Chatterji, Ladhak, Hashimoto (2023), "Proving Test Set Contamination in
+    Black-Box Language Models", arXiv:2310.17623.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy.typing as npt
 from scipy import special, stats
 
 from truescore_fast import _core
+from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
@@ -274,22 +279,24 @@ class ShardOrders(Result):
 
 
 def shard_orders(
-    n_examples: int, n_shards: int, permutations_per_shard: int, *, seed: int
+    n_examples: int, n_shards: int, permutations_per_shard: int, *, seed: SeedLike = 0
 ) -> ShardOrders:
     """Contiguous shard boundaries and the shuffled orders to score, from a seed.
 
     Shard i holds ``n // r + (i < n % r)`` consecutive examples. Its P shuffled orders
     come from ``numpy.random.Generator(numpy.random.Philox(child_i))`` where ``child_i``
-    is the i-th child of ``numpy.random.SeedSequence(seed).spawn(r)``: each row is
-    ``generator.permuted`` of the shard's indices. Anyone with NumPy and the seed can
+    is the i-th child of ``numpy.random.SeedSequence(s).spawn(r)``, ``s = seed_int(seed)``
+    (the recorded ``ShardOrders.seed``): each row is ``generator.permuted`` of the shard's
+    indices. Anyone with NumPy and the seed can
     regenerate the orders, and shard i's orders do not depend on how many shards follow.
 
     Args:
         n_examples: Benchmark size n (at least 1).
         n_shards: Number of shards r, 1 <= r <= n.
         permutations_per_shard: P >= 1 shuffled orders per shard.
-        seed: A non-negative integer. A ``Generator`` is refused on purpose: the point
-            of this function is that the orders can be re-created from what is recorded.
+        seed: Any seed ``philox_key`` accepts (default 0). The orders come from the int
+            ``seed_int(seed)`` (an int seed as given), recorded as ``ShardOrders.seed``:
+            the orders can always be re-created from what is recorded.
 
     Returns:
         A :class:`ShardOrders`. Shuffles are uniform over all orders, so one can equal
@@ -301,7 +308,7 @@ def shard_orders(
     n = check_positive_int("n_examples", n_examples)
     r = check_positive_int("n_shards", n_shards)
     p = check_positive_int("permutations_per_shard", permutations_per_shard)
-    s = check_positive_int("seed", seed, minimum=0)
+    s = seed_int(seed)
     if r > n:
         raise ValueError(f"n_shards must be at most n_examples ({n}); got {r}")
     sizes = n // r + (np.arange(r) < n % r)

@@ -90,7 +90,7 @@ def seed_contrast(
     alpha: float = 0.05,
     method: Literal["auto", "exact", "monte_carlo"] = "auto",
     draws: int = 100_000,
-    seed: SeedLike | None = None,
+    seed: SeedLike = 0,
     n_threads: int | None = None,
 ) -> SeedContrast:
     """Mean, t-interval, seeds positive and the sign-flip p of per-seed contrasts.
@@ -102,7 +102,8 @@ def seed_contrast(
             2^(n/2) sums of each half, one sorted; 10 seeds are 1,024 vectors);
             ``"monte_carlo"`` draws ``draws`` random sign vectors (p = (1 + hits) /
             (draws + 1)); ``"auto"`` is exact up to 40 seeds, Monte Carlo above.
-        draws, seed: For Monte Carlo only; ``seed`` is then required.
+        draws, seed: For Monte Carlo only (``seed``: any seed ``philox_key`` accepts,
+            default 0).
         n_threads: Threads for Monte Carlo (None: every core); never changes the result.
 
     Null: each seed's contrast is symmetric about 0, so its sign is a fair coin. The
@@ -113,7 +114,7 @@ def seed_contrast(
 
     Raises:
         ValueError: fewer than 2 values, non-finite values, bad alpha, an unknown method,
-            ``"exact"`` with more than 40 values, Monte Carlo without a seed, draws < 1.
+            ``"exact"`` with more than 40 values, a bad seed, draws < 1.
     """
     x = finite_1d("values", values)
     if x.size < 2:
@@ -130,19 +131,13 @@ def seed_contrast(
         if n > MAX_EXACT_SEEDS:
             raise ValueError(
                 f"values: exact enumeration handles at most {MAX_EXACT_SEEDS} seeds; got {n} "
-                "(use method='monte_carlo' with a seed)"
+                "(use method='monte_carlo')"
             )
         count = _core.sign_flip_count_two_sided(x)
         vectors = 2**n
         p = count / vectors
         used = "exact"
     else:
-        if seed is None:
-            raise ValueError(
-                "seed is required for the Monte Carlo sign-flip test "
-                f"({n} seeds > {MAX_EXACT_SEEDS} "
-                "or method='monte_carlo')"
-            )
         d = check_positive_int("draws", draws)
         key = philox_key(seed)
         hits = _core.sign_flip_counts(

@@ -14,6 +14,7 @@ void bind_calibration(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
+    m.attr("__version__") = TRUESCORE_VERSION;  // pyproject.toml's, from CMakeLists.txt
     bind_compare(m);
     bind_contamination(m);
     bind_intervals(m);
