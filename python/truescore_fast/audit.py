@@ -46,6 +46,8 @@ from truescore_fast._validation import (
     check_unit_interval,
 )
 from truescore_fast.intervals import (  # the intervals re-exported: their home until 0.1
+    _FALLBACK_METHODS,
+    _TRAITS,
     INTERVAL_METHODS,
     Interval,
     Intervals,
@@ -263,7 +265,6 @@ class MatchedFormAudit(Result):
         return "\n".join(lines)
 
 
-_FALLBACKS = ("betting", "hoeffding", "bernstein", "hoeffding_serfling")
 _READINGS = ("wald", "hoeffding", "fixed")
 
 
@@ -325,9 +326,9 @@ def matched_form_audit(
             f"transport_radius must be a finite number >= 0; got {transport_radius!r}"
         )
     guard = check_positive_int("guardrail", guardrail, minimum=0)
-    check_choice("fallback", fallback, _FALLBACKS)
-    if fallback == "hoeffding_serfling" and pop is None:
-        raise ValueError("fallback 'hoeffding_serfling' needs population_size")
+    check_choice("fallback", fallback, _FALLBACK_METHODS)
+    if _TRAITS[fallback].needs_population and pop is None:
+        raise ValueError(f"fallback {fallback!r} needs population_size")
     check_choice("control_reading", control_reading, _READINGS)
     seed_used = seed_int(seed)
     order = np.random.default_rng(seed_used).permutation(n).astype(np.int64)

@@ -80,7 +80,7 @@ from truescore_fast._validation import (
     float_array,
     group_offsets,
 )
-from truescore_fast.intervals import INTERVAL_METHODS
+from truescore_fast.intervals import _CODE, _FALLBACK_METHODS, _TRAITS, INTERVAL_METHODS
 
 __all__ = [
     "REPLICATIONS_PER_TASK",
@@ -95,7 +95,6 @@ __all__ = [
     "stress_settings",
 ]
 
-_CODE = {name: code for code, name in enumerate(INTERVAL_METHODS)}
 _LATTICE_MAX = 64  # at most this many distinct gap values: counts per value may be drawn
 
 
@@ -240,7 +239,7 @@ def _coverage_cell(
     lattice = None
     if sampler not in ("auto", "sequence", "counts"):
         raise ValueError(f"sampler must be 'auto', 'sequence' or 'counts'; got {sampler!r}")
-    if sampler != "sequence" and "betting" not in methods:
+    if sampler != "sequence" and not any(_TRAITS[m].order_dependent for m in methods):
         lattice = _lattice(design)
     if sampler == "counts" and lattice is None:
         raise ValueError(
@@ -621,11 +620,8 @@ def detection_study(
     gs = _floats("form_gaps", form_gaps)
     reps = _replications(replications)
     guard = check_positive_int("guardrail", guardrail, minimum=0)
-    if fallback not in _CODE or fallback == "wald":
-        raise ValueError(
-            f"fallback must be one of {tuple(m for m in INTERVAL_METHODS if m != 'wald')}; "
-            f"got {fallback!r}"
-        )
+    if fallback not in _FALLBACK_METHODS:
+        raise ValueError(f"fallback must be one of {_FALLBACK_METHODS}; got {fallback!r}")
     threads = check_n_threads(n_threads)
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
