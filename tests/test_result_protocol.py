@@ -31,7 +31,6 @@ NOT_RESULTS = {
     "ComparisonResult": "truescore drop-in",
     "ContaminationResult": "truescore drop-in",
     "CombinedContamination": "truescore drop-in",
-    "PooledContamination": "subclasses a truescore drop-in (CombinedContamination)",
     # Inputs and internal records, not results.
     "AuditData": "parsed input table (read_audit_table)",
     "StressSetting": "an input setting of stress_grid",
@@ -135,6 +134,10 @@ FACTORIES = {
     "ShardedLikelihoodResult": (
         lambda: tf.sharded_likelihood_test(*_shuffled()),
         ("statistic", "p_value", "estimate", "alpha"),
+    ),
+    "PooledContamination": (
+        lambda: tf.exchangeability_tests(*_shuffled()).combine("stouffer"),
+        ("method", "p_value", "statistic", "level"),
     ),
     "ExchangeabilityTests": (
         lambda: tf.exchangeability_tests(*_shuffled()),

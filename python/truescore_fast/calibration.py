@@ -145,7 +145,8 @@ def _run_meta(study: str, seed: SeedLike, key: tuple[int, int], reps: int) -> di
     """The meta entries every simulation study records (how to reproduce it)."""
     return {
         "study": study,
-        "seed": seed if isinstance(seed, int) else repr(seed),
+        # An int seed replays the study; for any other seed the key below does.
+        "seed": int(seed) if isinstance(seed, (int, np.integer)) else repr(seed),
         "key": list(key),
         "replications": reps,
         "replications_per_task": REPLICATIONS_PER_TASK,

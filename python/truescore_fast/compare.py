@@ -405,6 +405,10 @@ def _sign_flip_p_value(
         counts = _core.sign_flip_exact_pairs(arr_a, arr_b)
         extra = 0
     else:
+        if budget >= 2**63:
+            raise ValueError(
+                f"n_resamples must be below 2**63 for Monte Carlo sampling; got {budget}"
+            )
         # Random swap patterns with the enumeration's statistic and tie rule, so the two
         # modes estimate the same p (truescore's Monte Carlo does the same, via SciPy).
         perm_key = (key[0], key[1] ^ _PERMUTATION_KEY_TWEAK)

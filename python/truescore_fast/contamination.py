@@ -33,7 +33,7 @@ import numpy.typing as npt
 from scipy import special
 
 from truescore_fast import _core
-from truescore_fast._result import TabularResult
+from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -328,25 +328,37 @@ class CombinedContamination:
         )
 
 
-@dataclass(frozen=True)
-class PooledContamination(CombinedContamination):
+@dataclass(frozen=True, repr=False)
+class PooledContamination(CombinedContamination, Result):
     """Shard p-values pooled by a named method (truescore_fast's own result type).
 
     Attributes:
         method: ``"fisher"``, ``"stouffer"`` (statistic: Stouffer's Z on mid-p values)
             or ``"average"`` (statistic: the mean shard p-value; p = min(1, 2 x mean)).
 
-    The other fields are :class:`CombinedContamination`'s. ``summary()`` is the longer
-    report (:meth:`CombinedContamination.explain`); ``combine_shards`` never returns this
-    type, so truescore code sees truescore's fields and text.
+    The other fields are :class:`CombinedContamination`'s (``level`` included, so code that
+    reads a pooled result either way works; ``alpha`` is ``1 - level``). It follows the
+    library's result protocol: ``summary()`` (= ``str()``) is the longer report
+    (:meth:`CombinedContamination.explain`), a short ``repr``, ``to_dict()``.
+    ``combine_shards`` never returns this type, so truescore code sees truescore's fields
+    and text.
     """
 
     method: str = "fisher"
+
+    _repr_fields = ("method", "p_value", "statistic", "n_shards", "alpha")
+    # The short repr of the result protocol, not the drop-in base's dataclass repr.
+    __repr__ = Result.__repr__
 
     @property
     def pooling(self) -> str:
         """The ``method`` field."""
         return self.method
+
+    @property
+    def alpha(self) -> float:
+        """The significance level, ``1 - level``."""
+        return 1.0 - self.level
 
     def summary(self) -> str:
         """The longer report: method, statistic, p and log p, and the verdict."""
