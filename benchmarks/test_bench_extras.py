@@ -72,7 +72,7 @@ def test_family_bootstrap_ours(benchmark, clustered, record_role):
     )
     lo, hi = numpy_family_bootstrap(*clustered, seed=1)
     width = hi - lo
-    assert abs(res.interval[0] - lo) < 0.1 * width and abs(res.interval[1] - hi) < 0.1 * width
+    assert abs(res.low - lo) < 0.1 * width and abs(res.high - hi) < 0.1 * width
 
 
 @pytest.mark.benchmark(group=f"family bootstrap, {N_FAMILIES} families x {N_BOOT}")

@@ -19,6 +19,8 @@ from reference import (
 )
 from scipy import stats
 from truescore_fast import audit as audit_mod
+from truescore_fast import intervals as intervals_mod
+from truescore_fast import randomization as randomization_mod
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -100,7 +102,7 @@ def test_every_interval_equals_the_numpy_reference(method, n, kind, with_populat
         assert got.high == pytest.approx(want[1], abs=tol)
         assert got.estimate == pytest.approx(want[2], abs=1e-15)
         assert got.half_width == pytest.approx(want[3], abs=tol)
-        assert got.method == method and got.level == 1 - alpha
+        assert got.method == method and got.alpha == alpha
         assert got.low <= got.estimate <= got.high or method == "betting"
 
 
@@ -239,7 +241,7 @@ def test_audit_reports_scores_intervals_and_reproducible_order():
     d = pub - fr.mean(axis=1)
     assert res.public_score == pytest.approx(pub.mean())
     assert res.fresh_score == pytest.approx(fr.mean())
-    assert res.delta == pytest.approx(d.mean())
+    assert res.estimate == pytest.approx(d.mean())
     assert res.n == 200 and res.n_forms == 2
     assert res.nonzero_gaps == np.count_nonzero(d)
     assert set(res.intervals) == set(tf.INTERVAL_METHODS)
@@ -282,7 +284,7 @@ def test_sensitivity_interval_and_claim_rule():
     prim = tf.wald_interval(d, population_size=2000, alpha=0.025)
     cw = tf.wald_interval(dc, alpha=0.025)
     ch = tf.hoeffding_interval(dc, alpha=0.025)
-    assert res.control.b == pytest.approx(dc.mean())
+    assert res.control.estimate == pytest.approx(dc.mean())
     assert res.tau.low == pytest.approx(prim.low - (cw.high + r), abs=1e-15)
     assert res.tau.high == pytest.approx(prim.high - (cw.low - r), abs=1e-15)
     assert res.tau_intervals["hoeffding"].low == pytest.approx(prim.low - (ch.high + r))
@@ -315,7 +317,7 @@ def test_audit_accepts_one_fresh_form_and_averaged_labels():
     fr = rng.integers(0, 5, 80) / 4
     res = tf.matched_form_audit(pub, fr, seed=0)
     assert res.n_forms == 1
-    assert res.delta == pytest.approx(np.mean(pub - fr))
+    assert res.estimate == pytest.approx(np.mean(pub - fr))
 
 
 # ------------------------------------------------------------------ long-format table
@@ -596,8 +598,9 @@ def test_property_audit_and_test_are_finite_or_raise(rows, radius):
 
 
 def test_public_names_are_exported():
-    for name in audit_mod.__all__:
-        assert name in tf.__all__ and getattr(tf, name) is getattr(audit_mod, name)
+    for module in (intervals_mod, audit_mod, randomization_mod):
+        for name in module.__all__:
+            assert name in tf.__all__ and getattr(tf, name) is getattr(module, name)
 
 
 # ------------------------------------------------------------------ tau interval coverage

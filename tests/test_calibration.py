@@ -26,6 +26,7 @@ from reference import (
     ref_proportional_allocation,
     ref_wald_interval,
 )
+from truescore_fast import _engine
 from truescore_fast import calibration as cal
 from truescore_fast._random import philox_key
 
@@ -206,7 +207,7 @@ def test_thread_count_chunking_and_executor_never_change_results(monkeypatch):
     one = tf.coverage_study(pop, [20, 60], n_threads=1, **kw)
     two = tf.coverage_study(pop, [20, 60], n_threads=2, **kw)
     assert same_table(one, two)
-    monkeypatch.setattr(cal, "_CHUNK_SECONDS", 1e-9)  # one task per call
+    monkeypatch.setattr(_engine, "_CHUNK_SECONDS", 1e-9)  # one task per call
     assert same_table(one, tf.coverage_study(pop, [20, 60], n_threads=2, **kw))
     with ThreadPoolExecutor(2) as pool:
         assert same_table(one, tf.coverage_study(pop, [20, 60], executor=pool, **kw))

@@ -149,7 +149,7 @@ def test_cli_audit_on_the_shipped_example(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["claim"] is True
     assert [m for m, r in doc["models"].items() if r["claim"]] == ["leaky"]
-    assert doc["models"]["mismatch"]["delta"] > 0  # a form effect without a leak: no claim
+    assert doc["models"]["mismatch"]["estimate"] > 0  # a form effect without a leak: no claim
     # a radius that covers the whole planted effect: nothing is claimed, exit 0
     assert audit_cli([*base, "--radius", "0.3"]) == 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import re
 import tracemalloc
 
 import numpy as np
@@ -76,13 +77,14 @@ def test_result_type_matches_truescore():
     assert mine.significant == yours.significant is True
     with pytest.raises(dataclasses.FrozenInstanceError):
         mine.p_value = 0.5  # type: ignore[misc]
-    text = mine.summary()
+    # summary() is truescore's text, word for word; explain() is ours
+    assert mine.summary() == yours.summary()
+    no_pairs = dataclasses.replace(mine, n_discordant=None)
+    assert no_pairs.summary() == dataclasses.replace(yours, n_discordant=None).summary()
+    text = mine.explain()
     for piece in ("m", "5", "+0.1000", "-0.2000", "+0.4000", "90%", "0.08", "3"):
         assert piece in text
-    assert (
-        "disagree" in text
-        and "disagree" not in dataclasses.replace(mine, n_discordant=None).summary()
-    )
+    assert "disagree" in text and "disagree" not in no_pairs.explain()
 
 
 # --- deterministic results: identical to truescore ---------------------------------------
@@ -296,7 +298,9 @@ def test_results_identical_for_any_thread_count():
         d, **kw, n_threads=2
     )
     a, b = rng.normal(size=18), rng.normal(size=18)
-    assert _core.sign_flip_exact(a, b, n_threads=1) == _core.sign_flip_exact(a, b, n_threads=2)
+    assert _core.sign_flip_exact_pairs(a, b, n_threads=1) == _core.sign_flip_exact_pairs(
+        a, b, n_threads=2
+    )
 
 
 def test_reproducible_from_seed():
@@ -338,7 +342,7 @@ def test_cluster_bootstrap_widens_for_correlated_clusters():
     ],
 )
 def test_binomial_sampler_fits_the_binomial_law(n, p):
-    draws = _core.binomial_sample(n, p, 40_000, *philox_key(n))
+    draws = _core.testing.binomial_sample(n, p, 40_000, *philox_key(n))
     lo, hi = int(stats.binom.ppf(1e-3, n, p)), int(stats.binom.isf(1e-3, n, p))
     support = np.arange(lo, hi + 1)
     observed = np.concatenate(
@@ -356,7 +360,10 @@ def test_binomial_sampler_fits_the_binomial_law(n, p):
     chi2 = np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep])
     assert stats.chi2.sf(chi2, max(1, keep.sum() - 1)) > 1e-4
     assert draws.min() >= 0 and draws.max() <= n
-    edge = _core.binomial_sample(n, 0.0, 5, 1, 2).tolist(), _core.binomial_sample(n, 1.0, 5, 1, 2)
+    edge = (
+        _core.testing.binomial_sample(n, 0.0, 5, 1, 2).tolist(),
+        _core.testing.binomial_sample(n, 1.0, 5, 1, 2),
+    )
     assert edge[0] == [0] * 5 and edge[1].tolist() == [n] * 5
 
 
@@ -372,7 +379,7 @@ def test_multinomial_bootstrap_has_the_index_bootstraps_distribution():
     assert fast.var() == pytest.approx(se**2, rel=0.05)  # sd of a variance estimate ~1%
 
 
-def test_grouped_sign_flips_match_the_exact_null_of_binary_data():
+def test_monte_carlo_sign_flips_match_the_exact_null_of_binary_data():
     # binary pairs: with m discordant pairs the null statistic is 2 Binomial(m, 1/2) - m
     a = np.r_[np.ones(30), np.zeros(12), np.ones(58)]
     b = np.r_[np.zeros(30), np.ones(12), np.ones(58)]
@@ -391,10 +398,6 @@ def test_discrete_paths_identical_for_any_thread_count():
         _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=1),
         _core.bootstrap_means_discrete(values, counts, 5000, *key, n_threads=2),
     )
-    args = (np.array([0.5, 1.0]), np.array([400, 700]), np.array([-20, 35]), 5000, *key)
-    assert _core.sign_flip_monte_carlo_grouped(
-        *args, n_threads=1
-    ) == _core.sign_flip_monte_carlo_grouped(*args, n_threads=2)
 
 
 # --- memory ---------------------------------------------------------------------------
@@ -506,11 +509,18 @@ def test_infeasible_exact_enumeration_is_refused():
         tf.paired_permutation(a, b, n_resamples=2**31)
 
 
-@pytest.mark.parametrize("n_bootstrap", [0, -1, 2.5, True])
-def test_bad_n_bootstrap_is_a_value_error(n_bootstrap):
-    # truescore raises IndexError / TypeError / ValueError here; we raise ValueError
-    with pytest.raises(ValueError, match="n_bootstrap"):
-        tf.paired_bootstrap([1.0, 2.0], [0.0, 1.0], n_bootstrap=n_bootstrap)
+@pytest.mark.parametrize(
+    ("n_bootstrap", "error"),
+    [(0, IndexError), (-1, ValueError), (2.5, TypeError), (True, TypeError), (None, TypeError)],
+)
+def test_bad_n_bootstrap_raises_what_truescore_raises(n_bootstrap, error):
+    # truescore's count reaches NumPy unchecked: 0 fails in np.percentile (IndexError), a
+    # bool or float in rng.integers (TypeError). A drop-in mirrors that, type and message.
+    args = ([1.0, 2.0], [0.0, 1.0])
+    with pytest.raises(error) as theirs:
+        ts.paired_bootstrap(*args, n_bootstrap=n_bootstrap)
+    with pytest.raises(error, match=re.escape(str(theirs.value))):
+        tf.paired_bootstrap(*args, n_bootstrap=n_bootstrap)
 
 
 def test_huge_scores_stay_finite_or_raise():
@@ -553,3 +563,49 @@ def test_property_finite_result_or_value_error(values, extra, alpha, n_resamples
         values_out = (r.difference, r.low, r.high, r.p_value)
         assert all(math.isfinite(v) for v in values_out), r
         assert 0.0 <= r.p_value <= 1.0 and r.low <= r.high
+
+
+# --- Monte Carlo sign flips: the enumeration's statistic and tie rule ----------------------
+
+
+def test_monte_carlo_permutation_p_estimates_the_exact_p():
+    # Many swap patterns tie with the observed statistic up to rounding; the enumeration
+    # (SciPy's rule, 100 eps relative) counts them by their rounded values. The Monte Carlo
+    # mode must count them the same way, or it estimates another number (it gave 1.0).
+    a, b = np.tile([0.1, 0.2, -0.3], 6), np.zeros(18)
+    exact = tf.paired_permutation(a, b, n_resamples=np.inf).p_value
+    assert exact == ts.paired_permutation(a, b, n_resamples=2**18).p_value
+    draws = 4000
+    ps = np.array(
+        [tf.paired_permutation(a, b, n_resamples=draws, seed=s).p_value for s in range(40)]
+    )
+    # p = 2 * tail; each tail estimate has sd sqrt(q (1 - q) / draws), q = exact / 2
+    se = 2 * math.sqrt((exact / 2) * (1 - exact / 2) / draws) / math.sqrt(len(ps))
+    assert abs(ps.mean() - exact) < 4 * se, (ps.mean(), exact, se)
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 70])
+def test_monte_carlo_sign_flip_pairs_equal_numpy_philox_reference(n):
+    rng = np.random.default_rng(n)
+    a = rng.integers(0, 3, n) / 4.0
+    b = rng.integers(0, 3, n) / 4.0
+    draws, key = 300, (12345, 678910)  # two blocks of 256 patterns
+    got = _core.sign_flip_monte_carlo_pairs(a, b, n_resamples=draws, key0=key[0], key1=key[1])
+    words = (n + 63) // 64
+    observed = np.mean(a) - np.mean(b)
+    tol = abs(100 * np.finfo(float).eps * observed)
+    greater = less = 0
+    for block in range(2):
+        gen = np.random.Philox(
+            key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, block, 0], np.uint64)
+        )
+        raw = gen.random_raw(256 * words).reshape(256, words)
+        for row in raw[: draws - 256 * block]:
+            bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:n].astype(bool)
+            t = np.mean(np.where(bits, b, a)) - np.mean(np.where(bits, a, b))
+            greater += t >= observed - tol
+            less += t <= observed + tol
+    assert (got["n_patterns"], got["count_greater"], got["count_less"]) == (draws, greater, less)
+    assert got == _core.sign_flip_monte_carlo_pairs(
+        a, b, n_resamples=draws, key0=key[0], key1=key[1], n_threads=2
+    )

@@ -158,8 +158,8 @@ def test_kappa_matches_scikit_learn(seed):
     b = np.where(rng.random(n) < 0.6, a, rng.choice(cats, n))
     res = linear_weighted_kappa(a, b, categories=cats, n_resamples=200)
     ref = cohen_kappa_score(a, b, labels=cats, weights="linear")
-    assert res.kappa == pytest.approx(ref, abs=1e-12)
-    assert res.interval[0] <= res.kappa <= res.interval[1] or res.n_items < 10
+    assert res.estimate == pytest.approx(ref, abs=1e-12)
+    assert res.low <= res.estimate <= res.high or res.n_items < 10
 
 
 def test_kappa_integer_scale_with_unused_categories():
@@ -167,7 +167,7 @@ def test_kappa_integer_scale_with_unused_categories():
     b = [0, 1, 2, 2, 1, 1]
     res = linear_weighted_kappa(a, b, categories=[0, 1, 2, 3, 4], n_resamples=100)
     ref = cohen_kappa_score(a, b, labels=[0, 1, 2, 3, 4], weights="linear")
-    assert res.kappa == pytest.approx(ref, abs=1e-12)
+    assert res.estimate == pytest.approx(ref, abs=1e-12)
 
 
 def test_kappa_bootstrap_is_seeded():
@@ -176,7 +176,8 @@ def test_kappa_bootstrap_is_seeded():
     b = np.clip(a + rng.integers(-1, 2, 40), 0, 2)
     one = linear_weighted_kappa(a, b, categories=[0, 1, 2], seed=5)
     assert one == linear_weighted_kappa(a, b, categories=[0, 1, 2], seed=5)
-    assert one.interval != linear_weighted_kappa(a, b, categories=[0, 1, 2], seed=6).interval
+    other = linear_weighted_kappa(a, b, categories=[0, 1, 2], seed=6)
+    assert (one.low, one.high) != (other.low, other.high)
 
 
 def test_kappa_interval_coverage():
@@ -194,7 +195,7 @@ def test_kappa_interval_coverage():
         res = linear_weighted_kappa(
             cells // 3, cells % 3, categories=[0, 1, 2], n_resamples=500, seed=r
         )
-        covered += res.interval[0] <= truth <= res.interval[1]
+        covered += res.low <= truth <= res.high
     se = math.sqrt(0.95 * 0.05 / reps)
     assert abs(covered / reps - 0.95) <= 4 * se
 
@@ -209,7 +210,7 @@ def test_kappa_interval_coverage():
         ([[0]], [[0]], {}, "1-D"),
         ([0, 1], [0, 1], {"categories": [0]}, "at least two"),
         ([0, 1], [0, 1], {"categories": [0, 1, 1]}, "repeat"),
-        ([0, 1], [0, 1], {"level": 1.5}, "level"),
+        ([0, 1], [0, 1], {"alpha": 1.5}, "alpha"),
         ([0, 1], [0, 1], {"n_resamples": 0}, "n_resamples"),
         ([0, 1], [0, 1], {"seed": -1}, "seed"),
         ([1, 1, 1], [1, 1, 1], {}, "undefined"),
@@ -232,5 +233,5 @@ def test_kappa_any_input_gives_a_finite_result_or_value_error(a, b):
         res = linear_weighted_kappa(a, b, categories=[0, 1, 2], n_resamples=50)
     except ValueError:
         return
-    assert math.isfinite(res.kappa) and res.kappa <= 1.0
-    assert not any(math.isnan(x) for x in res.interval)
+    assert math.isfinite(res.estimate) and res.estimate <= 1.0
+    assert not any(math.isnan(x) for x in (res.low, res.high))

@@ -44,9 +44,9 @@ def test_result_fields_from_replicates():
     t, c, fam = clustered(12, 0.3, 2)
     res = family_bootstrap_difference(t, c, families=fam, n_resamples=500, seed=7)
     ref = ref_family_bootstrap_differences(t, c, fam, philox_key(7), 500)
-    assert res.difference == pytest.approx(t.mean() - c.mean(), rel=1e-12)
+    assert res.estimate == pytest.approx(t.mean() - c.mean(), rel=1e-12)
     lo, hi = np.quantile(ref, [0.025, 0.975])
-    assert res.interval == pytest.approx((lo, hi), rel=1e-10)
+    assert (res.low, res.high) == pytest.approx((lo, hi), rel=1e-10)
     assert res.standard_error == pytest.approx(ref.std(ddof=1), rel=1e-10)
     far = min((ref <= 0).sum(), (ref >= 0).sum())
     assert res.p_value == pytest.approx(min(1.0, 2 * (1 + far) / 501))
@@ -62,10 +62,10 @@ def test_unpaired_arms_with_string_labels():
     res = family_bootstrap_difference(
         t, c, families=t_fam, control_families=c_fam, n_resamples=200, seed=1
     )
-    assert res.difference == pytest.approx(t.mean() - c.mean())
+    assert res.estimate == pytest.approx(t.mean() - c.mean())
     # Every resample with all three families once reproduces the point estimate;
     # replicates are bounded by the extreme family means.
-    assert res.interval[0] <= res.interval[1]
+    assert res.low <= res.high
 
 
 def test_thread_count_invariance_and_seed():
@@ -74,7 +74,7 @@ def test_thread_count_invariance_and_seed():
     b = family_bootstrap_difference(t, c, families=fam, n_resamples=2000, seed=5, n_threads=2)
     other = family_bootstrap_difference(t, c, families=fam, n_resamples=2000, seed=6)
     assert a == b
-    assert other.interval != a.interval
+    assert (other.low, other.high) != (a.low, a.high)
 
 
 def test_holm_matches_definition_and_textbook_example():
@@ -104,11 +104,11 @@ def test_clustered_interval_covers_and_item_level_does_not():
     for s in rng_seeds:
         t, c, fam = clustered(40, 0.3, 1000 + s)
         res = family_bootstrap_difference(t, c, families=fam, n_resamples=400, seed=s)
-        covered += res.interval[0] <= 0.3 <= res.interval[1]
+        covered += res.low <= 0.3 <= res.high
         naive = family_bootstrap_difference(
             t, c, families=np.arange(t.size), n_resamples=400, seed=s
         )
-        naive_covered += naive.interval[0] <= 0.3 <= naive.interval[1]
+        naive_covered += naive.low <= 0.3 <= naive.high
     se = math.sqrt(0.95 * 0.05 / REPS)  # 0.0126
     assert abs(covered / REPS - 0.95) <= 4 * se
     assert naive_covered / REPS < 0.95 - 4 * se
@@ -140,7 +140,7 @@ def test_holm_controls_familywise_error():
         (dict(control=[1.0], control_families=[0, 1]), "control_families"),
         (dict(control=[1.0], control_families=[0]), "at least one treated and one control"),
         (dict(families=[0, 0, 0, 0]), "at least 2 distinct families"),
-        (dict(level=0.0), "level"),
+        (dict(alpha=0.0), "alpha"),
         (dict(n_resamples=0), "n_resamples"),
         (dict(seed=-2), "seed"),
         (dict(n_threads=0), "n_threads"),
@@ -185,7 +185,7 @@ def test_any_input_gives_a_finite_result_or_value_error(t, c, fam):
         res = family_bootstrap_difference(t, c, families=fam, n_resamples=50)
     except ValueError:
         return
-    assert all(math.isfinite(x) for x in (*res.interval, res.difference, res.standard_error))
+    assert all(math.isfinite(x) for x in (res.low, res.high, res.estimate, res.standard_error))
     assert 0.0 < res.p_value <= 1.0
 
 
@@ -195,6 +195,6 @@ def test_huge_values_are_scaled_not_overflowed():
     huge = family_bootstrap_difference(
         t * 2.0**1000, c * 2.0**1000, families=fam, n_resamples=300, seed=2
     )
-    assert huge.interval[0] == pytest.approx(small.interval[0] * 2.0**1000, rel=1e-12)
+    assert huge.low == pytest.approx(small.low * 2.0**1000, rel=1e-12)
     assert huge.standard_error == pytest.approx(small.standard_error * 2.0**1000, rel=1e-12)
     assert huge.p_value == small.p_value

@@ -27,14 +27,14 @@ def pairs(n, shift, seed):
 @pytest.mark.parametrize("n", [2, 7, 200])
 def test_t_matches_scipy_ttest_rel(alternative, n):
     a, b = pairs(n, 0.05, n)
-    res = paired_confidence_test(a, b, alternative=alternative, method="t", level=0.9)
+    res = paired_confidence_test(a, b, alternative=alternative, method="t", alpha=0.1)
     ref = stats.ttest_rel(a, b, alternative=alternative)
     assert res.p_value == pytest.approx(ref.pvalue, rel=1e-12)
     assert res.statistic == pytest.approx(ref.statistic, rel=1e-12)
     ci = ref.confidence_interval(0.9)
-    assert res.interval[0] == pytest.approx(ci.low, rel=1e-12)
-    assert res.interval[1] == pytest.approx(ci.high, rel=1e-12)
-    assert res.mean_difference == pytest.approx(np.mean(a - b), rel=1e-12)
+    assert res.low == pytest.approx(ci.low, rel=1e-12)
+    assert res.high == pytest.approx(ci.high, rel=1e-12)
+    assert res.estimate == pytest.approx(np.mean(a - b), rel=1e-12)
 
 
 @pytest.mark.parametrize("alternative", ALTERNATIVES)
@@ -60,7 +60,7 @@ def test_hodges_lehmann_interval_is_the_inverted_signed_rank_test():
         w_plus = stats.rankdata(np.abs(x))[x > 0].sum()
         return abs(w_plus - mean_w) <= z * sd_w + 1.0  # +1: W+ steps by whole ranks
 
-    lo, hi = res.interval
+    lo, hi = (res.low, res.high)
     eps = 1e-9
     assert accepted(lo + eps) and accepted(hi - eps)
     assert not accepted(lo - 0.05) and not accepted(hi + 0.05)
@@ -89,12 +89,12 @@ def test_sign_flip_interval_inverts_the_test():
     # The lower bound is the smallest mu the one-sided test at alpha does not reject.
     rng = np.random.default_rng(5)
     d = np.round(rng.normal(0.4, 1.0, 8), 3)
-    res = paired_confidence_test(d, np.zeros(8), method="sign_flip", level=0.9)
-    lo = res.interval[0]
+    res = paired_confidence_test(d, np.zeros(8), method="sign_flip", alpha=0.1)
+    lo = res.low
     assert ref_sign_flip_p_at(d, lo + 1e-7, "greater") > 0.1
     assert ref_sign_flip_p_at(d, lo - 1e-7, "greater") <= 0.1
-    res = paired_confidence_test(d, np.zeros(8), method="sign_flip", alternative="less", level=0.9)
-    hi = res.interval[1]
+    res = paired_confidence_test(d, np.zeros(8), method="sign_flip", alternative="less", alpha=0.1)
+    hi = res.high
     assert ref_sign_flip_p_at(d, hi - 1e-7, "less") > 0.1
     assert ref_sign_flip_p_at(d, hi + 1e-7, "less") <= 0.1
 
@@ -140,7 +140,7 @@ def test_type_one_error_and_interval_coverage(method):
         shifted = paired_confidence_test(
             d + 0.5, np.zeros(12), method=method, alternative="two-sided"
         )
-        covered += shifted.interval[0] <= 0.5 <= shifted.interval[1]
+        covered += shifted.low <= 0.5 <= shifted.high
     assert rejections / REPS <= 0.05 + 4 * MC_SE
     assert abs(covered / REPS - 0.95) <= 4 * MC_SE
 
@@ -164,7 +164,7 @@ def test_interval_coverage_beyond_exact_enumeration(method, alternative):
             seed=rep,
         )
         assert not res.exact
-        covered += res.interval[0] <= 0.3 <= res.interval[1]
+        covered += res.low <= 0.3 <= res.high
     assert abs(covered / REPS - 0.95) <= 4 * MC_SE, covered / REPS
 
 
@@ -204,7 +204,7 @@ def test_summary_says_what_a_flag_does_and_does_not_establish():
         (dict(confidence_original=[[1.0]], confidence_rephrased=[[1.0]]), "1-D"),
         (dict(method="z"), "method"),
         (dict(alternative="bigger"), "alternative"),
-        (dict(level=1.0), "level"),
+        (dict(alpha=0.0), "alpha"),
         (dict(method="sign_flip", n_resamples=0), "n_resamples"),
         (dict(method="sign_flip", seed=-1), "seed"),
         (dict(method="sign_flip", n_threads=0), "n_threads"),
@@ -255,9 +255,9 @@ def test_any_input_gives_a_finite_result_or_value_error(a, b, method, alternativ
     except ValueError:
         return
     assert 0.0 <= res.p_value <= 1.0
-    assert not math.isnan(res.interval[0]) and not math.isnan(res.interval[1])
-    assert res.interval[0] <= res.interval[1]
-    assert math.isfinite(res.mean_difference) and not math.isnan(res.statistic)
+    assert not math.isnan(res.low) and not math.isnan(res.high)
+    assert res.low <= res.high
+    assert math.isfinite(res.estimate) and not math.isnan(res.statistic)
 
 
 def test_huge_differences_are_scaled_not_overflowed():
@@ -265,7 +265,7 @@ def test_huge_differences_are_scaled_not_overflowed():
     small = paired_confidence_test(d, np.zeros(8), method="sign_flip")
     huge = paired_confidence_test(d * 2.0**1000, np.zeros(8), method="sign_flip")
     assert huge.p_value == small.p_value
-    assert huge.interval[0] == small.interval[0] * 2.0**1000
+    assert huge.low == small.low * 2.0**1000
     t_small = paired_confidence_test(d, np.zeros(8))
     t_huge = paired_confidence_test(d * 2.0**1000, np.zeros(8))
     assert t_huge.p_value == pytest.approx(t_small.p_value, rel=1e-12)
@@ -279,7 +279,7 @@ def test_interval_ends_beyond_float64_are_infinite_not_an_error(method):
     res = paired_confidence_test(
         [0.0, 1.7e308], [-4.9e307, 0.0], method=method, alternative="two-sided"
     )
-    assert res.interval[1] == math.inf and math.isfinite(res.mean_difference)
-    assert res.interval[0] <= res.mean_difference <= res.interval[1]
+    assert res.high == math.inf and math.isfinite(res.estimate)
+    assert res.low <= res.estimate <= res.high
     if method == "sign_flip":
         assert res.statistic == math.inf

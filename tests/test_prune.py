@@ -84,11 +84,11 @@ def test_feature_differences_are_correct_minus_incorrect():
 @pytest.mark.parametrize("n_splits", [2, 5])
 def test_audit_matches_direct_implementation(n_splits):
     q, c, i, _ = load_example()
-    audit = leakage_audit(q, c, i, n_splits=n_splits, level=0.9, seed=3)
+    audit = leakage_audit(q, c, i, n_splits=n_splits, alpha=0.1, seed=3)
     d = feature_differences(q, c, i)
     k = ref_pair_classifier_accuracy(d, n_splits, 3)
-    assert audit.n_solved == k and audit.accuracy == k / len(q)
-    assert audit.interval == pytest.approx(ref_clopper_pearson(k, len(q), 0.9), rel=1e-9)
+    assert audit.n_solved == k and audit.estimate == k / len(q)
+    assert (audit.low, audit.high) == pytest.approx(ref_clopper_pearson(k, len(q), 0.9), rel=1e-9)
     # two-sided exact binomial p against 0.5, summed by hand (symmetric case)
     n = len(q)
     tail = sum(math.comb(n, j) for j in range(max(k, n - k), n + 1)) / 2**n
@@ -98,7 +98,7 @@ def test_audit_matches_direct_implementation(n_splits):
 def test_planted_leakage_is_detected_and_attributed_to_length():
     q, c, i, _ = load_example()
     audit = leakage_audit(q, c, i)
-    assert audit.leakage_detected and audit.interval[0] > 0.5
+    assert audit.leakage_detected and audit.low > 0.5
     top = max(audit.coefficients, key=lambda k: abs(audit.coefficients[k]))
     assert top in ("length_chars", "length_words")
     assert "leakage" in audit.summary()
@@ -109,12 +109,12 @@ def test_prune_removes_the_leak_and_mostly_planted_pairs():
     result = audit_prune(q, c, i)
     assert result.before.leakage_detected
     assert result.reached_chance and not result.after.leakage_detected
-    assert result.after.interval[0] <= 0.5 <= result.after.interval[1]
+    assert result.after.low <= 0.5 <= result.after.high
     removed = np.array(result.removed)
     assert planted[removed].mean() > 0.8  # 35% of all pairs are planted
     assert sorted(result.kept + result.removed) == list(range(len(q)))
     assert len(set(result.removed)) == len(result.removed)
-    assert result.steps[0].accuracy == result.before.accuracy
+    assert result.steps[0].estimate == result.before.estimate
     assert result.steps[-1].removed == () and result.steps[-1].n_remaining == len(result.kept)
     # the final audit is the audit of the kept pairs
     kept = list(result.kept)
@@ -165,7 +165,7 @@ def test_false_detection_rate_on_clean_benchmarks():
         (([], [], []), {}, "questions must be non-empty"),
         ((["q"] * 4, ["a"] * 4, ["b"] * 4), {"n_splits": 5}, "n_splits"),
         ((["q"] * 4, ["a"] * 4, ["b"] * 4), {"n_splits": 1}, "n_splits"),
-        ((["q"] * 4, ["a"] * 4, ["b"] * 4), {"n_splits": 2, "level": 0}, "level"),
+        ((["q"] * 4, ["a"] * 4, ["b"] * 4), {"n_splits": 2, "alpha": 0}, "alpha"),
         ((["q"] * 4, ["a"] * 4, ["b"] * 4), {"n_splits": 2, "seed": -1}, "seed"),
     ],
 )

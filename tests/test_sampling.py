@@ -27,7 +27,7 @@ KEY = philox_key(20261130)
 
 
 def draw(design, big_n, n, offsets=NONE, allocation=NONE, p=0.0, task=0, draws=1, key=KEY):
-    return _core.sample_indices(
+    return _core.testing.sample_indices(
         design,
         big_n,
         n,
@@ -151,7 +151,9 @@ def test_inclusion_probabilities_bernoulli_and_with_replacement():
 )
 def test_hypergeometric_counts_moments(counts, n):
     draws = 20000
-    got = _core.hypergeometric_counts(np.asarray(counts, np.int64), n, KEY[0], KEY[1], 0, draws)
+    got = _core.testing.hypergeometric_counts(
+        np.asarray(counts, np.int64), n, KEY[0], KEY[1], 0, draws
+    )
     assert (got.sum(axis=1) == n).all()
     assert (got >= 0).all() and (got <= np.asarray(counts)).all()
     big_n = sum(counts)
@@ -168,7 +170,7 @@ def test_hypergeometric_counts_moments(counts, n):
 
 def test_hypergeometric_counts_distribution_matches_scipy():
     counts, n, draws = np.array([60, 140, 300]), 80, 40000
-    got = _core.hypergeometric_counts(counts, n, KEY[0], KEY[1], 7, draws)
+    got = _core.testing.hypergeometric_counts(counts, n, KEY[0], KEY[1], 7, draws)
     # the first category alone is Hypergeometric(N=500, K=60, n=80)
     observed = np.bincount(got[:, 0], minlength=61)
     pmf = stats.hypergeom.pmf(np.arange(61), 500, 60, n)
@@ -196,4 +198,4 @@ def test_sampler_errors():
     with pytest.raises(ValueError, match="probability"):
         draw(3, 10, 0, p=1.5)
     with pytest.raises(ValueError, match="n must"):
-        _core.hypergeometric_counts(np.array([2, 3]), 6, 0, 0, 0, 1)
+        _core.testing.hypergeometric_counts(np.array([2, 3]), 6, 0, 0, 0, 1)

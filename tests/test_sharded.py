@@ -215,9 +215,19 @@ def test_shard_orders_are_uniform_permutations():
         ((5, 2, 1), {"seed": -1}, "seed"),
         ((5, 2, 1), {"seed": 1.5}, "seed"),
         ((5.0, 2, 1), {"seed": 1}, "n_examples"),
-        ((5, 2, 1), {"seed": np.random.default_rng(0)}, "seed"),
+        ((5, 2, 1), {"seed": None}, "seed"),
     ],
 )
 def test_shard_orders_bad_input(args, kwargs, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises((TypeError, ValueError), match=match):  # TypeError: a seed's type
         shard_orders(*args, **kwargs)
+
+
+def test_shard_orders_record_a_replayable_int_seed():
+    assert shard_orders(7, 2, 3).seed == 0  # the default seed
+    drawn = shard_orders(7, 2, 3, seed=np.random.default_rng(5))
+    assert isinstance(drawn.seed, int) and drawn.seed >= 0
+    replay = shard_orders(7, 2, 3, seed=drawn.seed)
+    assert all(
+        np.array_equal(a, b) for a, b in zip(drawn.permutations, replay.permutations, strict=True)
+    )

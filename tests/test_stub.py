@@ -10,21 +10,38 @@ import truescore_fast
 from truescore_fast import _core
 
 
-def stub_functions():
+def _stub_tree():
     path = Path(truescore_fast.__file__).with_name("_core.pyi")
-    tree = ast.parse(path.read_text())
+    return ast.parse(path.read_text())
+
+
+def _functions(body):
     return {
         node.name: [a.arg for a in node.args.args + node.args.kwonlyargs]
-        for node in tree.body
+        for node in body
         if isinstance(node, ast.FunctionDef)
     }
 
 
-def compiled_functions():
+def _stub_class(name):
+    (node,) = [n for n in _stub_tree().body if isinstance(n, ast.ClassDef) and n.name == name]
+    return node
+
+
+def stub_functions():
+    return _functions(_stub_tree().body)
+
+
+def stub_testing_functions():
+    # The _core.testing submodule is stubbed as the class _Testing (static methods).
+    return _functions(_stub_class("_Testing").body)
+
+
+def compiled_functions(module=_core):
     return {
         name: obj
-        for name, obj in vars(_core).items()
-        if callable(obj) and not name.startswith("_")
+        for name, obj in vars(module).items()
+        if callable(obj) and not name.startswith("_") and not isinstance(obj, type)
     }
 
 
@@ -32,12 +49,19 @@ def test_stub_and_module_list_the_same_functions():
     assert set(stub_functions()) == set(compiled_functions())
 
 
+def test_stub_and_testing_submodule_list_the_same_functions():
+    assert set(stub_testing_functions()) == set(compiled_functions(_core.testing))
+    assert "testing: _Testing" in Path(truescore_fast.__file__).with_name("_core.pyi").read_text()
+
+
 def test_stub_argument_names_match_docstring_signatures():
-    stubs = stub_functions()
-    for name, func in compiled_functions().items():
-        signature = inspect.getdoc(func).splitlines()[0]  # pybind11: "name(a: T, *, b: T) -> R"
-        for arg in stubs[name]:
-            assert f"{arg}:" in signature, (name, arg, signature)
+    for stubs, module in ((stub_functions(), _core), (stub_testing_functions(), _core.testing)):
+        for name, func in compiled_functions(module).items():
+            signature = inspect.getdoc(func).splitlines()[
+                0
+            ]  # pybind11: "name(a: T, *, b: T) -> R"
+            for arg in stubs[name]:
+                assert f"{arg}:" in signature, (name, arg, signature)
 
 
 def test_public_api_is_exported():
@@ -53,13 +77,19 @@ def test_every_public_module_is_reexported():
         "calibration",
         "compare",
         "contamination",
+        "did",
         "disclosure",
         "families",
+        "finite_population",
+        "intervals",
         "pacost",
         "patch",
+        "patterns",
         "prune",
+        "randomization",
         "resampling",
         "sharded",
+        "signflip",
     )
     for name in modules:
         module = importlib.import_module(f"truescore_fast.{name}")

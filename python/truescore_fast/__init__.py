@@ -1,36 +1,23 @@
 """truescore_fast: contamination tests and matched-form audits for benchmark scores.
 
 A compiled (C++17) core behind a thin Python API. It is a drop-in for the pure-Python
-truescore library's contamination module, and adds Oren et al.'s sharded tests, the
-CleanScore matched-form audit, and the calibration studies that justify them.
+truescore library's contamination module and its paired comparison of two systems
+(``paired_bootstrap``, ``paired_permutation``, ``holm``, ``benjamini_hochberg``), and adds
+Oren et al.'s sharded tests, the CleanScore matched-form audit, the calibration studies
+that justify it, and PaCoST, disclosure records, family-clustered intervals and
+Audit-Prune.
 The package re-exports every public module's ``__all__``.
 """
 
 # The version is pyproject.toml's, compiled into the core (see CMakeLists.txt): one source.
 from truescore_fast._core import __version__
 from truescore_fast.audit import (
-    INTERVAL_METHODS,
     AuditData,
     ControlBank,
-    Interval,
-    Intervals,
     MatchedFormAudit,
-    RandomizationTest,
-    bernstein_interval,
-    bernstein_intervals,
-    betting_interval,
-    betting_intervals,
-    hoeffding_interval,
-    hoeffding_intervals,
-    hoeffding_serfling_interval,
-    hoeffding_serfling_intervals,
     matched_form_audit,
     matched_form_audits,
-    matched_form_intervals,
-    randomization_test,
     read_audit_table,
-    wald_interval,
-    wald_intervals,
 )
 from truescore_fast.calibration import (
     REPLICATIONS_PER_TASK,
@@ -55,9 +42,15 @@ from truescore_fast.contamination import (
     CombinedContamination,
     ContaminationResult,
     ExchangeabilityTests,
+    PooledContamination,
     combine_shards,
     exchangeability_test,
     exchangeability_tests,
+)
+from truescore_fast.did import (
+    DID_COLUMNS,
+    DiDResult,
+    did_estimate,
 )
 from truescore_fast.disclosure import (
     CONTAMINATION_TYPES,
@@ -73,6 +66,26 @@ from truescore_fast.families import (
     family_bootstrap_difference,
     holm_correction,
 )
+from truescore_fast.finite_population import (
+    BootstrapResult,
+    finite_population_bootstrap,
+)
+from truescore_fast.intervals import (
+    INTERVAL_METHODS,
+    Interval,
+    Intervals,
+    bernstein_interval,
+    bernstein_intervals,
+    betting_interval,
+    betting_intervals,
+    hoeffding_interval,
+    hoeffding_intervals,
+    hoeffding_serfling_interval,
+    hoeffding_serfling_intervals,
+    matched_form_intervals,
+    wald_interval,
+    wald_intervals,
+)
 from truescore_fast.pacost import (
     PairedConfidenceResult,
     paired_confidence_test,
@@ -81,6 +94,10 @@ from truescore_fast.patch import (
     is_patched,
     patch_truescore,
     unpatch_truescore,
+)
+from truescore_fast.patterns import (
+    PatternTest,
+    pattern_permutation_test,
 )
 from truescore_fast.prune import (
     FEATURE_NAMES,
@@ -94,22 +111,19 @@ from truescore_fast.prune import (
     leakage_audit,
     surface_features,
 )
-from truescore_fast.resampling import (
-    DID_COLUMNS,
-    BootstrapResult,
-    DiDResult,
-    PatternTest,
-    SeedContrast,
-    did_estimate,
-    finite_population_bootstrap,
-    pattern_permutation_test,
-    seed_contrast,
+from truescore_fast.randomization import (
+    RandomizationTest,
+    randomization_test,
 )
 from truescore_fast.sharded import (
     ShardedLikelihoodResult,
     ShardOrders,
     shard_orders,
     sharded_likelihood_test,
+)
+from truescore_fast.signflip import (
+    SeedContrast,
+    seed_contrast,
 )
 
 __all__ = [
@@ -195,4 +209,5 @@ __all__ = [
     "validate_disclosure",
     "wald_interval",
     "wald_intervals",
+    "PooledContamination",
 ]

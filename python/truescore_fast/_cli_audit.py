@@ -1,4 +1,5 @@
-"""The ``truescore-fast audit`` subcommand: the matched-form audit of a long-format table.
+"""The ``truescore-fast audit`` subcommand: the matched-form audit of a long-format table
+(a ``.csv`` or JSON Lines file, read by :func:`truescore_fast._io.read_audit_table`).
 
 Kept apart from the main CLI module so the audit's options live with the audit;
 ``cli.py`` calls :func:`add_audit_parser` and dispatches to :func:`run_audit`.
@@ -10,7 +11,8 @@ import argparse
 import json
 from typing import Any
 
-from truescore_fast.audit import INTERVAL_METHODS, matched_form_audits
+from truescore_fast.audit import matched_form_audits
+from truescore_fast.intervals import INTERVAL_METHODS
 
 __all__ = ["add_audit_parser", "run_audit"]
 
@@ -32,12 +34,16 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
             "evidence of a clean score: most of a leak's effect can carry over to paraphrases."
         ),
     )
-    parser.add_argument("file", help="CSV with columns parent, form, correct and optionally model")
+    parser.add_argument(
+        "file",
+        help=".csv or JSON Lines (.jsonl/.ndjson/.json) table with columns parent, form, "
+        "correct and optionally model",
+    )
     parser.add_argument(
         "--control",
         metavar="FILE",
         default=None,
-        help="control-bank CSV in the same format (never-public items)",
+        help="control-bank table in the same format (never-public items)",
     )
     parser.add_argument(
         "--population-size",

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._table import StudyTable
+from truescore_fast._validation import optional_module
 from truescore_fast.calibration import (
     _columns,
     budget_study,
@@ -89,7 +90,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     }
     tables: list[StudyTable]
     plot: Callable[[Any, list[StudyTable]], None]
-    tables, plot = _RUNNERS[args.study](args.seed, common)
+    tables, plot = _RUNNERS[args.study](common)
     if args.json:
         print(json.dumps({"study": args.study, "tables": [t.to_dict() for t in tables]}, indent=2))
     else:
@@ -106,16 +107,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as error:
-        raise ValueError(
-            "--plot needs matplotlib, which is not installed: pip install 'truescore-fast[plot]'"
-        ) from error
-    return plt
+    need = {"requirement": "matplotlib>=3.7", "extra": "plot", "purpose": "--plot"}
+    optional_module("matplotlib", **need).use("Agg")
+    return optional_module("matplotlib.pyplot", **need)
 
 
 # ---------------------------------------------------------------------------- populations
@@ -143,8 +137,8 @@ def _synthetic_bank(
 # ---------------------------------------------------------------------------- studies
 
 
-def _coverage(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
-    rng = np.random.default_rng(seed)
+def _coverage(common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
+    rng = np.random.default_rng(common["seed"])  # the synthetic population
     population = _synthetic_gaps(5000, rng)
     strata = rng.integers(0, 4, size=5000)  # four strata, as a benchmark's subject areas
     intervals = ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
@@ -184,7 +178,7 @@ def _wide_coverage(tables: list[StudyTable], intervals: tuple[str, ...]) -> Stud
     )
 
 
-def _stress(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
+def _stress(common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
     grid = stress_grid(**common)
     methods = [
         m
@@ -214,8 +208,8 @@ def _stress(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
     return [summary, grid], _plot_stress
 
 
-def _detection(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
-    rng = np.random.default_rng(seed)
+def _detection(common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
+    rng = np.random.default_rng(common["seed"])  # the synthetic population
     public, fresh = _synthetic_bank(5, 1000, rng)
     sizes = (50, 100, 200, 400, 800)
     planted = detection_study(
@@ -268,8 +262,8 @@ def _detection(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any
     return [table11, fig10, table13, planted], _plot_detection
 
 
-def _budget(seed: int, common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
-    rng = np.random.default_rng(seed)
+def _budget(common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
+    rng = np.random.default_rng(common["seed"])  # the synthetic population
     public, fresh = _synthetic_bank(5, 200, rng)
     # five models whose public-form advantages differ by a few points
     gaps = public - fresh.mean(axis=2)

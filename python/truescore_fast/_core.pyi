@@ -1,6 +1,7 @@
 # Stub of the compiled module truescore_fast._core (kept in sync by tests/test_stub.py).
 # Internal: use the truescore_fast package's public functions instead.
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -30,9 +31,6 @@ def bootstrap_means_discrete(
     *,
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
-def binomial_sample(
-    n: int, p: float, size: int, key0: int, key1: int
-) -> npt.NDArray[np.int64]: ...
 def rank_test(canonical: float, permuted: npt.ArrayLike) -> tuple[float, float, float, float]: ...
 def rank_tests_dense(
     canonical: npt.ArrayLike, permuted: npt.ArrayLike, *, n_threads: int | None = None
@@ -44,12 +42,10 @@ def rank_tests_ragged(
     *,
     n_threads: int | None = None,
 ) -> dict[str, npt.NDArray[Any]]: ...
-def row_means(
+def row_means_ragged(
     values: npt.ArrayLike, offsets: npt.ArrayLike, *, n_threads: int | None = None
 ) -> npt.NDArray[np.float64]: ...
 def fisher_log_sf(statistic: float, n_shards: int) -> float: ...
-def resolved_threads(n_threads: int) -> int: ...
-def philox_raw(key0: int, key1: int, task: int, n: int) -> npt.NDArray[np.uint64]: ...
 
 # audit: interval codes 0 hoeffding, 1 bernstein, 2 wald, 3 hoeffding_serfling, 4 betting
 def gap_intervals(
@@ -90,20 +86,19 @@ def sign_flip_counts(
     key1: int,
     n_threads: int | None = None,
 ) -> dict[str, int]: ...
-def sign_flip_monte_carlo_grouped(
-    magnitudes: npt.ArrayLike,
-    counts: npt.ArrayLike,
-    net: npt.ArrayLike,
+def sign_flip_exact_pairs(
+    a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
+) -> dict[str, int]: ...
+def sign_flip_monte_carlo_pairs(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
     n_resamples: int,
     key0: int,
     key1: int,
-    *,
     n_threads: int | None = None,
 ) -> dict[str, int]: ...
-def sign_flip_exact(
-    a: npt.ArrayLike, b: npt.ArrayLike, *, n_threads: int | None = None
-) -> dict[str, int]: ...
-def sign_flip_count(values: npt.ArrayLike) -> float: ...
+def sign_flip_count_two_sided(values: npt.ArrayLike) -> float: ...
 def cluster_bootstrap_difference(
     treated_sum: npt.ArrayLike,
     treated_count: npt.ArrayLike,
@@ -126,7 +121,7 @@ def pattern_test(
     *,
     n_threads: int | None = None,
 ) -> tuple[int, npt.NDArray[np.int64]]: ...
-def rao_wu_bootstrap(
+def rao_wu_replicates(
     values: npt.ArrayLike,
     offsets: npt.ArrayLike,
     resample_size: npt.ArrayLike,
@@ -148,7 +143,7 @@ def rao_wu_weights(
     key0: int,
     key1: int,
 ) -> npt.NDArray[np.float64]: ...
-def bbh_bootstrap(
+def bbh_replicates(
     values: npt.ArrayLike,
     offsets: npt.ArrayLike,
     population_size: npt.ArrayLike,
@@ -159,7 +154,7 @@ def bbh_bootstrap(
     *,
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
-def did_bootstrap(
+def did_replicates(
     dp_e: npt.ArrayLike,
     df_e: npt.ArrayLike,
     e_offsets: npt.ArrayLike,
@@ -174,23 +169,8 @@ def did_bootstrap(
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 
-# calibration: survey samplers (design 0 srs, 1 stratified, 2 with replacement, 3 Bernoulli)
-def sample_indices(
-    design: int,
-    population_size: int,
-    n: int,
-    offsets: npt.ArrayLike,
-    allocation: npt.ArrayLike,
-    probability: float,
-    key0: int,
-    key1: int,
-    task: int,
-    draws: int,
-) -> npt.NDArray[np.int64] | npt.NDArray[np.uint8]: ...
+# calibration: allocation of a stratified design
 def proportional_allocation(stratum_sizes: npt.ArrayLike, n: int) -> npt.NDArray[np.int64]: ...
-def hypergeometric_counts(
-    counts: npt.ArrayLike, n: int, key0: int, key1: int, task: int, draws: int
-) -> npt.NDArray[np.int64]: ...
 
 # calibration: per-task partial sums of the studies, (tasks, ...) float64
 def coverage_tasks(
@@ -249,3 +229,34 @@ def budget_tasks(
     *,
     n_threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+
+# testing: the _core.testing submodule, test-only hooks (survey designs of sample_indices:
+# 0 srs, 1 stratified, 2 with replacement, 3 Bernoulli)
+class _Testing(ModuleType):
+    @staticmethod
+    def binomial_sample(
+        n: int, p: float, size: int, key0: int, key1: int
+    ) -> npt.NDArray[np.int64]: ...
+    @staticmethod
+    def resolved_threads(n_threads: int) -> int: ...
+    @staticmethod
+    def philox_raw(key0: int, key1: int, task: int, n: int) -> npt.NDArray[np.uint64]: ...
+    @staticmethod
+    def sample_indices(
+        design: int,
+        population_size: int,
+        n: int,
+        offsets: npt.ArrayLike,
+        allocation: npt.ArrayLike,
+        probability: float,
+        key0: int,
+        key1: int,
+        task: int,
+        draws: int,
+    ) -> npt.NDArray[np.int64] | npt.NDArray[np.uint8]: ...
+    @staticmethod
+    def hypergeometric_counts(
+        counts: npt.ArrayLike, n: int, key0: int, key1: int, task: int, draws: int
+    ) -> npt.NDArray[np.int64]: ...
+
+testing: _Testing

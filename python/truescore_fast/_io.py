@@ -1,14 +1,23 @@
-"""Reading the tables the command line and the audit take: CSV or JSON Lines rows."""
+"""Reading the tables the command line and the audit take: CSV or JSON Lines rows
+(:func:`read_rows`), and long-format audit tables (:func:`read_audit_table`, one
+:class:`AuditData` per model)."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import math
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_rows"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["ALL_MODELS", "AuditData", "read_audit_table", "read_rows"]
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -43,3 +52,126 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not rows:
         raise ValueError(f"{file_path} has no rows")
     return rows
+
+
+# ---------------------------------------------------------------------------- audit tables
+
+
+@dataclass(frozen=True)
+class AuditData:
+    """One model's scores from a long-format table: ``public`` (n,), ``fresh`` (n, K)."""
+
+    model: str
+    parents: tuple[str, ...]
+    fresh_forms: tuple[tuple[str, ...], ...]
+    public: npt.NDArray[np.float64]
+    fresh: npt.NDArray[np.float64]
+
+
+ALL_MODELS = "all"
+
+
+def _columns(source: Any) -> dict[str, list[Any]]:
+    if isinstance(source, (str, os.PathLike)):
+        return _columns_from_rows(read_rows(source), str(source))
+    if isinstance(source, io.IOBase) or hasattr(source, "read"):
+        return _columns_from_rows(list(csv.DictReader(source)), "table")
+    if isinstance(source, Mapping) or hasattr(source, "columns"):
+        names = list(source.keys()) if isinstance(source, Mapping) else list(source.columns)
+        return {str(c).strip(): list(np.asarray(source[c]).tolist()) for c in names}
+    raise ValueError("table must be a path, an open text file or a mapping of columns")
+
+
+def _columns_from_rows(rows: list[dict[str, Any]], where: str) -> dict[str, list[Any]]:
+    if not rows:
+        raise ValueError(f"{where} is empty: expected a header with parent, form, correct")
+    names = list(rows[0])
+    cols: dict[str, list[Any]] = {str(n).strip(): [] for n in names}
+    for row in rows:
+        for raw in names:
+            cols[str(raw).strip()].append(row.get(raw))
+    return cols
+
+
+def read_audit_table(table: Any) -> dict[str, AuditData]:
+    """Read a long-format audit table: one row per (model, parent, form).
+
+    Columns ``parent``, ``form``, ``correct`` and optionally ``model``. A form named
+    ``public`` is the public form; any other name is a fresh form. Every parent needs
+    exactly one public row and the same number K >= 1 of fresh forms. ``table`` is a
+    path to a CSV or JSON Lines file, an open CSV text file, or a mapping of columns
+    (a pandas DataFrame works).
+
+    Returns:
+        ``{model: AuditData}`` in order of first appearance; without a ``model`` column
+        the single key is ``"all"``.
+
+    Raises:
+        ValueError: a missing column, a non-numeric or out-of-range ``correct``, a
+            duplicated (model, parent, form), a parent without its public form or
+            without fresh forms, or parents with different numbers of fresh forms.
+    """
+    cols = _columns(table)
+    for required in ("parent", "form", "correct"):
+        if required not in cols:
+            raise ValueError(
+                f"table is missing the column {required!r} (need parent, form, correct; "
+                f"optional model); got {sorted(cols)}"
+            )
+    rows = len(cols["parent"])
+    if rows == 0:
+        raise ValueError("table has no rows")
+    models = cols.get("model", [ALL_MODELS] * rows)
+    grouped: dict[str, dict[str, dict[str, float]]] = {}
+    for i in range(rows):
+        model = str(models[i]).strip() if models[i] is not None else ""
+        parent = str(cols["parent"][i]).strip() if cols["parent"][i] is not None else ""
+        form = str(cols["form"][i]).strip() if cols["form"][i] is not None else ""
+        if not parent or not form or (not model and "model" in cols):
+            raise ValueError(f"table row {i + 1}: empty model, parent or form")
+        try:
+            value = float(cols["correct"][i])
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"table row {i + 1}: correct must be a number; got {cols['correct'][i]!r}"
+            ) from error
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise ValueError(f"table row {i + 1}: correct must lie in [0, 1]; got {value}")
+        forms = grouped.setdefault(model, {}).setdefault(parent, {})
+        if form in forms:
+            raise ValueError(
+                f"table row {i + 1}: duplicate form {form!r} for parent {parent!r}"
+                + (f" (model {model!r})" if "model" in cols else "")
+            )
+        forms[form] = value
+    out: dict[str, AuditData] = {}
+    for model, parents in grouped.items():
+        where = f" (model {model!r})" if "model" in cols else ""
+        k: int | None = None
+        pub: list[float] = []
+        fresh: list[list[float]] = []
+        names: list[tuple[str, ...]] = []
+        for parent, forms in parents.items():
+            if "public" not in forms:
+                raise ValueError(f"parent {parent!r}{where} is missing its public form")
+            fresh_names = tuple(sorted(f for f in forms if f != "public"))
+            if not fresh_names:
+                raise ValueError(f"parent {parent!r}{where} has no fresh form")
+            if k is None:
+                k = len(fresh_names)
+            elif len(fresh_names) != k:
+                raise ValueError(
+                    f"parent {parent!r}{where} has {len(fresh_names)} fresh forms; earlier "
+                    f"parents have {k}: every parent needs the same number"
+                )
+            pub.append(forms["public"])
+            fresh.append([forms[f] for f in fresh_names])
+            names.append(fresh_names)
+        out[model] = AuditData(
+            model=model,
+            parents=tuple(parents),
+            fresh_forms=tuple(names),
+            public=np.array(pub, dtype=np.float64),
+            fresh=np.array(fresh, dtype=np.float64),
+        )
+    return out

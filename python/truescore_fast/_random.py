@@ -9,44 +9,113 @@ reproduced with NumPy alone::
                         counter=np.array([0, 0, t, 0], dtype=np.uint64))
 
 Pass the key as a uint64 array: NumPy reads a tuple of large Python ints differently.
+
+Every seed ``numpy.random.default_rng`` accepts is accepted, and maps to the two key words
+as follows:
+
+- an int (``bool`` and NumPy integers included), a sequence or array of non-negative
+  ints, or a ``SeedSequence``: ``SeedSequence(seed).generate_state(2, uint64)`` -- the
+  same entropy ``default_rng(seed)`` would be built from;
+- a ``Generator``, a ``BitGenerator`` (``PCG64(0)``, ...) or a legacy ``RandomState``:
+  two uint64 words drawn from it, advancing it (reproducibly: the same generator state
+  gives the same key);
+- ``None``: fresh entropy from the operating system, for the truescore drop-ins only
+  (truescore's ``seed=None`` means that); the library's own functions refuse it, since a
+  study whose seed was never recorded cannot be re-run.
+
+The convention of the library's own (non-drop-in) functions: every randomised function
+takes ``seed: SeedLike = 0`` -- a fixed default, so a call without a seed is reproducible
+and two runs agree -- and normalises it with :func:`philox_key` (so every function accepts
+the same seeds and refuses ``None`` with the same message). Functions that need the seed
+as one int (the audit's parent order and Audit-Prune's folds seed NumPy's and
+scikit-learn's generators with it) or record it on their result (the audit, the
+randomization test, shard orders) take it from :func:`seed_int`: re-running with the
+recorded int replays the result, even when the seed was a ``Generator``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["SeedLike", "philox_key"]
+__all__ = ["SeedLike", "dropin_philox_key", "philox_key", "seed_int"]
 
-SeedLike = int | np.integer | np.random.SeedSequence | np.random.Generator
+SeedLike = (
+    int
+    | np.integer
+    | Sequence[int]
+    | npt.NDArray[np.integer]
+    | np.random.SeedSequence
+    | np.random.BitGenerator
+    | np.random.Generator
+    | np.random.RandomState
+)
 
 
-def philox_key(seed: SeedLike) -> tuple[int, int]:
-    """The two 64-bit key words for ``seed``.
-
-    Args:
-        seed: A non-negative integer or a ``SeedSequence`` (the key is
-            ``SeedSequence(seed).generate_state(2, uint64)``), or a ``Generator``, from
-            which two 64-bit words are drawn (advancing it, reproducibly).
-
-    Raises:
-        ValueError: for a negative integer or any other type (None included: a study
-            whose seed was never recorded cannot be re-run).
-    """
+def _key_words(seed: Any) -> tuple[int, int]:
+    """The key for ``seed``; an invalid seed raises NumPy's own exception and message."""
     words: npt.NDArray[Any]
     if isinstance(seed, np.random.Generator):
         words = seed.integers(0, 2**64, size=2, dtype=np.uint64)
-    elif isinstance(seed, np.random.SeedSequence):
-        words = seed.generate_state(2, np.uint64)
-    elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        if seed < 0:
-            raise ValueError(f"seed must be a non-negative integer; got {seed}")
-        words = np.random.SeedSequence(int(seed)).generate_state(2, np.uint64)
+    elif isinstance(seed, (np.random.BitGenerator, np.random.RandomState)):
+        # default_rng wraps the caller's own bit generator: drawing advances its state.
+        words = np.random.default_rng(seed).integers(0, 2**64, size=2, dtype=np.uint64)
     else:
-        raise ValueError(
-            f"seed must be a non-negative int, a numpy SeedSequence or a numpy Generator; "
-            f"got {seed!r}"
+        sequence = (
+            seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         )
+        words = sequence.generate_state(2, np.uint64)
     return int(words[0]), int(words[1])
+
+
+def philox_key(seed: SeedLike) -> tuple[int, int]:
+    """The two 64-bit key words for ``seed`` (see the module docstring for the mapping).
+
+    Raises:
+        ValueError: ``None`` (record a seed to make a study re-runnable) or a negative
+            integer.
+        TypeError: any other type (a float, a string, ...).
+    """
+    if seed is None:
+        raise ValueError(
+            "seed must be given (an int, a sequence of ints, a SeedSequence, a "
+            "BitGenerator or a Generator); None is refused so that the study can be re-run"
+        )
+    try:
+        return _key_words(seed)
+    except TypeError as error:
+        raise TypeError(
+            "seed must be a non-negative int, a sequence of them, a numpy SeedSequence, "
+            f"BitGenerator or Generator; got {seed!r}"
+        ) from error
+    except ValueError as error:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}") from error
+
+
+def dropin_philox_key(seed: Any) -> tuple[int, int]:
+    """The key for a truescore drop-in's ``seed``: whatever truescore accepts, and its errors.
+
+    truescore passes ``seed`` to ``numpy.random.default_rng``, so ``None`` draws fresh
+    entropy and an invalid seed raises exactly NumPy's exception and message.
+    """
+    return _key_words(seed)
+
+
+def seed_int(seed: SeedLike) -> int:
+    """``seed`` as one non-negative int, for functions that record it on their result.
+
+    An int (a NumPy integer, a bool) comes back unchanged. Any other seed is validated as
+    by :func:`philox_key` and gives the top 32 bits of its first key word (32 bits, so that
+    scikit-learn's ``random_state`` accepts it); a ``Generator`` is advanced. Passing the
+    returned int as the seed replays the result.
+
+    Raises:
+        ValueError, TypeError: as :func:`philox_key`.
+    """
+    words = philox_key(seed)
+    if isinstance(seed, (int, np.integer)):
+        return int(seed)
+    return words[0] >> 32

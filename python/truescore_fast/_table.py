@@ -2,25 +2,26 @@
 
 A study is a grid of settings, each with Monte Carlo estimates and their standard
 errors. :class:`StudyTable` keeps the columns as NumPy arrays in a fixed order, prints
-like the tables in the CleanScore paper, and converts to plain Python (``to_dict``) or
-to pandas (``to_frame``, when pandas is installed).
+like the tables in the CleanScore paper, and follows the result protocol of
+:mod:`truescore_fast._result` (``to_dict``: ``{"title", "columns": {name: list},
+"notes", "meta"}``; ``to_frame`` when pandas is installed).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
+
+from truescore_fast._result import TabularResult, cell_text
 
 __all__ = ["StudyTable"]
 
 
-@dataclass(frozen=True)
-class StudyTable:
+@dataclass(frozen=True, repr=False)
+class StudyTable(TabularResult):
     """Columns of equal length, in display order.
 
     Attributes:
@@ -47,45 +48,19 @@ class StudyTable:
     def __getitem__(self, name: str) -> npt.NDArray[Any]:
         return self.columns[name]
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain Python: ``{"title", "columns": {name: list}, "notes", "meta"}`` (JSON-ready)."""
-        return {
-            "title": self.title,
-            "columns": {k: _plain(v) for k, v in self.columns.items()},
-            "notes": list(self.notes),
-            "meta": {k: _plain(v) for k, v in self.meta.items()},
-        }
+    def __repr__(self) -> str:
+        return f"StudyTable(title={self.title!r}, rows={len(self)}, columns={len(self.columns)})"
 
-    def to_frame(self) -> Any:
-        """A pandas DataFrame of the columns (requires pandas)."""
-        try:
-            import pandas as pd
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise ImportError("to_frame() needs pandas: pip install pandas") from error
-        return pd.DataFrame({k: np.asarray(v) for k, v in self.columns.items()})
+    def _columns(self) -> Mapping[str, npt.NDArray[Any]]:
+        return self.columns
 
-    def __str__(self) -> str:
+    def summary(self) -> str:
+        """The table as text: title, header, one line per row, then the notes."""
         names = list(self.columns)
-        cells = [[_cell(self.columns[n][i]) for n in names] for i in range(len(self))]
+        cells = [[cell_text(self.columns[n][i]) for n in names] for i in range(len(self))]
         widths = [max([len(n)] + [len(row[j]) for row in cells]) for j, n in enumerate(names)]
         lines = [self.title, "  ".join(n.rjust(w) for n, w in zip(names, widths, strict=True))]
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
         lines += list(self.notes)
         return "\n".join(lines)
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, (float, np.floating)):
-        if math.isnan(value):
-            return "-"
-        return f"{value:.4f}"
-    return str(value)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

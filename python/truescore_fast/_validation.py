@@ -7,13 +7,24 @@ surfaces later as a wrong number in somebody's report.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "ALTERNATIVES",
+    "Alternative",
+    "MissingExtraError",
     "check_alpha",
+    "check_labels",
+    "check_open_unit",
+    "check_population_sizes",
+    "group_offsets",
+    "optional_module",
     "check_gaps",
     "check_choice",
     "check_n_threads",
@@ -22,6 +33,7 @@ __all__ = [
     "check_unit_interval",
     "check_same_length",
     "cluster_codes",
+    "dropin_1d",
     "finite_1d",
     "float_array",
     "p_values_1d",
@@ -57,8 +69,11 @@ def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 
 def p_values_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """``values`` as a non-empty, 1-D float64 array of p-values, each in [0, 1]."""
-    arr = finite_1d(name, values)
+    """``values`` as a non-empty, 1-D float64 array of p-values, each in [0, 1].
+
+    Checked as truescore checks them (``holm`` and ``benjamini_hochberg`` are drop-ins).
+    """
+    arr = dropin_1d(name, values)
     if np.any((arr < 0.0) | (arr > 1.0)):
         raise ValueError(f"{name} must lie in [0, 1]")
     return arr
@@ -165,15 +180,135 @@ def cluster_codes(
 ) -> tuple[npt.NDArray[np.int64], int]:
     """Cluster labels (any sortable values) as codes 0..G-1, and G.
 
-    Raises ``ValueError`` unless ``labels`` is 1-D with one entry per observation.
+    Raises ``ValueError`` unless ``labels`` is 1-D with one entry per observation (in
+    truescore's words: ``paired_bootstrap(clusters=...)`` is a drop-in).
     """
     arr = np.asarray(labels)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
     if arr.shape[0] != expected:
         raise ValueError(
-            f"{name} has {arr.shape[0]} labels for {expected} observations; "
-            "each observation needs exactly one cluster label"
+            f"{name} has {arr.shape[0]} entries but there are {expected} observations; "
+            "every observation needs to say which cluster it belongs to"
         )
     uniques, inverse = np.unique(arr, return_inverse=True)
     return np.asarray(inverse, dtype=np.int64).ravel(), int(uniques.shape[0])
+
+
+def check_open_unit(name: str, value: Any) -> float:
+    """``value`` as a float strictly between 0 and 1: a confidence level, a step, a share.
+
+    (:func:`check_alpha` is for error rates; this is for everything else in (0, 1).)
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not 0.0 < value < 1.0
+    ):
+        raise ValueError(f"{name} must lie in (0, 1); got {value!r}")
+    return float(value)
+
+
+def check_population_sizes(
+    name: str, sizes: Any, n: Any, labels: Sequence[str] | None = None
+) -> npt.NDArray[np.int64]:
+    """Several population sizes at once (one per audit, one per stratum) as int64.
+
+    ``sizes[j]`` must be an integer (an integer-valued float is accepted) no smaller than
+    its sample size ``n[j]`` (``n`` may be one int for all). ``labels[j]`` names entry j
+    in the message (``"stratum 'a'"``). The vector form of :func:`check_population_size`.
+    """
+    arr = np.asarray(sizes)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a scalar or a 1-D sequence; got shape {arr.shape}")
+    if arr.dtype.kind not in "iuf" or (
+        arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
+    ):
+        raise ValueError(f"{name} must hold integers (population sizes N); got {sizes!r}")
+    need = np.broadcast_to(np.asarray(n, dtype=np.int64), arr.shape)
+    short = np.flatnonzero(arr < need)
+    if short.size:
+        j = int(short[np.argmin(arr[short])])
+        where = "" if labels is None else f" for {labels[j]}"
+        raise ValueError(
+            f"{name}{where} must be at least the sample size n = {need[j]}; got {arr[j]:.0f}"
+        )
+    return arr.astype(np.int64)
+
+
+def check_labels(name: str, labels: npt.ArrayLike, size: int, unit: str = "observation") -> Any:
+    """``labels`` as a 1-D array with one label per ``unit`` (``size`` of them), finite
+    when numeric and mutually comparable (they are sorted to form groups)."""
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.shape[0] != size:
+        raise ValueError(f"{name} must hold one label per {unit} ({size}); got {arr.shape[0]}")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains non-finite labels")
+    return arr
+
+
+def group_offsets(
+    name: str, labels: npt.ArrayLike
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[Any]]:
+    """Group observations by label: ``(order, offsets, uniques)``.
+
+    ``order`` sorts the observations stably by label, so group g (the g-th smallest label,
+    ``uniques[g]``) is ``order[offsets[g]:offsets[g + 1]]``, in its original order.
+    """
+    try:
+        uniques, codes = np.unique(np.asarray(labels), return_inverse=True)
+    except TypeError as error:
+        raise ValueError(f"{name} labels must be mutually comparable: {error}") from error
+    codes = codes.reshape(-1)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=uniques.shape[0])
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return order, offsets, uniques
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency of truescore_fast is not installed (the message says which
+    and how to install it; the command line prints it as a one-line error)."""
+
+
+def optional_module(
+    module: str, *, requirement: str, extra: str | None, purpose: str
+) -> ModuleType:
+    """``import module``, or :class:`MissingExtraError` naming who needs it and the fix.
+
+    ``requirement`` is the distribution to install (``"scikit-learn>=1.3"``), ``extra``
+    the truescore-fast extra that provides it (None: install the requirement itself),
+    ``purpose`` what needs it (``"Audit-Prune"``).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        fix = f"pip install 'truescore-fast[{extra}]'" if extra else f"pip install '{requirement}'"
+        raise MissingExtraError(
+            f"{purpose} needs {requirement}, which is not installed: {fix}"
+        ) from error
+
+
+Alternative = Literal["greater", "less", "two-sided"]
+ALTERNATIVES: tuple[str, ...] = ("greater", "less", "two-sided")
+
+
+# --- The truescore drop-ins ------------------------------------------------------------
+# A drop-in raises what truescore 0.7.4 raises, type and message, for the same input. Its
+# array arguments go through np.asarray(values, dtype=float), whose own TypeError or
+# ValueError (a set, a dict, a generator, a complex number, a string) is what truescore
+# raises too; then the same shape and finiteness checks in the same words.
+
+
+def dropin_1d(name: str, values: Any) -> npt.NDArray[np.float64]:
+    """``values`` as a non-empty, 1-D, all-finite float array, checked as truescore does."""
+    arr: npt.NDArray[np.float64] = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must be non-empty")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains non-finite values")
+    return arr

@@ -5,9 +5,9 @@ population (real audit data or a synthetic one) and a grid of settings, and retu
 :class:`~truescore_fast._table.StudyTable` with Monte Carlo standard errors:
 
 * :func:`coverage_study` -- coverage and mean half-width of every interval under simple
-  random or stratified sampling from a finite population (seed Table 2);
+  random or stratified sampling from a finite population (CleanScore, Table 2);
 * :func:`stress_grid` -- the same over a grid of (N, n, gap shape, sparsity) settings,
-  with the Bernstein/Hoeffding width ratio (seed Table 6); :func:`stress_settings` is the
+  with the Bernstein/Hoeffding width ratio (CleanScore, Table 6); :func:`stress_settings` is the
   default 36-setting grid;
 * :func:`detection_study` -- detection rate of a planted public-form advantage, interval
   rule against the exact randomization test (Tables 11-12), type-I error with the labels
@@ -33,18 +33,24 @@ pool, Dask's ``Client.get_executor()``); results are identical to the local run.
 executor, Ctrl-C cancels the cells not yet started; cells already running on a worker
 finish there (an executor offers no way to stop them).
 
+This module holds the studies: each builds its grid of cells and turns the summed rows
+into a table. The engine that runs the cells (tasks, chunks, progress, interrupts,
+executors) is ``truescore_fast._engine``.
+
 What these numbers do not mean: a coverage or detection rate is a property of the
 population and design simulated. Synthetic populations (the stress grid) say how an
 interval behaves on gap distributions of that shape, not on yours; run the study on
 your own audit data before relying on an interval's coverage.
+
+Reference:
+    J. Opoku and D. Banahene, "CleanScore: Black-Box Benchmark Audits with Negative
+    Controls and Sensitivity Bounds"; the tables
+    cited above are that paper's.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import sys
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -54,16 +60,27 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._engine import (
+    _CELL_STRIDE,
+    REPLICATIONS_PER_TASK,
+    BudgetSums,
+    CoverageSums,
+    DetectionSums,
+    _Cell,
+    _execute,
+)
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
     check_gaps,
+    check_labels,
     check_n_threads,
     check_positive_int,
     float_array,
+    group_offsets,
 )
-from truescore_fast.audit import INTERVAL_METHODS
+from truescore_fast.intervals import INTERVAL_METHODS
 
 __all__ = [
     "REPLICATIONS_PER_TASK",
@@ -78,167 +95,8 @@ __all__ = [
     "stress_settings",
 ]
 
-#: Replications per task: fixed, so results never depend on how the work is split.
-REPLICATIONS_PER_TASK = 250
-_CELL_STRIDE = 2**32  # task index of cell c, task t: c * 2**32 + t
 _CODE = {name: code for code, name in enumerate(INTERVAL_METHODS)}
 _LATTICE_MAX = 64  # at most this many distinct gap values: counts per value may be drawn
-_CHUNK_SECONDS = 0.1
-# A chunk's per-task partial sums are held until they are added in task order, so the
-# chunk size bounds the memory a sweep needs; capping it keeps memory flat however many
-# replications are asked for (256 tasks is still only a few tens of milliseconds).
-_MAX_CHUNK_TASKS = 256
-
-
-# ---------------------------------------------------------------------------- execution
-
-
-@dataclass(frozen=True)
-class _Cell:
-    """One grid cell: a compiled task kernel, its leading arguments and its streams."""
-
-    kernel: str  # "coverage_tasks" | "detection_tasks" | "budget_tasks"
-    args: tuple[Any, ...]
-    key: tuple[int, int]
-    task_offset: int
-    replications: int
-
-    @property
-    def n_tasks(self) -> int:
-        return -(-self.replications // REPLICATIONS_PER_TASK)
-
-    def run(self, begin: int, end: int, n_threads: int | None) -> npt.NDArray[np.float64]:
-        out = getattr(_core, self.kernel)(
-            *self.args,
-            self.key[0],
-            self.key[1],
-            self.task_offset,
-            self.replications,
-            REPLICATIONS_PER_TASK,
-            begin,
-            end,
-            n_threads=n_threads,
-        )
-        return np.asarray(out).reshape(end - begin, -1)
-
-
-def _add_in_task_order(total: npt.NDArray[np.float64], part: npt.NDArray[np.float64]) -> None:
-    for row in part:  # one task at a time: the order of the additions is fixed
-        total += row
-
-
-def _run_cell(
-    cell: _Cell, n_threads: int | None = None, bar: _Progress | None = None
-) -> npt.NDArray[np.float64]:
-    """All tasks of one cell, reduced in task order (also what an executor worker runs).
-
-    Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive; the chunk
-    size changes only how tasks are grouped into calls, never the result.
-    """
-    threads = n_threads or os.cpu_count() or 1
-    total: npt.NDArray[np.float64] | None = None
-    begin, chunk = 0, threads
-    while begin < cell.n_tasks:
-        end = min(cell.n_tasks, begin + chunk)
-        started = time.perf_counter()
-        part = cell.run(begin, end, n_threads)
-        elapsed = time.perf_counter() - started
-        if total is None:
-            total = np.zeros(part.shape[1])
-        _add_in_task_order(total, part)
-        if bar is not None:
-            done = min(cell.replications, end * REPLICATIONS_PER_TASK)
-            bar.update(done - min(cell.replications, begin * REPLICATIONS_PER_TASK))
-        if elapsed < _CHUNK_SECONDS / 2:
-            chunk = min(2 * chunk, max(threads, _MAX_CHUNK_TASKS))
-        elif elapsed > 2 * _CHUNK_SECONDS and chunk > threads:
-            chunk = max(threads, chunk // 2)
-        begin = end
-    assert total is not None
-    return total
-
-
-class _Progress:
-    """tqdm when installed (else a plain stderr line); ``None`` starts it after 1 s."""
-
-    def __init__(self, enabled: bool | None, total: int, desc: str) -> None:
-        self.enabled, self.total, self.desc = enabled, total, desc
-        self.done = 0
-        self.start = time.perf_counter()
-        self.bar: Any = None
-        self.last_print = 0.0
-
-    def _open(self) -> None:
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            self.bar = False
-            return
-        self.bar = tqdm(total=self.total, desc=self.desc, unit="rep", initial=self.done)
-
-    def update(self, count: int) -> None:
-        self.done += count
-        if self.enabled is False:
-            return
-        now = time.perf_counter()
-        if self.bar is None and (self.enabled or now - self.start > 1.0):
-            self._open()
-            if self.bar:
-                return
-        if self.bar:
-            self.bar.update(count)
-        elif self.bar is False and now - self.last_print > 1.0:
-            self.last_print = now
-            print(f"\r{self.desc}: {self.done}/{self.total}", end="", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.bar:
-            self.bar.close()
-        elif self.bar is False and self.last_print:
-            print(file=sys.stderr)
-
-
-def _execute(
-    cells: Sequence[_Cell],
-    *,
-    n_threads: int | None,
-    progress: bool | None,
-    executor: Executor | None,
-    desc: str,
-) -> list[npt.NDArray[np.float64]]:
-    if progress not in (None, True, False):
-        raise ValueError(f"progress must be True, False or None (auto); got {progress!r}")
-    if executor is not None and not isinstance(executor, Executor):
-        raise ValueError(
-            f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}"
-        )
-    bar = _Progress(progress, sum(c.replications for c in cells), desc)
-    try:
-        if executor is not None:
-            return _execute_on(executor, cells, n_threads, bar)
-        return [_run_cell(cell, n_threads, bar) for cell in cells]
-    finally:
-        bar.close()
-
-
-def _execute_on(
-    executor: Executor, cells: Sequence[_Cell], n_threads: int | None, bar: _Progress
-) -> list[npt.NDArray[np.float64]]:
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    futures = [executor.submit(_run_cell, cell, n_threads) for cell in cells]
-    try:
-        pending = set(futures)
-        index = {f: i for i, f in enumerate(futures)}
-        while pending:
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            for f in done:
-                bar.update(cells[index[f]].replications)
-        return [np.asarray(f.result(), dtype=np.float64) for f in futures]
-    except BaseException:
-        for f in futures:
-            f.cancel()
-        raise
 
 
 def _replications(replications: Any) -> int:
@@ -330,14 +188,9 @@ def _design(
         raise ValueError(f"design must be 'srs' or 'stratified'; got {design!r}")
     if strata is None:
         raise ValueError("design='stratified' needs strata (one label per population unit)")
-    labels = np.asarray(strata)
-    if labels.shape != (big_n,):
-        raise ValueError(
-            f"strata must hold one label per population unit ({big_n}); got shape {labels.shape}"
-        )
-    order = np.argsort(labels, kind="stable")
-    _, sizes = np.unique(labels[order], return_counts=True)
-    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    labels = check_labels("strata", strata, big_n, unit="population unit")
+    order, offsets, _ = group_offsets("strata", labels)
+    sizes = np.diff(offsets)
     values = np.ascontiguousarray(population[order])
     if allocation is None or (isinstance(allocation, str) and allocation == "proportional"):
         alloc = np.asarray(_core.proportional_allocation(sizes.astype(np.int64), n))
@@ -414,11 +267,13 @@ def _coverage_cell(
 def _coverage_rows(
     total: npt.NDArray[np.float64], methods: tuple[str, ...], reps: int
 ) -> list[tuple[str, float, float, float, float]]:
-    sums = total.reshape(len(methods), 3)
+    sums = total.reshape(len(methods), len(CoverageSums))
     rows = []
     for k, m in enumerate(methods):
-        cov, cov_se = _rate(sums[k, 0], reps)
-        half, half_se = _mean_se(sums[k, 1], sums[k, 2], reps)
+        cov, cov_se = _rate(sums[k, CoverageSums.COVERED], reps)
+        half, half_se = _mean_se(
+            sums[k, CoverageSums.HALF_WIDTH], sums[k, CoverageSums.HALF_WIDTH_SQUARES], reps
+        )
         rows.append((m, cov, cov_se, half, half_se))
     return rows
 
@@ -457,7 +312,7 @@ def coverage_study(
             means, and coverage is measured against that (the audit's intervals do not
             reweight); with proportional allocation the target is the population mean.
         intervals: Interval methods (default all five of
-            :data:`~truescore_fast.audit.INTERVAL_METHODS`).
+            :data:`~truescore_fast.intervals.INTERVAL_METHODS`).
         replications: Samples per size (the paper: 5,000).
         alpha: 1 - nominal coverage.
         seed: int, ``SeedSequence`` or ``Generator``; with the cell index it fixes every
@@ -553,7 +408,7 @@ def stress_settings() -> list[StressSetting]:
     """The default 36-setting stress grid: N in {1000, 5000} x n in {50, 200} x three gap
     shapes x nonzero shares {0.05, 0.20, 0.50}.
 
-    How it was chosen: the seed paper reports 36 settings at N = 1,000 and 5,000 with
+    How it was chosen: the CleanScore paper reports 36 settings at N = 1,000 and 5,000 with
     the width ratio at n = 200, without listing them. We cross the two population sizes
     with a small audit (n = 50) and the paper's n = 200; three shapes of the nonzero
     gaps on the binary K = 2 lattice {-1, -1/2, +1/2, +1} (symmetric, one-sided towards
@@ -598,7 +453,7 @@ def stress_grid(
     progress: bool | None = None,
     executor: Executor | None = None,
 ) -> StudyTable:
-    """Coverage of every interval across a grid of stress settings (seed Table 6).
+    """Coverage of every interval across a grid of stress settings (CleanScore, Table 6).
 
     Each setting is a simple-random-sample coverage study on :func:`stress_population`;
     cell c of the grid uses streams c * 2**32 + t, so a setting's numbers do not depend
@@ -814,12 +669,15 @@ def detection_study(
     rows = []
     for g_index, (size, delta, gap) in enumerate(grid):
         parts = totals[g_index * m : (g_index + 1) * m]
-        rates = [[_rate(t[j], reps) for t in parts] for j in (0, 1)]
+        rates = [
+            [_rate(t[j], reps) for t in parts]
+            for j in (DetectionSums.CLAIMS, DetectionSums.REJECTIONS)
+        ]
         row = [size, delta, gap]
         for j in (0, 1):
             row.append(float(np.mean([r[0] for r in rates[j]])))
             row.append(math.sqrt(sum(r[1] ** 2 for r in rates[j])) / m)
-        row.append(float(np.mean([t[2] / reps for t in parts])))
+        row.append(float(np.mean([t[DetectionSums.DELTA_HAT] / reps for t in parts])))
         rows.append(row)
     columns = _columns(
         (
@@ -912,7 +770,7 @@ def budget_study(
 
     Returns:
         A :class:`StudyTable`, one row per n: half_width, half_width_se, exact_order,
-        exact_order_se, pairs_correct, pairs_correct_se (seed Table 10).
+        exact_order_se, pairs_correct, pairs_correct_se (CleanScore, Table 10).
 
     What it does not mean: recovering the full-sample ordering says nothing about the
     true ordering; the full sample is itself a sample.
@@ -959,7 +817,12 @@ def budget_study(
             "pairs_correct_se",
         ),
         (
-            (size, *_mean_se(t[0], t[1], reps), *_rate(t[2], reps), *_mean_se(t[3], t[4], reps))
+            (
+                size,
+                *_mean_se(t[BudgetSums.HALF_WIDTH], t[BudgetSums.HALF_WIDTH_SQUARES], reps),
+                *_rate(t[BudgetSums.EXACT_ORDER], reps),
+                *_mean_se(t[BudgetSums.PAIRS_CORRECT], t[BudgetSums.PAIRS_CORRECT_SQUARES], reps),
+            )
             for size, t in zip(ns, totals, strict=True)
         ),
     )

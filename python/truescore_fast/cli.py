@@ -2,12 +2,21 @@
 
     truescore-fast contamination FILE [--shard-column shard] [--json]
     truescore-fast audit FILE [--control FILE] [--population-size N] [--radius R] [--json]
+    truescore-fast disclose validate FILE [--json]
+    truescore-fast calibrate {coverage,stress,detection,budget} [--replications R]
+        [--seed S] [--threads T] [--json] [--plot FILE.png]
+
+FILE is a ``.csv`` or JSON Lines (``.jsonl``, ``.ndjson``, ``.json``) table; a disclosure
+record is a ``.json`` document.
 
 Exit codes let a pipeline tell a finding from a failure:
 
     0  ran, found nothing
     2  ran, and found something (evidence of contamination)
-    1  could not run: unreadable file, bad arguments, unusable data
+    1  could not run: unreadable file, bad arguments, unusable data, a missing optional
+       dependency (printed as one line: what needs it and the ``pip install`` that fixes it)
+
+``disclose validate`` exits 1 for an invalid record (there, 1 is the finding).
 
 argparse's own usage errors would exit 2, the code for a finding; this parser exits 1.
 """
@@ -28,13 +37,14 @@ from truescore_fast._cli_audit import add_audit_parser
 from truescore_fast._cli_calibrate import add_calibrate_parser
 from truescore_fast._cli_disclose import add_disclose_parser
 from truescore_fast._io import read_rows
+from truescore_fast._validation import MissingExtraError
 from truescore_fast.contamination import exchangeability_test, exchangeability_tests
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_FINDING = 2
 
-__all__ = ["EXIT_ERROR", "EXIT_FINDING", "EXIT_OK", "main", "read_rows"]
+__all__ = ["EXIT_ERROR", "EXIT_FINDING", "EXIT_OK", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -86,7 +96,7 @@ def _cmd_contamination(args: argparse.Namespace) -> int:
         result = exchangeability_test(canonical[0], permuted, alpha=args.alpha)
         _emit(
             args,
-            result.summary(),
+            result.explain(),
             {
                 "test": "exchangeability",
                 "p_value": result.p_value,
@@ -198,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
-    except (ValueError, OSError, KeyError, UnicodeDecodeError) as error:
+    except (ValueError, OSError, KeyError, UnicodeDecodeError, MissingExtraError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR
 

@@ -29,6 +29,7 @@ unlike these, and a large p-value is not evidence that the systems are equal.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,13 +38,13 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._intervals import percentile_interval
-from truescore_fast._random import philox_key
+from truescore_fast._numeric import overflow_exponent
+from truescore_fast._random import dropin_philox_key
 from truescore_fast._validation import (
     check_alpha,
-    check_positive_int,
     check_same_length,
     cluster_codes,
-    finite_1d,
+    dropin_1d,
     p_values_1d,
 )
 
@@ -100,7 +101,28 @@ class ComparisonResult:
         return self.p_value < (1.0 - self.level)
 
     def summary(self) -> str:
-        """A few lines: procedure, difference with its interval, p-value and verdict."""
+        """truescore's report, word for word: procedure, difference, interval, p, verdict.
+
+        The text is part of the drop-in contract (scripts and dashboards parse it); a
+        plainer explanation of what the numbers do and do not say is :meth:`explain`.
+        """
+        verdict = (
+            "difference is statistically distinguishable from zero"
+            if self.significant
+            else "difference is NOT distinguishable from zero -- this may be noise"
+        )
+        lines = [
+            f"{self.method} on n={self.n_pairs} paired examples",
+            f"  difference (A - B): {self.difference:+.4f} "
+            f"[{self.low:+.4f}, {self.high:+.4f}] at {self.level:.0%}",
+            f"  p = {self.p_value:.4g}: {verdict}",
+        ]
+        if self.n_discordant is not None:
+            lines.append(f"  discordant pairs: {self.n_discordant} (all the evidence lives here)")
+        return "\n".join(lines)
+
+    def explain(self) -> str:
+        """truescore_fast's longer reading of the result: what the verdict does not say."""
         if self.significant:
             verdict = "the systems differ beyond what chance on these examples explains"
         else:
@@ -116,53 +138,62 @@ class ComparisonResult:
                 f"  pairs where the systems disagree: {self.n_discordant} "
                 "(only these carry evidence)"
             )
+        lines.append(
+            "  a difference on these examples says nothing about examples unlike them, and "
+            "no finding is not evidence that the systems are equal"
+        )
         return "\n".join(lines)
-
-
-def _resolve_key(seed: Any) -> tuple[int, int]:
-    """``seed`` as a Philox key; ``None`` draws fresh entropy, as NumPy's default_rng does."""
-    if seed is None:
-        return philox_key(np.random.SeedSequence())
-    return philox_key(seed)
 
 
 def _scaled_pairs(
     a: npt.ArrayLike, b: npt.ArrayLike, alpha: float
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
-    """Validated alpha, a and b; a and b times :func:`_overflow_scale`'s s, and s."""
+    """Validated alpha, a and b; a and b times a power of two s, and s.
+
+    s keeps n * max(|a|, |b|) * s far below overflow (s = 1.0 almost always); means,
+    percentiles and comparisons with zero commute with it (see ``_numeric``).
+    """
     check_alpha(alpha)
-    arr_a = finite_1d("a", a)
-    arr_b = finite_1d("b", b)
+    arr_a = dropin_1d("a", a)
+    arr_b = dropin_1d("b", b)
     check_same_length("a", arr_a, "b", arr_b)
-    scale = _overflow_scale(arr_a, arr_b)
+    largest = max(float(np.max(np.abs(arr_a))), float(np.max(np.abs(arr_b))))
+    scale = 2.0 ** overflow_exponent(largest, 2.0**1000 / (4 * arr_a.shape[0]))
     if scale != 1.0:
         arr_a, arr_b = arr_a * scale, arr_b * scale
     return arr_a, arr_b, scale
 
 
-def _overflow_scale(arr_a: npt.NDArray[np.float64], arr_b: npt.NDArray[np.float64]) -> float:
-    """A power of two s with n * max|a|, |b| * s far below overflow (1.0 almost always).
+def _check_n_bootstrap(n_bootstrap: Any) -> int:
+    """``n_bootstrap`` as a positive int, or truescore's exception for it.
 
-    Sums of scores near the float64 limit overflow; scaling by a power of two is exact
-    (short of the subnormal range), and means, percentiles and comparisons with zero
-    commute with it, so results stay finite and otherwise unchanged.
+    truescore's count reaches NumPy as ``rng.integers(..., size=(n_bootstrap, n))``, and
+    a zero count as the percentile of no resamples. Anything but a positive integer is
+    replayed through the same two calls (with no memory to fill), so the exception type
+    and message are NumPy's, exactly as truescore users see them: ``IndexError`` for 0,
+    ``TypeError`` for a float or bool, ``ValueError`` for a negative count.
     """
-    largest = max(float(np.max(np.abs(arr_a))), float(np.max(np.abs(arr_b))))
-    headroom = 2.0**1000 / (4 * arr_a.shape[0])
-    if largest <= headroom:
-        return 1.0
-    return 2.0 ** (math.floor(math.log2(headroom)) - math.ceil(math.log2(largest)))
+    if isinstance(n_bootstrap, (int, np.integer)) and not isinstance(n_bootstrap, bool):
+        if 1 <= n_bootstrap < 2**63:
+            return int(n_bootstrap)
+    np.random.default_rng(0).integers(0, 1, size=(n_bootstrap, 0))  # raises as truescore
+    count = operator.index(n_bootstrap)  # an int-like that NumPy took
+    if count == 0:
+        with np.errstate(invalid="ignore"):
+            np.percentile(np.empty(0), [2.5, 97.5])  # raises truescore's IndexError
+    return count
 
 
 def _bootstrap(
     diffs: npt.NDArray[np.float64],
     alpha: float,
-    n_bootstrap: int,
+    n_bootstrap: Any,
     key: tuple[int, int],
     clusters: npt.ArrayLike | None,
 ) -> ComparisonResult:
     n = diffs.shape[0]
     if clusters is None:
+        n_bootstrap = _check_n_bootstrap(n_bootstrap)
         values, counts = np.unique(diffs, return_counts=True)
         if values.shape[0] * _DISCRETE_COST <= n:
             means = _core.bootstrap_means_discrete(
@@ -175,6 +206,7 @@ def _bootstrap(
         codes, n_groups = cluster_codes("clusters", clusters, n)
         if n_groups < 2:
             raise ValueError(f"cluster bootstrap needs at least 2 clusters; got {n_groups}")
+        n_bootstrap = _check_n_bootstrap(n_bootstrap)
         sums = np.bincount(codes, weights=diffs, minlength=n_groups)
         sizes = np.bincount(codes, minlength=n_groups).astype(np.int64)
         means = _core.cluster_bootstrap_means(sums, sizes, n_bootstrap, key[0], key[1])
@@ -235,9 +267,8 @@ def paired_bootstrap(
             differences too large for float64.
     """
     arr_a, arr_b, scale = _scaled_pairs(a, b, alpha)
-    key = _resolve_key(seed)
-    n_boot = check_positive_int("n_bootstrap", n_bootstrap)
-    return _unscale(_bootstrap(arr_a - arr_b, alpha, n_boot, key, clusters), scale)
+    key = dropin_philox_key(seed)
+    return _unscale(_bootstrap(arr_a - arr_b, alpha, n_bootstrap, key, clusters), scale)
 
 
 def _unscale(result: ComparisonResult, scale: float) -> ComparisonResult:
@@ -254,19 +285,41 @@ def _unscale(result: ComparisonResult, scale: float) -> ComparisonResult:
     return result
 
 
-def _check_n_resamples(n_resamples: Any) -> float | int:
-    """A positive whole number, or infinity (meaning: always enumerate exactly)."""
+def _check_permutation_args(
+    arr_a: npt.NDArray[np.float64], arr_b: npt.NDArray[np.float64], n_resamples: Any
+) -> float | int:
+    """``n_resamples`` as a positive int or ``math.inf``, or truescore's exception.
+
+    truescore hands both to ``scipy.stats.permutation_test``, which refuses fewer than 2
+    pairs and a count that is not a positive whole number (or infinity). Anything else is
+    replayed through SciPy's own argument checks (which stop before any statistic is
+    computed), so the exception and message are the installed SciPy's, as in truescore.
+    """
+    if arr_a.shape[0] >= 2:
+        if isinstance(n_resamples, (int, np.integer)) and n_resamples >= 1:
+            return int(n_resamples)
+        if isinstance(n_resamples, (float, np.floating)):
+            if n_resamples == math.inf:
+                return math.inf
+            if n_resamples >= 1 and float(n_resamples).is_integer():
+                return int(n_resamples)
+    from scipy import stats  # imported here: only bad input pays for it
+
+    class _Accepted(Exception):
+        pass
+
+    def statistic(*_args: Any, **_kwargs: Any) -> float:
+        raise _Accepted
+
     try:
-        value = float(n_resamples)
-        if math.isinf(value) and value > 0:
-            return math.inf
-        whole = int(n_resamples)
-        ok = whole == n_resamples and whole > 0
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise ValueError(f"n_resamples must be a positive integer; got {n_resamples!r}")
-    return whole
+        stats.permutation_test(
+            (arr_a, arr_b), statistic, permutation_type="samples", n_resamples=n_resamples
+        )
+    except _Accepted:
+        pass
+    # SciPy took what the fast path did not (a 0-d array, say): read it as it would.
+    value = float(n_resamples)
+    return math.inf if math.isinf(value) else operator.index(int(value))
 
 
 def paired_permutation(
@@ -311,10 +364,8 @@ def paired_permutation(
     """
     arr_a, arr_b, scale = _scaled_pairs(a, b, alpha)
     n = arr_a.shape[0]
-    if n < 2:
-        raise ValueError(f"a and b need at least 2 pairs for a permutation test; got {n}")
-    budget = _check_n_resamples(n_resamples)
-    key = _resolve_key(seed)
+    key = dropin_philox_key(seed)
+    budget = _check_permutation_args(arr_a, arr_b, n_resamples)
     p_value = _sign_flip_p_value(arr_a, arr_b, budget, key)
     interval = _unscale(_bootstrap(arr_a - arr_b, alpha, 10000, key, None), scale)
     return ComparisonResult(
@@ -341,34 +392,15 @@ def _sign_flip_p_value(
                 f"exact enumeration of 2^{n} sign patterns is infeasible; "
                 f"pass a finite n_resamples below 2^{n}"
             )
-        counts = _core.sign_flip_exact(arr_a, arr_b)
+        counts = _core.sign_flip_exact_pairs(arr_a, arr_b)
         extra = 0
     else:
-        diffs = arr_a - arr_b
-        nonzero = diffs[diffs != 0.0]
-        magnitudes, group, sizes = np.unique(
-            np.abs(nonzero), return_inverse=True, return_counts=True
-        )
+        # Random swap patterns with the enumeration's statistic and tie rule, so the two
+        # modes estimate the same p (truescore's Monte Carlo does the same, via SciPy).
         perm_key = (key[0], key[1] ^ _PERMUTATION_KEY_TWEAK)
-        if 0 < magnitudes.shape[0] * 8 <= n:
-            net = np.bincount(
-                group.ravel(), weights=np.sign(nonzero), minlength=magnitudes.shape[0]
-            )
-            counts = _core.sign_flip_monte_carlo_grouped(
-                magnitudes,
-                sizes.astype(np.int64),
-                np.rint(net).astype(np.int64),
-                int(budget),
-                *perm_key,
-            )
-        else:
-            counts = _core.sign_flip_counts(
-                diffs,
-                exact=False,
-                n_resamples=int(budget),
-                key0=perm_key[0],
-                key1=perm_key[1],
-            )
+        counts = _core.sign_flip_monte_carlo_pairs(
+            arr_a, arr_b, n_resamples=int(budget), key0=perm_key[0], key1=perm_key[1]
+        )
         extra = 1
     total = counts["n_patterns"] + extra
     lower = (counts["count_less"] + extra) / total
@@ -392,7 +424,9 @@ def holm(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     order = np.argsort(p)
     scaled = (m - np.arange(m)) * p[order]
     adjusted = np.empty(m, dtype=float)
-    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    # The running maximum starts from +0.0, as truescore's does: "+ 0.0" turns the -0.0
+    # that a p-value of -0.0 would otherwise carry through into +0.0 (and nothing else).
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled) + 0.0)
     return adjusted
 
 
@@ -411,6 +445,13 @@ def benjamini_hochberg(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     m = p.shape[0]
     order = np.argsort(p)[::-1]
     factors = m / (m - np.arange(m))
+    scaled = factors * p[order]
+    running = np.minimum.accumulate(np.minimum(1.0, scaled))
+    zeros = running == 0.0
+    if zeros.any():
+        # A running minimum keeps the first zero it meets, sign included (as truescore's
+        # loop does); NumPy's minimum may pick either zero of a +0.0/-0.0 pair.
+        running[zeros] = scaled[np.argmax(scaled == 0.0)]
     adjusted = np.empty(m, dtype=float)
-    adjusted[order] = np.minimum.accumulate(np.minimum(1.0, factors * p[order]))
+    adjusted[order] = running
     return adjusted

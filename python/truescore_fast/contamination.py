@@ -33,10 +33,12 @@ import numpy.typing as npt
 from scipy import special
 
 from truescore_fast import _core
+from truescore_fast._result import TabularResult
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
     check_n_threads,
+    dropin_1d,
     finite_1d,
     float_array,
 )
@@ -45,6 +47,7 @@ __all__ = [
     "CombinedContamination",
     "ContaminationResult",
     "ExchangeabilityTests",
+    "PooledContamination",
     "combine_shards",
     "exchangeability_test",
     "exchangeability_tests",
@@ -98,7 +101,27 @@ class ContaminationResult:
         return 1.0 / (self.n_permutations + 1)
 
     def summary(self) -> str:
-        """A short report: the numbers, the resolution floor and the verdict."""
+        """truescore's report, word for word (the drop-in contract); see :meth:`explain`."""
+        verdict = (
+            "canonical order scores higher than chance allows: evidence of contamination"
+            if self.contaminated
+            else "no evidence that the canonical order is special"
+        )
+        return "\n".join(
+            [
+                f"contamination test on {self.n_permutations} permutations",
+                f"  canonical log-likelihood: {self.canonical_loglik:.4f}",
+                f"  shuffled orders: mean {self.permutation_mean:.4f}, "
+                f"sd {self.permutation_std:.4f} (z = {self.z_score:+.2f})",
+                f"  p = {self.p_value:.4g} (finest resolution possible here: "
+                f"{self.resolution:.4g})",
+                f"  {verdict}",
+            ]
+        )
+
+    def explain(self) -> str:
+        """truescore_fast's longer report: the numbers, the resolution floor, and what a
+        finding or its absence does and does not say."""
         alpha = 1.0 - self.level
         if self.contaminated:
             verdict = (
@@ -155,11 +178,13 @@ def exchangeability_test(
     check_alpha(alpha)
     if not np.isfinite(canonical_loglik):
         raise ValueError("canonical_loglik must be finite")
-    permuted = float_array("permuted_logliks", permuted_logliks)
+    permuted = np.asarray(permuted_logliks, dtype=float)  # truescore's conversion and errors
     if permuted.ndim != 1:
         raise ValueError(f"permuted_logliks must be 1-D; got shape {permuted.shape}")
     if permuted.size == 0:
         raise ValueError("permuted_logliks must be non-empty")
+    if not isinstance(canonical_loglik, _FAST_CANONICAL):
+        return _exchangeability_test_as_given(canonical_loglik, permuted, alpha)
     canonical = float(canonical_loglik)
     p, mean, sd, z = _core.rank_test(canonical, permuted)
     if isinstance(canonical_loglik, np.floating) and canonical_loglik.dtype.itemsize < 8:
@@ -179,21 +204,57 @@ def exchangeability_test(
     )
 
 
+# Canonical values the compiled kernel compares exactly as truescore does (as float64).
+# Anything else -- a long double, a 0-d or one-element array, a list -- takes
+# _exchangeability_test_as_given, which keeps the value's own type as truescore does.
+_FAST_CANONICAL = (float, int, np.float64, np.float32, np.float16, np.integer)
+
+
+def _exchangeability_test_as_given(
+    canonical: Any, permuted: npt.NDArray[np.float64], alpha: float
+) -> ContaminationResult:
+    """The test with the canonical value used as given, in NumPy arithmetic.
+
+    A ``np.longdouble`` is compared with the float64 permutations at long-double precision
+    (``-4.1 + 1e-18`` is not ``-4.1`` there); a 0-d float32 array keeps z in float32; an
+    argument NumPy cannot subtract raises NumPy's error. All of that is what truescore
+    does, so a drop-in must too. Same formulas as the compiled path.
+    """
+    if not np.isfinite(permuted).all():
+        raise ValueError("permuted_logliks contains non-finite values")
+    m = int(permuted.shape[0])
+    count = int(np.count_nonzero(permuted >= canonical))
+    mean = float(permuted.mean())
+    sd = float(permuted.std(ddof=1)) if m > 1 else 0.0
+    z = (canonical - mean) / sd if sd > 0.0 else 0.0
+    return ContaminationResult(
+        p_value=(1.0 + count) / (m + 1.0),
+        canonical_loglik=float(canonical),
+        permutation_mean=mean,
+        permutation_std=sd,
+        z_score=float(z),
+        n_permutations=m,
+        level=1.0 - alpha,
+    )
+
+
 CombineMethod = Literal["fisher", "stouffer", "average"]
 
 
 @dataclass(frozen=True)
 class CombinedContamination:
-    """Contamination evidence pooled over independent shards.
+    """Contamination evidence pooled over independent shards by Fisher's method.
 
     Attributes:
         p_value: Pooled p-value.
-        statistic: Fisher's ``-2 sum log p`` (method "fisher"), Stouffer's Z ("stouffer")
-            or the mean shard p-value ("average").
+        statistic: Fisher's ``-2 sum log p``.
         n_shards: Number of shards pooled.
         shard_p_values: The shard p-values, kept so one driving shard can be seen.
         level: One minus the significance level of the verdict.
-        method: How the shards were pooled.
+
+    The fields, ``repr``, equality and ``summary()`` are truescore's (a drop-in);
+    :class:`PooledContamination` is the same evidence with the pooling method named,
+    returned by :meth:`ExchangeabilityTests.combine`.
 
     Pooling assumes the shards are independent under the null (disjoint data, separate
     permutations). A pooled finding says some shards rank above chance; it does not say
@@ -205,12 +266,16 @@ class CombinedContamination:
     n_shards: int
     shard_p_values: npt.NDArray[Any]
     level: float
-    method: str = "fisher"
 
     @property
     def contaminated(self) -> bool:
         """True when the pooled p-value is below the significance level."""
         return self.p_value < (1.0 - self.level)
+
+    @property
+    def pooling(self) -> str:
+        """How the shards were pooled: ``"fisher"`` here."""
+        return "fisher"
 
     @property
     def log_p_value(self) -> float:
@@ -219,14 +284,30 @@ class CombinedContamination:
         For Fisher it is exact (the chi-squared tail on even degrees of freedom is a
         finite Poisson sum); for Stouffer it is ``log Phi(-Z)``.
         """
-        if self.method == "fisher":
+        if self.pooling == "fisher":
             return float(_core.fisher_log_sf(self.statistic, self.n_shards))
-        if self.method == "stouffer":
+        if self.pooling == "stouffer":
             return float(special.log_ndtr(-self.statistic))
         return math.log(self.p_value)
 
     def summary(self) -> str:
-        """A short report of the pooled test."""
+        """truescore's report, word for word (the drop-in contract); see :meth:`explain`."""
+        smallest = float(np.min(self.shard_p_values))
+        return "\n".join(
+            [
+                f"pooled contamination evidence over {self.n_shards} shards",
+                f"  Fisher statistic {self.statistic:.4f}, combined p = {self.p_value:.4g}",
+                f"  smallest shard p-value: {smallest:.4g}",
+                (
+                    "  pooled evidence of contamination"
+                    if self.contaminated
+                    else "  no pooled evidence of contamination"
+                ),
+            ]
+        )
+
+    def explain(self) -> str:
+        """truescore_fast's report of the pooled test: method, log p, and what it means."""
         alpha = 1.0 - self.level
         smallest = float(np.min(self.shard_p_values))
         name = {"fisher": "Fisher", "stouffer": "Stouffer (mid-p)", "average": "2 x mean p"}
@@ -238,7 +319,7 @@ class CombinedContamination:
         return "\n".join(
             [
                 f"Pooled exchangeability tests over {self.n_shards} shards "
-                f"({name.get(self.method, self.method)})",
+                f"({name.get(self.pooling, self.pooling)})",
                 f"  statistic {self.statistic:.6g}, pooled p = {self.p_value:.4g}"
                 f" (log p = {self.log_p_value:.6g})",
                 f"  smallest shard p-value {smallest:.4g}",
@@ -247,8 +328,29 @@ class CombinedContamination:
         )
 
 
-def _fisher(values: npt.NDArray[np.float64], alpha: float) -> CombinedContamination:
-    return _fisher_from_log_sum(np.sum(np.log(values)), values, alpha)
+@dataclass(frozen=True)
+class PooledContamination(CombinedContamination):
+    """Shard p-values pooled by a named method (truescore_fast's own result type).
+
+    Attributes:
+        method: ``"fisher"``, ``"stouffer"`` (statistic: Stouffer's Z on mid-p values)
+            or ``"average"`` (statistic: the mean shard p-value; p = min(1, 2 x mean)).
+
+    The other fields are :class:`CombinedContamination`'s. ``summary()`` is the longer
+    report (:meth:`CombinedContamination.explain`); ``combine_shards`` never returns this
+    type, so truescore code sees truescore's fields and text.
+    """
+
+    method: str = "fisher"
+
+    @property
+    def pooling(self) -> str:
+        """The ``method`` field."""
+        return self.method
+
+    def summary(self) -> str:
+        """The longer report: method, statistic, p and log p, and the verdict."""
+        return self.explain()
 
 
 def _fisher_from_log_sum(
@@ -265,7 +367,6 @@ def _fisher_from_log_sum(
         n_shards=int(values.shape[0]),
         shard_p_values=values,
         level=1.0 - alpha,
-        method="fisher",
     )
 
 
@@ -288,9 +389,9 @@ def combine_shards(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> CombinedC
             upstream).
     """
     check_alpha(alpha)
-    values = float_array("p_values", p_values)
+    values = np.asarray(p_values, dtype=float)  # truescore's conversion and errors
     if values.ndim != 1 or values.size == 0:
-        finite_1d("p_values", values)  # raises the shape error
+        dropin_1d("p_values", values)  # raises the shape error
     # Validate through the logs the statistic needs anyway: every p is in (0, 1] exactly
     # when every log p is finite and <= 0, i.e. when their sum is finite and the largest
     # is <= 0. This saves two passes over the input on the valid path.
@@ -298,16 +399,16 @@ def combine_shards(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> CombinedC
         logs = np.log(values)
         total = np.sum(logs)
     if not (np.isfinite(total) and logs.max() <= 0.0):
-        finite_1d("p_values", values)  # raises for NaN or infinity
-        raise ValueError(
-            "p_values must lie in (0, 1]; a permutation p-value is never 0, so a 0 "
-            "points to an error upstream"
+        dropin_1d("p_values", values)  # raises for NaN or infinity
+        raise ValueError(  # truescore's words
+            "p_values must lie in (0, 1]; a permutation test cannot return exactly 0, so "
+            "such a value indicates an upstream error"
         )
     return _fisher_from_log_sum(total, values, alpha)
 
 
-@dataclass(frozen=True)
-class ExchangeabilityTests:
+@dataclass(frozen=True, repr=False)
+class ExchangeabilityTests(TabularResult):
     """Exact exchangeability tests for many shards, as arrays (one entry per shard).
 
     Attributes:
@@ -318,8 +419,15 @@ class ExchangeabilityTests:
         sds: Standard deviation of the shuffled orders (ddof=1; 0 when m = 1).
         n_permutations: Shuffled orders per shard.
         canonical: Published-order log-likelihoods.
-        level: One minus the significance level.
+        alpha: Significance level of the per-shard and pooled verdicts.
+
+    A table (``to_frame()``: one row per shard). A shard's verdict is exactly what
+    :func:`exchangeability_test` gives it alone, truescore's arithmetic included: the
+    threshold is ``1 - level`` with ``level = 1 - alpha``, so at alpha = 0.05 a p-value of
+    exactly 0.05 (m = 19, no shuffled order above the canonical one) counts as a finding.
     """
+
+    _repr_fields = ("n_shards", "smallest_p_value", "alpha")
 
     p_values: npt.NDArray[np.float64]
     counts: npt.NDArray[np.int64]
@@ -328,10 +436,37 @@ class ExchangeabilityTests:
     sds: npt.NDArray[np.float64]
     n_permutations: npt.NDArray[np.int64]
     canonical: npt.NDArray[np.float64]
-    level: float
+    alpha: float
 
     def __len__(self) -> int:
         return int(self.p_values.shape[0])
+
+    @property
+    def n_shards(self) -> int:
+        """Number of shards."""
+        return len(self)
+
+    @property
+    def smallest_p_value(self) -> float:
+        """The smallest shard p-value."""
+        return float(self.p_values.min())
+
+    @property
+    def level(self) -> float:
+        """``1 - alpha``, as the per-shard (truescore) results record it."""
+        return 1.0 - self.alpha
+
+    def _columns(self) -> dict[str, Any]:
+        return {
+            "shard": np.arange(len(self)),
+            "canonical": self.canonical,
+            "mean": self.means,
+            "sd": self.sds,
+            "z_score": self.z_scores,
+            "count": self.counts,
+            "n_permutations": self.n_permutations,
+            "p_value": self.p_values,
+        }
 
     @property
     def resolutions(self) -> npt.NDArray[np.float64]:
@@ -355,7 +490,7 @@ class ExchangeabilityTests:
             level=self.level,
         )
 
-    def combine(self, method: CombineMethod = "fisher") -> CombinedContamination:
+    def combine(self, method: CombineMethod = "fisher") -> PooledContamination:
         """Pool the shards into one test.
 
         Args:
@@ -372,13 +507,21 @@ class ExchangeabilityTests:
             ValueError: an unknown method.
         """
         check_choice("method", method, ("fisher", "stouffer", "average"))
-        alpha = 1.0 - self.level
+        alpha = self.alpha
         if method == "fisher":
-            return _fisher(self.p_values, alpha)
+            fisher = _fisher_from_log_sum(np.sum(np.log(self.p_values)), self.p_values, alpha)
+            return PooledContamination(
+                p_value=fisher.p_value,
+                statistic=fisher.statistic,
+                n_shards=fisher.n_shards,
+                shard_p_values=fisher.shard_p_values,
+                level=fisher.level,
+                method="fisher",
+            )
         if method == "stouffer":
             mid = (0.5 + self.counts) / (self.n_permutations + 1.0)
             z = float(-np.sum(special.ndtri(mid)) / math.sqrt(len(self)))
-            return CombinedContamination(
+            return PooledContamination(
                 p_value=float(special.ndtr(-z)),
                 statistic=z,
                 n_shards=len(self),
@@ -387,7 +530,7 @@ class ExchangeabilityTests:
                 method="stouffer",
             )
         mean_p = float(np.mean(self.p_values))  # method == "average"
-        return CombinedContamination(
+        return PooledContamination(
             p_value=min(1.0, 2.0 * mean_p),
             statistic=mean_p,
             n_shards=len(self),
@@ -398,7 +541,7 @@ class ExchangeabilityTests:
 
     def summary(self) -> str:
         """Per-batch overview: shard count, how many reject alone, the Fisher pool."""
-        alpha = 1.0 - self.level
+        alpha = self.alpha
         pooled = self.combine("fisher")
         return "\n".join(
             [
@@ -474,7 +617,7 @@ def exchangeability_tests(
         sds=out["sd"],
         n_permutations=m,
         canonical=canon,
-        level=1.0 - alpha,
+        alpha=alpha,
     )
 
 

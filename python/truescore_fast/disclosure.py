@@ -49,8 +49,10 @@ A valid record is a complete *disclosure*, not a clean score: a record full of "
 "unknown" is valid, and says exactly how little is known.
 
 Reference:
-    Angulo, Yeste, Espinos-Morato, a taxonomy of benchmark contamination by the mitigation
-    each type defeats, and a four-field disclosure protocol (the project's seed documents).
+    J. Angulo, V. Yeste, H. Espinos-Morato (Universidad Europea): a taxonomy of benchmark
+    contamination by the mitigation each type defeats, and a four-field disclosure
+    protocol. Implemented from the paper's abstract; its title and venue are not recorded
+    here.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ import numpy.typing as npt
 
 from truescore_fast._intervals import percentile_interval
 from truescore_fast._random import SeedLike, philox_key
-from truescore_fast._validation import check_alpha, check_positive_int
+from truescore_fast._result import Result
+from truescore_fast._validation import check_alpha, check_positive_int, optional_module
 
 __all__ = [
     "CONTAMINATION_TYPES",
@@ -91,11 +94,6 @@ CONTAMINATION_TYPES: Mapping[str, str] = {
     "recorded with the score, not the benchmark",
 }
 
-_INSTALL_HINT = (
-    "validate_disclosure needs the optional dependency jsonschema>=4.18: "
-    "pip install 'truescore-fast[disclose]'"
-)
-
 
 def disclosure_schema() -> dict[str, Any]:
     """The disclosure record's JSON Schema (draft 2020-12), as shipped in the package."""
@@ -108,8 +106,8 @@ def disclosure_schema() -> dict[str, Any]:
     return schema
 
 
-@dataclass(frozen=True)
-class DisclosureValidation:
+@dataclass(frozen=True, repr=False)
+class DisclosureValidation(Result):
     """The outcome of validating one disclosure record.
 
     Attributes:
@@ -124,6 +122,12 @@ class DisclosureValidation:
     valid: bool
     problems: tuple[str, ...]
     source: str
+
+    def __repr__(self) -> str:
+        return (
+            f"DisclosureValidation(valid={self.valid}, problems={len(self.problems)}, "
+            f"source={self.source!r})"
+        )
 
     def summary(self) -> str:
         """``SOURCE: valid`` or the list of problems."""
@@ -180,14 +184,17 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
         that is not valid JSON is reported as invalid with the parser's message.
 
     Raises:
-        ImportError: ``jsonschema`` is not installed (install the ``disclose`` extra).
+        MissingExtraError: (an ImportError) ``jsonschema`` is not installed (install the
+            ``disclose`` extra).
         FileNotFoundError: the path does not exist.
         ValueError: ``obj_or_path`` is neither a mapping nor a path.
     """
-    try:
-        import jsonschema
-    except ImportError as error:  # pragma: no cover - exercised only without the extra
-        raise ImportError(_INSTALL_HINT) from error
+    jsonschema = optional_module(
+        "jsonschema",
+        requirement="jsonschema>=4.18",
+        extra="disclose",
+        purpose="validate_disclosure",
+    )
 
     if isinstance(obj_or_path, (str, Path)):
         path = Path(obj_or_path)
@@ -221,18 +228,19 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class KappaResult:
+@dataclass(frozen=True, repr=False)
+class KappaResult(Result):
     """Linear-weighted Cohen's kappa with a bootstrap interval.
 
     Attributes:
-        kappa: ``1 - sum(w * observed) / sum(w * expected)`` with ``w_ij = |i - j| / (k - 1)``
-            over the ordered ``categories``; equal to scikit-learn's
+        estimate: linear-weighted kappa, ``1 - sum(w * observed) / sum(w * expected)``
+            with ``w_ij = |i - j| / (k - 1)`` over the ordered ``categories``; equal to
+            scikit-learn's
             ``cohen_kappa_score(weights="linear")``.
-        interval: percentile bootstrap interval at ``level``, resampling items (rows)
+        low, high: percentile bootstrap interval at level 1 - alpha, resampling items (rows)
             with replacement; resamples in which kappa is undefined (no expected
             disagreement) are left out and counted in ``n_undefined``.
-        level: confidence level.
+        alpha: the interval has level 1 - alpha.
         n_items: items coded by both coders.
         n_resamples: bootstrap resamples drawn; n_undefined: of them, left out.
         categories: the ordinal scale, lowest first.
@@ -241,18 +249,21 @@ class KappaResult:
     coders almost always agree: a low kappa is not by itself evidence of disagreement.
     """
 
-    kappa: float
-    interval: tuple[float, float]
-    level: float
+    estimate: float
+    low: float
+    high: float
+    alpha: float
     n_items: int
     n_resamples: int
     n_undefined: int
     categories: tuple[Any, ...]
 
+    _repr_fields = ("estimate", "low", "high", "alpha", "n_items")
+
     def summary(self) -> str:
-        lo, hi = self.interval
+        lo, hi = self.low, self.high
         return (
-            f"linear-weighted kappa {self.kappa:.3f}, {self.level:.0%} interval "
+            f"linear-weighted kappa {self.estimate:.3f}, {1.0 - self.alpha:.0%} interval "
             f"[{lo:.3f}, {hi:.3f}] (bootstrap over {self.n_items} items, "
             f"{self.n_resamples} resamples)"
         )
@@ -293,7 +304,7 @@ def linear_weighted_kappa(
     b: npt.ArrayLike,
     *,
     categories: Sequence[Any],
-    level: float = 0.95,
+    alpha: float = 0.05,
     n_resamples: int = 2000,
     seed: SeedLike = 0,
 ) -> KappaResult:
@@ -304,7 +315,7 @@ def linear_weighted_kappa(
         b: second coder's codes for the same items, in the same order.
         categories: the ordinal scale, lowest first (at least two categories); every code
             must be one of them. Categories never used still count for the weights.
-        level: confidence level of the interval.
+        alpha: the interval has level 1 - alpha.
         n_resamples: bootstrap resamples over items.
         seed: seed of the bootstrap (NumPy Philox keyed by ``philox_key(seed)``).
 
@@ -314,7 +325,7 @@ def linear_weighted_kappa(
 
     Raises:
         ValueError: naming the argument, for unequal lengths, a code outside
-            ``categories``, fewer than two or repeated categories, a bad ``level``,
+            ``categories``, fewer than two or repeated categories, a bad ``alpha``,
             ``n_resamples`` or ``seed``, or data with no expected disagreement (both coders
             use a single, identical category), where kappa is undefined.
     """
@@ -327,7 +338,7 @@ def linear_weighted_kappa(
         raise ValueError(f"categories must be hashable: {error}") from error
     if len(index) != len(cats):
         raise ValueError("categories must not repeat a category")
-    check_alpha(level, "level")
+    check_alpha(alpha)
     check_positive_int("n_resamples", n_resamples)
     ai = _codes("a", a, index)
     bi = _codes("b", b, index)
@@ -352,15 +363,15 @@ def linear_weighted_kappa(
         draws.append(np.where(e > 0.0, 1.0 - o / np.where(e > 0.0, e, 1.0), np.nan))
     reps = np.concatenate(draws)
     defined = reps[~np.isnan(reps)]
-    alpha = 1.0 - level
     if defined.size:
         lo, hi = (float(x) for x in percentile_interval(defined, alpha))
     else:  # every resample undefined (a handful of items): no information
         lo, hi = -math.inf, math.inf
     return KappaResult(
-        kappa=kappa,
-        interval=(lo, hi),
-        level=level,
+        estimate=kappa,
+        low=lo,
+        high=hi,
+        alpha=alpha,
         n_items=n,
         n_resamples=int(n_resamples),
         n_undefined=int(reps.size - defined.size),

@@ -22,9 +22,9 @@ is exposed to), and it assumes families are independent of one another. Families
 share items or templates must be merged into one family first.
 
 Reference:
-    LeakScale: a causal measurement framework for benchmark exposure (the abstract in the
-    project's seed documents): family-clustered 95% intervals and Holm correction across
-    the four primary tests.
+    LeakScale, a causal measurement framework for benchmark exposure: family-clustered 95%
+    intervals and Holm correction across its four primary tests. Implemented from the
+    paper's abstract; its authors, title and venue are not recorded here.
 """
 
 from __future__ import annotations
@@ -32,15 +32,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._intervals import percentile_interval
+from truescore_fast._numeric import overflow_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
+    check_labels,
     check_n_threads,
     check_positive_int,
     finite_1d,
@@ -56,18 +60,18 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class FamilyBootstrapResult:
+@dataclass(frozen=True, repr=False)
+class FamilyBootstrapResult(Result):
     """A difference in means with a family-clustered percentile bootstrap interval.
 
     Attributes:
-        difference: mean of the treated observations minus mean of the control ones.
-        interval: ``(lower, upper)`` percentile interval from resampling whole families.
+        estimate: mean of the treated observations minus mean of the control ones.
+        low, high: percentile interval at level 1 - alpha from resampling whole families.
         standard_error: standard deviation (ddof=1) of the bootstrap replicates.
         p_value: two-sided bootstrap p-value for a zero difference,
             ``min(1, 2 (1 + #{replicates on the far side of 0}) / (n_resamples + 1))``,
             consistent with the percentile interval (an approximation, not an exact test).
-        level: confidence level of the interval.
+        alpha: the interval has level 1 - alpha.
         n_families: number of families.
         n_treated: treated observations; n_control: control observations.
         n_resamples: bootstrap resamples.
@@ -76,24 +80,27 @@ class FamilyBootstrapResult:
     nothing about why the arms differ.
     """
 
-    difference: float
-    interval: tuple[float, float]
+    estimate: float
+    low: float
+    high: float
     standard_error: float
     p_value: float
-    level: float
+    alpha: float
     n_families: int
     n_treated: int
     n_control: int
     n_resamples: int
 
+    _repr_fields = ("estimate", "low", "high", "p_value", "alpha", "n_families")
+
     @property
     def excludes_zero(self) -> bool:
         """True when the interval lies entirely on one side of zero."""
-        return self.interval[0] > 0.0 or self.interval[1] < 0.0
+        return self.low > 0.0 or self.high < 0.0
 
     def summary(self) -> str:
         """The difference, the family-clustered interval and its reading."""
-        lo, hi = self.interval
+        lo, hi = self.low, self.high
         reading = (
             "the interval excludes zero: the difference is not explained by which families "
             "were sampled (it does not say why the arms differ)"
@@ -105,26 +112,12 @@ class FamilyBootstrapResult:
                 f"Family-clustered bootstrap, {self.n_families} families "
                 f"({self.n_treated} treated, {self.n_control} control observations), "
                 f"{self.n_resamples} resamples",
-                f"  difference (treated - control)  {self.difference:+.6g}",
-                f"  {self.level:.0%} interval  [{lo:+.6g}, {hi:+.6g}],  "
+                f"  difference (treated - control)  {self.estimate:+.6g}",
+                f"  {1.0 - self.alpha:.0%} interval  [{lo:+.6g}, {hi:+.6g}],  "
                 f"SE {self.standard_error:.4g},  p {self.p_value:.4g}",
                 f"  {reading}",
             ]
         )
-
-
-def _check_labels(name: str, labels: npt.ArrayLike, size: int) -> None:
-    arr = np.asarray(labels)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
-    if arr.size != size:
-        raise ValueError(f"{name} must hold one label per observation ({size}); got {arr.size}")
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite labels")
-    try:
-        np.unique(arr)
-    except TypeError as error:
-        raise ValueError(f"{name} labels must be mutually comparable: {error}") from error
 
 
 def family_bootstrap_difference(
@@ -133,7 +126,7 @@ def family_bootstrap_difference(
     *,
     families: npt.ArrayLike,
     control_families: npt.ArrayLike | None = None,
-    level: float = 0.95,
+    alpha: float = 0.05,
     n_resamples: int = 10_000,
     seed: SeedLike = 0,
     n_threads: int | None = None,
@@ -148,7 +141,7 @@ def family_bootstrap_difference(
             observation when ``control_families`` is None (paired data: equal lengths).
         control_families: family label of each control observation, when the arms hold
             different observations.
-        level: confidence level of the percentile interval.
+        alpha: the percentile interval has level 1 - alpha.
         n_resamples: bootstrap resamples of whole families.
         seed: seed of the resampling (recorded for reproducibility).
         n_threads: threads for the kernel (None: every core); results do not depend on it.
@@ -156,11 +149,11 @@ def family_bootstrap_difference(
     Raises:
         ValueError: naming the argument, for empty or non-finite outcomes, labels of the
             wrong length, a family present in only one arm, fewer than 2 families, a bad
-            ``level``, ``n_resamples``, ``seed`` or ``n_threads``.
+            ``alpha``, ``n_resamples``, ``seed`` or ``n_threads``.
     """
     t = finite_1d("treated", treated)
     c = finite_1d("control", control)
-    check_alpha(level, "level")
+    check_alpha(alpha)
     check_positive_int("n_resamples", n_resamples)
     threads = check_n_threads(n_threads)
     t_labels = np.asarray(families)
@@ -175,8 +168,8 @@ def family_bootstrap_difference(
     else:
         c_labels = np.asarray(control_families)
         c_name = "control_families"
-    _check_labels("families", t_labels, t.size)
-    _check_labels(c_name, c_labels, c.size)
+    check_labels("families", t_labels, t.size)
+    check_labels(c_name, c_labels, c.size)
     try:
         uniques, codes = np.unique(np.concatenate([t_labels, c_labels]), return_inverse=True)
     except TypeError as error:
@@ -204,29 +197,29 @@ def family_bootstrap_difference(
         bound = n_fam * max(float(np.max(np.abs(t_sum))), float(np.max(np.abs(c_sum))))
     if not math.isfinite(bound):
         raise ValueError("treated and control values are too large to sum in float64")
-    exponent = math.frexp(bound)[1] if bound > 2.0**400 else 0
-    t_sum, c_sum = np.ldexp(t_sum, -exponent), np.ldexp(c_sum, -exponent)
+    exponent = overflow_exponent(bound, 2.0**400)
+    t_sum, c_sum = np.ldexp(t_sum, exponent), np.ldexp(c_sum, exponent)
     key0, key1 = philox_key(seed)
     reps = _core.cluster_bootstrap_difference(
         t_sum, t_count, c_sum, c_count,
         n_resamples=int(n_resamples), key0=key0, key1=key1, n_threads=threads,
     )  # fmt: skip
-    alpha = 1.0 - level
     lo, hi = percentile_interval(reps, alpha)
     below = int(np.count_nonzero(reps <= 0.0))
     above = int(np.count_nonzero(reps >= 0.0))
     p = min(1.0, 2.0 * (1 + min(below, above)) / (n_resamples + 1))
     se = float(reps.std(ddof=1)) if n_resamples > 1 else 0.0
     point = float(t_sum.sum() / t.size - c_sum.sum() / c.size)
-    values = [math.ldexp(v, exponent) for v in (point, float(lo), float(hi), se)]
+    values = [unscale(v, exponent) for v in (point, float(lo), float(hi), se)]
     if not all(math.isfinite(v) for v in values):
         raise ValueError("the difference between treated and control overflows float64")
     return FamilyBootstrapResult(
-        difference=values[0],
-        interval=(values[1], values[2]),
+        estimate=values[0],
+        low=values[1],
+        high=values[2],
         standard_error=values[3],
         p_value=p,
-        level=level,
+        alpha=alpha,
         n_families=int(n_fam),
         n_treated=int(t.size),
         n_control=int(c.size),
@@ -234,8 +227,8 @@ def family_bootstrap_difference(
     )
 
 
-@dataclass(frozen=True)
-class HolmResult:
+@dataclass(frozen=True, repr=False)
+class HolmResult(TabularResult):
     """Holm's step-down correction across several primary tests.
 
     Attributes:
@@ -255,6 +248,20 @@ class HolmResult:
     adjusted: tuple[float, ...]
     rejected: tuple[bool, ...]
     alpha: float
+
+    def __repr__(self) -> str:
+        return (
+            f"HolmResult(tests={len(self.names)}, rejected={sum(self.rejected)}, "
+            f"alpha={self.alpha:.4g})"
+        )
+
+    def _columns(self) -> dict[str, Sequence[Any]]:
+        return {
+            "name": self.names,
+            "p_value": self.p_values,
+            "adjusted": self.adjusted,
+            "rejected": self.rejected,
+        }
 
     def summary(self) -> str:
         """One line per test: raw and adjusted p-value and whether it survives."""

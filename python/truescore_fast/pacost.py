@@ -45,8 +45,12 @@ import numpy.typing as npt
 from scipy import stats
 
 from truescore_fast import _core
+from truescore_fast._numeric import overflow_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._result import Result
 from truescore_fast._validation import (
+    ALTERNATIVES,
+    Alternative,
     check_alpha,
     check_choice,
     check_n_threads,
@@ -56,7 +60,6 @@ from truescore_fast._validation import (
 
 __all__ = ["PairedConfidenceResult", "paired_confidence_test"]
 
-Alternative = Literal["greater", "less", "two-sided"]
 Method = Literal["t", "wilcoxon", "sign_flip"]
 
 _MAX_EXACT = 20
@@ -78,15 +81,16 @@ _INTERVAL_TARGET = {
 }
 
 
-@dataclass(frozen=True)
-class PairedConfidenceResult:
+@dataclass(frozen=True, repr=False)
+class PairedConfidenceResult(Result):
     """One paired confidence test (original minus rephrased).
 
     Attributes:
-        mean_difference: mean of ``confidence_original - confidence_rephrased``.
-        interval: ``(lower, upper)`` confidence interval at ``level``; one-sided (an
-            infinite end) for a one-sided alternative. What it is an interval *for*
-            depends on the method: see ``interval_target``.
+        estimate: mean of ``confidence_original - confidence_rephrased`` (for every
+            method; the interval's target may differ: see ``interval_target``).
+        low, high: confidence interval at level 1 - alpha; one-sided (an infinite end)
+            for a one-sided alternative. What it is an interval *for* depends on the
+            method: see ``interval_target``.
         interval_target: the quantity the interval covers.
         p_value: p-value of the test of no form effect against ``alternative``.
         statistic: t for ``"t"``, the signed-rank W for ``"wilcoxon"``, ``sum(d)`` for
@@ -94,7 +98,7 @@ class PairedConfidenceResult:
         method: ``"t"``, ``"wilcoxon"`` or ``"sign_flip"``.
         alternative: ``"greater"`` (original more confident), ``"less"`` or ``"two-sided"``.
         n_pairs: number of question pairs.
-        level: confidence level of the interval; the flag uses ``alpha = 1 - level``.
+        alpha: the interval has level 1 - alpha; the test flags at p < alpha.
         exact: sign-flip only: True when every sign pattern was enumerated.
         n_resamples: sign-flip only: patterns used (``2**n`` when exact); 0 otherwise.
 
@@ -102,26 +106,29 @@ class PairedConfidenceResult:
     memorised the benchmark, and no flag does not clear it (see the module docstring).
     """
 
-    mean_difference: float
-    interval: tuple[float, float]
+    estimate: float
+    low: float
+    high: float
     interval_target: str
     p_value: float
     statistic: float
     method: str
     alternative: str
     n_pairs: int
-    level: float
+    alpha: float
     exact: bool
     n_resamples: int
 
+    _repr_fields = ("method", "estimate", "low", "high", "p_value", "n_pairs")
+
     @property
     def flagged(self) -> bool:
-        """True when the p-value is below ``alpha = 1 - level``."""
-        return self.p_value < 1.0 - self.level
+        """True when the p-value is below ``alpha``."""
+        return self.p_value < self.alpha
 
     def summary(self) -> str:
         """The numbers, the verdict, and what the verdict does and does not establish."""
-        alpha = 1.0 - self.level
+        alpha = self.alpha
         name = {
             "t": "paired t-test",
             "wilcoxon": "Wilcoxon signed-rank test",
@@ -131,7 +138,7 @@ class PairedConfidenceResult:
                 else f"Monte Carlo sign-flip test ({self.n_resamples} patterns)"
             ),
         }[self.method]
-        lo, hi = self.interval
+        lo, hi = self.low, self.high
         verdict = (
             f"flag at alpha = {alpha:.3g}: {_WHAT_A_FLAG_MEANS}"
             if self.flagged
@@ -140,21 +147,13 @@ class PairedConfidenceResult:
         return "\n".join(
             [
                 f"PaCoST {name}, {self.n_pairs} pairs, alternative {self.alternative}",
-                f"  mean difference (original - rephrased)  {self.mean_difference:+.6g}",
-                f"  {self.level:.0%} interval  [{lo:+.6g}, {hi:+.6g}]  ({self.interval_target})",
+                f"  mean difference (original - rephrased)  {self.estimate:+.6g}",
+                f"  {1.0 - self.alpha:.0%} interval  [{lo:+.6g}, {hi:+.6g}]  "
+                f"({self.interval_target})",
                 f"  statistic {self.statistic:.6g}, p-value {self.p_value:.4g}",
                 f"  {verdict}",
             ]
         )
-
-
-def _unscale(value: float, exponent: int) -> float:
-    """``value * 2**exponent``; beyond the largest double, the infinity of its sign (an
-    interval end out there is no bound at all, and a sum out there is still that large)."""
-    try:
-        return math.ldexp(value, exponent)
-    except OverflowError:
-        return math.copysign(math.inf, value)
 
 
 def _t_interval(d: npt.NDArray[np.float64], alpha: float, alternative: str) -> tuple[float, float]:
@@ -198,7 +197,7 @@ def paired_confidence_test(
     *,
     alternative: Alternative = "greater",
     method: Method = "t",
-    level: float = 0.95,
+    alpha: float = 0.05,
     n_resamples: int = 10_000,
     exact: bool | None = None,
     seed: SeedLike = 0,
@@ -215,7 +214,7 @@ def paired_confidence_test(
             ``"less"`` or ``"two-sided"``.
         method: ``"t"`` (paired t-test), ``"wilcoxon"`` (signed-rank) or ``"sign_flip"``
             (the assumption-free paired randomization test).
-        level: confidence level of the interval; the flag uses ``alpha = 1 - level``.
+        alpha: the interval has level 1 - alpha; the test flags at p < alpha.
         n_resamples: sign-flip Monte Carlo patterns (used when not exact).
         exact: sign-flip only: enumerate all ``2**n`` patterns. ``None`` (default) does so
             for n <= 20; True with n > 20 is refused.
@@ -229,16 +228,16 @@ def paired_confidence_test(
 
     Raises:
         ValueError: naming the argument, for unequal lengths, non-finite or empty input,
-            an unknown ``method``/``alternative``, ``level`` outside (0, 1), fewer than two
+            an unknown ``method``/``alternative``, ``alpha`` outside (0, 1), fewer than two
             pairs or zero variance for ``"t"``, all-zero differences for ``"wilcoxon"``.
     """
     original, rephrased = paired_1d(
         "confidence_original", confidence_original, "confidence_rephrased", confidence_rephrased
     )
     check_choice("method", method, ("t", "wilcoxon", "sign_flip"))
-    check_choice("alternative", alternative, ("greater", "less", "two-sided"))
-    check_alpha(level, "level")
-    alpha = 1.0 - level
+    check_choice("alternative", alternative, ALTERNATIVES)
+    check_alpha(alpha)
+    rate = alpha
     raw = original - rephrased
     if not np.isfinite(raw).all():
         raise ValueError(
@@ -247,10 +246,10 @@ def paired_confidence_test(
     # Every statistic here is scale-free; work in units of a power of two (exact) so that
     # squares and sums of very large differences cannot overflow, and scale results back.
     largest = float(np.max(np.abs(raw)))
-    exponent = math.frexp(largest)[1] if largest > 2.0**400 else 0
-    d = np.ldexp(raw, -exponent)
+    exponent = overflow_exponent(largest, 2.0**400)
+    d = np.ldexp(raw, exponent)
     n = d.size
-    mean = math.ldexp(float(d.mean()), exponent)
+    mean = unscale(float(d.mean()), exponent)
     is_exact = False
     used = 0
 
@@ -264,7 +263,7 @@ def paired_confidence_test(
             )
         res = stats.ttest_1samp(d, 0.0, alternative=alternative)
         statistic, p_value = float(res.statistic), float(res.pvalue)
-        interval = _t_interval(d, alpha, alternative)
+        interval = _t_interval(d, rate, alternative)
     elif method == "wilcoxon":
         if not np.any(d != 0.0):
             raise ValueError(
@@ -273,7 +272,7 @@ def paired_confidence_test(
             )
         res = stats.wilcoxon(d, alternative=alternative)
         statistic, p_value = float(res.statistic), float(res.pvalue)
-        interval = _hodges_lehmann_interval(d, alpha, alternative)
+        interval = _hodges_lehmann_interval(d, rate, alternative)
     else:
         check_positive_int("n_resamples", n_resamples)
         if exact is None:
@@ -286,7 +285,7 @@ def paired_confidence_test(
                 )
             is_exact = True
         key0, key1 = philox_key(seed)
-        tail = alpha / 2.0 if alternative == "two-sided" else alpha
+        tail = rate / 2.0 if alternative == "two-sided" else rate
         out = _core.sign_flip_test(
             d,
             exact=is_exact,
@@ -311,17 +310,18 @@ def paired_confidence_test(
         }[alternative]
 
     if method == "sign_flip":
-        statistic = _unscale(statistic, exponent)
+        statistic = unscale(statistic, exponent)
     return PairedConfidenceResult(
-        mean_difference=mean,
-        interval=(_unscale(interval[0], exponent), _unscale(interval[1], exponent)),
+        estimate=mean,
+        low=unscale(interval[0], exponent),
+        high=unscale(interval[1], exponent),
         interval_target=_INTERVAL_TARGET[method],
         p_value=min(1.0, float(p_value)),
         statistic=statistic,
         method=method,
         alternative=alternative,
         n_pairs=n,
-        level=level,
+        alpha=alpha,
         exact=is_exact,
         n_resamples=used,
     )

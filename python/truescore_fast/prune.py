@@ -34,8 +34,10 @@ say any particular model does so. The binomial interval treats cross-validated
 predictions as independent trials, which is approximately, not exactly, true.
 
 Reference:
-    Namjoo, Ogasawara, Abdullah et al., surface-feature leakage in binary-choice truth
-    benchmarks and Audit-Prune (the project's seed documents).
+    F. Namjoo, R. Ogasawara, A. Abdullah et al. (University of Utah, Thoughtworks,
+    University of Massachusetts Amherst): surface-feature leakage in binary-choice truth
+    benchmarks such as TruthfulQA, and Audit-Prune. Implemented from the paper's abstract;
+    its title and venue are not recorded here.
 """
 
 from __future__ import annotations
@@ -50,7 +52,15 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from truescore_fast._validation import check_alpha, check_positive_int
+from truescore_fast._random import SeedLike, seed_int
+from truescore_fast._result import Result, TabularResult
+from truescore_fast._validation import (
+    MissingExtraError,
+    check_alpha,
+    check_open_unit,
+    check_positive_int,
+    optional_module,
+)
 
 __all__ = [
     "FEATURE_NAMES",
@@ -87,19 +97,11 @@ _WORD = re.compile(r"[a-z0-9']+")
 _PUNCT = frozenset(string.punctuation)
 
 
-class MissingExtraError(ImportError):
-    """An optional dependency of truescore_fast is not installed."""
-
-
 def _sklearn() -> Any:
-    try:
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import KFold
-    except ImportError as error:
-        raise MissingExtraError(
-            "Audit-Prune needs scikit-learn>=1.3: pip install 'truescore-fast[prune]'"
-        ) from error
-    return LogisticRegression, KFold
+    need = {"requirement": "scikit-learn>=1.3", "extra": "prune", "purpose": "Audit-Prune"}
+    linear_model = optional_module("sklearn.linear_model", **need)
+    model_selection = optional_module("sklearn.model_selection", **need)
+    return linear_model.LogisticRegression, model_selection.KFold
 
 
 def _texts(name: str, values: Sequence[str]) -> list[str]:
@@ -160,16 +162,17 @@ def feature_differences(
     return surface_features(c, q) - surface_features(i, q)
 
 
-@dataclass(frozen=True)
-class LeakageAudit:
+@dataclass(frozen=True, repr=False)
+class LeakageAudit(Result):
     """Cross-validated accuracy of the six-feature classifier at picking the correct answer.
 
     Attributes:
-        accuracy: share of held-out pairs whose correct answer the classifier picks.
+        estimate: cross-validated accuracy, the share of held-out pairs whose correct
+            answer the classifier picks.
         n_pairs: pairs audited; n_solved: of them, picked correctly.
-        interval: Clopper-Pearson interval for the accuracy at ``level``.
+        low, high: Clopper-Pearson interval for the accuracy at level 1 - alpha.
         p_value: two-sided exact binomial p-value against chance (0.5).
-        level: confidence level.
+        alpha: the interval has level 1 - alpha.
         coefficients: the classifier fitted on all pairs, per feature, in RMS-scaled
             units (positive: the correct answer tends to have more of the feature).
 
@@ -177,21 +180,24 @@ class LeakageAudit:
     clears these six features only (see the module docstring).
     """
 
-    accuracy: float
+    estimate: float
     n_pairs: int
     n_solved: int
-    interval: tuple[float, float]
+    low: float
+    high: float
     p_value: float
-    level: float
+    alpha: float
     coefficients: dict[str, float]
+
+    _repr_fields = ("estimate", "low", "high", "p_value", "n_pairs")
 
     @property
     def leakage_detected(self) -> bool:
         """True when the accuracy's interval excludes chance (0.5)."""
-        return not self.interval[0] <= 0.5 <= self.interval[1]
+        return not self.low <= 0.5 <= self.high
 
     def summary(self) -> str:
-        lo, hi = self.interval
+        lo, hi = self.low, self.high
         strongest = max(self.coefficients, key=lambda k: abs(self.coefficients[k]))
         verdict = (
             "leakage: surface features alone pick the correct answer more often than chance"
@@ -201,8 +207,9 @@ class LeakageAudit:
         return "\n".join(
             [
                 f"Surface-feature leakage audit, {self.n_pairs} pairs",
-                f"  cross-validated accuracy  {self.accuracy:.3f}  "
-                f"({self.level:.0%} interval [{lo:.3f}, {hi:.3f}], p {self.p_value:.3g} vs 0.5)",
+                f"  cross-validated accuracy  {self.estimate:.3f}  "
+                f"({1.0 - self.alpha:.0%} interval [{lo:.3f}, {hi:.3f}], "
+                f"p {self.p_value:.3g} vs 0.5)",
                 f"  strongest feature         {strongest} ({self.coefficients[strongest]:+.3f})",
                 f"  {verdict}",
             ]
@@ -224,7 +231,7 @@ def _fit(model_cls: Any, d: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 def _audit_scaled(
-    d: npt.NDArray[np.float64], n_splits: int, level: float, seed: int
+    d: npt.NDArray[np.float64], n_splits: int, alpha: float, seed: int
 ) -> tuple[LeakageAudit, npt.NDArray[np.float64]]:
     model_cls, kfold = _sklearn()
     n = len(d)
@@ -236,28 +243,30 @@ def _audit_scaled(
         solved[test] = np.where(margin == 0.0, coin[test], margin > 0.0)
     k = int(solved.sum())
     test = stats.binomtest(k, n, 0.5)
-    ci = test.proportion_ci(confidence_level=level, method="exact")
+    ci = test.proportion_ci(confidence_level=1.0 - alpha, method="exact")
     coef = _fit(model_cls, ds)
     audit = LeakageAudit(
-        accuracy=k / n,
+        estimate=k / n,
         n_pairs=n,
         n_solved=k,
-        interval=(float(ci.low), float(ci.high)),
+        low=float(ci.low),
+        high=float(ci.high),
         p_value=float(test.pvalue),
-        level=level,
+        alpha=alpha,
         coefficients={name: float(w) for name, w in zip(FEATURE_NAMES, coef, strict=True)},
     )
     return audit, ds @ coef
 
 
-def _check_options(n_pairs: int, n_splits: int, level: float, seed: int) -> None:
+def _check_options(n_pairs: int, n_splits: int, alpha: float, seed: SeedLike) -> int:
+    """Validate the options; return the seed as the int that seeds the folds and the coin."""
     check_positive_int("n_splits", n_splits, minimum=2)
     if n_splits > n_pairs:
         raise ValueError(
             f"n_splits must not exceed the number of pairs ({n_pairs}); got {n_splits}"
         )
-    check_alpha(level, "level")
-    check_positive_int("seed", seed, minimum=0)
+    check_alpha(alpha)
+    return seed_int(seed)
 
 
 def leakage_audit(
@@ -266,8 +275,8 @@ def leakage_audit(
     incorrect: Sequence[str],
     *,
     n_splits: int = 5,
-    level: float = 0.95,
-    seed: int = 0,
+    alpha: float = 0.05,
+    seed: SeedLike = 0,
 ) -> LeakageAudit:
     """How well do six surface features pick the correct answer of each pair?
 
@@ -276,31 +285,42 @@ def leakage_audit(
         correct: the correct answer of each pair.
         incorrect: the incorrect answer of each pair.
         n_splits: cross-validation folds over pairs (at least 2).
-        level: confidence level of the accuracy's interval.
-        seed: seed of the fold assignment and of tie-breaking.
+        alpha: the accuracy's interval has level 1 - alpha.
+        seed: seed of the fold assignment and of tie-breaking: any seed ``philox_key``
+            accepts (default 0), used as the int ``seed_int(seed)``.
 
     Raises:
         MissingExtraError: (an ImportError) scikit-learn is not installed.
         ValueError: naming the argument, for unequal lengths, non-strings, fewer pairs
-            than folds, or a bad ``n_splits``, ``level`` or ``seed``.
+            than folds, or a bad ``n_splits``, ``alpha`` or ``seed``.
     """
     d = feature_differences(questions, correct, incorrect)
-    _check_options(len(d), n_splits, level, seed)
-    return _audit_scaled(d, n_splits, level, seed)[0]
+    s = _check_options(len(d), n_splits, alpha, seed)
+    return _audit_scaled(d, n_splits, alpha, s)[0]
 
 
-@dataclass(frozen=True)
-class PruneStep:
-    """One round of pruning: pairs left, their audit, and the pairs removed after it."""
+@dataclass(frozen=True, repr=False)
+class PruneStep(Result):
+    """One round of pruning: pairs left, their audit's accuracy (``estimate``) and
+    interval (``low``, ``high``), and the pairs removed after it."""
 
     n_remaining: int
-    accuracy: float
-    interval: tuple[float, float]
+    estimate: float
+    low: float
+    high: float
     removed: tuple[int, ...]
 
+    _repr_fields = ("n_remaining", "estimate", "low", "high")
 
-@dataclass(frozen=True)
-class PruneResult:
+    def summary(self) -> str:
+        return (
+            f"{self.n_remaining} pairs: accuracy {self.estimate:.3f} "
+            f"[{self.low:.3f}, {self.high:.3f}], then {len(self.removed)} removed"
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class PruneResult(TabularResult):
     """The outcome of Audit-Prune.
 
     Attributes:
@@ -324,6 +344,22 @@ class PruneResult:
     steps: tuple[PruneStep, ...]
     reached_chance: bool
 
+    def __repr__(self) -> str:
+        return (
+            f"PruneResult(before={self.before.estimate:.4g}, after={self.after.estimate:.4g}, "
+            f"removed={len(self.removed)}, kept={len(self.kept)}, "
+            f"reached_chance={self.reached_chance})"
+        )
+
+    def _columns(self) -> dict[str, list[Any]]:
+        return {
+            "n_remaining": [s.n_remaining for s in self.steps],
+            "estimate": [s.estimate for s in self.steps],
+            "low": [s.low for s in self.steps],
+            "high": [s.high for s in self.steps],
+            "removed": [len(s.removed) for s in self.steps],
+        }
+
     def summary(self) -> str:
         n = self.before.n_pairs
         status = (
@@ -335,10 +371,10 @@ class PruneResult:
             [
                 f"Audit-Prune: removed {len(self.removed)} of {n} pairs "
                 f"({len(self.removed) / n:.1%}) in {len(self.steps) - 1} rounds",
-                f"  before  accuracy {self.before.accuracy:.3f} "
-                f"[{self.before.interval[0]:.3f}, {self.before.interval[1]:.3f}]",
-                f"  after   accuracy {self.after.accuracy:.3f} "
-                f"[{self.after.interval[0]:.3f}, {self.after.interval[1]:.3f}]",
+                f"  before  accuracy {self.before.estimate:.3f} "
+                f"[{self.before.low:.3f}, {self.before.high:.3f}]",
+                f"  after   accuracy {self.after.estimate:.3f} "
+                f"[{self.after.low:.3f}, {self.after.high:.3f}]",
                 f"  {status}",
             ]
         )
@@ -350,10 +386,10 @@ def audit_prune(
     incorrect: Sequence[str],
     *,
     n_splits: int = 5,
-    level: float = 0.95,
+    alpha: float = 0.05,
     step: float = 0.02,
     max_fraction: float = 0.5,
-    seed: int = 0,
+    seed: SeedLike = 0,
 ) -> PruneResult:
     """Remove the most leakage-reinforcing pairs until the audit's interval covers chance.
 
@@ -364,7 +400,7 @@ def audit_prune(
 
     Args:
         questions, correct, incorrect: the benchmark's pairs, as for :func:`leakage_audit`.
-        n_splits, level, seed: as for :func:`leakage_audit`.
+        n_splits, alpha, seed: as for :func:`leakage_audit`.
         step: share of the remaining pairs removed per round, in (0, 1).
         max_fraction: never remove more than this share of all pairs, in (0, 1).
 
@@ -374,29 +410,29 @@ def audit_prune(
             ``max_fraction`` outside (0, 1).
     """
     d = feature_differences(questions, correct, incorrect)
-    _check_options(len(d), n_splits, level, seed)
-    check_alpha(step, "step")
-    check_alpha(max_fraction, "max_fraction")
+    s = _check_options(len(d), n_splits, alpha, seed)
+    check_open_unit("step", step)
+    check_open_unit("max_fraction", max_fraction)
     n = len(d)
     budget = int(np.floor(max_fraction * n))
     alive = np.arange(n)
     removed: list[int] = []
     steps: list[PruneStep] = []
-    audit, margin = _audit_scaled(d, n_splits, level, seed)
+    audit, margin = _audit_scaled(d, n_splits, alpha, s)
     before = audit
     while True:
         room = budget - len(removed)
         if not audit.leakage_detected or room <= 0 or len(alive) - 1 < n_splits:
-            steps.append(PruneStep(len(alive), audit.accuracy, audit.interval, ()))
+            steps.append(PruneStep(len(alive), audit.estimate, audit.low, audit.high, ()))
             break
         take = min(room, max(1, int(np.floor(step * len(alive)))))
-        direction = 1.0 if audit.accuracy > 0.5 else -1.0
+        direction = 1.0 if audit.estimate > 0.5 else -1.0
         order = np.argsort(-direction * margin, kind="stable")[:take]
         drop = tuple(int(i) for i in alive[order])
-        steps.append(PruneStep(len(alive), audit.accuracy, audit.interval, drop))
+        steps.append(PruneStep(len(alive), audit.estimate, audit.low, audit.high, drop))
         removed.extend(drop)
         alive = np.delete(alive, order)
-        audit, margin = _audit_scaled(d[alive], n_splits, level, seed)
+        audit, margin = _audit_scaled(d[alive], n_splits, alpha, s)
     return PruneResult(
         before=before,
         after=audit,

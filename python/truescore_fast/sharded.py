@@ -13,6 +13,10 @@ shard boundaries and permutations a user must score to run it.
 What a result does not mean: like the exact rank test, the SLCT detects memorisation of
 the published order; a model trained on shuffled or paraphrased copies can pass it. It
 also leans on a t approximation across shards, which the exact rank test does not need.
+
+Reference:
+    Oren, Meister, Chatterji, Ladhak, Hashimoto (2023), "Proving Test Set Contamination in
+    Black-Box Language Models", arXiv:2310.17623.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import numpy.typing as npt
 from scipy import special, stats
 
 from truescore_fast import _core
+from truescore_fast._random import SeedLike, seed_int
+from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -45,8 +51,8 @@ __all__ = [
 Variant = Literal["corrected", "published"]
 
 
-@dataclass(frozen=True)
-class ShardedLikelihoodResult:
+@dataclass(frozen=True, repr=False)
+class ShardedLikelihoodResult(Result):
     """Oren et al.'s sharded likelihood comparison test (SLCT).
 
     Attributes:
@@ -58,11 +64,11 @@ class ShardedLikelihoodResult:
             ``p_value`` underflows; for "published" it is ``log(p_value)`` (-inf at 0).
         df: Degrees of freedom, r - 1.
         n_shards: r.
-        mean_difference: mean(d), in log-likelihood units.
+        estimate: mean(d), in log-likelihood units.
         sd_difference: sd(d): ddof=1 for "corrected", ddof=0 for "published".
         differences: d_i for every shard.
         variant: "corrected" or "published".
-        level: One minus the significance level.
+        alpha: Significance level of the verdict (``contaminated``).
     """
 
     statistic: float
@@ -70,20 +76,22 @@ class ShardedLikelihoodResult:
     log_p_value: float
     df: int
     n_shards: int
-    mean_difference: float
+    estimate: float
     sd_difference: float
     differences: npt.NDArray[np.float64]
     variant: str
-    level: float
+    alpha: float
+
+    _repr_fields = ("statistic", "p_value", "estimate", "n_shards", "variant")
 
     @property
     def contaminated(self) -> bool:
-        """True when the one-sided p-value is below the significance level."""
-        return self.log_p_value < math.log(1.0 - self.level)
+        """True when the one-sided p-value is below ``alpha``."""
+        return self.log_p_value < math.log(self.alpha)
 
     def summary(self) -> str:
         """A short report of the test and its verdict."""
-        alpha = 1.0 - self.level
+        alpha = self.alpha
         if self.contaminated:
             verdict = f"finding: published orders score above shuffled ones at alpha = {alpha:.3g}"
         else:
@@ -99,7 +107,7 @@ class ShardedLikelihoodResult:
         return "\n".join(
             [
                 f"Sharded likelihood comparison test ({self.variant}), {self.n_shards} shards",
-                f"  mean published-minus-shuffled difference {self.mean_difference:.6g} "
+                f"  mean published-minus-shuffled difference {self.estimate:.6g} "
                 f"(sd {self.sd_difference:.6g})",
                 f"  t = {self.statistic:.4f} on {self.df} df, one-sided p = {p_text}",
                 f"  {verdict}",
@@ -170,7 +178,7 @@ def sharded_likelihood_test(
     if r < 2:
         raise ValueError(f"the SLCT needs at least 2 shards; canonical has {r}")
     values, offsets = _shuffled_rows(shuffled, r)
-    means = _core.row_means(values, offsets, n_threads=threads)
+    means = _core.row_means_ragged(values, offsets, n_threads=threads)
     d = canon - means
     if not np.isfinite(d).all():
         raise ValueError(
@@ -201,11 +209,11 @@ def sharded_likelihood_test(
         log_p_value=log_p,
         df=df,
         n_shards=r,
-        mean_difference=mean_d,
+        estimate=mean_d,
         sd_difference=sd_d,
         differences=d,
         variant=variant,
-        level=1.0 - alpha,
+        alpha=alpha,
     )
 
 
@@ -232,8 +240,8 @@ def _shuffled_rows(shuffled: Any, r: int) -> tuple[npt.NDArray[np.float64], npt.
     return np.ascontiguousarray(arr).reshape(-1), offsets
 
 
-@dataclass(frozen=True)
-class ShardOrders:
+@dataclass(frozen=True, repr=False)
+class ShardOrders(Result):
     """The orders a user must score to run a sharded contamination study.
 
     Attributes:
@@ -259,35 +267,36 @@ class ShardOrders:
         """Example indices of ``shard`` in published order."""
         return np.arange(self.offsets[shard], self.offsets[shard + 1], dtype=np.int64)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-Python form, for JSON: everything needed to score and re-run."""
-        return {
-            "n_examples": self.n_examples,
-            "n_shards": self.n_shards,
-            "permutations_per_shard": self.permutations_per_shard,
-            "seed": self.seed,
-            "offsets": self.offsets.tolist(),
-            "permutations": [p.tolist() for p in self.permutations],
-        }
+    _repr_fields = ("n_examples", "n_shards", "permutations_per_shard", "seed")
+
+    def summary(self) -> str:
+        sizes = np.diff(self.offsets)
+        return (
+            f"Shard orders: {self.n_examples} examples in {self.n_shards} shards of "
+            f"{int(sizes.min())} to {int(sizes.max())}, {self.permutations_per_shard} "
+            f"shuffled orders each, seed {self.seed} (re-running with it gives the same orders)"
+        )
 
 
 def shard_orders(
-    n_examples: int, n_shards: int, permutations_per_shard: int, *, seed: int
+    n_examples: int, n_shards: int, permutations_per_shard: int, *, seed: SeedLike = 0
 ) -> ShardOrders:
     """Contiguous shard boundaries and the shuffled orders to score, from a seed.
 
     Shard i holds ``n // r + (i < n % r)`` consecutive examples. Its P shuffled orders
     come from ``numpy.random.Generator(numpy.random.Philox(child_i))`` where ``child_i``
-    is the i-th child of ``numpy.random.SeedSequence(seed).spawn(r)``: each row is
-    ``generator.permuted`` of the shard's indices. Anyone with NumPy and the seed can
+    is the i-th child of ``numpy.random.SeedSequence(s).spawn(r)``, ``s = seed_int(seed)``
+    (the recorded ``ShardOrders.seed``): each row is ``generator.permuted`` of the shard's
+    indices. Anyone with NumPy and the seed can
     regenerate the orders, and shard i's orders do not depend on how many shards follow.
 
     Args:
         n_examples: Benchmark size n (at least 1).
         n_shards: Number of shards r, 1 <= r <= n.
         permutations_per_shard: P >= 1 shuffled orders per shard.
-        seed: A non-negative integer. A ``Generator`` is refused on purpose: the point
-            of this function is that the orders can be re-created from what is recorded.
+        seed: Any seed ``philox_key`` accepts (default 0). The orders come from the int
+            ``seed_int(seed)`` (an int seed as given), recorded as ``ShardOrders.seed``:
+            the orders can always be re-created from what is recorded.
 
     Returns:
         A :class:`ShardOrders`. Shuffles are uniform over all orders, so one can equal
@@ -299,7 +308,7 @@ def shard_orders(
     n = check_positive_int("n_examples", n_examples)
     r = check_positive_int("n_shards", n_shards)
     p = check_positive_int("permutations_per_shard", permutations_per_shard)
-    s = check_positive_int("seed", seed, minimum=0)
+    s = seed_int(seed)
     if r > n:
         raise ValueError(f"n_shards must be at most n_examples ({n}); got {r}")
     sizes = n // r + (np.arange(r) < n % r)

@@ -7,33 +7,20 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/calibration.hpp"
-#include "truescore/random.hpp"
 #include "truescore/sampling.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
+using truescore::bindings::check_alpha;
+using truescore::bindings::interval_method;
+using truescore::bindings::nonnegative_sizes;
 using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
 namespace {
-
-std::vector<std::size_t> sizes(const ArrayI64& a, const char* name) {
-    require_ndim(a, 1, name);
-    std::vector<std::size_t> out(static_cast<std::size_t>(a.shape(0)));
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        if (a.data()[i] < 0) throw std::invalid_argument(std::string(name) + " must be non-negative");
-        out[i] = static_cast<std::size_t>(a.data()[i]);
-    }
-    return out;
-}
-
-truescore::IntervalMethod method_code(long code) {
-    if (code < 0 || code >= truescore::kIntervalMethodCount)
-        throw std::invalid_argument("interval method code out of range");
-    return static_cast<truescore::IntervalMethod>(code);
-}
 
 truescore::TaskRange task_range(std::uint64_t key0, std::uint64_t key1, std::uint64_t task_offset,
                                 long replications, long block, long task_begin, long task_end) {
@@ -60,91 +47,12 @@ py::array_t<double> run_tasks(void (*kernel)(const Setting&, const truescore::Ta
     return out;
 }
 
-void check_alpha(double alpha) {
-    if (!(alpha > 0.0 && alpha < 1.0))
-        throw std::invalid_argument("alpha must lie in (0, 1); got " + std::to_string(alpha));
-}
-
-// design: 0 simple random, 1 stratified, 2 with replacement, 3 Bernoulli. `draws` samples
-// in sequence from the stream of `task`. Fixed-size designs return (draws, n) positions;
-// Bernoulli returns a (draws, N) 0/1 inclusion mask.
-py::array sample_indices(long design, long population_size, long n, const ArrayI64& offsets,
-                         const ArrayI64& allocation, double probability, std::uint64_t key0,
-                         std::uint64_t key1, std::uint64_t task, long draws) {
-    if (population_size < 1) throw std::invalid_argument("population_size must be at least 1");
-    if (draws < 0) throw std::invalid_argument("draws must be non-negative");
-    const std::size_t N = static_cast<std::size_t>(population_size), R = static_cast<std::size_t>(draws);
-    truescore::Philox rng = truescore::Philox::for_task(key0, key1, task);
-    if (design == 3) {
-        if (!(probability >= 0.0 && probability <= 1.0)) throw std::invalid_argument("probability must lie in [0, 1]");
-        py::array_t<std::uint8_t> mask({R, N});
-        std::uint8_t* pm = mask.mutable_data();
-        std::vector<std::uint32_t> buf(N);
-        {
-            py::gil_scoped_release release;
-            std::fill(pm, pm + R * N, 0);
-            for (std::size_t r = 0; r < R; ++r) {
-                const std::size_t m = truescore::draw_bernoulli(rng, N, probability, buf.data());
-                for (std::size_t i = 0; i < m; ++i) pm[r * N + buf[i]] = 1;
-            }
-        }
-        return std::move(mask);
-    }
-    if (n < 0 || (design != 2 && n > population_size)) throw std::invalid_argument("n must lie in [0, population_size]");
-    const std::size_t m = static_cast<std::size_t>(n);
-    std::vector<std::size_t> off, alloc;
-    if (design == 1) {
-        off = sizes(offsets, "offsets");
-        alloc = sizes(allocation, "allocation");
-        if (off.size() != alloc.size() + 1)
-            throw std::invalid_argument("offsets must hold one entry per stratum + 1");
-        if (truescore::check_strata(off.data(), alloc.size(), alloc.data(), N) != m)
-            throw std::invalid_argument("allocation must sum to n");
-    } else if (design != 0 && design != 2) {
-        throw std::invalid_argument("design code must be 0..3");
-    }
-    py::array_t<std::int64_t> out({R, m});
-    std::int64_t* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::FisherYatesSampler fy(design == 2 ? 0 : N);
-        std::vector<std::uint32_t> buf(m);
-        for (std::size_t r = 0; r < R; ++r) {
-            if (design == 0) fy.draw(rng, m, buf.data());
-            else if (design == 1) truescore::draw_stratified(fy, rng, off.data(), alloc.size(), alloc.data(), buf.data());
-            else truescore::draw_with_replacement(rng, N, m, buf.data());
-            for (std::size_t i = 0; i < m; ++i) po[r * m + i] = buf[i];
-        }
-    }
-    return std::move(out);
-}
-
 py::array_t<std::int64_t> proportional_allocation(const ArrayI64& stratum_sizes, long n) {
-    const auto s = sizes(stratum_sizes, "stratum_sizes");
+    const auto s = nonnegative_sizes(stratum_sizes, "stratum_sizes");
     if (n < 0) throw std::invalid_argument("n must be non-negative");
     const auto a = truescore::proportional_allocation(s.data(), s.size(), static_cast<std::size_t>(n));
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(a.size()));
     for (std::size_t i = 0; i < a.size(); ++i) out.mutable_data()[i] = static_cast<std::int64_t>(a[i]);
-    return out;
-}
-
-py::array_t<std::int64_t> hypergeometric_counts(const ArrayI64& counts, long n, std::uint64_t key0,
-                                                std::uint64_t key1, std::uint64_t task, long draws) {
-    const auto c = sizes(counts, "counts");
-    std::size_t total = 0;
-    for (auto x : c) total += x;
-    if (n < 0 || static_cast<std::size_t>(n) > total) throw std::invalid_argument("n must lie in [0, sum(counts)]");
-    if (draws < 0) throw std::invalid_argument("draws must be non-negative");
-    const std::size_t R = static_cast<std::size_t>(draws), V = c.size();
-    py::array_t<std::int64_t> out({R, V});
-    std::int64_t* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::Philox rng = truescore::Philox::for_task(key0, key1, task);
-        truescore::HypergeometricSampler hg(total);
-        for (std::size_t r = 0; r < R; ++r)
-            hg.draw_counts(rng, counts.data(), V, static_cast<std::size_t>(n), po + r * V);
-    }
     return out;
 }
 
@@ -159,8 +67,8 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
     require_ndim(lattice_counts, 2, "lattice_counts");
     require_ndim(methods, 1, "methods");
     check_alpha(alpha);
-    const auto off = sizes(offsets, "offsets");
-    const auto alloc = sizes(allocation, "allocation");
+    const auto off = nonnegative_sizes(offsets, "offsets");
+    const auto alloc = nonnegative_sizes(allocation, "allocation");
     const std::size_t N = static_cast<std::size_t>(values.shape(0));
     if (off.size() != alloc.size() + 1 || alloc.empty())
         throw std::invalid_argument("offsets must hold one entry per stratum + 1 (at least one stratum)");
@@ -169,7 +77,7 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
                   static_cast<std::size_t>(lattice_counts.shape(1)) != V))
         throw std::invalid_argument("lattice_counts must have shape (n_strata, len(lattice_values))");
     std::vector<truescore::IntervalMethod> codes;
-    for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(method_code(static_cast<long>(methods.data()[k])));
+    for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(interval_method(static_cast<long>(methods.data()[k])));
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
     const int threads = thread_count(n_threads);
     const truescore::CoverageSetting setting{values.data(), N, off.data(), alloc.data(), alloc.size(),
@@ -198,7 +106,7 @@ py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& f
     const truescore::DetectionSetting setting{public_labels.data(), fresh_labels.data(), N,
                                               static_cast<std::size_t>(fresh_labels.shape(1)),
                                               static_cast<std::size_t>(n), relabel, flip_public, flip_fresh,
-                                              static_cast<std::size_t>(guardrail), method_code(fallback), alpha};
+                                              static_cast<std::size_t>(guardrail), interval_method(fallback, "fallback"), alpha};
     return run_tasks(truescore::detection_tasks, setting, range, threads, {truescore::kDetectionWidth});
 }
 
@@ -217,22 +125,15 @@ py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pai
     const truescore::BudgetSetting setting{gaps.data(), static_cast<std::size_t>(gaps.shape(0)),
                                            static_cast<std::size_t>(gaps.shape(1)), static_cast<std::size_t>(n),
                                            pair_high.data(), pair_low.data(),
-                                           static_cast<std::size_t>(pair_high.shape(0)), method_code(method), alpha};
+                                           static_cast<std::size_t>(pair_high.shape(0)), interval_method(method), alpha};
     return run_tasks(truescore::budget_tasks, setting, range, threads, {truescore::kBudgetWidth});
 }
 
 }  // namespace
 
 void bind_calibration(py::module_& m) {
-    m.def("sample_indices", &sample_indices, py::arg("design"), py::arg("population_size"), py::arg("n"),
-          py::arg("offsets"), py::arg("allocation"), py::arg("probability"), py::arg("key0"), py::arg("key1"),
-          py::arg("task"), py::arg("draws"),
-          "Survey samples from one task's stream (design 0 srs, 1 stratified, 2 with replacement, 3 Bernoulli).");
     m.def("proportional_allocation", &proportional_allocation, py::arg("stratum_sizes"), py::arg("n"),
           "Largest-remainder proportional allocation of n over strata.");
-    m.def("hypergeometric_counts", &hypergeometric_counts, py::arg("counts"), py::arg("n"), py::arg("key0"),
-          py::arg("key1"), py::arg("task"), py::arg("draws"),
-          "Multivariate hypergeometric counts per category, draws in sequence from one task's stream.");
     m.def("coverage_tasks", &coverage_tasks, py::arg("values"), py::arg("offsets"), py::arg("allocation"),
           py::arg("lattice_values"), py::arg("lattice_counts"), py::arg("methods"), py::arg("alpha"),
           py::arg("truth"), py::arg("key0"), py::arg("key1"),

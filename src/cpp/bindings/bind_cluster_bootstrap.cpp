@@ -7,14 +7,40 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/cluster_bootstrap.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
+using truescore::bindings::ArrayI64;
+using truescore::bindings::require_finite_nonempty;
+using truescore::bindings::count_at_least;
 using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
 namespace {
+
+py::array_t<double> cluster_bootstrap_means(const ArrayD& sums, const ArrayI64& sizes,
+                                            std::int64_t n_boot, std::uint64_t key0,
+                                            std::uint64_t key1, const py::object& n_threads) {
+    require_finite_nonempty(sums, "sums");
+    require_ndim(sizes, 1, "sizes");
+    if (sizes.shape(0) != sums.shape(0))
+        throw std::invalid_argument("sizes must have one entry per cluster");
+    const std::int64_t* s = sizes.data();
+    for (py::ssize_t g = 0; g < sizes.shape(0); ++g)
+        if (s[g] < 1) throw std::invalid_argument("sizes must be positive");
+    const std::size_t b = count_at_least(n_boot, "n_bootstrap");
+    const int threads = thread_count(n_threads);
+    py::array_t<double> out(static_cast<py::ssize_t>(b));
+    double* o = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::cluster_bootstrap_means(sums.data(), s, static_cast<std::size_t>(sums.shape(0)), b,
+                                           key0, key1, o, threads);
+    }
+    return out;
+}
 
 py::array_t<double> cluster_bootstrap_difference(const ArrayD& treated_sum,
                                                  const ArrayD& treated_count,
@@ -49,7 +75,7 @@ py::array_t<double> cluster_bootstrap_difference(const ArrayD& treated_sum,
         py::gil_scoped_release release;
         truescore::cluster_bootstrap_difference(treated_sum.data(), treated_count.data(),
                                                 control_sum.data(), control_count.data(),
-                                                static_cast<std::size_t>(f), n_resamples, key0,
+                                                static_cast<std::size_t>(f), static_cast<std::size_t>(n_resamples), key0,
                                                 key1, o, threads);
     }
     return out;
@@ -58,6 +84,10 @@ py::array_t<double> cluster_bootstrap_difference(const ArrayD& treated_sum,
 }  // namespace
 
 void bind_cluster_bootstrap(py::module_& m) {
+    m.def("cluster_bootstrap_means", &cluster_bootstrap_means, py::arg("sums"), py::arg("sizes"),
+          py::arg("n_bootstrap"), py::arg("key0"), py::arg("key1"), py::kw_only(),
+          py::arg("n_threads") = py::none(),
+          "Ratio means of n_bootstrap cluster resamples: sum of drawn sums / sum of drawn sizes.");
     m.def("cluster_bootstrap_difference", &cluster_bootstrap_difference, py::arg("treated_sum"),
           py::arg("treated_count"), py::arg("control_sum"), py::arg("control_count"),
           py::kw_only(), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),

@@ -7,15 +7,15 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/compare.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
-using truescore::bindings::check_counts;
+using truescore::bindings::check_value_counts;
 using truescore::bindings::require_finite_nonempty;
-using truescore::bindings::resample_count;
-using truescore::bindings::require_ndim;
+using truescore::bindings::count_at_least;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -23,7 +23,7 @@ namespace {
 py::array_t<double> bootstrap_means(const ArrayD& d, std::int64_t n_boot, std::uint64_t key0,
                                     std::uint64_t key1, const py::object& n_threads) {
     require_finite_nonempty(d, "diffs");
-    const std::size_t b = resample_count(n_boot, "n_bootstrap");
+    const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
     py::array_t<double> out(static_cast<py::ssize_t>(b));
     double* o = out.mutable_data();
@@ -34,34 +34,12 @@ py::array_t<double> bootstrap_means(const ArrayD& d, std::int64_t n_boot, std::u
     return out;
 }
 
-py::array_t<double> cluster_bootstrap_means(const ArrayD& sums, const ArrayI64& sizes,
-                                            std::int64_t n_boot, std::uint64_t key0,
-                                            std::uint64_t key1, const py::object& n_threads) {
-    require_finite_nonempty(sums, "sums");
-    require_ndim(sizes, 1, "sizes");
-    if (sizes.shape(0) != sums.shape(0))
-        throw std::invalid_argument("sizes must have one entry per cluster");
-    const std::int64_t* s = sizes.data();
-    for (py::ssize_t g = 0; g < sizes.shape(0); ++g)
-        if (s[g] < 1) throw std::invalid_argument("sizes must be positive");
-    const std::size_t b = resample_count(n_boot, "n_bootstrap");
-    const int threads = thread_count(n_threads);
-    py::array_t<double> out(static_cast<py::ssize_t>(b));
-    double* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::cluster_bootstrap_means(sums.data(), s, static_cast<std::size_t>(sums.shape(0)), b,
-                                           key0, key1, o, threads);
-    }
-    return out;
-}
-
 py::array_t<double> bootstrap_means_discrete(const ArrayD& values, const ArrayI64& counts,
                                              std::int64_t n_boot, std::uint64_t key0,
                                              std::uint64_t key1, const py::object& n_threads) {
     require_finite_nonempty(values, "values");
-    check_counts(counts, values.shape(0), "counts");
-    const std::size_t b = resample_count(n_boot, "n_bootstrap");
+    check_value_counts(counts, values.shape(0), "counts");
+    const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
     py::array_t<double> out(static_cast<py::ssize_t>(b));
     double* o = out.mutable_data();
@@ -74,18 +52,6 @@ py::array_t<double> bootstrap_means_discrete(const ArrayD& values, const ArrayI6
     return out;
 }
 
-py::array_t<std::int64_t> binomial_sample(std::int64_t n, double p, std::int64_t size,
-                                          std::uint64_t key0, std::uint64_t key1) {
-    if (size < 0) throw std::invalid_argument("size must be non-negative");
-    py::array_t<std::int64_t> out(static_cast<py::ssize_t>(size));
-    std::int64_t* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::binomial_sample(n, p, static_cast<std::size_t>(size), key0, key1, o);
-    }
-    return out;
-}
-
 }  // namespace
 
 void bind_compare(py::module_& m) {
@@ -93,16 +59,9 @@ void bind_compare(py::module_& m) {
           py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Means of n_bootstrap resamples (with replacement) of diffs; block k of 256 "
           "resamples draws from Philox task k.");
-    m.def("cluster_bootstrap_means", &cluster_bootstrap_means, py::arg("sums"), py::arg("sizes"),
-          py::arg("n_bootstrap"), py::arg("key0"), py::arg("key1"), py::kw_only(),
-          py::arg("n_threads") = py::none(),
-          "Ratio means of n_bootstrap cluster resamples: sum of drawn sums / sum of drawn sizes.");
     m.def("bootstrap_means_discrete", &bootstrap_means_discrete, py::arg("values"),
           py::arg("counts"), py::arg("n_bootstrap"), py::arg("key0"), py::arg("key1"),
           py::kw_only(), py::arg("n_threads") = py::none(),
           "Bootstrap means of data holding counts[k] copies of values[k], one multinomial "
           "(K - 1 conditional binomials) per resample.");
-    m.def("binomial_sample", &binomial_sample, py::arg("n"), py::arg("p"), py::arg("size"),
-          py::arg("key0"), py::arg("key1"),
-          "size Binomial(n, p) variates from Philox task 0 (the bootstrap's sampler; for tests).");
 }

@@ -8,11 +8,13 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/contamination.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
+using truescore::bindings::check_shard_offsets;
 using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
@@ -36,25 +38,6 @@ void raise_non_finite(std::int64_t bad, const char* name) {
     if (bad >= 0)
         throw std::invalid_argument(std::string(name) + " contains non-finite values (shard " +
                                     std::to_string(bad) + ")");
-}
-
-// offsets: length n+1, starting at 0, strictly increasing, ending at n_values.
-void check_offsets(const ArrayI64& offsets, py::ssize_t n_shards, py::ssize_t n_values) {
-    require_ndim(offsets, 1, "offsets");
-    if (offsets.shape(0) != n_shards + 1)
-        throw std::invalid_argument("offsets must have length n_shards + 1 = " +
-                                    std::to_string(n_shards + 1) + "; got " +
-                                    std::to_string(offsets.shape(0)));
-    const std::int64_t* o = offsets.data();
-    if (o[0] != 0) throw std::invalid_argument("offsets must start at 0");
-    for (py::ssize_t i = 0; i < n_shards; ++i) {
-        if (o[i + 1] <= o[i])
-            throw std::invalid_argument("offsets must be strictly increasing: shard " +
-                                        std::to_string(i) + " has no permutations");
-    }
-    if (o[n_shards] != n_values)
-        throw std::invalid_argument("offsets must end at len(values) = " + std::to_string(n_values) +
-                                    "; got " + std::to_string(o[n_shards]));
 }
 
 py::dict rank_tests_dense(const ArrayD& canonical, const ArrayD& permuted, const py::object& n_threads) {
@@ -84,7 +67,7 @@ py::dict rank_tests_ragged(const ArrayD& canonical, const ArrayD& values, const 
     require_ndim(canonical, 1, "canonical");
     require_ndim(values, 1, "values");
     const py::ssize_t s = canonical.shape(0);
-    check_offsets(offsets, s, values.shape(0));
+    check_shard_offsets(offsets, s, values.shape(0));
     const int threads = thread_count(n_threads);
     truescore::RankOutputs out{};
     py::dict d = make_outputs(s, out);
@@ -98,11 +81,11 @@ py::dict rank_tests_ragged(const ArrayD& canonical, const ArrayD& values, const 
     return d;
 }
 
-py::array_t<double> row_means(const ArrayD& values, const ArrayI64& offsets, const py::object& n_threads) {
+py::array_t<double> row_means_ragged(const ArrayD& values, const ArrayI64& offsets, const py::object& n_threads) {
     require_ndim(values, 1, "values");
     const py::ssize_t s = offsets.ndim() == 1 ? offsets.shape(0) - 1 : -1;
     if (s < 0) throw std::invalid_argument("offsets must be 1-D with at least one entry");
-    check_offsets(offsets, s, values.shape(0));
+    check_shard_offsets(offsets, s, values.shape(0));
     const int threads = thread_count(n_threads);
     py::array_t<double> means(s);
     double* out = means.mutable_data();
@@ -125,7 +108,7 @@ py::tuple rank_test(double canonical, const ArrayD& permuted) {
         // Small inputs are cheaper without the GIL dance; release only when it pays.
         std::optional<py::gil_scoped_release> release;
         if (permuted.shape(0) > 4096) release.emplace();
-        finite = truescore::rank_test_one(canonical, permuted.data(),
+        finite = truescore::rank_test(canonical, permuted.data(),
                                           static_cast<std::size_t>(permuted.shape(0)), &count, &p,
                                           &mean, &sd, &z);
     }
@@ -144,7 +127,7 @@ void bind_contamination(py::module_& m) {
     m.def("rank_tests_ragged", &rank_tests_ragged, py::arg("canonical"), py::arg("values"),
           py::arg("offsets"), py::kw_only(), py::arg("n_threads") = py::none(),
           "Exact rank test per shard; shard i's permutations are values[offsets[i]:offsets[i+1]].");
-    m.def("row_means", &row_means, py::arg("values"), py::arg("offsets"), py::kw_only(),
+    m.def("row_means_ragged", &row_means_ragged, py::arg("values"), py::arg("offsets"), py::kw_only(),
           py::arg("n_threads") = py::none(),
           "Mean of each ragged row, in NumPy's summation order.");
     m.def("fisher_log_sf", [](double statistic, std::int64_t n_shards) {

@@ -7,65 +7,35 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/resampling.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
+using truescore::bindings::ArrayU8;
+using truescore::bindings::check_group_offsets;
+using truescore::bindings::count_at_least;
+using truescore::bindings::require_finite;
+using truescore::bindings::require_length;
 using truescore::bindings::require_ndim;
 using truescore::bindings::thread_count;
 
 namespace {
 
-using ArrayU8 = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
-
-std::size_t count_arg(long long v, const char* name, long long minimum = 1) {
-    if (v < minimum)
-        throw std::invalid_argument(std::string(name) + " must be at least " + std::to_string(minimum) +
-                                    "; got " + std::to_string(v));
-    return static_cast<std::size_t>(v);
-}
-
-// offsets: 1-D, offsets[0] = 0, non-decreasing by at least `min_size`, last = total.
-std::size_t check_offsets(const ArrayI64& offsets, std::size_t total, const char* name, long long min_size) {
-    require_ndim(offsets, 1, name);
-    if (offsets.shape(0) < 2) throw std::invalid_argument(std::string(name) + " needs at least 2 entries");
-    const std::int64_t* o = offsets.data();
-    const std::size_t groups = static_cast<std::size_t>(offsets.shape(0) - 1);
-    if (o[0] != 0) throw std::invalid_argument(std::string(name) + " must start at 0");
-    for (std::size_t h = 0; h < groups; ++h)
-        if (o[h + 1] - o[h] < min_size)
-            throw std::invalid_argument(std::string(name) + ": every group needs at least " +
-                                        std::to_string(min_size) + " values");
-    if (static_cast<std::size_t>(o[groups]) != total)
-        throw std::invalid_argument(std::string(name) + " must end at the number of values");
-    return groups;
-}
-
-void check_length(const py::array& a, std::size_t n, const char* name) {
-    require_ndim(a, 1, name);
-    if (static_cast<std::size_t>(a.shape(0)) != n)
-        throw std::invalid_argument(std::string(name) + " must have length " + std::to_string(n));
-}
-
-void check_finite(const double* x, std::size_t n, const char* name) {
-    for (std::size_t i = 0; i < n; ++i)
-        if (!std::isfinite(x[i])) throw std::invalid_argument(std::string(name) + " contains non-finite values");
-}
-
-// The Rao-Wu design shared by rao_wu_bootstrap and rao_wu_weights: strata of at least one
+// The Rao-Wu design shared by rao_wu_replicates and rao_wu_weights: strata of at least one
 // unit over n values, and per stratum m_h >= 1 and finite lambda_h and weight_h. Returns
 // the number of strata.
 std::size_t check_rao_wu_design(const ArrayI64& offsets, std::size_t n, const ArrayI64& resample_size,
                                 const ArrayD& lam, const ArrayD& weight) {
-    const std::size_t h = check_offsets(offsets, n, "offsets", 1);
-    check_length(resample_size, h, "resample_size");
-    check_length(lam, h, "lam");
-    check_length(weight, h, "weight");
+    const std::size_t h = check_group_offsets(offsets, n, "offsets", 1);
+    require_length(resample_size, h, "resample_size");
+    require_length(lam, h, "lam");
+    require_length(weight, h, "weight");
     for (std::size_t s = 0; s < h; ++s)
         if (resample_size.data()[s] < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
-    check_finite(lam.data(), h, "lam");
-    check_finite(weight.data(), h, "weight");
+    require_finite(lam.data(), h, "lam");
+    require_finite(weight.data(), h, "weight");
     return h;
 }
 
@@ -76,9 +46,9 @@ py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long
     const std::size_t n = static_cast<std::size_t>(indicator.shape(1));
     if (m < 1 || n < 1) throw std::invalid_argument("indicator must have at least one model and one parent");
     if (n >= (std::size_t{1} << 31)) throw std::invalid_argument("indicator has too many parents");
-    const std::size_t k = count_arg(min_models, "min_models");
+    const std::size_t k = count_at_least(min_models, "min_models");
     if (k > m) throw std::invalid_argument("min_models must not exceed the number of models");
-    const std::size_t d = count_arg(draws, "draws");
+    const std::size_t d = count_at_least(draws, "draws");
     const int threads = thread_count(n_threads);
     py::array_t<std::int64_t> hist(static_cast<py::ssize_t>(n + 1));
     std::int64_t observed;
@@ -90,14 +60,14 @@ py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long
     return py::make_tuple(observed, hist);
 }
 
-py::array_t<double> rao_wu_bootstrap(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& resample_size,
+py::array_t<double> rao_wu_replicates(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& resample_size,
                                      const ArrayD& lam, const ArrayD& weight, long long replicates,
                                      std::uint64_t key0, std::uint64_t key1, const py::object& n_threads) {
     require_ndim(values, 1, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
-    check_finite(values.data(), n, "values");
+    require_finite(values.data(), n, "values");
     const std::size_t h = check_rao_wu_design(offsets, n, resample_size, lam, weight);
-    const std::size_t b = count_arg(replicates, "replicates");
+    const std::size_t b = count_at_least(replicates, "replicates");
     const int threads = thread_count(n_threads);
     py::array_t<double> out(static_cast<py::ssize_t>(b));
     double* po = out.mutable_data();
@@ -116,8 +86,8 @@ py::array_t<double> rao_wu_weights(const ArrayI64& offsets, const ArrayI64& resa
     if (offsets.shape(0) < 2) throw std::invalid_argument("offsets needs at least 2 entries");
     const std::size_t n = static_cast<std::size_t>(offsets.data()[offsets.shape(0) - 1]);
     const std::size_t h = check_rao_wu_design(offsets, n, resample_size, lam, weight);
-    const std::size_t f = count_arg(first, "first", 0);
-    const std::size_t c = count_arg(count, "count", 0);
+    const std::size_t f = count_at_least(first, "first", 0);
+    const std::size_t c = count_at_least(count, "count", 0);
     py::array_t<double> out({static_cast<py::ssize_t>(c), static_cast<py::ssize_t>(n)});
     double* po = out.mutable_data();
     {
@@ -128,20 +98,20 @@ py::array_t<double> rao_wu_weights(const ArrayI64& offsets, const ArrayI64& resa
     return out;
 }
 
-py::array_t<double> bbh_bootstrap(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& population_size,
+py::array_t<double> bbh_replicates(const ArrayD& values, const ArrayI64& offsets, const ArrayI64& population_size,
                                   const ArrayD& weight, long long replicates, std::uint64_t key0, std::uint64_t key1,
                                   const py::object& n_threads) {
     require_ndim(values, 1, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
-    check_finite(values.data(), n, "values");
-    const std::size_t h = check_offsets(offsets, n, "offsets", 1);
-    check_length(population_size, h, "population_size");
-    check_length(weight, h, "weight");
-    check_finite(weight.data(), h, "weight");
+    require_finite(values.data(), n, "values");
+    const std::size_t h = check_group_offsets(offsets, n, "offsets", 1);
+    require_length(population_size, h, "population_size");
+    require_length(weight, h, "weight");
+    require_finite(weight.data(), h, "weight");
     for (std::size_t s = 0; s < h; ++s)
         if (population_size.data()[s] < offsets.data()[s + 1] - offsets.data()[s])
             throw std::invalid_argument("population_size must be at least the sample size in every stratum");
-    const std::size_t b = count_arg(replicates, "replicates");
+    const std::size_t b = count_at_least(replicates, "replicates");
     const int threads = thread_count(n_threads);
     py::array_t<double> out(static_cast<py::ssize_t>(b));
     double* po = out.mutable_data();
@@ -153,7 +123,7 @@ py::array_t<double> bbh_bootstrap(const ArrayD& values, const ArrayI64& offsets,
     return out;
 }
 
-py::array_t<double> did_bootstrap(const ArrayD& dp_e, const ArrayD& df_e, const ArrayI64& e_offsets,
+py::array_t<double> did_replicates(const ArrayD& dp_e, const ArrayD& df_e, const ArrayI64& e_offsets,
                                   const ArrayD& dp_u, const ArrayD& df_u, const ArrayI64& u_offsets,
                                   bool shared_parents, long long replicates, std::uint64_t key0,
                                   std::uint64_t key1, const py::object& n_threads) {
@@ -161,14 +131,14 @@ py::array_t<double> did_bootstrap(const ArrayD& dp_e, const ArrayD& df_e, const 
     require_ndim(dp_u, 1, "dp_u");
     const std::size_t ne = static_cast<std::size_t>(dp_e.shape(0));
     const std::size_t nu = static_cast<std::size_t>(dp_u.shape(0));
-    check_length(df_e, ne, "df_e");
-    check_length(df_u, nu, "df_u");
-    check_finite(dp_e.data(), ne, "dp_e");
-    check_finite(df_e.data(), ne, "df_e");
-    check_finite(dp_u.data(), nu, "dp_u");
-    check_finite(df_u.data(), nu, "df_u");
-    const std::size_t m = check_offsets(e_offsets, ne, "e_offsets", 1);
-    if (check_offsets(u_offsets, nu, "u_offsets", 1) != m)
+    require_length(df_e, ne, "df_e");
+    require_length(df_u, nu, "df_u");
+    require_finite(dp_e.data(), ne, "dp_e");
+    require_finite(df_e.data(), ne, "df_e");
+    require_finite(dp_u.data(), nu, "dp_u");
+    require_finite(df_u.data(), nu, "df_u");
+    const std::size_t m = check_group_offsets(e_offsets, ne, "e_offsets", 1);
+    if (check_group_offsets(u_offsets, nu, "u_offsets", 1) != m)
         throw std::invalid_argument("e_offsets and u_offsets must describe the same number of models");
     if (shared_parents) {
         const std::int64_t *eo = e_offsets.data(), *uo = u_offsets.data();
@@ -176,7 +146,7 @@ py::array_t<double> did_bootstrap(const ArrayD& dp_e, const ArrayD& df_e, const 
             if (eo[k + 1] - eo[k] != eo[1] || uo[k + 1] - uo[k] != uo[1])
                 throw std::invalid_argument("shared_parents needs the same parent counts for every model");
     }
-    const std::size_t b = count_arg(replicates, "replicates");
+    const std::size_t b = count_at_least(replicates, "replicates");
     const int threads = thread_count(n_threads);
     py::array_t<double> out({static_cast<py::ssize_t>(b), static_cast<py::ssize_t>(m + 1), py::ssize_t{3}});
     double* po = out.mutable_data();
@@ -195,17 +165,17 @@ void bind_resampling(py::module_& m) {
           py::arg("key0"), py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "(observed, histogram): the number of parents (columns of the 0/1 matrix) where at least "
           "min_models rows are 1, and the null histogram over draws permuting each row independently.");
-    m.def("rao_wu_bootstrap", &rao_wu_bootstrap, py::arg("values"), py::arg("offsets"), py::arg("resample_size"),
+    m.def("rao_wu_replicates", &rao_wu_replicates, py::arg("values"), py::arg("offsets"), py::arg("resample_size"),
           py::arg("lam"), py::arg("weight"), py::arg("replicates"), py::arg("key0"), py::arg("key1"), py::kw_only(),
           py::arg("n_threads") = py::none(), "Rao-Wu rescaling bootstrap replicates of a stratified mean.");
     m.def("rao_wu_weights", &rao_wu_weights, py::arg("offsets"), py::arg("resample_size"), py::arg("lam"),
           py::arg("weight"), py::arg("first"), py::arg("count"), py::arg("key0"), py::arg("key1"),
           "Rao-Wu replicates [first, first + count) as a count x n matrix of unit weights.");
-    m.def("bbh_bootstrap", &bbh_bootstrap, py::arg("values"), py::arg("offsets"), py::arg("population_size"),
+    m.def("bbh_replicates", &bbh_replicates, py::arg("values"), py::arg("offsets"), py::arg("population_size"),
           py::arg("weight"), py::arg("replicates"), py::arg("key0"), py::arg("key1"), py::kw_only(),
           py::arg("n_threads") = py::none(),
           "Booth-Butler-Hall pseudo-population bootstrap replicates (recentred) of a stratified mean.");
-    m.def("did_bootstrap", &did_bootstrap, py::arg("dp_e"), py::arg("df_e"), py::arg("e_offsets"), py::arg("dp_u"),
+    m.def("did_replicates", &did_replicates, py::arg("dp_e"), py::arg("df_e"), py::arg("e_offsets"), py::arg("dp_u"),
           py::arg("df_u"), py::arg("u_offsets"), py::arg("shared_parents"), py::arg("replicates"), py::arg("key0"),
           py::arg("key1"), py::kw_only(), py::arg("n_threads") = py::none(),
           "(replicates, models + 1, 3) bootstrap replicates of the public DiD, fresh DiD and visible gap.");

@@ -7,15 +7,17 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "checks.hpp"
 #include "truescore/signflip.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
-using truescore::bindings::check_counts;
+using truescore::bindings::check_alpha;
+using truescore::bindings::check_value_counts;
 using truescore::bindings::require_finite_nonempty;
 using truescore::bindings::require_ndim;
-using truescore::bindings::resample_count;
+using truescore::bindings::count_at_least;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -37,7 +39,7 @@ std::size_t check_patterns(const ArrayD& differences, bool exact, std::int64_t n
     if (exact && n > exact_limit)
         throw std::invalid_argument("exact enumeration needs at most " + std::to_string(exact_limit) +
                                     " differences; got " + std::to_string(n));
-    if (!exact) resample_count(n_resamples, "n_resamples");
+    if (!exact) count_at_least(n_resamples, "n_resamples");
     return n;
 }
 
@@ -57,8 +59,7 @@ py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_re
                         std::uint64_t key0, std::uint64_t key1, double alpha_tail,
                         const py::object& n_threads) {
     const std::size_t n = check_patterns(differences, exact, n_resamples, truescore::kSignFlipMaxInterval);
-    if (!(alpha_tail > 0.0 && alpha_tail < 1.0))
-        throw std::invalid_argument("alpha_tail must lie in (0, 1)");
+    check_alpha(alpha_tail, "alpha_tail");
     const int threads = thread_count(n_threads);
     truescore::SignFlipResult r{};
     {
@@ -72,33 +73,7 @@ py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_re
     return out;
 }
 
-py::dict sign_flip_monte_carlo_grouped(const ArrayD& magnitudes, const ArrayI64& counts,
-                                       const ArrayI64& net, std::int64_t n_resamples,
-                                       std::uint64_t key0, std::uint64_t key1,
-                                       const py::object& n_threads) {
-    require_ndim(magnitudes, 1, "magnitudes");
-    const py::ssize_t k = magnitudes.shape(0);
-    for (py::ssize_t j = 0; j < k; ++j)
-        if (!(std::isfinite(magnitudes.data()[j]) && magnitudes.data()[j] > 0.0))
-            throw std::invalid_argument("magnitudes must be finite and positive");
-    check_counts(counts, k, "counts");
-    require_ndim(net, 1, "net");
-    if (net.shape(0) != k) throw std::invalid_argument("net must have one entry per magnitude");
-    for (py::ssize_t j = 0; j < k; ++j)
-        if (net.data()[j] > counts.data()[j] || net.data()[j] < -counts.data()[j])
-            throw std::invalid_argument("|net| cannot exceed counts");
-    const std::size_t b = resample_count(n_resamples, "n_resamples");
-    const int threads = thread_count(n_threads);
-    truescore::SignFlipCounts c;
-    {
-        py::gil_scoped_release release;
-        c = truescore::sign_flip_grouped(magnitudes.data(), counts.data(), net.data(),
-                                         static_cast<std::size_t>(k), b, key0, key1, threads);
-    }
-    return counts_dict(c);
-}
-
-py::dict sign_flip_exact(const ArrayD& a, const ArrayD& b, const py::object& n_threads) {
+py::dict sign_flip_exact_pairs(const ArrayD& a, const ArrayD& b, const py::object& n_threads) {
     require_finite_nonempty(a, "a");
     require_finite_nonempty(b, "b");
     if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
@@ -115,7 +90,25 @@ py::dict sign_flip_exact(const ArrayD& a, const ArrayD& b, const py::object& n_t
     return counts_dict(c);
 }
 
-double sign_flip_count(const ArrayD& values) {
+py::dict sign_flip_monte_carlo_pairs(const ArrayD& a, const ArrayD& b, std::int64_t n_resamples,
+                                     std::uint64_t key0, std::uint64_t key1,
+                                     const py::object& n_threads) {
+    require_finite_nonempty(a, "a");
+    require_finite_nonempty(b, "b");
+    if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
+    count_at_least(n_resamples, "n_resamples");
+    const int threads = thread_count(n_threads);
+    truescore::SignFlipCounts c;
+    {
+        py::gil_scoped_release release;
+        c = truescore::sign_flip_monte_carlo_pairs(a.data(), b.data(),
+                                                   static_cast<std::size_t>(a.shape(0)),
+                                                   n_resamples, key0, key1, threads);
+    }
+    return counts_dict(c);
+}
+
+double sign_flip_count_two_sided(const ArrayD& values) {
     require_finite_nonempty(values, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
     if (n > truescore::kSignFlipMaxMeetInMiddle)
@@ -143,14 +136,15 @@ void bind_signflip(py::module_& m) {
           py::arg("exact"), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
           py::arg("alpha_tail"), py::arg("n_threads") = py::none(),
           "sign_flip_counts plus the test-inverted confidence bounds (lower, upper) at alpha_tail.");
-    m.def("sign_flip_monte_carlo_grouped", &sign_flip_monte_carlo_grouped, py::arg("magnitudes"),
-          py::arg("counts"), py::arg("net"), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
-          py::kw_only(), py::arg("n_threads") = py::none(),
-          "Sign-flip counts from grouped |differences| (popcount of random bits per group).");
-    m.def("sign_flip_exact", &sign_flip_exact, py::arg("a"), py::arg("b"), py::kw_only(),
+    m.def("sign_flip_exact_pairs", &sign_flip_exact_pairs, py::arg("a"), py::arg("b"), py::kw_only(),
           py::arg("n_threads") = py::none(),
           "Exact sign-flip counts over all 2^n swap patterns (scipy's statistic and tie rule).");
-    m.def("sign_flip_count", &sign_flip_count, py::arg("values"),
+    m.def("sign_flip_monte_carlo_pairs", &sign_flip_monte_carlo_pairs, py::arg("a"), py::arg("b"),
+          py::kw_only(), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
+          py::arg("n_threads") = py::none(),
+          "Monte Carlo sign-flip counts over n_resamples random swap patterns with "
+          "sign_flip_exact_pairs' statistic and tie rule.");
+    m.def("sign_flip_count_two_sided", &sign_flip_count_two_sided, py::arg("values"),
           "Exact number of the 2^n sign vectors with |sum s_i x_i| >= |sum x_i| (ties within "
           "the rounding tolerance), n <= 40.");
 }

@@ -4,8 +4,9 @@ namespace py = pybind11;
 
 void bind_compare(py::module_& m);
 void bind_contamination(py::module_& m);
-void bind_random(py::module_& m);
-void bind_audit(py::module_& m);
+void bind_testing(py::module_& m);
+void bind_intervals(py::module_& m);
+void bind_randomization(py::module_& m);
 void bind_signflip(py::module_& m);
 void bind_cluster_bootstrap(py::module_& m);
 void bind_resampling(py::module_& m);
@@ -16,10 +17,11 @@ PYBIND11_MODULE(_core, m) {
     m.attr("__version__") = TRUESCORE_VERSION;  // pyproject.toml's, from CMakeLists.txt
     bind_compare(m);
     bind_contamination(m);
-    bind_random(m);
-    bind_audit(m);
+    bind_intervals(m);
+    bind_randomization(m);
     bind_signflip(m);
     bind_cluster_bootstrap(m);
     bind_resampling(m);
     bind_calibration(m);
+    bind_testing(m);
 }

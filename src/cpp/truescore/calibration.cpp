@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "truescore/betting.hpp"
+#include "truescore/numeric.hpp"
 #include "truescore/parallel.hpp"
+#include "truescore/randomization.hpp"
 #include "truescore/random.hpp"
 #include "truescore/sampling.hpp"
 
@@ -22,24 +25,20 @@ void check_range(const TaskRange& r) {
                                     std::to_string(n_tasks) + " tasks of the study");
 }
 
-// Runs body(rng, replication_count, row) for every task of the range on a fixed
-// partition; `make_state` builds one per-worker state (samplers, buffers).
+// Runs body(state, rng, row) once per replication of every task of the range: task t is
+// block t of the cell's stream-block loop (range.block replications, stream
+// task_offset + t) and adds its partial sums to row t - task_begin, zeroed first.
+// `make_state` builds one per-worker state (samplers, buffers).
 template <class MakeState, class Body>
 void for_each_task(const TaskRange& range, std::size_t width, double* out, int n_threads,
                    MakeState make_state, Body body) {
     check_range(range);
-    const std::size_t count = range.task_end - range.task_begin;
-    parallel_for_blocks(count, n_threads, 1, [&](std::size_t begin, std::size_t end) {
-        auto state = make_state();
-        for (std::size_t k = begin; k < end; ++k) {
-            const std::size_t task = range.task_begin + k;
-            const std::size_t first = task * range.block;
-            const std::size_t reps = std::min(range.replications, first + range.block) - first;
-            Philox rng = Philox::for_task(range.key0, range.key1, range.task_offset + task);
-            double* row = out + k * width;
-            std::fill(row, row + width, 0.0);
-            for (std::size_t r = 0; r < reps; ++r) body(state, rng, row);
-        }
+    const StreamBlocks streams{range.key0, range.key1, range.replications, range.block, range.task_offset};
+    for_each_stream_block(streams, range.task_begin, range.task_end, n_threads, kMinTasksPerThread, make_state,
+                          [&](auto& state, Philox& rng, std::size_t task, std::size_t first, std::size_t last) {
+        double* row = out + (task - range.task_begin) * width;
+        std::fill(row, row + width, 0.0);
+        for (std::size_t r = first; r < last; ++r) body(state, rng, row);
     });
 }
 
@@ -104,8 +103,8 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
         } else {
             draw_stratified(st.fy, rng, s.offsets, s.n_strata, s.allocation, st.idx.data());
             for (std::size_t i = 0; i < n; ++i) st.d[i] = s.values[st.idx[i]];
-            mean = gap_mean(st.d.data(), n);
-            variance = gap_variance(st.d.data(), n, mean);
+            mean = numpy_mean(st.d.data(), n);
+            variance = numpy_variance(st.d.data(), n, mean);
         }
         for (std::size_t k = 0; k < s.n_methods; ++k) {
             const GapInterval iv =
@@ -182,14 +181,14 @@ void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* 
             ++st.n_by_sum[static_cast<std::size_t>(pub + sum)];
             u_obs += pub != 0.0;
         }
-        const double mean = gap_mean(st.d.data(), n);
+        const double mean = numpy_mean(st.d.data(), n);
         GapInterval iv;
         if (nonzero >= s.guardrail) {
-            iv = moment_interval(IntervalMethod::wald, mean, gap_variance(st.d.data(), n, mean), n, pop, c);
+            iv = moment_interval(IntervalMethod::wald, mean, numpy_variance(st.d.data(), n, mean), n, pop, c);
         } else if (s.fallback == IntervalMethod::betting) {
             iv = betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data());
         } else {
-            const double var = s.fallback == IntervalMethod::bernstein ? gap_variance(st.d.data(), n, mean) : 0.0;
+            const double var = s.fallback == IntervalMethod::bernstein ? numpy_variance(st.d.data(), n, mean) : 0.0;
             iv = moment_interval(s.fallback, mean, var, n, pop, c);
         }
         const RandomizationPValues p = randomization_test_binary(st.n_by_sum.data(), static_cast<int>(K), u_obs);
@@ -230,12 +229,12 @@ void budget_tasks(const BudgetSetting& s, const TaskRange& range, double* out, i
         for (std::size_t m = 0; m < M; ++m) {
             const double* g = s.gaps + m * N;
             for (std::size_t i = 0; i < n; ++i) st.d[i] = g[st.idx[i]];
-            const double mean = gap_mean(st.d.data(), n);
+            const double mean = numpy_mean(st.d.data(), n);
             st.means[m] = mean;
             const GapInterval iv =
                 s.method == IntervalMethod::betting
                     ? betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data())
-                    : moment_interval(s.method, mean, gap_variance(st.d.data(), n, mean), n, pop, c);
+                    : moment_interval(s.method, mean, numpy_variance(st.d.data(), n, mean), n, pop, c);
             half_sum += iv.half_width;
         }
         std::size_t correct = 0;

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "truescore/audit.hpp"
+#include "truescore/intervals.hpp"
 
 namespace truescore {
 

@@ -1,39 +1,82 @@
 #include "truescore/cluster_bootstrap.hpp"
 
-#include <algorithm>
+#include <stdexcept>
 
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
+#include "truescore/sampling.hpp"
 
 namespace truescore {
 
-void cluster_bootstrap_difference(const double* treated_sum, const double* treated_count,
-                                  const double* control_sum, const double* control_count,
-                                  std::size_t n_families, std::int64_t n_resamples,
-                                  std::uint64_t key0, std::uint64_t key1, double* out,
-                                  int n_threads) {
-    const std::size_t total = static_cast<std::size_t>(n_resamples);
-    const std::size_t block = static_cast<std::size_t>(kClusterBlock);
-    const std::size_t n_blocks = (total + block - 1) / block;
-    const auto f = static_cast<std::uint64_t>(n_families);
-    parallel_for_blocks(n_blocks, resolve_threads(n_threads), 2, [&](std::size_t b0, std::size_t b1) {
-        for (std::size_t blk = b0; blk < b1; ++blk) {
-            Philox gen = Philox::for_task(key0, key1, static_cast<std::uint64_t>(blk));
-            const std::size_t last = std::min(total, (blk + 1) * block);
-            for (std::size_t r = blk * block; r < last; ++r) {
-                // Sums in draw order: fixed, so the statistic is reproducible bit for bit.
-                double ts = 0.0, tn = 0.0, cs = 0.0, cn = 0.0;
-                for (std::size_t j = 0; j < n_families; ++j) {
-                    const std::size_t k = static_cast<std::size_t>(gen.below(f));
-                    ts += treated_sum[k];
-                    tn += treated_count[k];
-                    cs += control_sum[k];
-                    cn += control_count[k];
-                }
-                out[r] = ts / tn - cs / cn;
-            }
+namespace {
+
+// The statistic of cluster_bootstrap_means: columns (sum, size).
+struct RatioMean {
+    const double* sums;
+    const std::int64_t* sizes;
+    struct Totals {
+        double sum = 0.0;
+        std::int64_t size = 0;
+    };
+    void add(Totals& t, std::size_t c) const {
+        t.sum += sums[c];
+        t.size += sizes[c];
+    }
+    double value(const Totals& t) const { return t.sum / static_cast<double>(t.size); }
+};
+
+// The statistic of cluster_bootstrap_difference: columns (treated sum, treated count,
+// control sum, control count).
+struct RatioDifference {
+    const double *treated_sum, *treated_count, *control_sum, *control_count;
+    struct Totals {
+        double ts = 0.0, tn = 0.0, cs = 0.0, cn = 0.0;
+    };
+    void add(Totals& t, std::size_t c) const {
+        t.ts += treated_sum[c];
+        t.tn += treated_count[c];
+        t.cs += control_sum[c];
+        t.cn += control_count[c];
+    }
+    double value(const Totals& t) const { return t.ts / t.tn - t.cs / t.cn; }
+};
+
+// The one cluster-bootstrap loop: out[r] = statistic of the column sums over n_clusters
+// indices drawn by Sampler from resample r's block stream, sums in draw order.
+template <class Sampler, class Statistic>
+void cluster_resamples(const StreamBlocks& streams, std::size_t n_clusters, const Statistic& statistic,
+                       double* out, int n_threads) {
+    const auto f = static_cast<std::uint64_t>(n_clusters);
+    for_each_stream_block(streams, n_threads, min_blocks_for_steps(streams.block, n_clusters), no_state,
+                          [&](NoState&, Philox& gen, std::size_t, std::size_t r_begin, std::size_t r_end) {
+        Sampler pick(gen, f);
+        for (std::size_t r = r_begin; r < r_end; ++r) {
+            typename Statistic::Totals totals;
+            for (std::size_t j = 0; j < n_clusters; ++j) statistic.add(totals, static_cast<std::size_t>(pick.draw()));
+            out[r] = statistic.value(totals);
         }
     });
+}
+
+}  // namespace
+
+void cluster_bootstrap_means(const double* sums, const std::int64_t* sizes, std::size_t n_clusters,
+                             std::size_t n_boot, std::uint64_t key0, std::uint64_t key1, double* out,
+                             int n_threads) {
+    if (n_clusters == 0) throw std::invalid_argument("cluster bootstrap needs clusters");
+    cluster_resamples<PackedIndexSampler>(StreamBlocks{key0, key1, n_boot, kBootstrapBlock}, n_clusters,
+                                          RatioMean{sums, sizes}, out, n_threads);
+}
+
+void cluster_bootstrap_difference(const double* treated_sum, const double* treated_count,
+                                  const double* control_sum, const double* control_count,
+                                  std::size_t n_families, std::size_t n_resamples,
+                                  std::uint64_t key0, std::uint64_t key1, double* out,
+                                  int n_threads) {
+    if (n_families == 0) throw std::invalid_argument("cluster bootstrap needs families");
+    cluster_resamples<BelowSampler>(StreamBlocks{key0, key1, n_resamples, kFamilyBootstrapBlock}, n_families,
+                                    RatioDifference{treated_sum, treated_count, control_sum, control_count},
+                                    out, n_threads);
 }
 
 }  // namespace truescore

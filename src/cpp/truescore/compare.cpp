@@ -8,60 +8,10 @@
 
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
+#include "truescore/sampling.hpp"
 
 namespace truescore {
 namespace {
-
-// Uniform integers on [0, n) from a Philox stream, several per 64-bit word.
-//
-// Each word is cut into `per_word` chunks of k bits (lowest bits first); a chunk x maps to
-// (x * n) >> k and is rejected when (x * n) mod 2^k < 2^k mod n (Lemire's method on k-bit
-// words), so every draw is exactly uniform. k = 21 for n <= 2^16 (3 draws a word), k = 32
-// for n <= 2^26 (2 a word), otherwise one full-width draw a word.
-class IndexSampler {
-public:
-    IndexSampler(Philox& gen, std::uint64_t n) : gen_(gen), n_(n) {
-        if (n <= (std::uint64_t{1} << 16)) {
-            bits_ = 21;
-            per_word_ = 3;
-        } else if (n <= (std::uint64_t{1} << 26)) {
-            bits_ = 32;
-            per_word_ = 2;
-        } else {
-            bits_ = 64;
-            per_word_ = 1;
-        }
-        if (bits_ < 64) {
-            mask_ = (std::uint64_t{1} << bits_) - 1;
-            threshold_ = (std::uint64_t{1} << bits_) % n;
-        }
-    }
-
-    std::uint64_t draw() {
-        if (bits_ == 64) return gen_.below(n_);
-        for (;;) {
-            if (left_ == 0) {
-                word_ = gen_.next_u64();
-                left_ = per_word_;
-            }
-            const std::uint64_t x = word_ & mask_;
-            word_ >>= bits_;
-            --left_;
-            const std::uint64_t m = x * n_;
-            if ((m & mask_) >= threshold_) return m >> bits_;
-        }
-    }
-
-private:
-    Philox& gen_;
-    std::uint64_t n_;
-    int bits_ = 64;
-    int per_word_ = 1;
-    std::uint64_t mask_ = 0;
-    std::uint64_t threshold_ = 0;
-    std::uint64_t word_ = 0;
-    int left_ = 0;
-};
 
 // log k! - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2]: Stirling's correction.
 double stirling_correction(std::int64_t k) {
@@ -161,33 +111,16 @@ std::int64_t binomial(Philox& gen, std::int64_t n, double p) {
     return binomial_small_p(gen, n, p);
 }
 
-// Calls body(gen, r_begin, r_end) once per block of kResampleBlock resamples of
-// [0, n_resamples), gen being block k's stream Philox::for_task(key0, key1, k); blocks are
-// spread over threads, never fewer than ~2e5 element steps (work_per_resample each) a
-// thread, below which threads cost more than they save.
-template <class Body>
-void for_each_resample_block(std::size_t n_resamples, std::size_t work_per_resample, int n_threads,
-                             std::uint64_t key0, std::uint64_t key1, Body body) {
-    const std::size_t n_blocks = (n_resamples + kResampleBlock - 1) / kResampleBlock;
-    const std::size_t per_block = kResampleBlock * std::max<std::size_t>(1, work_per_resample);
-    const std::size_t min_blocks = std::max<std::size_t>(1, 200000 / per_block);
-    parallel_for_blocks(n_blocks, n_threads, min_blocks, [&](std::size_t first, std::size_t last) {
-        for (std::size_t block = first; block < last; ++block) {
-            Philox gen = Philox::for_task(key0, key1, block);
-            body(gen, block * kResampleBlock, std::min(n_resamples, (block + 1) * kResampleBlock));
-        }
-    });
-}
-
 }  // namespace
 
 void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::uint64_t key0,
                      std::uint64_t key1, double* out, int n_threads) {
     if (n == 0) throw std::invalid_argument("bootstrap needs at least one value");
     const double dn = static_cast<double>(n);
-    for_each_resample_block(n_boot, n, n_threads, key0, key1,
-                            [&](Philox& gen, std::size_t r_begin, std::size_t r_end) {
-        IndexSampler pick(gen, n);
+    const StreamBlocks streams{key0, key1, n_boot, kBootstrapBlock};
+    for_each_stream_block(streams, n_threads, min_blocks_for_steps(kBootstrapBlock, n), no_state,
+                          [&](NoState&, Philox& gen, std::size_t, std::size_t r_begin, std::size_t r_end) {
+        PackedIndexSampler pick(gen, n);
         for (std::size_t r = r_begin; r < r_end; ++r) {
             double acc[4] = {0.0, 0.0, 0.0, 0.0};
             std::size_t i = 0;
@@ -203,26 +136,6 @@ void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::ui
     });
 }
 
-void cluster_bootstrap_means(const double* sums, const std::int64_t* sizes,
-                             std::size_t n_clusters, std::size_t n_boot, std::uint64_t key0,
-                             std::uint64_t key1, double* out, int n_threads) {
-    if (n_clusters == 0) throw std::invalid_argument("cluster bootstrap needs clusters");
-    for_each_resample_block(n_boot, n_clusters, n_threads, key0, key1,
-                            [&](Philox& gen, std::size_t r_begin, std::size_t r_end) {
-        IndexSampler pick(gen, n_clusters);
-        for (std::size_t r = r_begin; r < r_end; ++r) {
-            double total = 0.0;
-            std::int64_t count = 0;
-            for (std::size_t g = 0; g < n_clusters; ++g) {
-                const std::size_t c = pick.draw();
-                total += sums[c];
-                count += sizes[c];
-            }
-            out[r] = total / static_cast<double>(count);
-        }
-    });
-}
-
 void bootstrap_means_discrete(const double* values, const std::int64_t* counts, std::size_t k,
                               std::size_t n_boot, std::uint64_t key0, std::uint64_t key1,
                               double* out, int n_threads) {
@@ -233,8 +146,9 @@ void bootstrap_means_discrete(const double* values, const std::int64_t* counts, 
     }
     if (k == 0) throw std::invalid_argument("bootstrap needs at least one value");
     const double dn = static_cast<double>(n);
-    for_each_resample_block(n_boot, 8 * k, n_threads, key0, key1,
-                            [&](Philox& gen, std::size_t r_begin, std::size_t r_end) {
+    const StreamBlocks streams{key0, key1, n_boot, kBootstrapBlock};
+    for_each_stream_block(streams, n_threads, min_blocks_for_steps(kBootstrapBlock, 8 * k), no_state,
+                          [&](NoState&, Philox& gen, std::size_t, std::size_t r_begin, std::size_t r_end) {
         for (std::size_t r = r_begin; r < r_end; ++r) {
             std::int64_t left = n, pool = n;
             double total = 0.0;

@@ -46,7 +46,7 @@ Scaled scaled_moments(const double* x, std::size_t m, double canonical) {
 
 }  // namespace
 
-bool rank_test_one(double canonical, const double* x, std::size_t m, std::int64_t* count,
+bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* count,
                    double* p_value, double* mean, double* sd, double* z_score) {
     std::int64_t c = 0;
     double mu = (0.0 + numpy_sum_count_ge(x, m, canonical, &c)) / static_cast<double>(m);
@@ -95,11 +95,11 @@ std::int64_t rank_tests_impl(const double* canonical, const double* values, Offs
     // minimum over blocks is the first bad shard overall, whatever the thread count.
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     std::mutex lock;
-    parallel_for_blocks(n_shards, threads, 64, [&](std::size_t begin, std::size_t end) {
+    parallel_for_blocks(n_shards, threads, kMinShardsPerThread, [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
         for (std::size_t i = begin; i < end; ++i) {
             const std::size_t lo = offset(i), hi = offset(i + 1);
-            if (!rank_test_one(canonical[i], values + lo, hi - lo, out.count + i, out.p_value + i,
+            if (!rank_test(canonical[i], values + lo, hi - lo, out.count + i, out.p_value + i,
                                out.mean + i, out.sd + i, out.z_score + i)) {
                 local = static_cast<std::int64_t>(i);
                 break;
@@ -132,7 +132,7 @@ std::int64_t row_means_ragged(const double* values, const std::int64_t* offsets,
                               std::size_t n_rows, double* means, int n_threads) {
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     std::mutex lock;
-    parallel_for_blocks(n_rows, resolve_threads(n_threads), 64,
+    parallel_for_blocks(n_rows, resolve_threads(n_threads), kMinShardsPerThread,
                         [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
         for (std::size_t i = begin; i < end; ++i) {

@@ -20,7 +20,7 @@ struct RankOutputs {
 };
 
 // One shard. Returns false if a permuted value is not finite (outputs then unspecified).
-bool rank_test_one(double canonical, const double* permuted, std::size_t m, std::int64_t* count,
+bool rank_test(double canonical, const double* permuted, std::size_t m, std::int64_t* count,
                    double* p_value, double* mean, double* sd, double* z_score);
 
 // Dense batch: permuted is row-major (n_shards, m), m >= 1.

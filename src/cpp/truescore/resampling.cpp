@@ -7,50 +7,12 @@
 
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
+#include "truescore/sampling.hpp"
 #include "truescore/summation.hpp"
 
 namespace truescore {
 
 namespace {
-
-// Replicates below this many per thread run inline (a thread costs ~20 us).
-constexpr std::size_t kMinPerThread = 16;
-
-// Floyd's algorithm: `s` distinct values of [0, m) appended to `out` in draw order.
-// `table` is an open-addressing set of capacity a power of two >= 2s (0 = empty slot,
-// value v stored as v + 1); it is cleared here.
-class FloydSampler {
-public:
-    void sample(std::uint64_t m, std::uint64_t s, Philox& gen, std::vector<std::uint64_t>& out) {
-        out.clear();
-        if (s == 0) return;
-        std::size_t cap = 16;
-        while (cap < 2 * s) cap <<= 1;
-        if (table_.size() < cap) table_.resize(cap);
-        std::fill(table_.begin(), table_.begin() + static_cast<std::ptrdiff_t>(cap), 0);
-        mask_ = cap - 1;
-        for (std::uint64_t j = m - s; j < m; ++j) {
-            const std::uint64_t t = gen.below(j + 1);
-            const std::uint64_t v = insert(t) ? t : (insert(j), j);
-            out.push_back(v);
-        }
-    }
-
-private:
-    // True if v was absent (and is now present).
-    bool insert(std::uint64_t v) {
-        std::size_t slot = static_cast<std::size_t>((v * 0x9E3779B97F4A7C15ULL) >> 20) & mask_;
-        while (table_[slot] != 0) {
-            if (table_[slot] == v + 1) return false;
-            slot = (slot + 1) & mask_;
-        }
-        table_[slot] = v + 1;
-        return true;
-    }
-
-    std::vector<std::uint64_t> table_;
-    std::size_t mask_ = 0;
-};
 
 std::size_t max_stratum(const std::int64_t* offsets, std::size_t n_strata) {
     std::size_t big = 0;
@@ -79,17 +41,15 @@ void stratified_replicates(const double* y, const std::int64_t* offsets, std::si
     std::vector<double> ybar(n_strata);
     for (std::size_t h = 0; h < n_strata; ++h)
         ybar[h] = ysum[h] / static_cast<double>(offsets[h + 1] - offsets[h]);
-    parallel_for_blocks(replicates, n_threads, kMinPerThread, [&](std::size_t begin, std::size_t end) {
-        auto shift = make_shift();
-        for (std::size_t b = begin; b < end; ++b) {
-            Philox gen = Philox::for_task(key0, key1, b);
-            double total = 0.0;
-            for (std::size_t h = 0; h < n_strata; ++h) {
-                const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
-                total += weight[h] * (ybar[h] + shift(gen, h, y + offsets[h], nh, ybar[h]));
-            }
-            out[b] = total;
+    const StreamBlocks streams{key0, key1, replicates, kReplicateBlock};
+    for_each_stream_block(streams, n_threads, kMinReplicatesPerThread, make_shift,
+                          [&](auto& shift, Philox& gen, std::size_t b, std::size_t, std::size_t) {
+        double total = 0.0;
+        for (std::size_t h = 0; h < n_strata; ++h) {
+            const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
+            total += weight[h] * (ybar[h] + shift(gen, h, y + offsets[h], nh, ybar[h]));
         }
+        out[b] = total;
     });
 }
 
@@ -122,36 +82,32 @@ void pattern_null_histogram(const std::uint8_t* indicator, std::size_t n_models,
         ones[m] = c;
     }
     std::vector<std::int32_t> stat(draws);
-    parallel_for_blocks(draws, n_threads, kMinPerThread, [&](std::size_t begin, std::size_t end) {
-        std::vector<std::uint32_t> perm(n), swaps(n);
-        std::vector<std::uint32_t> count(n);
-        for (std::size_t j = 0; j < n; ++j) perm[j] = static_cast<std::uint32_t>(j);
-        for (std::size_t b = begin; b < end; ++b) {
-            Philox gen = Philox::for_task(key0, key1, b);
-            std::fill(count.begin(), count.end(), 0);
+    struct Scratch {
+        FisherYatesSampler fy;
+        std::vector<std::uint32_t> subset, count;
+    };
+    const StreamBlocks streams{key0, key1, draws, kReplicateBlock};
+    for_each_stream_block(
+        streams, n_threads, kMinReplicatesPerThread,
+        [n] { return Scratch{FisherYatesSampler(n), std::vector<std::uint32_t>(n), std::vector<std::uint32_t>(n)}; },
+        [&](Scratch& st, Philox& gen, std::size_t b, std::size_t, std::size_t) {
+            std::fill(st.count.begin(), st.count.end(), 0);
             for (std::size_t m = 0; m < n_models; ++m) {
                 const std::size_t c = ones[m];
                 const bool complement = c > n - c;
                 const std::size_t s = complement ? n - c : c;
-                for (std::size_t i = 0; i < s; ++i) {
-                    const std::size_t j = i + static_cast<std::size_t>(gen.below(n - i));
-                    std::swap(perm[i], perm[j]);
-                    swaps[i] = static_cast<std::uint32_t>(j);
-                }
+                st.fy.draw(gen, s, st.subset.data());
                 if (complement) {
-                    for (std::size_t j = 0; j < n; ++j) ++count[j];
-                    for (std::size_t i = 0; i < s; ++i) --count[perm[i]];
+                    for (std::size_t j = 0; j < n; ++j) ++st.count[j];
+                    for (std::size_t i = 0; i < s; ++i) --st.count[st.subset[i]];
                 } else {
-                    for (std::size_t i = 0; i < s; ++i) ++count[perm[i]];
+                    for (std::size_t i = 0; i < s; ++i) ++st.count[st.subset[i]];
                 }
-                // Undo the swaps in reverse: perm is the identity again, in O(s).
-                for (std::size_t i = s; i-- > 0;) std::swap(perm[i], perm[swaps[i]]);
             }
             std::int64_t t = 0;
-            for (std::size_t j = 0; j < n; ++j) t += count[j] >= min_models;
+            for (std::size_t j = 0; j < n; ++j) t += st.count[j] >= min_models;
             stat[b] = static_cast<std::int32_t>(t);
-        }
-    });
+        });
     std::fill(hist, hist + n + 1, 0);
     for (const auto t : stat) ++hist[t];
 }
@@ -185,8 +141,9 @@ void rao_wu_weights(const std::int64_t* offsets, std::size_t n_strata,
                     std::uint64_t key0, std::uint64_t key1, double* out) {
     const std::size_t n = static_cast<std::size_t>(offsets[n_strata]);
     std::vector<std::int64_t> draws(n);
-    for (std::size_t r = 0; r < count; ++r) {
-        Philox gen = Philox::for_task(key0, key1, first + r);
+    // Replicate first + r reads stream first + r; one thread (the caller chunks the work).
+    const StreamBlocks streams{key0, key1, count, kReplicateBlock, first};
+    for_each_stream_block(streams, 1, 1, no_state, [&](NoState&, Philox& gen, std::size_t r, std::size_t, std::size_t) {
         std::fill(draws.begin(), draws.end(), 0);
         for (std::size_t h = 0; h < n_strata; ++h) {
             const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
@@ -200,7 +157,7 @@ void rao_wu_weights(const std::int64_t* offsets, std::size_t n_strata,
             for (std::int64_t i = offsets[h]; i < offsets[h + 1]; ++i)
                 row[i] = weight[h] / nh * (1.0 - lambda[h] + scale * static_cast<double>(draws[static_cast<std::size_t>(i)]));
         }
-    }
+    });
 }
 
 void bbh_replicates(const double* y, const std::int64_t* offsets, std::size_t n_strata,
@@ -218,12 +175,12 @@ void bbh_replicates(const double* y, const std::int64_t* offsets, std::size_t n_
                    Philox& gen, std::size_t h, const double* yh, std::uint64_t nh, double) mutable {
             const std::uint64_t big_n = static_cast<std::uint64_t>(population_size[h]);
             const std::uint64_t k = big_n / nh, r = big_n % nh, kn = k * nh;
-            floyd.sample(nh, r, gen, completion);
+            floyd.draw(gen, nh, r, completion);
             for (std::size_t j = 0; j < r; ++j) buf[j] = yh[completion[j]];
             const double completion_sum = numpy_sum(buf.data(), r);
             const double pseudo_mean =
                 (static_cast<double>(k) * ysum[h] + completion_sum) / static_cast<double>(big_n);
-            floyd.sample(big_n, nh, gen, chosen);
+            floyd.draw(gen, big_n, nh, chosen);
             for (std::size_t i = 0; i < nh; ++i) {
                 const std::uint64_t p = chosen[i];
                 buf[i] = yh[p < kn ? p % nh : completion[p - kn]];
@@ -248,21 +205,30 @@ void did_replicates(const double* dp_e, const double* df_e, const std::int64_t* 
         biggest = std::max(biggest, static_cast<std::size_t>(u_off[m + 1] - u_off[m]));
     }
     const std::size_t row = (n_models + 1) * 3;
-    parallel_for_blocks(replicates, n_threads, kMinPerThread, [&](std::size_t begin, std::size_t end) {
-        std::vector<std::uint64_t> idx_e(biggest), idx_u(biggest);
-        std::vector<double> bp(biggest), bf(biggest);
-        // Means of gathered dp and df over `count` indices into (p, f).
-        auto means = [&](const double* p, const double* f, const std::uint64_t* idx,
-                         std::size_t count, double* mp, double* mf) {
-            for (std::size_t i = 0; i < count; ++i) {
-                bp[i] = p[idx[i]];
-                bf[i] = f[idx[i]];
-            }
-            *mp = numpy_sum(bp.data(), count) / static_cast<double>(count);
-            *mf = numpy_sum(bf.data(), count) / static_cast<double>(count);
-        };
-        for (std::size_t b = begin; b < end; ++b) {
-            Philox gen = Philox::for_task(key0, key1, b);
+    struct Scratch {
+        std::vector<std::uint64_t> idx_e, idx_u;
+        std::vector<double> bp, bf;
+    };
+    // Means of gathered dp and df over `count` indices into (p, f).
+    auto means = [](Scratch& st, const double* p, const double* f, const std::uint64_t* idx, std::size_t count,
+                    double* mp, double* mf) {
+        for (std::size_t i = 0; i < count; ++i) {
+            st.bp[i] = p[idx[i]];
+            st.bf[i] = f[idx[i]];
+        }
+        *mp = numpy_sum(st.bp.data(), count) / static_cast<double>(count);
+        *mf = numpy_sum(st.bf.data(), count) / static_cast<double>(count);
+    };
+    const StreamBlocks streams{key0, key1, replicates, kReplicateBlock};
+    for_each_stream_block(
+        streams, n_threads, kMinReplicatesPerThread,
+        [biggest] {
+            return Scratch{std::vector<std::uint64_t>(biggest), std::vector<std::uint64_t>(biggest),
+                           std::vector<double>(biggest), std::vector<double>(biggest)};
+        },
+        [&](Scratch& st, Philox& gen, std::size_t b, std::size_t, std::size_t) {
+            std::vector<std::uint64_t>& idx_e = st.idx_e;
+            std::vector<std::uint64_t>& idx_u = st.idx_u;
             double* o = out + b * row;
             if (shared_parents) {
                 const std::size_t ne = static_cast<std::size_t>(e_off[1] - e_off[0]);
@@ -279,8 +245,8 @@ void did_replicates(const double* dp_e, const double* df_e, const std::int64_t* 
                     for (std::size_t i = 0; i < nu; ++i) idx_u[i] = gen.below(nu);
                 }
                 double ep, ef, up, uf;
-                means(dp_e + e_off[m], df_e + e_off[m], idx_e.data(), ne, &ep, &ef);
-                means(dp_u + u_off[m], df_u + u_off[m], idx_u.data(), nu, &up, &uf);
+                means(st, dp_e + e_off[m], df_e + e_off[m], idx_e.data(), ne, &ep, &ef);
+                means(st, dp_u + u_off[m], df_u + u_off[m], idx_u.data(), nu, &up, &uf);
                 const double did_p = ep - up, did_f = ef - uf;
                 o[m * 3 + 0] = did_p;
                 o[m * 3 + 1] = did_f;
@@ -290,8 +256,7 @@ void did_replicates(const double* dp_e, const double* df_e, const std::int64_t* 
                 pooled[2] += did_p - did_f;
             }
             for (int q = 0; q < 3; ++q) o[n_models * 3 + q] = pooled[q] / static_cast<double>(n_models);
-        }
-    });
+        });
 }
 
 }  // namespace truescore

@@ -47,28 +47,23 @@ void require_exact_size(std::size_t n, std::size_t limit) {
 }
 
 // Calls visit(p, gen, tally) for every pattern p in [0, n_patterns); gen is the Philox
-// stream of block p / kSignFlipBlock, read by the block's patterns in order. Blocks are
-// split over threads by index; per-thread integer counts are summed (order-free).
+// stream of block p / kSignFlipBlock, read by the block's patterns in order. Each worker
+// tallies its blocks; the integer tallies are summed (order-free).
 template <class Visit>
 SignFlipCounts visit_patterns(std::size_t n_patterns, std::uint64_t key0, std::uint64_t key1,
                               int n_threads, std::size_t work_per_pattern, Visit visit) {
-    const std::size_t n_blocks = (n_patterns + kSignFlipBlock - 1) / kSignFlipBlock;
-    // Blocks per thread below which a thread costs more than it saves (~2e5 steps).
-    const std::size_t min_blocks =
-        std::max<std::size_t>(1, 200000 / (kSignFlipBlock * std::max<std::size_t>(1, work_per_pattern)));
     std::atomic<std::int64_t> greater{0}, less{0}, two_sided{0};
-    parallel_for_blocks(n_blocks, resolve_threads(n_threads), min_blocks,
-                        [&](std::size_t first, std::size_t last) {
-        Tally c;
-        for (std::size_t block = first; block < last; ++block) {
-            Philox gen = Philox::for_task(key0, key1, block);
-            const std::size_t p_end = std::min(n_patterns, (block + 1) * kSignFlipBlock);
-            for (std::size_t p = block * kSignFlipBlock; p < p_end; ++p) visit(p, gen, c);
-        }
-        greater += c.greater;
-        less += c.less;
-        two_sided += c.two_sided;
-    });
+    const StreamBlocks streams{key0, key1, n_patterns, kSignFlipBlock};
+    for_each_stream_block(
+        streams, n_threads, min_blocks_for_steps(kSignFlipBlock, work_per_pattern), [] { return Tally{}; },
+        [&](Tally& c, Philox& gen, std::size_t, std::size_t p_begin, std::size_t p_end) {
+            for (std::size_t p = p_begin; p < p_end; ++p) visit(p, gen, c);
+        },
+        [&](const Tally& c) {
+            greater += c.greater;
+            less += c.less;
+            two_sided += c.two_sided;
+        });
     SignFlipCounts out;
     out.n_patterns = static_cast<std::int64_t>(n_patterns);
     out.greater = greater.load();
@@ -196,50 +191,69 @@ SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
     return SignFlipResult{counts, lower, upper};
 }
 
-SignFlipCounts sign_flip_grouped(const double* magnitudes, const std::int64_t* counts,
-                                 const std::int64_t* net, std::size_t k,
-                                 std::size_t n_resamples, std::uint64_t key0,
-                                 std::uint64_t key1, int n_threads) {
-    std::size_t words = 0;
-    std::int64_t nonzero = 0;
-    double abs_sum = 0.0, observed = 0.0;
-    for (std::size_t j = 0; j < k; ++j) {
-        if (counts[j] < 1) throw std::invalid_argument("counts must be positive");
-        words += static_cast<std::size_t>((counts[j] + 63) / 64);
-        nonzero += counts[j];
-        abs_sum += magnitudes[j] * static_cast<double>(counts[j]);
-        observed += magnitudes[j] * static_cast<double>(net[j]);
-    }
-    // In units of the statistic T = total - 2 f the tolerance doubles.
-    const double tol = 2.0 * tolerance(nonzero, abs_sum);
-    return visit_patterns(n_resamples, key0, key1, n_threads, 8 * words + k,
-                          [&](std::size_t, Philox& gen, Tally& c) {
-        double s = 0.0;
-        for (std::size_t j = 0; j < k; ++j) {
-            std::int64_t left = counts[j], flips = 0;
-            for (; left >= 64; left -= 64) flips += __builtin_popcountll(gen.next_u64());
-            if (left > 0) flips += __builtin_popcountll(gen.next_u64() & ((std::uint64_t{1} << left) - 1));
-            s += magnitudes[j] * static_cast<double>(counts[j] - 2 * flips);
-        }
-        tally_statistic(s, observed, tol, c);
-    });
+namespace {
+
+// scipy.stats.permutation_test's statistic for two paired samples, mean(x) - mean(y), with
+// x_i = b_i and y_i = a_i where flipped(i), each mean summed in NumPy's pairwise order.
+template <class Flipped>
+double pair_mean_difference(const double* a, const double* b, std::size_t n, Flipped flipped) {
+    const double dn = static_cast<double>(n);
+    const double sx = 0.0 + pairwise_sum(n, [&](std::size_t i) { return flipped(i) ? b[i] : a[i]; });
+    const double sy = 0.0 + pairwise_sum(n, [&](std::size_t i) { return flipped(i) ? a[i] : b[i]; });
+    return sx / dn - sy / dn;
 }
+
+// scipy's tie rule: within 100 machine epsilons of the observed statistic (relative).
+double pair_tolerance(double observed) {
+    return std::fabs(100.0 * std::numeric_limits<double>::epsilon() * observed);
+}
+
+}  // namespace
 
 SignFlipCounts sign_flip_exact_pairs(const double* a, const double* b, std::size_t n,
                                      int n_threads) {
     require_exact_size(n, kSignFlipMaxCount);
-    const double dn = static_cast<double>(n);
-    // mean(x) - mean(y) with x_i = b_i, y_i = a_i where bit i of the pattern is set.
-    auto statistic = [&](std::uint64_t pattern) {
-        const double sx = 0.0 + pairwise_sum(n, [&](std::size_t i) { return (pattern >> i) & 1 ? b[i] : a[i]; });
-        const double sy = 0.0 + pairwise_sum(n, [&](std::size_t i) { return (pattern >> i) & 1 ? a[i] : b[i]; });
-        return sx / dn - sy / dn;
+    const auto statistic = [&](std::uint64_t pattern) {
+        return pair_mean_difference(a, b, n, [pattern](std::size_t i) { return (pattern >> i) & 1; });
     };
     const double observed = statistic(0);
-    const double tol = std::fabs(100.0 * std::numeric_limits<double>::epsilon() * observed);
+    const double tol = pair_tolerance(observed);
     return visit_patterns(std::size_t{1} << n, 0, 0, n_threads, 2 * n,
                           [&](std::size_t p, Philox&, Tally& c) {
         tally_statistic(statistic(p), observed, tol, c);
+    });
+}
+
+SignFlipCounts sign_flip_monte_carlo_pairs(const double* a, const double* b, std::size_t n,
+                                           std::int64_t n_resamples, std::uint64_t key0,
+                                           std::uint64_t key1, int n_threads) {
+    if (n == 0) throw std::invalid_argument("a and b must be non-empty");
+    if (n_resamples < 1) throw std::invalid_argument("n_resamples must be at least 1");
+    const double observed = pair_mean_difference(a, b, n, [](std::size_t) { return false; });
+    const double tol = pair_tolerance(observed);
+    return visit_patterns(static_cast<std::size_t>(n_resamples), key0, key1, n_threads, 2 * n,
+                          [&](std::size_t, Philox& gen, Tally& c) {
+        // The pattern's ceil(n / 64) words, read before any statistic (the stream layout
+        // of the module header). The swapped samples are laid out first, so the two
+        // pairwise sums run over plain arrays; the buffers are per thread and reused.
+        thread_local std::vector<double> xs, ys;
+        xs.resize(n);
+        ys.resize(n);
+        for (std::size_t base = 0; base < n; base += 64) {
+            const std::uint64_t w = gen.next_u64();
+            const std::size_t len = std::min<std::size_t>(64, n - base);
+            for (std::size_t j = 0; j < len; ++j) {
+                const bool swap = (w >> j) & 1;
+                xs[base + j] = swap ? b[base + j] : a[base + j];
+                ys[base + j] = swap ? a[base + j] : b[base + j];
+            }
+        }
+        const double dn = static_cast<double>(n);
+        const double* x = xs.data();
+        const double* y = ys.data();
+        const double t = (0.0 + pairwise_sum(n, [x](std::size_t i) { return x[i]; })) / dn -
+                         (0.0 + pairwise_sum(n, [y](std::size_t i) { return y[i]; })) / dn;
+        tally_statistic(t, observed, tol, c);
     });
 }
 

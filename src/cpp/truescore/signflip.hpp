@@ -11,19 +11,20 @@
 //
 // Patterns. Pattern p flips d_i when bit i of its bit string is set. Exact: p runs over
 // all 2^n patterns and its bit string is p itself. Monte Carlo: patterns are grouped in
-// blocks of kSignFlipBlock; block k draws from Philox::for_task(key0, key1, k), and each
-// pattern of the block takes the next ceil(n / 64) raw words, bit i being bit (i mod 64)
-// of word i / 64. So every count depends only on (data, key, number of patterns), never on
-// the thread count, and a NumPy reference reading numpy.random.Philox(key=[key0, key1],
-// counter=[0, 0, k, 0]) rebuilds every pattern. Monte Carlo counts include no identity:
-// callers use (1 + count) / (n_patterns + 1).
+// blocks of kSignFlipBlock (parallel.hpp); block k draws from Philox::for_task(key0, key1,
+// k), and each pattern of the block takes the next ceil(n / 64) raw words, bit i being bit
+// (i mod 64) of word i / 64. So every count depends only on (data, key, number of
+// patterns), never on the thread count, and a NumPy reference reading
+// numpy.random.Philox(key=[key0, key1], counter=[0, 0, k, 0]) rebuilds every pattern.
+// Monte Carlo counts include no identity: callers use (1 + count) / (n_patterns + 1).
 //
 // Ties (one rule): a pattern counts as at least as extreme when it is within the rounding
 // error of any signed sum of the data, tol = 8 m eps sum_i |d_i| (m = number of nonzero
 // d_i), in favour of the null (a larger p): "greater" is f_S <= tol, "less" f_S >= -tol,
-// "two-sided" |T(s)| >= |T(identity)| - 2 tol. The one exception is
-// sign_flip_exact_pairs, which reproduces scipy.stats.permutation_test (and so
-// truescore 0.7.4) bit for bit and therefore uses scipy's statistic and tie rule.
+// "two-sided" |T(s)| >= |T(identity)| - 2 tol. The exceptions are sign_flip_exact_pairs,
+// which reproduces scipy.stats.permutation_test (and so truescore 0.7.4) bit for bit and
+// therefore uses scipy's statistic and tie rule, and sign_flip_monte_carlo_pairs, its
+// Monte Carlo estimate, which must count ties the same way to estimate the same p.
 //
 // Exact-size limits, one per exact algorithm, set by what it must visit or hold:
 // enumeration that stores a value per pattern (the confidence bounds) 2^20; enumeration
@@ -36,8 +37,7 @@
 
 namespace truescore {
 
-// Patterns per Philox stream (part of the reproducibility contract).
-inline constexpr std::size_t kSignFlipBlock = 256;
+// Patterns per Philox stream: kSignFlipBlock in parallel.hpp's table.
 inline constexpr std::size_t kSignFlipMaxInterval = 20;      // sign_flip_test, exact
 inline constexpr std::size_t kSignFlipMaxCount = 30;         // sign_flip_counts / _exact_pairs
 inline constexpr std::size_t kSignFlipMaxMeetInMiddle = 40;  // sign_flip_count_two_sided
@@ -72,23 +72,19 @@ SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
                               std::int64_t n_resamples, std::uint64_t key0, std::uint64_t key1,
                               double alpha_tail, int n_threads);
 
-// Monte Carlo counts for data with few distinct |d_i|: magnitudes[j] > 0 occurs counts[j]
-// times, net[j] = (#positive - #negative) among them (zero differences left out). A
-// pattern's statistic is sum_j magnitudes[j] * (counts[j] - 2 #flips_j), #flips_j the
-// popcount of counts[j] random bits (ceil(counts[j] / 64) raw words, group after group,
-// the last word's low bits); the observed one is sum_j magnitudes[j] * net[j]. The null
-// law equals sign_flip_counts' but the patterns are not the same ones.
-SignFlipCounts sign_flip_grouped(const double* magnitudes, const std::int64_t* counts,
-                                 const std::int64_t* net, std::size_t k,
-                                 std::size_t n_resamples, std::uint64_t key0,
-                                 std::uint64_t key1, int n_threads);
-
 // Exact enumeration of the 2^n swaps of pairs (a_i, b_i), n <= kSignFlipMaxCount, with
 // scipy.stats.permutation_test's statistic and tie rule: mean(x) - mean(y), x_i and y_i
 // being a_i, b_i or swapped, each mean summed in NumPy's pairwise order; statistics within
 // 100 machine epsilons (relative) of the observed one count as ties.
 SignFlipCounts sign_flip_exact_pairs(const double* a, const double* b, std::size_t n,
                                      int n_threads);
+
+// Monte Carlo counterpart of sign_flip_exact_pairs: n_resamples random swap patterns
+// (the stream layout above: ceil(n / 64) raw words per pattern), with the same statistic
+// and tie rule, so its p-value estimates exactly the p-value the enumeration computes.
+SignFlipCounts sign_flip_monte_carlo_pairs(const double* a, const double* b, std::size_t n,
+                                           std::int64_t n_resamples, std::uint64_t key0,
+                                           std::uint64_t key1, int n_threads);
 
 // Exact two-sided count (n <= kSignFlipMaxMeetInMiddle) by meet in the middle: all
 // 2^h signed sums of the first h = n / 2 values against the sorted 2^(n-h) sums of the

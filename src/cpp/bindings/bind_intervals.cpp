@@ -1,0 +1,67 @@
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "arrays.hpp"
+#include "checks.hpp"
+#include "truescore/intervals.hpp"
+
+namespace py = pybind11;
+using truescore::bindings::ArrayD;
+using truescore::bindings::ArrayI64;
+using truescore::bindings::check_alpha;
+using truescore::bindings::interval_method;
+using truescore::bindings::require_ndim;
+using truescore::bindings::thread_count;
+
+namespace {
+
+// Many audits: gaps (A, n); methods a 1-D int array of codes; population_size None or
+// (A,) (<= 0 entries mean none). Returns a dict of (n_methods, A) arrays.
+py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::object& population_size,
+                       double alpha, const py::object& n_threads) {
+    require_ndim(gaps, 2, "gaps");
+    require_ndim(methods, 1, "methods");
+    check_alpha(alpha);
+    const std::size_t a = static_cast<std::size_t>(gaps.shape(0));
+    const std::size_t n = static_cast<std::size_t>(gaps.shape(1));
+    std::vector<truescore::IntervalMethod> codes;
+    for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(interval_method(static_cast<long>(methods.data()[k])));
+    std::optional<ArrayD> pop;
+    if (!population_size.is_none()) {
+        pop.emplace(population_size.cast<ArrayD>());
+        require_ndim(*pop, 1, "population_size");
+        if (static_cast<std::size_t>(pop->shape(0)) != a)
+            throw std::invalid_argument("population_size must hold one value per audit (" + std::to_string(a) + ")");
+    }
+    const int threads = thread_count(n_threads);
+    const std::size_t k = codes.size();
+    py::array_t<double> low({k, a}), high({k, a}), est({k, a}), half({k, a});
+    double *pl = low.mutable_data(), *ph = high.mutable_data(), *pe = est.mutable_data(), *pw = half.mutable_data();
+    const double* pp = pop ? pop->data() : nullptr;
+    {
+        py::gil_scoped_release release;
+        truescore::gap_intervals(codes.data(), k, gaps.data(), a, n, pp, alpha, pl, ph, pe, pw, threads);
+    }
+    py::dict d;
+    d["low"] = low;
+    d["high"] = high;
+    d["estimate"] = est;
+    d["half_width"] = half;
+    return d;
+}
+
+}  // namespace
+
+void bind_intervals(py::module_& m) {
+    m.def("gap_intervals", &gap_intervals, py::arg("gaps"), py::arg("methods"), py::kw_only(),
+          py::arg("population_size") = py::none(), py::arg("alpha") = 0.05,
+          py::arg("n_threads") = py::none(),
+          "Intervals for every row of a dense (A, n) array of gaps, for each method code: a dict "
+          "of (n_methods, A) arrays low, high, estimate, half_width.");
+}

@@ -1,0 +1,140 @@
+// The _core.testing submodule: hooks that expose internal samplers and the thread
+// resolver so tests can check them against NumPy references. Not used by the package.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "arrays.hpp"
+#include "checks.hpp"
+#include "truescore/compare.hpp"
+#include "truescore/parallel.hpp"
+#include "truescore/random.hpp"
+#include "truescore/sampling.hpp"
+
+namespace py = pybind11;
+using truescore::bindings::ArrayI64;
+using truescore::bindings::nonnegative_sizes;
+
+namespace {
+
+// design: 0 simple random, 1 stratified, 2 with replacement, 3 Bernoulli. `draws` samples
+// in sequence from the stream of `task`. Fixed-size designs return (draws, n) positions;
+// Bernoulli returns a (draws, N) 0/1 inclusion mask.
+py::array sample_indices(long design, long population_size, long n, const ArrayI64& offsets,
+                         const ArrayI64& allocation, double probability, std::uint64_t key0,
+                         std::uint64_t key1, std::uint64_t task, long draws) {
+    if (population_size < 1) throw std::invalid_argument("population_size must be at least 1");
+    if (draws < 0) throw std::invalid_argument("draws must be non-negative");
+    const std::size_t N = static_cast<std::size_t>(population_size), R = static_cast<std::size_t>(draws);
+    truescore::Philox rng = truescore::Philox::for_task(key0, key1, task);
+    if (design == 3) {
+        if (!(probability >= 0.0 && probability <= 1.0)) throw std::invalid_argument("probability must lie in [0, 1]");
+        py::array_t<std::uint8_t> mask({R, N});
+        std::uint8_t* pm = mask.mutable_data();
+        std::vector<std::uint32_t> buf(N);
+        {
+            py::gil_scoped_release release;
+            std::fill(pm, pm + R * N, 0);
+            for (std::size_t r = 0; r < R; ++r) {
+                const std::size_t m = truescore::draw_bernoulli(rng, N, probability, buf.data());
+                for (std::size_t i = 0; i < m; ++i) pm[r * N + buf[i]] = 1;
+            }
+        }
+        return std::move(mask);
+    }
+    if (n < 0 || (design != 2 && n > population_size)) throw std::invalid_argument("n must lie in [0, population_size]");
+    const std::size_t m = static_cast<std::size_t>(n);
+    std::vector<std::size_t> off, alloc;
+    if (design == 1) {
+        off = nonnegative_sizes(offsets, "offsets");
+        alloc = nonnegative_sizes(allocation, "allocation");
+        if (off.size() != alloc.size() + 1)
+            throw std::invalid_argument("offsets must hold one entry per stratum + 1");
+        if (truescore::check_strata(off.data(), alloc.size(), alloc.data(), N) != m)
+            throw std::invalid_argument("allocation must sum to n");
+    } else if (design != 0 && design != 2) {
+        throw std::invalid_argument("design code must be 0..3");
+    }
+    py::array_t<std::int64_t> out({R, m});
+    std::int64_t* po = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::FisherYatesSampler fy(design == 2 ? 0 : N);
+        std::vector<std::uint32_t> buf(m);
+        for (std::size_t r = 0; r < R; ++r) {
+            if (design == 0) fy.draw(rng, m, buf.data());
+            else if (design == 1) truescore::draw_stratified(fy, rng, off.data(), alloc.size(), alloc.data(), buf.data());
+            else truescore::draw_with_replacement(rng, N, m, buf.data());
+            for (std::size_t i = 0; i < m; ++i) po[r * m + i] = buf[i];
+        }
+    }
+    return std::move(out);
+}
+
+py::array_t<std::int64_t> hypergeometric_counts(const ArrayI64& counts, long n, std::uint64_t key0,
+                                                std::uint64_t key1, std::uint64_t task, long draws) {
+    const auto c = nonnegative_sizes(counts, "counts");
+    std::size_t total = 0;
+    for (auto x : c) total += x;
+    if (n < 0 || static_cast<std::size_t>(n) > total) throw std::invalid_argument("n must lie in [0, sum(counts)]");
+    if (draws < 0) throw std::invalid_argument("draws must be non-negative");
+    const std::size_t R = static_cast<std::size_t>(draws), V = c.size();
+    py::array_t<std::int64_t> out({R, V});
+    std::int64_t* po = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::Philox rng = truescore::Philox::for_task(key0, key1, task);
+        truescore::HypergeometricSampler hg(total);
+        for (std::size_t r = 0; r < R; ++r)
+            hg.draw_counts(rng, counts.data(), V, static_cast<std::size_t>(n), po + r * V);
+    }
+    return out;
+}
+
+py::array_t<std::int64_t> binomial_sample(std::int64_t n, double p, std::int64_t size,
+                                          std::uint64_t key0, std::uint64_t key1) {
+    if (size < 0) throw std::invalid_argument("size must be non-negative");
+    py::array_t<std::int64_t> out(static_cast<py::ssize_t>(size));
+    std::int64_t* o = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        truescore::binomial_sample(n, p, static_cast<std::size_t>(size), key0, key1, o);
+    }
+    return out;
+}
+
+}  // namespace
+
+void bind_testing(py::module_& m) {
+    py::module_ t = m.def_submodule("testing", "Test-only hooks into the compiled core's samplers (internal).");
+    t.def("sample_indices", &sample_indices, py::arg("design"), py::arg("population_size"), py::arg("n"),
+          py::arg("offsets"), py::arg("allocation"), py::arg("probability"), py::arg("key0"), py::arg("key1"),
+          py::arg("task"), py::arg("draws"),
+          "Survey samples from one task's stream (design 0 srs, 1 stratified, 2 with replacement, 3 Bernoulli).");
+    t.def("hypergeometric_counts", &hypergeometric_counts, py::arg("counts"), py::arg("n"), py::arg("key0"),
+          py::arg("key1"), py::arg("task"), py::arg("draws"),
+          "Multivariate hypergeometric counts per category, draws in sequence from one task's stream.");
+    t.def("binomial_sample", &binomial_sample, py::arg("n"), py::arg("p"), py::arg("size"),
+          py::arg("key0"), py::arg("key1"),
+          "size Binomial(n, p) variates from Philox task 0 (the bootstrap's sampler; for tests).");
+    t.def("resolved_threads", &truescore::resolve_threads, py::arg("n_threads"),
+          "Threads a kernel runs on for n_threads (0 or less: every core).");
+    t.def(
+        "philox_raw",
+        [](std::uint64_t key0, std::uint64_t key1, std::uint64_t task, py::ssize_t n) {
+            if (n < 0) throw std::invalid_argument("n must be non-negative");
+            py::array_t<std::uint64_t> out(n);
+            auto* p = out.mutable_data();
+            truescore::Philox gen = truescore::Philox::for_task(key0, key1, task);
+            for (py::ssize_t i = 0; i < n; ++i) p[i] = gen.next_u64();
+            return out;
+        },
+        py::arg("key0"), py::arg("key1"), py::arg("task"), py::arg("n"),
+        "First n raw 64-bit outputs of task `task`'s Philox4x64-10 stream: "
+        "numpy.random.Philox(key=[key0, key1], counter=[0, 0, task, 0]).random_raw(n).");
+}

@@ -1,0 +1,124 @@
+#include "truescore/betting.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "truescore/numeric.hpp"
+
+namespace truescore {
+
+namespace {
+
+constexpr double kBetTruncation = 0.75;  // c in Waudby-Smith & Ramdas
+constexpr double kBisectionTolerance = 1e-9;
+
+
+// The betting state that does not depend on the candidate mean: x_t on [0, 1], the
+// predictable plug-in bet lambda_t (from x_1..x_{t-1}), and the without-replacement
+// conditional mean m_t = (N m - S_{t-1}) / (N - t + 1) written as slope[t] m - offset[t]
+// (slope = N / (N - t + 1), offset = S_{t-1} / (N - t + 1); 1 and 0 without a population),
+// so the inner loop, run ~60 times per interval, multiplies instead of dividing.
+struct BettingPath {
+    const double* x;
+    const double* lam;
+    const double* slope;
+    const double* offset;
+    std::size_t n;
+    double alpha;
+
+    // True when m lies below the interval: the capital betting on "mean > m" reaches
+    // 2/alpha (hedged with weight 1/2) at some t, or m is infeasible given the draws.
+    bool rejects_from_below(double m) const {
+        const double threshold = 2.0 / alpha;  // 0.5 * capital >= 1/alpha, exactly
+        double capital = 1.0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double mt = slope[i] * m - offset[i];
+            if (mt < 0.0) return true;
+            double l = lam[i];
+            // min(lam, c / mt) without the division unless the truncation binds
+            if (l * mt > kBetTruncation) l = kBetTruncation / mt;
+            capital *= 1.0 + l * (x[i] - mt);
+            if (capital >= threshold) return true;
+        }
+        return false;
+    }
+
+    bool rejects_from_above(double m) const {
+        const double threshold = 2.0 / alpha;
+        double capital = 1.0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double mt = slope[i] * m - offset[i];
+            if (mt > 1.0) return true;
+            double l = lam[i];
+            if (l * (1.0 - mt) > kBetTruncation) l = kBetTruncation / (1.0 - mt);
+            capital *= 1.0 - l * (x[i] - mt);
+            if (capital >= threshold) return true;
+        }
+        return false;
+    }
+};
+
+// The edge of the candidate means m in [0, 1] that `rejects` rejects, when the rejected
+// ones form one end of [0, 1] (the end `rejected_end`, 0 or 1). Bisection to
+// kBisectionTolerance returns the outer (last rejected) point, so the interval it bounds is
+// never narrower than the exact set.
+template <class Rejects>
+double rejection_edge(const Rejects& rejects, double rejected_end) {
+    const double kept_end = 1.0 - rejected_end;
+    if (!rejects(rejected_end)) return rejected_end;
+    if (rejects(kept_end)) return kept_end;
+    double rejected = rejected_end, kept = kept_end;
+    while (std::abs(kept - rejected) > kBisectionTolerance) {
+        const double mid = 0.5 * (rejected + kept);
+        if (rejects(mid)) rejected = mid; else kept = mid;
+    }
+    return rejected;
+}
+
+}  // namespace
+
+GapInterval betting_interval(const double* d, std::size_t n, double population_size, double alpha,
+                             double* scratch) {
+    std::vector<double> own;
+    if (scratch == nullptr) {
+        own.resize(kBettingScratchPerParent * n);
+        scratch = own.data();
+    }
+    double* x = scratch;
+    double* lam = scratch + n;
+    double* slope = scratch + 2 * n;
+    double* offset = scratch + 3 * n;
+    const double nd = static_cast<double>(n);
+    const double log_term = std::log(2.0 / alpha);
+    const bool finite = population_size > 0.0;
+    double s = 0.0, sq = 0.0, var_prev = 0.25;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double t = static_cast<double>(i + 1);
+        x[i] = (d[i] + 1.0) * 0.5;
+        lam[i] = std::sqrt(2.0 * log_term / (nd * var_prev));
+        if (finite) {
+            const double remaining = population_size - static_cast<double>(i);
+            slope[i] = population_size / remaining;
+            offset[i] = s / remaining;
+        } else {
+            slope[i] = 1.0;
+            offset[i] = 0.0;
+        }
+        s += x[i];
+        const double mu = (0.5 + s) / (t + 1.0);
+        const double dev = x[i] - mu;
+        sq += dev * dev;
+        var_prev = (0.25 + sq) / (t + 1.0);
+    }
+    const BettingPath path{x, lam, slope, offset, n, alpha};
+
+    double lower = rejection_edge([&](double m) { return path.rejects_from_below(m); }, 0.0);
+    double upper = rejection_edge([&](double m) { return path.rejects_from_above(m); }, 1.0);
+    if (lower > upper) {  // both capitals large at once: no m survives; report the midpoint
+        lower = upper = 0.5 * (lower + upper);
+    }
+    const double low = 2.0 * lower - 1.0, high = 2.0 * upper - 1.0;
+    return {low, high, numpy_mean(d, n), 0.5 * (high - low)};
+}
+
+}  // namespace truescore

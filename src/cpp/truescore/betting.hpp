@@ -1,0 +1,20 @@
+// The betting confidence interval for the mean gap (Waudby-Smith & Ramdas 2024, JRSS-B,
+// "Estimating means of bounded random variables by betting"): hedged capital processes
+// with predictable plug-in bets, optionally without replacement from a finite population.
+#pragma once
+
+#include <cstddef>
+
+#include "truescore/intervals.hpp"
+
+namespace truescore {
+
+// Betting CI (hedged capital, predictable plug-in bets for a fixed n, truncation 3/4,
+// without-replacement conditional means when population_size > 0), endpoints by
+// bisection to 1e-9 on the [0, 1] scale. The result depends on the order of d.
+// `scratch` holds kBettingScratchPerParent * n doubles, or is nullptr (then allocated here).
+constexpr std::size_t kBettingScratchPerParent = 4;
+GapInterval betting_interval(const double* d, std::size_t n, double population_size, double alpha,
+                             double* scratch = nullptr);
+
+}  // namespace truescore

@@ -1,0 +1,155 @@
+#include "truescore/intervals.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "truescore/betting.hpp"
+#include "truescore/numeric.hpp"
+#include "truescore/parallel.hpp"
+
+namespace truescore {
+
+namespace {
+
+constexpr double kRange = 2.0;  // d in [-1, 1]
+
+}  // namespace
+
+GapInterval symmetric_interval(double estimate, double half) {
+    return {std::max(-1.0, estimate - half), std::min(1.0, estimate + half), estimate, half};
+}
+
+std::string check_gaps(const double* d, std::size_t n, double population_size, const char* name) {
+    const std::string prefix(name);
+    if (n < 2) return prefix + " needs at least 2 parents; got " + std::to_string(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(d[i]))
+            return prefix + " contains a non-finite value (NaN or inf) at position " + std::to_string(i);
+        if (d[i] < -1.0 || d[i] > 1.0)
+            return prefix + " must lie in [-1, 1]; position " + std::to_string(i) + " holds " +
+                   std::to_string(d[i]);
+    }
+    if (population_size > 0.0 && population_size < static_cast<double>(n))
+        return "population_size must be at least the number of parents n = " + std::to_string(n) +
+               "; got " + std::to_string(population_size);
+    return {};
+}
+
+IntervalConstants::IntervalConstants(double a, bool with_z)
+    : alpha(a), log_2_alpha(std::log(2.0 / a)), log_4_alpha(std::log(4.0 / a)),
+      z(with_z ? normal_quantile(1.0 - a / 2.0) : std::numeric_limits<double>::quiet_NaN()) {}
+
+double hoeffding_half_width(std::size_t n, const IntervalConstants& c) {
+    return kRange * std::sqrt(c.log_2_alpha / (2.0 * static_cast<double>(n)));
+}
+
+double bernstein_half_width(double variance, std::size_t n, const IntervalConstants& c) {
+    const double nd = static_cast<double>(n), l = c.log_4_alpha;
+    return std::sqrt(2.0 * variance * l / nd) + 7.0 * kRange * l / (3.0 * (nd - 1.0));
+}
+
+double wald_half_width(double variance, std::size_t n, double population_size,
+                       const IntervalConstants& c) {
+    const double nd = static_cast<double>(n);
+    const double fpc = population_size > 0.0 ? 1.0 - nd / population_size : 1.0;
+    return c.z * std::sqrt(fpc * variance / nd);
+}
+
+double hoeffding_serfling_half_width(std::size_t n, double population_size,
+                                     const IntervalConstants& c) {
+    const double nd = static_cast<double>(n);
+    return kRange * std::sqrt((1.0 - (nd - 1.0) / population_size) * c.log_2_alpha / (2.0 * nd));
+}
+
+GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
+                            double population_size, const IntervalConstants& c) {
+    switch (method) {
+        case IntervalMethod::hoeffding: return symmetric_interval(mean, hoeffding_half_width(n, c));
+        case IntervalMethod::bernstein:
+            return symmetric_interval(mean, bernstein_half_width(variance, n, c));
+        case IntervalMethod::wald:
+            return symmetric_interval(mean, wald_half_width(variance, n, population_size, c));
+        case IntervalMethod::hoeffding_serfling:
+            return symmetric_interval(mean, hoeffding_serfling_half_width(n, population_size, c));
+        case IntervalMethod::betting: break;
+    }
+    throw std::invalid_argument("the betting interval depends on the order of the sample, not on its moments");
+}
+
+GapInterval hoeffding_interval(const double* d, std::size_t n, double alpha) {
+    return symmetric_interval(numpy_mean(d, n), hoeffding_half_width(n, IntervalConstants(alpha, false)));
+}
+
+GapInterval bernstein_interval(const double* d, std::size_t n, double alpha) {
+    const double m = numpy_mean(d, n), s2 = numpy_variance(d, n, m);
+    return symmetric_interval(m, bernstein_half_width(s2, n, IntervalConstants(alpha, false)));
+}
+
+GapInterval wald_interval(const double* d, std::size_t n, double population_size, double alpha) {
+    const double m = numpy_mean(d, n), s2 = numpy_variance(d, n, m);
+    return symmetric_interval(m, wald_half_width(s2, n, population_size, IntervalConstants(alpha)));
+}
+
+GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double population_size,
+                                        double alpha) {
+    return symmetric_interval(numpy_mean(d, n),
+                              hoeffding_serfling_half_width(n, population_size, IntervalConstants(alpha, false)));
+}
+
+GapInterval gap_interval(IntervalMethod method, const double* d, std::size_t n,
+                         double population_size, double alpha, double* scratch) {
+    switch (method) {
+        case IntervalMethod::hoeffding: return hoeffding_interval(d, n, alpha);
+        case IntervalMethod::bernstein: return bernstein_interval(d, n, alpha);
+        case IntervalMethod::wald: return wald_interval(d, n, population_size, alpha);
+        case IntervalMethod::hoeffding_serfling:
+            if (!(population_size > 0.0))
+                throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
+            return hoeffding_serfling_interval(d, n, population_size, alpha);
+        case IntervalMethod::betting: return betting_interval(d, n, population_size, alpha, scratch);
+    }
+    throw std::invalid_argument("unknown interval method");
+}
+
+void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const double* d,
+                         std::size_t n_audits, std::size_t n, const double* population_size,
+                         double alpha, double* low, double* high, double* estimate,
+                         double* half_width, int n_threads) {
+    if (!(alpha > 0.0 && alpha < 1.0))
+        throw std::invalid_argument("alpha must lie in (0, 1); got " + std::to_string(alpha));
+    for (std::size_t k = 0; k < n_methods; ++k) {
+        const int code = static_cast<int>(methods[k]);
+        if (code < 0 || code >= kIntervalMethodCount) throw std::invalid_argument("unknown interval method");
+    }
+    for (std::size_t a = 0; a < n_audits; ++a) {
+        const double pop = population_size ? population_size[a] : 0.0;
+        std::string msg = check_gaps(d + a * n, n, pop, "gaps");
+        if (!msg.empty()) {
+            if (n_audits > 1) msg = "audit " + std::to_string(a) + ": " + msg;
+            throw std::invalid_argument(msg);
+        }
+        for (std::size_t k = 0; k < n_methods; ++k)
+            if (methods[k] == IntervalMethod::hoeffding_serfling && !(pop > 0.0))
+                throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
+    }
+    parallel_for_blocks(n_audits, n_threads, kMinAuditsPerThread, [&](std::size_t begin, std::size_t end) {
+        std::vector<double> scratch(kBettingScratchPerParent * n);
+        for (std::size_t a = begin; a < end; ++a) {
+            const double pop = population_size ? population_size[a] : 0.0;
+            for (std::size_t k = 0; k < n_methods; ++k) {
+                const GapInterval r = gap_interval(methods[k], d + a * n, n, pop, alpha, scratch.data());
+                const std::size_t o = k * n_audits + a;
+                low[o] = r.low;
+                high[o] = r.high;
+                estimate[o] = r.estimate;
+                half_width[o] = r.half_width;
+            }
+        }
+    });
+}
+
+}  // namespace truescore

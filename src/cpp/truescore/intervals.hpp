@@ -1,0 +1,90 @@
+// Intervals for the mean public-minus-fresh gap of a matched-form audit.
+//
+// Gaps d_i = public_i - mean_k fresh_ik lie in [-1, 1] (range R = 2). Every interval is a
+// plain function of a raw pointer and a length so other C++ code (the calibration engine)
+// can call it per audit without allocating Python objects; the batched entry point runs
+// many audits of one size over a fixed partition, so the thread count never changes a
+// result. The betting interval is in betting.hpp, the randomization test in
+// randomization.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace truescore {
+
+// An interval for the mean gap on the d scale. low/high are clipped to [-1, 1];
+// half_width is the method's own half-width before clipping ((high - low) / 2 for betting).
+struct GapInterval {
+    double low;
+    double high;
+    double estimate;
+    double half_width;
+};
+
+enum class IntervalMethod : int {
+    hoeffding = 0,
+    bernstein = 1,
+    wald = 2,
+    hoeffding_serfling = 3,
+    betting = 4,
+};
+constexpr int kIntervalMethodCount = 5;
+
+// Empty string when the gaps are usable: n >= 2, all finite and in [-1, 1], and either
+// population_size <= 0 (no population) or population_size >= n. Otherwise a message
+// naming the problem, prefixed by `name`.
+std::string check_gaps(const double* d, std::size_t n, double population_size, const char* name);
+
+// ---- The interval formulas, shared by the per-sample intervals below and the
+// moment-based ones (the calibration engine draws counts per lattice value and knows only
+// the mean and variance of a sample). Constants that depend only on alpha are computed
+// once per study, not once per audit.
+struct IntervalConstants {
+    double alpha;
+    double log_2_alpha;  // ln(2 / alpha)
+    double log_4_alpha;  // ln(4 / alpha)
+    double z;            // normal quantile at 1 - alpha / 2 (NaN when not asked for)
+    explicit IntervalConstants(double alpha, bool with_z = true);
+};
+
+// Half-widths on the d scale (range R = 2); variance is the unbiased sample variance.
+double hoeffding_half_width(std::size_t n, const IntervalConstants& c);
+double bernstein_half_width(double variance, std::size_t n, const IntervalConstants& c);
+double wald_half_width(double variance, std::size_t n, double population_size,
+                       const IntervalConstants& c);
+double hoeffding_serfling_half_width(std::size_t n, double population_size,
+                                     const IntervalConstants& c);
+// estimate +- half, clipped to [-1, 1].
+GapInterval symmetric_interval(double estimate, double half);
+
+// An order-free interval from a sample's mean and unbiased variance alone (every method
+// but betting; throws std::invalid_argument for betting).
+GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
+                            double population_size, const IntervalConstants& c);
+
+// The per-sample intervals: the sample's mean and unbiased variance in NumPy's summation
+// order (numpy_mean, numpy_variance of numeric.hpp) fed to the formulas above. The betting
+// interval is in betting.hpp. population_size <= 0 means "no finite population"
+// (sampling with replacement). None of these validate: call check_gaps first.
+GapInterval hoeffding_interval(const double* d, std::size_t n, double alpha);
+GapInterval bernstein_interval(const double* d, std::size_t n, double alpha);
+GapInterval wald_interval(const double* d, std::size_t n, double population_size, double alpha);
+// Requires population_size >= n.
+GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double population_size,
+                                        double alpha);
+// Any method by its enum; `scratch` is passed on to betting_interval.
+GapInterval gap_interval(IntervalMethod method, const double* d, std::size_t n,
+                         double population_size, double alpha, double* scratch = nullptr);
+
+// Many audits of size n at once: d is row-major (n_audits, n); population_size is nullptr
+// (none) or one value per audit. For each of n_methods methods and each audit, writes
+// out[m * n_audits + a] for low, high, estimate, half_width (each caller-owned,
+// n_methods * n_audits long). Throws std::invalid_argument naming the first bad audit.
+void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const double* d,
+                         std::size_t n_audits, std::size_t n, const double* population_size,
+                         double alpha, double* low, double* high, double* estimate,
+                         double* half_width, int n_threads);
+
+}  // namespace truescore
