@@ -73,9 +73,11 @@ from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
+    check_choice,
     check_gaps,
     check_labels,
     check_n_threads,
+    check_open_unit,
     check_positive_int,
     float_array,
     group_offsets,
@@ -184,8 +186,7 @@ def _design(
             np.array([n], dtype=np.int64),
             truth,
         )
-    if design != "stratified":
-        raise ValueError(f"design must be 'srs' or 'stratified'; got {design!r}")
+    check_choice("design", design, ("srs", "stratified"))
     if strata is None:
         raise ValueError("design='stratified' needs strata (one label per population unit)")
     labels = check_labels("strata", strata, big_n, unit="population unit")
@@ -238,8 +239,7 @@ def _coverage_cell(
     replications: int,
 ) -> tuple[_Cell, str]:
     lattice = None
-    if sampler not in ("auto", "sequence", "counts"):
-        raise ValueError(f"sampler must be 'auto', 'sequence' or 'counts'; got {sampler!r}")
+    check_choice("sampler", sampler, ("auto", "sequence", "counts"))
     if sampler != "sequence" and not any(_TRAITS[m].order_dependent for m in methods):
         lattice = _lattice(design)
     if sampler == "counts" and lattice is None:
@@ -621,8 +621,7 @@ def detection_study(
     gs = _floats("form_gaps", form_gaps)
     reps = _replications(replications)
     guard = check_positive_int("guardrail", guardrail, minimum=0)
-    if fallback not in _FALLBACK_METHODS:
-        raise ValueError(f"fallback must be one of {_FALLBACK_METHODS}; got {fallback!r}")
+    check_choice("fallback", fallback, _FALLBACK_METHODS)
     threads = check_n_threads(n_threads)
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
@@ -774,8 +773,7 @@ def budget_study(
     """
     matrix, names = _gap_matrix(gaps)
     check_alpha(alpha)
-    if interval not in _CODE:
-        raise ValueError(f"interval must be one of {INTERVAL_METHODS}; got {interval!r}")
+    check_choice("interval", interval, INTERVAL_METHODS)
     ns = _sizes("sizes", sizes)
     reps = _replications(replications)
     threads = check_n_threads(n_threads)
@@ -869,8 +867,7 @@ def plan_audit_size(
     arr = float_array("gaps", gaps)
     matrix = check_gaps("gaps", arr if arr.ndim == 2 else arr[None, :], ndim=2)
     check_alpha(alpha)
-    if not 0.0 < power < 1.0:
-        raise ValueError(f"power must lie in (0, 1); got {power}")
+    check_open_unit("power", power)
     ds = _floats("deltas", deltas)
     if 0.0 in ds:
         raise ValueError("deltas must be positive")
