@@ -656,3 +656,11 @@ def test_stub_lists_the_calibration_kernels():
     stub = (Path(tf.__file__).with_name("_core.pyi")).read_text()
     for name in ("coverage_tasks", "detection_tasks", "budget_tasks", "sample_indices"):
         assert f"def {name}(" in stub
+
+
+def test_row_layouts_are_checked_against_the_compiled_core():
+    from truescore_fast import _core, _engine
+
+    assert {m.name: int(m) for m in _engine.BudgetSums} == _core.BUDGET_SUMS
+    with pytest.raises(ImportError, match="rebuild"):
+        _engine._check_layout(_engine.CoverageSums, {"COVERED": 1, "HALF_WIDTH": 0})

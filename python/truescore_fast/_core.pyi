@@ -191,6 +191,11 @@ def did_replicates(
 def proportional_allocation(stratum_sizes: npt.ArrayLike, n: int) -> npt.NDArray[np.int64]: ...
 
 # calibration: per-task partial sums of the studies, (tasks, ...) float64
+COVERAGE_SUMS: dict[str, int]
+DETECTION_SUMS: dict[str, int]
+BUDGET_SUMS: dict[str, int]
+CALIBRATION_BLOCK: int
+
 def coverage_tasks(
     values: npt.ArrayLike,
     offsets: npt.ArrayLike,

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: Replications per task: fixed, so results never depend on how the work is split.
-REPLICATIONS_PER_TASK = 250
+REPLICATIONS_PER_TASK: int = _core.CALIBRATION_BLOCK  # the table in parallel.hpp
 _CELL_STRIDE = 2**32  # task index of cell c, task t: c * 2**32 + t
 _CHUNK_SECONDS = 0.1
 # A chunk's per-task partial sums are held until they are added in task order, so the
@@ -47,9 +47,10 @@ _MAX_CHUNK_TASKS = 256
 
 
 # The positions in one task's row of partial sums, as the compiled kernels write them:
-# src/cpp/truescore/calibration.hpp defines the row widths (kCoverageWidth,
-# kDetectionWidth, kBudgetWidth) and the task kernels in calibration.cpp write row[k].
-# A change to either side must change the other.
+# The positions of each task's partial sums. C++ defines them (calibration.hpp: the
+# CoverageSum, DetectionSum and BudgetSum enums, written as row[kCovered] etc.); these
+# IntEnums spell them for Python's type checker, and _check_layout compares them with the
+# compiled core's at import, so the two can never drift apart silently.
 
 
 class CoverageSums(IntEnum):
@@ -76,6 +77,20 @@ class BudgetSums(IntEnum):
     EXACT_ORDER = 2  # replications that order every model as the full sample does
     PAIRS_CORRECT = 3  # sum of the share of pairs ordered as in the full sample
     PAIRS_CORRECT_SQUARES = 4  # sum of its square
+
+
+def _check_layout(names: type[IntEnum], core: dict[str, int]) -> None:
+    ours = {member.name: int(member) for member in names}
+    if ours != dict(core):
+        raise ImportError(
+            f"{names.__name__} {ours} disagrees with the compiled core's {dict(core)}: "
+            "rebuild truescore_fast (the C++ and Python sides are out of step)"
+        )
+
+
+_check_layout(CoverageSums, _core.COVERAGE_SUMS)
+_check_layout(DetectionSums, _core.DETECTION_SUMS)
+_check_layout(BudgetSums, _core.BUDGET_SUMS)
 
 
 # ---------------------------------------------------------------------------- execution

@@ -9,6 +9,7 @@
 #include "arrays.hpp"
 #include "checks.hpp"
 #include "truescore/calibration.hpp"
+#include "truescore/parallel.hpp"
 #include "truescore/sampling.hpp"
 
 namespace py = pybind11;
@@ -132,6 +133,23 @@ py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pai
 }  // namespace
 
 void bind_calibration(py::module_& m) {
+    // Each task row's layout, by name (truescore_fast._engine builds its IntEnums from these).
+    py::dict coverage, detection, budget;
+    coverage["COVERED"] = static_cast<std::size_t>(truescore::kCovered);
+    coverage["HALF_WIDTH"] = static_cast<std::size_t>(truescore::kHalfWidth);
+    coverage["HALF_WIDTH_SQUARES"] = static_cast<std::size_t>(truescore::kHalfWidthSquares);
+    detection["CLAIMS"] = static_cast<std::size_t>(truescore::kClaims);
+    detection["REJECTIONS"] = static_cast<std::size_t>(truescore::kRejections);
+    detection["DELTA_HAT"] = static_cast<std::size_t>(truescore::kDeltaHat);
+    budget["HALF_WIDTH"] = static_cast<std::size_t>(truescore::kBudgetHalfWidth);
+    budget["HALF_WIDTH_SQUARES"] = static_cast<std::size_t>(truescore::kBudgetHalfWidthSquares);
+    budget["EXACT_ORDER"] = static_cast<std::size_t>(truescore::kExactOrder);
+    budget["PAIRS_CORRECT"] = static_cast<std::size_t>(truescore::kPairsCorrect);
+    budget["PAIRS_CORRECT_SQUARES"] = static_cast<std::size_t>(truescore::kPairsCorrectSquares);
+    m.attr("COVERAGE_SUMS") = coverage;
+    m.attr("DETECTION_SUMS") = detection;
+    m.attr("BUDGET_SUMS") = budget;
+    m.attr("CALIBRATION_BLOCK") = truescore::kCalibrationBlock;
     m.def("proportional_allocation", &proportional_allocation, py::arg("stratum_sizes"), py::arg("n"),
           "Largest-remainder proportional allocation of n over strata.");
     m.def("coverage_tasks", &coverage_tasks, py::arg("values"), py::arg("offsets"), py::arg("allocation"),

@@ -114,9 +114,9 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
                     ? gap_interval(s.methods[k], st.d.data(), n, pop, s.alpha, st.scratch.data())
                     : moment_interval(s.methods[k], mean, variance, n, pop, c);
             double* cell = row + k * kCoverageWidth;
-            cell[0] += (iv.low <= s.truth && s.truth <= iv.high) ? 1.0 : 0.0;
-            cell[1] += iv.half_width;
-            cell[2] += iv.half_width * iv.half_width;
+            cell[kCovered] += (iv.low <= s.truth && s.truth <= iv.high) ? 1.0 : 0.0;
+            cell[kHalfWidth] += iv.half_width;
+            cell[kHalfWidthSquares] += iv.half_width * iv.half_width;
         }
     });
 }
@@ -197,9 +197,9 @@ void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* 
             iv = moment_interval(s.fallback, mean, var, n, pop, c);
         }
         const RandomizationPValues p = randomization_test_binary(st.n_by_sum.data(), static_cast<int>(K), u_obs);
-        row[0] += iv.low > 0.0 ? 1.0 : 0.0;
-        row[1] += p.p_greater <= s.alpha ? 1.0 : 0.0;
-        row[2] += mean;
+        row[kClaims] += iv.low > 0.0 ? 1.0 : 0.0;
+        row[kRejections] += p.p_greater <= s.alpha ? 1.0 : 0.0;
+        row[kDeltaHat] += mean;
     });
 }
 
@@ -247,11 +247,11 @@ void budget_tasks(const BudgetSetting& s, const TaskRange& range, double* out, i
             correct += st.means[static_cast<std::size_t>(s.pair_high[p])] > st.means[static_cast<std::size_t>(s.pair_low[p])];
         const double half = half_sum / static_cast<double>(M);
         const double share = static_cast<double>(correct) / static_cast<double>(s.n_pairs);
-        row[0] += half;
-        row[1] += half * half;
-        row[2] += correct == s.n_pairs ? 1.0 : 0.0;
-        row[3] += share;
-        row[4] += share * share;
+        row[kBudgetHalfWidth] += half;
+        row[kBudgetHalfWidthSquares] += half * half;
+        row[kExactOrder] += correct == s.n_pairs ? 1.0 : 0.0;
+        row[kPairsCorrect] += share;
+        row[kPairsCorrectSquares] += share * share;
     });
 }
 

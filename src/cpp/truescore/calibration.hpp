@@ -44,7 +44,15 @@ struct CoverageSetting {
     double alpha;
     double truth;                  // the mean the intervals should cover
 };
-constexpr std::size_t kCoverageWidth = 3;  // per method: covered, sum half-width, sum squares
+// The partial sums of a coverage task's row, per method (methods in order). These enums
+// are the one definition of every row layout: the binding exports them and
+// truescore_fast._engine builds its IntEnums from them.
+enum CoverageSum : std::size_t {
+    kCovered,           // replications whose interval contains the truth
+    kHalfWidth,         // sum of half-widths
+    kHalfWidthSquares,  // sum of squared half-widths
+    kCoverageWidth
+};
 // out: (task_end - task_begin) rows of n_methods * kCoverageWidth.
 void coverage_tasks(const CoverageSetting& setting, const TaskRange& range, double* out, int n_threads);
 
@@ -72,7 +80,12 @@ struct DetectionSetting {
     IntervalMethod fallback;
     double alpha;
 };
-constexpr std::size_t kDetectionWidth = 3;  // claims, rejections, sum of Delta-hat
+enum DetectionSum : std::size_t {
+    kClaims,      // the interval rule claims (primary interval above zero)
+    kRejections,  // the exact randomization test rejects
+    kDeltaHat,    // sum of Delta-hat
+    kDetectionWidth
+};
 void detection_tasks(const DetectionSetting& setting, const TaskRange& range, double* out, int n_threads);
 
 // ---- Budget --------------------------------------------------------------------------
@@ -92,8 +105,14 @@ struct BudgetSetting {
     IntervalMethod method;
     double alpha;
 };
-// sum of mean half-width over models, its square, exact-order count, pair share, its square
-constexpr std::size_t kBudgetWidth = 5;
+enum BudgetSum : std::size_t {
+    kBudgetHalfWidth,         // sum of the mean half-width over models
+    kBudgetHalfWidthSquares,  // sum of its square
+    kExactOrder,              // replications ordering every model as the full sample does
+    kPairsCorrect,            // sum of the share of pairs ordered as in the full sample
+    kPairsCorrectSquares,     // sum of its square
+    kBudgetWidth
+};
 void budget_tasks(const BudgetSetting& setting, const TaskRange& range, double* out, int n_threads);
 
 }  // namespace truescore

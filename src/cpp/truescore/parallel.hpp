@@ -25,8 +25,8 @@ inline constexpr std::size_t kBootstrapBlock = 256;         // compare.cpp: boot
 inline constexpr std::size_t kSignFlipBlock = 256;          // signflip.cpp: Monte Carlo sign patterns
 inline constexpr std::size_t kFamilyBootstrapBlock = 64;    // cluster_bootstrap.cpp: cluster_bootstrap_difference
 inline constexpr std::size_t kReplicateBlock = 1;           // resampling.cpp and the randomization test's Monte Carlo draws
-// calibration.cpp: replications per task. The Python engine owns this one (calibration's
-// REPLICATIONS_PER_TASK) and passes it as TaskRange::block; recorded here so the table is whole.
+// calibration.cpp: replications per task. Exported as _core.CALIBRATION_BLOCK, which the
+// Python engine uses as REPLICATIONS_PER_TASK and passes back as TaskRange::block.
 inline constexpr std::size_t kCalibrationBlock = 250;
 
 // Minimum work a thread must get before a loop uses it (a thread costs ~20 us to start).
