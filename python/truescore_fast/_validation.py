@@ -17,6 +17,8 @@ import numpy.typing as npt
 
 __all__ = [
     "ALTERNATIVES",
+    "MAX_COUNT",
+    "MAX_THREADS",
     "Alternative",
     "MissingExtraError",
     "check_alpha",
@@ -79,20 +81,28 @@ def p_values_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return arr
 
 
-def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    """``value`` as an int no smaller than ``minimum`` (bools and floats are refused)."""
+# Largest count the compiled core takes (an int64), and the largest thread count (an
+# int; the core starts at most 4 threads per core whatever is asked for).
+MAX_COUNT = 2**63 - 1
+MAX_THREADS = 2**31 - 1
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """``value`` as an int in [``minimum``, ``maximum``] (bools and floats are refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer; got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}; got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}; got {value}")
     return int(value)
 
 
 def check_n_threads(n_threads: int | None) -> int | None:
-    """``None`` (every core) or a positive thread count."""
+    """``None`` (every core) or a positive thread count (the core caps it at 4 per core)."""
     if n_threads is None:
         return None
-    return check_positive_int("n_threads", n_threads)
+    return check_positive_int("n_threads", n_threads, maximum=MAX_THREADS)
 
 
 def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[np.float64]:

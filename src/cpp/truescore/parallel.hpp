@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <new>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -45,21 +47,33 @@ inline std::size_t min_blocks_for_steps(std::size_t block, std::size_t steps_per
 
 // ---- Threads ---------------------------------------------------------------------------
 
-// Thread count to use: requested > 0 is taken as given, 0 (or less) means every core.
-// The core count is read once: hardware_concurrency() reads /sys on glibc, which costs
-// more than a small kernel call itself.
-inline int resolve_threads(int requested) {
-    if (requested > 0) return requested;
+// Cores on this machine (at least 1). Read once: hardware_concurrency() reads /sys on
+// glibc, which costs more than a small kernel call itself.
+inline int core_count() {
     static const int cores = [] {
         const unsigned hw = std::thread::hardware_concurrency();
-        return hw == 0 ? 1 : static_cast<int>(hw);
+        return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, 1u << 16));
     }();
     return cores;
 }
 
+// Most threads a loop starts: kMaxThreadsPerCore per core. More threads than that only
+// cost memory (a stack each) and start-up time; the cap never changes a result.
+inline constexpr int kMaxThreadsPerCore = 4;
+
+// Thread count to use: requested > 0 is taken as given up to kMaxThreadsPerCore x cores,
+// 0 (or less) means every core.
+inline int resolve_threads(int requested) {
+    if (requested > 0) return std::min(requested, kMaxThreadsPerCore * core_count());
+    return core_count();
+}
+
 // Calls body(begin, end) on contiguous blocks covering [0, n) with n_threads threads
 // (0 or less: every core). Blocks below `min_per_thread` tasks are not worth a thread:
-// small batches run inline.
+// small batches run inline. The partition depends only on n and the thread count asked
+// for: when the system refuses a thread (std::system_error, or no memory for its stack),
+// that worker's block and every later one run on the calling thread instead, so a
+// starved process gets the same result, only later, and never terminates.
 template <class Body>
 void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_thread, Body body) {
     if (n == 0) return;
@@ -69,25 +83,33 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
         body(std::size_t{0}, n);
         return;
     }
-    std::vector<std::thread> threads;
     std::vector<std::exception_ptr> errors(workers);
+    std::vector<std::thread> threads;
     threads.reserve(workers - 1);
     const std::size_t chunk = n / workers, extra = n % workers;
+    auto run = [&](std::size_t w, std::size_t begin, std::size_t end) {
+        try {
+            body(begin, end);
+        } catch (...) {
+            errors[w] = std::current_exception();
+        }
+    };
+    bool spawning = true;
     std::size_t begin = 0;
     for (std::size_t w = 0; w < workers; ++w) {
         const std::size_t end = begin + chunk + (w < extra ? 1 : 0);
-        auto run = [&, w, begin, end] {
+        bool started = false;
+        if (spawning && w + 1 < workers) {
             try {
-                body(begin, end);
-            } catch (...) {
-                errors[w] = std::current_exception();
+                threads.emplace_back(run, w, begin, end);
+                started = true;
+            } catch (const std::system_error&) {
+                spawning = false;
+            } catch (const std::bad_alloc&) {
+                spawning = false;
             }
-        };
-        if (w + 1 == workers) {
-            run();
-        } else {
-            threads.emplace_back(run);
         }
+        if (!started) run(w, begin, end);
         begin = end;
     }
     for (auto& t : threads) t.join();
