@@ -74,7 +74,7 @@ def test_refused_threads_run_inline_with_the_same_result():
     want = t.exchangeability_tests(canon, perm, n_threads=1).p_values
     mc = t._core.sign_flip_monte_carlo_pairs
     want_pp = mc(a, b, n_resamples=200000, key0=1, key1=2, n_threads=1)
-    status = open("/proc/self/status").read().split("\n")
+    status = open("/proc/self/status").read().splitlines()
     vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize"))
     limit = (vm + 4096) * 1024
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]
