@@ -36,6 +36,7 @@ __all__ = [
     "check_same_length",
     "cluster_codes",
     "dropin_1d",
+    "dropin_alpha",
     "finite_1d",
     "float_array",
     "p_values_1d",
@@ -44,7 +45,18 @@ __all__ = [
 
 
 def check_alpha(alpha: float, name: str = "alpha") -> float:
-    """Return ``alpha`` if it lies strictly between 0 and 1."""
+    """``alpha`` as a float strictly between 0 and 1: one real number (a bool, a string,
+    an array or a complex number is a ``TypeError``), never an array a binding would
+    choke on."""
+    if isinstance(alpha, np.ndarray) and alpha.ndim == 0:
+        alpha = alpha[()]
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number; got {alpha!r}")
+    return dropin_alpha(alpha, name)
+
+
+def dropin_alpha(alpha: Any, name: str = "alpha") -> Any:
+    """``alpha`` if ``0 < alpha < 1``, checked as truescore checks it (the drop-ins)."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"{name} must lie in (0, 1); got {alpha}")
     return alpha
@@ -235,6 +247,8 @@ def check_population_sizes(
         arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
     ):
         raise ValueError(f"{name} must hold integers (population sizes N); got {sizes!r}")
+    if arr.size and float(arr.max()) >= 2.0**63:  # int64 holds them; 2**63 and 1e300 do not
+        raise ValueError(f"{name} must be below 2**63; got {arr.max()!r}")
     need = np.broadcast_to(np.asarray(n, dtype=np.int64), arr.shape)
     short = np.flatnonzero(arr < need)
     if short.size:
