@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -43,6 +44,41 @@ inline constexpr std::size_t kMinShardsPerThread = 64;      // rank tests and ro
 // steps per item and `block` items per block.
 inline std::size_t min_blocks_for_steps(std::size_t block, std::size_t steps_per_item) {
     return std::max<std::size_t>(1, kMinStepsPerThread / (block * std::max<std::size_t>(1, steps_per_item)));
+}
+
+// ---- Cancellation ----------------------------------------------------------------------
+//
+// A caller that may want to stop a long kernel (the bindings, on Ctrl-C) installs a flag
+// with a CancelScope on the thread that calls the kernel; parallel_for_blocks hands it to
+// its workers, and the loops check it between blocks (throw_if_cancelled), so a kernel
+// stops within one block of the flag being set. Nothing else changes: without a scope the
+// checks are a null test, and a finished kernel's result never depends on the flag.
+
+// Thrown by throw_if_cancelled; the caller that set the flag catches it.
+struct Cancelled : std::exception {
+    const char* what() const noexcept override { return "kernel cancelled"; }
+};
+
+inline const std::atomic<bool>*& cancel_flag() {
+    thread_local const std::atomic<bool>* flag = nullptr;
+    return flag;
+}
+
+// Installs `flag` for the current thread for the scope's lifetime.
+class CancelScope {
+public:
+    explicit CancelScope(const std::atomic<bool>* flag) : previous_(cancel_flag()) { cancel_flag() = flag; }
+    ~CancelScope() { cancel_flag() = previous_; }
+    CancelScope(const CancelScope&) = delete;
+    CancelScope& operator=(const CancelScope&) = delete;
+
+private:
+    const std::atomic<bool>* previous_;
+};
+
+inline void throw_if_cancelled() {
+    const std::atomic<bool>* flag = cancel_flag();
+    if (flag != nullptr && flag->load(std::memory_order_relaxed)) throw Cancelled();
 }
 
 // ---- Threads ---------------------------------------------------------------------------
@@ -87,8 +123,10 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
     std::vector<std::thread> threads;
     threads.reserve(workers - 1);
     const std::size_t chunk = n / workers, extra = n % workers;
-    auto run = [&](std::size_t w, std::size_t begin, std::size_t end) {
+    const std::atomic<bool>* flag = cancel_flag();
+    auto run = [&, flag](std::size_t w, std::size_t begin, std::size_t end) {
         try {
+            CancelScope scope(flag);  // workers see the caller's flag
             body(begin, end);
         } catch (...) {
             errors[w] = std::current_exception();
@@ -152,6 +190,7 @@ void for_each_stream_block(const StreamBlocks& streams, std::size_t block_begin,
                         [&](std::size_t first, std::size_t last) {
         auto state = make_state();
         for (std::size_t k = block_begin + first; k < block_begin + last; ++k) {
+            throw_if_cancelled();
             Philox gen = Philox::for_task(streams.key0, streams.key1, streams.first_stream + k);
             body(state, gen, k, k * streams.block, std::min(streams.n_items, (k + 1) * streams.block));
         }
