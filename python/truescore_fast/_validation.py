@@ -17,6 +17,8 @@ import numpy.typing as npt
 
 __all__ = [
     "ALTERNATIVES",
+    "MAX_COUNT",
+    "MAX_THREADS",
     "Alternative",
     "MissingExtraError",
     "check_alpha",
@@ -34,6 +36,7 @@ __all__ = [
     "check_same_length",
     "cluster_codes",
     "dropin_1d",
+    "dropin_alpha",
     "finite_1d",
     "float_array",
     "p_values_1d",
@@ -42,7 +45,18 @@ __all__ = [
 
 
 def check_alpha(alpha: float, name: str = "alpha") -> float:
-    """Return ``alpha`` if it lies strictly between 0 and 1."""
+    """``alpha`` as a float strictly between 0 and 1: one real number (a bool, a string,
+    an array or a complex number is a ``TypeError``), never an array a binding would
+    choke on."""
+    if isinstance(alpha, np.ndarray) and alpha.ndim == 0:
+        alpha = alpha[()]
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number; got {alpha!r}")
+    return dropin_alpha(alpha, name)
+
+
+def dropin_alpha(alpha: Any, name: str = "alpha") -> Any:
+    """``alpha`` if ``0 < alpha < 1``, checked as truescore checks it (the drop-ins)."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"{name} must lie in (0, 1); got {alpha}")
     return alpha
@@ -79,20 +93,28 @@ def p_values_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return arr
 
 
-def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    """``value`` as an int no smaller than ``minimum`` (bools and floats are refused)."""
+# Largest count the compiled core takes (an int64), and the largest thread count (an
+# int; the core starts at most 4 threads per core whatever is asked for).
+MAX_COUNT = 2**63 - 1
+MAX_THREADS = 2**31 - 1
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """``value`` as an int in [``minimum``, ``maximum``] (bools and floats are refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer; got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}; got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}; got {value}")
     return int(value)
 
 
 def check_n_threads(n_threads: int | None) -> int | None:
-    """``None`` (every core) or a positive thread count."""
+    """``None`` (every core) or a positive thread count (the core caps it at 4 per core)."""
     if n_threads is None:
         return None
-    return check_positive_int("n_threads", n_threads)
+    return check_positive_int("n_threads", n_threads, maximum=MAX_THREADS)
 
 
 def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[np.float64]:
@@ -225,6 +247,8 @@ def check_population_sizes(
         arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
     ):
         raise ValueError(f"{name} must hold integers (population sizes N); got {sizes!r}")
+    if arr.size and float(arr.max()) >= 2.0**63:  # int64 holds them; 2**63 and 1e300 do not
+        raise ValueError(f"{name} must be below 2**63; got {arr.max()!r}")
     need = np.broadcast_to(np.asarray(n, dtype=np.int64), arr.shape)
     short = np.flatnonzero(arr < need)
     if short.size:

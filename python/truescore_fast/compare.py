@@ -42,10 +42,10 @@ from truescore_fast._intervals import percentile_interval
 from truescore_fast._numeric import overflow_exponent
 from truescore_fast._random import dropin_philox_key
 from truescore_fast._validation import (
-    check_alpha,
     check_same_length,
     cluster_codes,
     dropin_1d,
+    dropin_alpha,
     p_values_1d,
 )
 
@@ -154,7 +154,7 @@ def _scaled_pairs(
     s keeps n * max(|a|, |b|) * s far below overflow (s = 1.0 almost always); means,
     percentiles and comparisons with zero commute with it (see ``_numeric``).
     """
-    check_alpha(alpha)
+    dropin_alpha(alpha)
     arr_a = dropin_1d("a", a)
     arr_b = dropin_1d("b", b)
     check_same_length("a", arr_a, "b", arr_b)

@@ -39,6 +39,7 @@ from truescore_fast._validation import (
     check_choice,
     check_n_threads,
     dropin_1d,
+    dropin_alpha,
     finite_1d,
     float_array,
 )
@@ -175,7 +176,7 @@ def exchangeability_test(
     detects memorisation of the published order only: a model trained on shuffled or
     paraphrased copies passes it, so a large p-value is absence of evidence.
     """
-    check_alpha(alpha)
+    dropin_alpha(alpha)
     if not np.isfinite(canonical_loglik):
         raise ValueError("canonical_loglik must be finite")
     permuted = np.asarray(permuted_logliks, dtype=float)  # truescore's conversion and errors
@@ -400,7 +401,7 @@ def combine_shards(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> CombinedC
             outside (0, 1] (a permutation test never returns 0, so 0 means a bug
             upstream).
     """
-    check_alpha(alpha)
+    dropin_alpha(alpha)
     values = np.asarray(p_values, dtype=float)  # truescore's conversion and errors
     if values.ndim != 1 or values.size == 0:
         dropin_1d("p_values", values)  # raises the shape error

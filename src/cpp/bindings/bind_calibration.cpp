@@ -19,6 +19,7 @@ using truescore::bindings::check_alpha;
 using truescore::bindings::interval_method;
 using truescore::bindings::nonnegative_sizes;
 using truescore::bindings::require_ndim;
+using truescore::bindings::snapshot;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -81,8 +82,10 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
     for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(interval_method(static_cast<long>(methods.data()[k])));
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
     const int threads = thread_count(n_threads);
+    // The core checks the counts and then draws from them: it must read our copy.
+    const std::vector<std::int64_t> counts = snapshot(lattice_counts);
     const truescore::CoverageSetting setting{values.data(), N, off.data(), alloc.data(), alloc.size(),
-                                             lattice_values.data(), lattice_counts.data(), V,
+                                             lattice_values.data(), counts.data(), V,
                                              codes.data(), codes.size(), alpha, truth};
     return run_tasks(truescore::coverage_tasks, setting, range, threads,
                      {static_cast<py::ssize_t>(codes.size()), truescore::kCoverageWidth});
@@ -123,9 +126,11 @@ py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pai
     if (n < 0) throw std::invalid_argument("n must be non-negative");
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
     const int threads = thread_count(n_threads);
+    // Indices the core checks and then reads: it must read our copies.
+    const std::vector<std::int64_t> high = snapshot(pair_high), low = snapshot(pair_low);
     const truescore::BudgetSetting setting{gaps.data(), static_cast<std::size_t>(gaps.shape(0)),
                                            static_cast<std::size_t>(gaps.shape(1)), static_cast<std::size_t>(n),
-                                           pair_high.data(), pair_low.data(),
+                                           high.data(), low.data(),
                                            static_cast<std::size_t>(pair_high.shape(0)), interval_method(method), alpha};
     return run_tasks(truescore::budget_tasks, setting, range, threads, {truescore::kBudgetWidth});
 }

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/cluster_bootstrap.hpp"
 
 namespace py = pybind11;
@@ -16,6 +18,9 @@ using truescore::bindings::ArrayI64;
 using truescore::bindings::require_finite_nonempty;
 using truescore::bindings::count_at_least;
 using truescore::bindings::require_ndim;
+using truescore::bindings::snapshot;
+using truescore::bindings::run_interruptible;
+using truescore::bindings::output_array;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -27,18 +32,17 @@ py::array_t<double> cluster_bootstrap_means(const ArrayD& sums, const ArrayI64& 
     require_ndim(sizes, 1, "sizes");
     if (sizes.shape(0) != sums.shape(0))
         throw std::invalid_argument("sizes must have one entry per cluster");
-    const std::int64_t* s = sizes.data();
-    for (py::ssize_t g = 0; g < sizes.shape(0); ++g)
-        if (s[g] < 1) throw std::invalid_argument("sizes must be positive");
+    const std::vector<std::int64_t> snap = snapshot(sizes);
+    const std::int64_t* s = snap.data();
+    for (const std::int64_t v : snap)
+        if (v < 1) throw std::invalid_argument("sizes must be positive");
     const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
-    py::array_t<double> out(static_cast<py::ssize_t>(b));
+    py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "n_bootstrap");
     double* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::cluster_bootstrap_means(sums.data(), s, static_cast<std::size_t>(sums.shape(0)), b,
-                                           key0, key1, o, threads);
-    }
+    const auto g = static_cast<std::size_t>(sums.shape(0));
+    run_interruptible(static_cast<double>(b) * static_cast<double>(g),
+                      [&] { truescore::cluster_bootstrap_means(sums.data(), s, g, b, key0, key1, o, threads); });
     return out;
 }
 
@@ -69,15 +73,14 @@ py::array_t<double> cluster_bootstrap_difference(const ArrayD& treated_sum,
     if (n_resamples < 1)
         throw std::invalid_argument("n_resamples must be at least 1; got " + std::to_string(n_resamples));
     const int threads = thread_count(n_threads);
-    py::array_t<double> out(n_resamples);
+    py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(n_resamples)}, "n_resamples");
     double* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
+    run_interruptible(static_cast<double>(n_resamples) * static_cast<double>(f), [&] {
         truescore::cluster_bootstrap_difference(treated_sum.data(), treated_count.data(),
                                                 control_sum.data(), control_count.data(),
                                                 static_cast<std::size_t>(f), static_cast<std::size_t>(n_resamples), key0,
                                                 key1, o, threads);
-    }
+    });
     return out;
 }
 

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/compare.hpp"
 
 namespace py = pybind11;
@@ -16,6 +18,8 @@ using truescore::bindings::ArrayI64;
 using truescore::bindings::check_value_counts;
 using truescore::bindings::require_finite_nonempty;
 using truescore::bindings::count_at_least;
+using truescore::bindings::run_interruptible;
+using truescore::bindings::output_array;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -25,12 +29,11 @@ py::array_t<double> bootstrap_means(const ArrayD& d, std::int64_t n_boot, std::u
     require_finite_nonempty(d, "diffs");
     const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
-    py::array_t<double> out(static_cast<py::ssize_t>(b));
+    py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "n_bootstrap");
     double* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::bootstrap_means(d.data(), static_cast<std::size_t>(d.shape(0)), b, key0, key1, o, threads);
-    }
+    const auto n = static_cast<std::size_t>(d.shape(0));
+    run_interruptible(static_cast<double>(b) * static_cast<double>(n),
+                      [&] { truescore::bootstrap_means(d.data(), n, b, key0, key1, o, threads); });
     return out;
 }
 
@@ -38,17 +41,15 @@ py::array_t<double> bootstrap_means_discrete(const ArrayD& values, const ArrayI6
                                              std::int64_t n_boot, std::uint64_t key0,
                                              std::uint64_t key1, const py::object& n_threads) {
     require_finite_nonempty(values, "values");
-    check_value_counts(counts, values.shape(0), "counts");
+    const std::vector<std::int64_t> c = check_value_counts(counts, values.shape(0), "counts");
     const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
-    py::array_t<double> out(static_cast<py::ssize_t>(b));
+    py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "n_bootstrap");
     double* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::bootstrap_means_discrete(values.data(), counts.data(),
-                                            static_cast<std::size_t>(values.shape(0)), b, key0, key1,
-                                            o, threads);
-    }
+    const auto k = static_cast<std::size_t>(values.shape(0));
+    run_interruptible(8.0 * static_cast<double>(b) * static_cast<double>(k), [&] {
+        truescore::bootstrap_means_discrete(values.data(), c.data(), k, b, key0, key1, o, threads);
+    });
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "checks.hpp"
@@ -67,14 +68,14 @@ py::dict rank_tests_ragged(const ArrayD& canonical, const ArrayD& values, const 
     require_ndim(canonical, 1, "canonical");
     require_ndim(values, 1, "values");
     const py::ssize_t s = canonical.shape(0);
-    check_shard_offsets(offsets, s, values.shape(0));
+    const std::vector<std::int64_t> o = check_shard_offsets(offsets, s, values.shape(0));
     const int threads = thread_count(n_threads);
     truescore::RankOutputs out{};
     py::dict d = make_outputs(s, out);
     std::int64_t bad;
     {
         py::gil_scoped_release release;
-        bad = truescore::rank_tests_ragged(canonical.data(), values.data(), offsets.data(),
+        bad = truescore::rank_tests_ragged(canonical.data(), values.data(), o.data(),
                                            static_cast<std::size_t>(s), out, threads);
     }
     raise_non_finite(bad, "permuted");
@@ -85,14 +86,14 @@ py::array_t<double> row_means_ragged(const ArrayD& values, const ArrayI64& offse
     require_ndim(values, 1, "values");
     const py::ssize_t s = offsets.ndim() == 1 ? offsets.shape(0) - 1 : -1;
     if (s < 0) throw std::invalid_argument("offsets must be 1-D with at least one entry");
-    check_shard_offsets(offsets, s, values.shape(0));
+    const std::vector<std::int64_t> o = check_shard_offsets(offsets, s, values.shape(0));
     const int threads = thread_count(n_threads);
     py::array_t<double> means(s);
     double* out = means.mutable_data();
     std::int64_t bad;
     {
         py::gil_scoped_release release;
-        bad = truescore::row_means_ragged(values.data(), offsets.data(), static_cast<std::size_t>(s), out, threads);
+        bad = truescore::row_means_ragged(values.data(), o.data(), static_cast<std::size_t>(s), out, threads);
     }
     raise_non_finite(bad, "shuffled");
     return means;

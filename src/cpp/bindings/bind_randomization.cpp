@@ -2,17 +2,19 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
-#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/randomization.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::require_ndim;
+using truescore::bindings::run_interruptible;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -29,15 +31,21 @@ py::tuple randomization_test(const ArrayD& public_scores, const ArrayD& fresh, l
                                     std::to_string(fresh.shape(0)));
     if (n_draws < 1) throw std::invalid_argument("n_resamples must be at least 1");
     const int threads = thread_count(n_threads);
-    truescore::RandomizationOutcome r;
-    {
-        std::optional<py::gil_scoped_release> release;
-        if (public_scores.shape(0) > 2000 || method == 2) release.emplace();
-        r = truescore::randomization_test(public_scores.data(), fresh.data(),
-                                          static_cast<std::size_t>(public_scores.shape(0)),
-                                          static_cast<int>(fresh.shape(1)), static_cast<int>(method),
-                                          max_denominator, static_cast<std::size_t>(n_draws), key0, key1, threads);
-    }
+    const std::size_t n = static_cast<std::size_t>(public_scores.shape(0));
+    const std::size_t k = static_cast<std::size_t>(fresh.shape(1));
+    // The kernel validates the scores and then reads them again (lattice detection, the
+    // draws): it gets copies, so another thread writing to the caller's arrays cannot
+    // change a score between its check and its use.
+    const std::vector<double> pub(public_scores.data(), public_scores.data() + n);
+    const std::vector<double> fr(fresh.data(), fresh.data() + n * k);
+    // Monte Carlo costs n_draws n (K + 1) steps; an exact lattice convolution n^2 (K + 1)
+    // times a lattice factor not known before the scores are read (8 is a low guess).
+    const double size = static_cast<double>(n) * static_cast<double>(k + 1);
+    const double work = size * (static_cast<double>(n_draws) + 8.0 * static_cast<double>(n));
+    const truescore::RandomizationOutcome r = run_interruptible(work, [&] {
+        return truescore::randomization_test(pub.data(), fr.data(), n, static_cast<int>(k), static_cast<int>(method),
+                                             max_denominator, static_cast<std::size_t>(n_draws), key0, key1, threads);
+    });
     return py::make_tuple(r.p.p_greater, r.p.p_less, r.p.p_two_sided, r.method, r.denominator,
                           r.statistic, r.informative);
 }

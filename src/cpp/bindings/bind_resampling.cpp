@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/resampling.hpp"
 
 namespace py = pybind11;
@@ -19,24 +21,35 @@ using truescore::bindings::count_at_least;
 using truescore::bindings::require_finite;
 using truescore::bindings::require_length;
 using truescore::bindings::require_ndim;
+using truescore::bindings::snapshot;
+using truescore::bindings::run_interruptible;
+using truescore::bindings::output_array;
 using truescore::bindings::thread_count;
 
 namespace {
 
 // The Rao-Wu design shared by rao_wu_replicates and rao_wu_weights: strata of at least one
-// unit over n values, and per stratum m_h >= 1 and finite lambda_h and weight_h. Returns
-// the number of strata.
-std::size_t check_rao_wu_design(const ArrayI64& offsets, std::size_t n, const ArrayI64& resample_size,
+// unit over n values, and per stratum m_h >= 1 and finite lambda_h and weight_h. The
+// checked snapshots of the integer arrays, which the kernels read (checks.hpp: snapshot).
+struct RaoWuDesign {
+    std::vector<std::int64_t> offsets;
+    std::vector<std::int64_t> resample_size;
+    std::size_t strata() const { return offsets.size() - 1; }
+};
+
+RaoWuDesign check_rao_wu_design(const ArrayI64& offsets, std::size_t n, const ArrayI64& resample_size,
                                 const ArrayD& lam, const ArrayD& weight) {
-    const std::size_t h = check_group_offsets(offsets, n, "offsets", 1);
+    RaoWuDesign d{check_group_offsets(offsets, n, "offsets", 1), {}};
+    const std::size_t h = d.strata();
     require_length(resample_size, h, "resample_size");
     require_length(lam, h, "lam");
     require_length(weight, h, "weight");
-    for (std::size_t s = 0; s < h; ++s)
-        if (resample_size.data()[s] < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
+    d.resample_size = snapshot(resample_size);
+    for (const std::int64_t m : d.resample_size)
+        if (m < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
     require_finite(lam.data(), h, "lam");
     require_finite(weight.data(), h, "weight");
-    return h;
+    return d;
 }
 
 py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long draws, std::uint64_t key0,
@@ -52,11 +65,10 @@ py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long
     const int threads = thread_count(n_threads);
     py::array_t<std::int64_t> hist(static_cast<py::ssize_t>(n + 1));
     std::int64_t observed;
-    {
-        py::gil_scoped_release release;
+    run_interruptible(static_cast<double>(d) * static_cast<double>(m) * static_cast<double>(n), [&] {
         observed = truescore::pattern_statistic(indicator.data(), m, n, k);
         truescore::pattern_null_histogram(indicator.data(), m, n, k, d, key0, key1, threads, hist.mutable_data());
-    }
+    });
     return py::make_tuple(observed, hist);
 }
 
@@ -66,16 +78,16 @@ py::array_t<double> rao_wu_replicates(const ArrayD& values, const ArrayI64& offs
     require_ndim(values, 1, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
     require_finite(values.data(), n, "values");
-    const std::size_t h = check_rao_wu_design(offsets, n, resample_size, lam, weight);
+    const RaoWuDesign design = check_rao_wu_design(offsets, n, resample_size, lam, weight);
+    const std::size_t h = design.strata();
     const std::size_t b = count_at_least(replicates, "replicates");
     const int threads = thread_count(n_threads);
-    py::array_t<double> out(static_cast<py::ssize_t>(b));
+    py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "replicates");
     double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::rao_wu_replicates(values.data(), offsets.data(), h, resample_size.data(), lam.data(),
-                                     weight.data(), b, key0, key1, threads, po);
-    }
+    run_interruptible(static_cast<double>(b) * static_cast<double>(n), [&] {
+        truescore::rao_wu_replicates(values.data(), design.offsets.data(), h, design.resample_size.data(),
+                                     lam.data(), weight.data(), b, key0, key1, threads, po);
+    });
     return out;
 }
 
@@ -84,15 +96,20 @@ py::array_t<double> rao_wu_weights(const ArrayI64& offsets, const ArrayI64& resa
                                    std::uint64_t key1) {
     require_ndim(offsets, 1, "offsets");
     if (offsets.shape(0) < 2) throw std::invalid_argument("offsets needs at least 2 entries");
-    const std::size_t n = static_cast<std::size_t>(offsets.data()[offsets.shape(0) - 1]);
-    const std::size_t h = check_rao_wu_design(offsets, n, resample_size, lam, weight);
+    const std::int64_t last = offsets.data()[offsets.shape(0) - 1];
+    if (last < 0) throw std::invalid_argument("offsets must end at the number of values");
+    const std::size_t n = static_cast<std::size_t>(last);
+    // The design is checked on its own snapshot, which must still end at n.
+    const RaoWuDesign design = check_rao_wu_design(offsets, n, resample_size, lam, weight);
+    const std::size_t h = design.strata();
     const std::size_t f = count_at_least(first, "first", 0);
     const std::size_t c = count_at_least(count, "count", 0);
-    py::array_t<double> out({static_cast<py::ssize_t>(c), static_cast<py::ssize_t>(n)});
+    py::array_t<double> out =
+        output_array<double>({static_cast<py::ssize_t>(c), static_cast<py::ssize_t>(n)}, "count");
     double* po = out.mutable_data();
     {
         py::gil_scoped_release release;
-        truescore::rao_wu_weights(offsets.data(), h, resample_size.data(), lam.data(), weight.data(), f, c, key0,
+        truescore::rao_wu_weights(design.offsets.data(), h, design.resample_size.data(), lam.data(), weight.data(), f, c, key0,
                                   key1, po);
     }
     return out;
@@ -104,22 +121,23 @@ py::array_t<double> bbh_replicates(const ArrayD& values, const ArrayI64& offsets
     require_ndim(values, 1, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
     require_finite(values.data(), n, "values");
-    const std::size_t h = check_group_offsets(offsets, n, "offsets", 1);
+    const std::vector<std::int64_t> off = check_group_offsets(offsets, n, "offsets", 1);
+    const std::size_t h = off.size() - 1;
     require_length(population_size, h, "population_size");
     require_length(weight, h, "weight");
     require_finite(weight.data(), h, "weight");
+    const std::vector<std::int64_t> pop = snapshot(population_size);
     for (std::size_t s = 0; s < h; ++s)
-        if (population_size.data()[s] < offsets.data()[s + 1] - offsets.data()[s])
+        if (pop[s] < off[s + 1] - off[s])
             throw std::invalid_argument("population_size must be at least the sample size in every stratum");
     const std::size_t b = count_at_least(replicates, "replicates");
     const int threads = thread_count(n_threads);
-    py::array_t<double> out(static_cast<py::ssize_t>(b));
+    py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "replicates");
     double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::bbh_replicates(values.data(), offsets.data(), h, population_size.data(), weight.data(), b, key0,
-                                  key1, threads, po);
-    }
+    run_interruptible(static_cast<double>(b) * static_cast<double>(n), [&] {
+        truescore::bbh_replicates(values.data(), off.data(), h, pop.data(), weight.data(), b, key0, key1, threads,
+                                  po);
+    });
     return out;
 }
 
@@ -137,24 +155,26 @@ py::array_t<double> did_replicates(const ArrayD& dp_e, const ArrayD& df_e, const
     require_finite(df_e.data(), ne, "df_e");
     require_finite(dp_u.data(), nu, "dp_u");
     require_finite(df_u.data(), nu, "df_u");
-    const std::size_t m = check_group_offsets(e_offsets, ne, "e_offsets", 1);
-    if (check_group_offsets(u_offsets, nu, "u_offsets", 1) != m)
+    const std::vector<std::int64_t> e_off = check_group_offsets(e_offsets, ne, "e_offsets", 1);
+    const std::vector<std::int64_t> u_off = check_group_offsets(u_offsets, nu, "u_offsets", 1);
+    const std::size_t m = e_off.size() - 1;
+    if (u_off.size() - 1 != m)
         throw std::invalid_argument("e_offsets and u_offsets must describe the same number of models");
     if (shared_parents) {
-        const std::int64_t *eo = e_offsets.data(), *uo = u_offsets.data();
+        const std::int64_t *eo = e_off.data(), *uo = u_off.data();
         for (std::size_t k = 0; k < m; ++k)
             if (eo[k + 1] - eo[k] != eo[1] || uo[k + 1] - uo[k] != uo[1])
                 throw std::invalid_argument("shared_parents needs the same parent counts for every model");
     }
     const std::size_t b = count_at_least(replicates, "replicates");
     const int threads = thread_count(n_threads);
-    py::array_t<double> out({static_cast<py::ssize_t>(b), static_cast<py::ssize_t>(m + 1), py::ssize_t{3}});
+    py::array_t<double> out = output_array<double>(
+        {static_cast<py::ssize_t>(b), static_cast<py::ssize_t>(m + 1), py::ssize_t{3}}, "replicates");
     double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::did_replicates(dp_e.data(), df_e.data(), e_offsets.data(), dp_u.data(), df_u.data(),
-                                  u_offsets.data(), m, shared_parents, b, key0, key1, threads, po);
-    }
+    run_interruptible(static_cast<double>(b) * static_cast<double>(ne + nu), [&] {
+        truescore::did_replicates(dp_e.data(), df_e.data(), e_off.data(), dp_u.data(), df_u.data(), u_off.data(),
+                                  m, shared_parents, b, key0, key1, threads, po);
+    });
     return out;
 }
 

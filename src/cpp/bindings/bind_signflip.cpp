@@ -1,6 +1,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -8,6 +9,7 @@
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/signflip.hpp"
 
 namespace py = pybind11;
@@ -17,8 +19,10 @@ using truescore::bindings::check_alpha;
 using truescore::bindings::check_value_counts;
 using truescore::bindings::require_finite_nonempty;
 using truescore::bindings::require_ndim;
+using truescore::bindings::run_interruptible;
 using truescore::bindings::count_at_least;
 using truescore::bindings::thread_count;
+using truescore::bindings::with_memory_of;
 
 namespace {
 
@@ -29,6 +33,13 @@ py::dict counts_dict(const truescore::SignFlipCounts& c) {
     out["count_less"] = c.less;
     out["count_two_sided"] = c.two_sided;
     return out;
+}
+
+// Element steps of a sign-flip kernel over n values (run_interruptible's estimate).
+double pattern_work(std::size_t n, bool exact, std::int64_t n_resamples) {
+    const double patterns = exact ? std::ldexp(1.0, static_cast<int>(std::min<std::size_t>(n, 64)))
+                                  : static_cast<double>(n_resamples);
+    return patterns * static_cast<double>(n);
 }
 
 // Checks shared by sign_flip_counts and sign_flip_test; returns n.
@@ -47,12 +58,9 @@ py::dict sign_flip_counts(const ArrayD& differences, bool exact, std::int64_t n_
                           std::uint64_t key0, std::uint64_t key1, const py::object& n_threads) {
     const std::size_t n = check_patterns(differences, exact, n_resamples, truescore::kSignFlipMaxCount);
     const int threads = thread_count(n_threads);
-    truescore::SignFlipCounts c;
-    {
-        py::gil_scoped_release release;
-        c = truescore::sign_flip_counts(differences.data(), n, exact, n_resamples, key0, key1, threads);
-    }
-    return counts_dict(c);
+    return counts_dict(run_interruptible(pattern_work(n, exact, n_resamples), [&] {
+        return truescore::sign_flip_counts(differences.data(), n, exact, n_resamples, key0, key1, threads);
+    }));
 }
 
 py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_resamples,
@@ -61,12 +69,14 @@ py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_re
     const std::size_t n = check_patterns(differences, exact, n_resamples, truescore::kSignFlipMaxInterval);
     check_alpha(alpha_tail, "alpha_tail");
     const int threads = thread_count(n_threads);
-    truescore::SignFlipResult r{};
-    {
-        py::gil_scoped_release release;
-        r = truescore::sign_flip_test(differences.data(), n, exact, n_resamples, key0, key1, alpha_tail,
-                                      threads);
-    }
+    // The test inverts the counts from every pattern's critical value: 8 bytes a pattern.
+    const double patterns = pattern_work(n, exact, n_resamples) / static_cast<double>(n);
+    const truescore::SignFlipResult r = with_memory_of(exact ? "differences" : "n_resamples", 8.0 * patterns, [&] {
+        return run_interruptible(pattern_work(n, exact, n_resamples), [&] {
+            return truescore::sign_flip_test(differences.data(), n, exact, n_resamples, key0, key1, alpha_tail,
+                                             threads);
+        });
+    });
     py::dict out = counts_dict(r.counts);
     out["lower"] = r.lower;
     out["upper"] = r.upper;
@@ -81,13 +91,10 @@ py::dict sign_flip_exact_pairs(const ArrayD& a, const ArrayD& b, const py::objec
         throw std::invalid_argument("exact enumeration supports at most " +
                                     std::to_string(truescore::kSignFlipMaxCount) + " pairs");
     const int threads = thread_count(n_threads);
-    truescore::SignFlipCounts c;
-    {
-        py::gil_scoped_release release;
-        c = truescore::sign_flip_exact_pairs(a.data(), b.data(), static_cast<std::size_t>(a.shape(0)),
-                                             threads);
-    }
-    return counts_dict(c);
+    const auto n = static_cast<std::size_t>(a.shape(0));
+    return counts_dict(run_interruptible(2.0 * pattern_work(n, true, 0), [&] {
+        return truescore::sign_flip_exact_pairs(a.data(), b.data(), n, threads);
+    }));
 }
 
 py::dict sign_flip_monte_carlo_pairs(const ArrayD& a, const ArrayD& b, std::int64_t n_resamples,
@@ -98,14 +105,10 @@ py::dict sign_flip_monte_carlo_pairs(const ArrayD& a, const ArrayD& b, std::int6
     if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
     count_at_least(n_resamples, "n_resamples");
     const int threads = thread_count(n_threads);
-    truescore::SignFlipCounts c;
-    {
-        py::gil_scoped_release release;
-        c = truescore::sign_flip_monte_carlo_pairs(a.data(), b.data(),
-                                                   static_cast<std::size_t>(a.shape(0)),
-                                                   n_resamples, key0, key1, threads);
-    }
-    return counts_dict(c);
+    const auto n = static_cast<std::size_t>(a.shape(0));
+    return counts_dict(run_interruptible(2.0 * pattern_work(n, false, n_resamples), [&] {
+        return truescore::sign_flip_monte_carlo_pairs(a.data(), b.data(), n, n_resamples, key0, key1, threads);
+    }));
 }
 
 double sign_flip_count_two_sided(const ArrayD& values) {

@@ -79,6 +79,7 @@ py::array sample_indices(long design, long population_size, long n, const ArrayI
 py::array_t<std::int64_t> hypergeometric_counts(const ArrayI64& counts, long n, std::uint64_t key0,
                                                 std::uint64_t key1, std::uint64_t task, long draws) {
     const auto c = nonnegative_sizes(counts, "counts");
+    const std::vector<std::int64_t> snap(c.begin(), c.end());  // the checked copy, not the caller's buffer
     std::size_t total = 0;
     for (auto x : c) total += x;
     if (n < 0 || static_cast<std::size_t>(n) > total) throw std::invalid_argument("n must lie in [0, sum(counts)]");
@@ -91,7 +92,7 @@ py::array_t<std::int64_t> hypergeometric_counts(const ArrayI64& counts, long n, 
         truescore::Philox rng = truescore::Philox::for_task(key0, key1, task);
         truescore::HypergeometricSampler hg(total);
         for (std::size_t r = 0; r < R; ++r)
-            hg.draw_counts(rng, counts.data(), V, static_cast<std::size_t>(n), po + r * V);
+            hg.draw_counts(rng, snap.data(), V, static_cast<std::size_t>(n), po + r * V);
     }
     return out;
 }

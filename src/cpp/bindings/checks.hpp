@@ -7,9 +7,12 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,6 +28,53 @@ inline void require_ndim(const py::array& a, py::ssize_t ndim, const char* name)
     if (a.ndim() != ndim)
         throw std::invalid_argument(std::string(name) + " must be " + std::to_string(ndim) +
                                     "-D; got " + std::to_string(a.ndim()) + "-D");
+}
+
+// A private copy of a caller's integer array (offsets, counts, sizes, indices). Kernels run
+// without the GIL, when another Python thread may write to the caller's buffer: an array
+// whose entries are validated and then used as sizes or indices is copied first and the
+// copy is both checked and handed to the kernel, so what was checked is what is read.
+inline std::vector<std::int64_t> snapshot(const ArrayI64& a) {
+    return std::vector<std::int64_t>(a.data(), a.data() + a.size());
+}
+
+// MemoryError naming the argument that set the size of an allocation of `bytes` that
+// failed (or cannot be addressed at all).
+[[noreturn]] inline void raise_memory_error(const char* name, double bytes) {
+    const std::string amount = std::to_string(static_cast<long long>(std::min(bytes / 1073741824.0, 9.0e15)));
+    PyErr_SetString(PyExc_MemoryError, (std::string(name) + " needs about " + amount +
+                                        " GiB of memory, more than can be allocated; use a smaller " + name)
+                                           .c_str());
+    throw py::error_already_set();
+}
+
+// A new array of `shape` whose size the argument `name` sets: MemoryError naming it when
+// the array cannot be allocated, never NumPy's shape dump or a size overflow.
+template <class T>
+py::array_t<T> output_array(const std::vector<py::ssize_t>& shape, const char* name) {
+    double bytes = static_cast<double>(sizeof(T));
+    for (const py::ssize_t d : shape) bytes *= static_cast<double>(d);
+    if (bytes >= 0x1p62) raise_memory_error(name, bytes);
+    try {
+        return py::array_t<T>(shape);
+    } catch (py::error_already_set& e) {
+        if (e.matches(PyExc_MemoryError)) raise_memory_error(name, bytes);
+        throw;
+    }
+}
+
+// f() when its working memory (about `bytes`, set by the argument `name`) can be
+// allocated; a failed allocation inside is a MemoryError naming the argument.
+template <class F>
+auto with_memory_of(const char* name, double bytes, F f) -> decltype(f()) {
+    if (bytes >= 0x1p62) raise_memory_error(name, bytes);
+    try {
+        return f();
+    } catch (const std::bad_alloc&) {
+        raise_memory_error(name, bytes);
+    } catch (const std::length_error&) {
+        raise_memory_error(name, bytes);
+    }
 }
 
 // A 1-D array of exactly n entries.
@@ -47,11 +97,19 @@ inline void require_finite_nonempty(const ArrayD& x, const char* name) {
 }
 
 // Thread count from Python: None -> 0 (all cores); below 1 is an error.
+// Counts above INT_MAX ask for more threads than any machine has: they are capped like any
+// count above 4 per core (parallel.hpp).
 inline int thread_count(const py::object& n_threads) {
     if (n_threads.is_none()) return 0;
-    const long v = n_threads.cast<long>();
+    long long v = 0;
+    try {
+        v = n_threads.cast<long long>();
+    } catch (const py::cast_error&) {
+        throw std::invalid_argument("n_threads must be a positive integer or None; got " +
+                                    std::string(py::repr(n_threads)));
+    }
     if (v < 1) throw std::invalid_argument("n_threads must be a positive integer or None; got " + std::to_string(v));
-    return static_cast<int>(v);
+    return static_cast<int>(std::min<long long>(v, std::numeric_limits<int>::max()));
 }
 
 // A count (resamples, replicates, draws) of at least `minimum`.
@@ -68,13 +126,16 @@ inline void check_alpha(double alpha, const char* name = "alpha") {
         throw std::invalid_argument(std::string(name) + " must lie in (0, 1); got " + std::to_string(alpha));
 }
 
-// Per-value multiplicities: 1-D, one positive entry per value (k values).
-inline void check_value_counts(const ArrayI64& counts, py::ssize_t k, const char* name) {
+// Per-value multiplicities: 1-D, one positive entry per value (k values). Returns the
+// checked snapshot.
+inline std::vector<std::int64_t> check_value_counts(const ArrayI64& counts, py::ssize_t k, const char* name) {
     require_ndim(counts, 1, name);
     if (counts.shape(0) != k)
         throw std::invalid_argument(std::string(name) + " must have one entry per value");
-    for (py::ssize_t j = 0; j < k; ++j)
-        if (counts.data()[j] < 1) throw std::invalid_argument(std::string(name) + " must be positive");
+    std::vector<std::int64_t> c = snapshot(counts);
+    for (const std::int64_t v : c)
+        if (v < 1) throw std::invalid_argument(std::string(name) + " must be positive");
+    return c;
 }
 
 // A 1-D array of non-negative sizes, as std::size_t.
@@ -82,8 +143,9 @@ inline std::vector<std::size_t> nonnegative_sizes(const ArrayI64& a, const char*
     require_ndim(a, 1, name);
     std::vector<std::size_t> out(static_cast<std::size_t>(a.shape(0)));
     for (std::size_t i = 0; i < out.size(); ++i) {
-        if (a.data()[i] < 0) throw std::invalid_argument(std::string(name) + " must be non-negative");
-        out[i] = static_cast<std::size_t>(a.data()[i]);
+        const std::int64_t v = a.data()[i];  // read once: the copy is what was checked
+        if (v < 0) throw std::invalid_argument(std::string(name) + " must be non-negative");
+        out[i] = static_cast<std::size_t>(v);
     }
     return out;
 }
@@ -97,31 +159,32 @@ inline IntervalMethod interval_method(long code, const char* name = "method") {
 }
 
 // Group offsets (strata, models): 1-D, at least 2 entries, from 0 to `total`, every group
-// holding at least `min_size` values. Returns the number of groups.
-inline std::size_t check_group_offsets(const ArrayI64& offsets, std::size_t total, const char* name,
-                                       long long min_size) {
+// holding at least `min_size` values. Returns the checked snapshot (groups: size() - 1).
+inline std::vector<std::int64_t> check_group_offsets(const ArrayI64& offsets, std::size_t total,
+                                                     const char* name, long long min_size) {
     require_ndim(offsets, 1, name);
     if (offsets.shape(0) < 2) throw std::invalid_argument(std::string(name) + " needs at least 2 entries");
-    const std::int64_t* o = offsets.data();
-    const std::size_t groups = static_cast<std::size_t>(offsets.shape(0) - 1);
+    std::vector<std::int64_t> o = snapshot(offsets);
+    const std::size_t groups = o.size() - 1;
     if (o[0] != 0) throw std::invalid_argument(std::string(name) + " must start at 0");
     for (std::size_t h = 0; h < groups; ++h)
-        if (o[h + 1] - o[h] < min_size)
+        if (o[h + 1] < o[h] || o[h + 1] - o[h] < min_size)
             throw std::invalid_argument(std::string(name) + ": every group needs at least " +
                                         std::to_string(min_size) + " values");
     if (static_cast<std::size_t>(o[groups]) != total)
         throw std::invalid_argument(std::string(name) + " must end at the number of values");
-    return groups;
+    return o;
 }
 
 // Ragged-row offsets of the rank tests: exactly n_shards + 1 entries, from 0, strictly
-// increasing (every shard holds a value), ending at n_values.
-inline void check_shard_offsets(const ArrayI64& offsets, py::ssize_t n_shards, py::ssize_t n_values) {
+// increasing (every shard holds a value), ending at n_values. Returns the checked snapshot.
+inline std::vector<std::int64_t> check_shard_offsets(const ArrayI64& offsets, py::ssize_t n_shards,
+                                                     py::ssize_t n_values) {
     require_ndim(offsets, 1, "offsets");
     if (offsets.shape(0) != n_shards + 1)
         throw std::invalid_argument("offsets must have length n_shards + 1 = " + std::to_string(n_shards + 1) +
                                     "; got " + std::to_string(offsets.shape(0)));
-    const std::int64_t* o = offsets.data();
+    std::vector<std::int64_t> o = snapshot(offsets);
     if (o[0] != 0) throw std::invalid_argument("offsets must start at 0");
     for (py::ssize_t i = 0; i < n_shards; ++i) {
         if (o[i + 1] <= o[i])
@@ -131,6 +194,7 @@ inline void check_shard_offsets(const ArrayI64& offsets, py::ssize_t n_shards, p
     if (o[n_shards] != n_values)
         throw std::invalid_argument("offsets must end at len(values) = " + std::to_string(n_values) + "; got " +
                                     std::to_string(o[n_shards]));
+    return o;
 }
 
 }  // namespace truescore::bindings

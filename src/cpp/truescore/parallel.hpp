@@ -5,9 +5,12 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <new>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -44,23 +47,70 @@ inline std::size_t min_blocks_for_steps(std::size_t block, std::size_t steps_per
     return std::max<std::size_t>(1, kMinStepsPerThread / (block * std::max<std::size_t>(1, steps_per_item)));
 }
 
+// ---- Cancellation ----------------------------------------------------------------------
+//
+// A caller that may want to stop a long kernel (the bindings, on Ctrl-C) installs a flag
+// with a CancelScope on the thread that calls the kernel; parallel_for_blocks hands it to
+// its workers, and the loops check it between blocks (throw_if_cancelled), so a kernel
+// stops within one block of the flag being set. Nothing else changes: without a scope the
+// checks are a null test, and a finished kernel's result never depends on the flag.
+
+// Thrown by throw_if_cancelled; the caller that set the flag catches it.
+struct Cancelled : std::exception {
+    const char* what() const noexcept override { return "kernel cancelled"; }
+};
+
+inline const std::atomic<bool>*& cancel_flag() {
+    thread_local const std::atomic<bool>* flag = nullptr;
+    return flag;
+}
+
+// Installs `flag` for the current thread for the scope's lifetime.
+class CancelScope {
+public:
+    explicit CancelScope(const std::atomic<bool>* flag) : previous_(cancel_flag()) { cancel_flag() = flag; }
+    ~CancelScope() { cancel_flag() = previous_; }
+    CancelScope(const CancelScope&) = delete;
+    CancelScope& operator=(const CancelScope&) = delete;
+
+private:
+    const std::atomic<bool>* previous_;
+};
+
+inline void throw_if_cancelled() {
+    const std::atomic<bool>* flag = cancel_flag();
+    if (flag != nullptr && flag->load(std::memory_order_relaxed)) throw Cancelled();
+}
+
 // ---- Threads ---------------------------------------------------------------------------
 
-// Thread count to use: requested > 0 is taken as given, 0 (or less) means every core.
-// The core count is read once: hardware_concurrency() reads /sys on glibc, which costs
-// more than a small kernel call itself.
-inline int resolve_threads(int requested) {
-    if (requested > 0) return requested;
+// Cores on this machine (at least 1). Read once: hardware_concurrency() reads /sys on
+// glibc, which costs more than a small kernel call itself.
+inline int core_count() {
     static const int cores = [] {
         const unsigned hw = std::thread::hardware_concurrency();
-        return hw == 0 ? 1 : static_cast<int>(hw);
+        return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, 1u << 16));
     }();
     return cores;
 }
 
+// Most threads a loop starts: kMaxThreadsPerCore per core. More threads than that only
+// cost memory (a stack each) and start-up time; the cap never changes a result.
+inline constexpr int kMaxThreadsPerCore = 4;
+
+// Thread count to use: requested > 0 is taken as given up to kMaxThreadsPerCore x cores,
+// 0 (or less) means every core.
+inline int resolve_threads(int requested) {
+    if (requested > 0) return std::min(requested, kMaxThreadsPerCore * core_count());
+    return core_count();
+}
+
 // Calls body(begin, end) on contiguous blocks covering [0, n) with n_threads threads
 // (0 or less: every core). Blocks below `min_per_thread` tasks are not worth a thread:
-// small batches run inline.
+// small batches run inline. The partition depends only on n and the thread count asked
+// for: when the system refuses a thread (std::system_error, or no memory for its stack),
+// that worker's block and every later one run on the calling thread instead, so a
+// starved process gets the same result, only later, and never terminates.
 template <class Body>
 void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_thread, Body body) {
     if (n == 0) return;
@@ -70,25 +120,35 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
         body(std::size_t{0}, n);
         return;
     }
-    std::vector<std::thread> threads;
     std::vector<std::exception_ptr> errors(workers);
+    std::vector<std::thread> threads;
     threads.reserve(workers - 1);
     const std::size_t chunk = n / workers, extra = n % workers;
+    const std::atomic<bool>* flag = cancel_flag();
+    auto run = [&, flag](std::size_t w, std::size_t begin, std::size_t end) {
+        try {
+            CancelScope scope(flag);  // workers see the caller's flag
+            body(begin, end);
+        } catch (...) {
+            errors[w] = std::current_exception();
+        }
+    };
+    bool spawning = true;
     std::size_t begin = 0;
     for (std::size_t w = 0; w < workers; ++w) {
         const std::size_t end = begin + chunk + (w < extra ? 1 : 0);
-        auto run = [&, w, begin, end] {
+        bool started = false;
+        if (spawning && w + 1 < workers) {
             try {
-                body(begin, end);
-            } catch (...) {
-                errors[w] = std::current_exception();
+                threads.emplace_back(run, w, begin, end);
+                started = true;
+            } catch (const std::system_error&) {
+                spawning = false;
+            } catch (const std::bad_alloc&) {
+                spawning = false;
             }
-        };
-        if (w + 1 == workers) {
-            run();
-        } else {
-            threads.emplace_back(run);
         }
+        if (!started) run(w, begin, end);
         begin = end;
     }
     for (auto& t : threads) t.join();
@@ -131,6 +191,7 @@ void for_each_stream_block(const StreamBlocks& streams, std::size_t block_begin,
                         [&](std::size_t first, std::size_t last) {
         auto state = make_state();
         for (std::size_t k = block_begin + first; k < block_begin + last; ++k) {
+            throw_if_cancelled();
             Philox gen = Philox::for_task(streams.key0, streams.key1, streams.first_stream + k);
             body(state, gen, k, k * streams.block, std::min(streams.n_items, (k + 1) * streams.block));
         }

@@ -47,6 +47,7 @@ std::vector<double> binomial_pmf(std::int64_t n, double p) {
 std::vector<double> convolve(const std::vector<double>& a, const std::vector<double>& b) {
     std::vector<double> out(a.size() + b.size() - 1, 0.0);
     for (std::size_t i = 0; i < a.size(); ++i) {
+        if (i % 1024 == 0) throw_if_cancelled();  // a lattice convolution can run for minutes
         const double ai = a[i];
         if (ai == 0.0) continue;
         double* o = out.data() + i;

@@ -1,0 +1,290 @@
+"""The process survives hostile conditions: threads the system refuses, callers that
+mutate arrays during a call, Ctrl-C inside a long kernel.
+
+Each case runs in a subprocess, so a crash (SIGABRT, SIGSEGV) or a hang fails the test
+instead of killing the run.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+from truescore_fast import _core
+
+# Subprocesses import the package this process imported (tools/sanitize.sh's copy, say).
+PYTHON_DIR = str(Path(tf.__file__).resolve().parents[1])
+
+# AddressSanitizer reserves terabytes of address space for its shadow memory, so a
+# process under it cannot run with an address-space limit at all.
+needs_address_space = pytest.mark.skipif(
+    "libasan" in os.environ.get("LD_PRELOAD", ""), reason="no RLIMIT_AS under ASan"
+)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _run(code: str, timeout: float = 120.0, preexec_fn=None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=timeout,
+        preexec_fn=preexec_fn,
+    )
+
+
+def _survived(proc: subprocess.CompletedProcess[str]) -> None:
+    """Exit 0, or a clean MemoryError; never a signal."""
+    assert proc.returncode >= 0, (proc.returncode, proc.stderr[-2000:])
+    if proc.returncode != 0:
+        assert "MemoryError" in proc.stderr, proc.stderr[-2000:]
+
+
+# ------------------------------------------------------------ threads the system refuses
+
+ISSUE_EXAMPLE = """
+import numpy as np, truescore_fast as t
+t.exchangeability_tests(np.zeros(8192), np.zeros((8192, 2)), n_threads=128)
+print("ok")
+"""
+
+
+def _limit_address_space() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (1_500_000 * 1024, 1_500_000 * 1024))
+
+
+@needs_address_space
+def test_issue_example_under_ulimit_v_does_not_abort():
+    _survived(_run(ISSUE_EXAMPLE, preexec_fn=_limit_address_space))
+
+
+@needs_address_space
+def test_refused_threads_run_inline_with_the_same_result():
+    # The address-space limit is set just above what the process already maps, so a
+    # worker's stack (8 MiB) cannot be mapped: every thread after the first is refused.
+    code = """
+    import resource, numpy as np, truescore_fast as t
+    rng = np.random.default_rng(1)
+    canon, perm = rng.normal(size=4096), rng.normal(size=(4096, 16))
+    a, b = rng.normal(size=40), rng.normal(size=40)
+    want = t.exchangeability_tests(canon, perm, n_threads=1).p_values
+    mc = t._core.sign_flip_monte_carlo_pairs
+    want_pp = mc(a, b, n_resamples=200000, key0=1, key1=2, n_threads=1)
+    status = open("/proc/self/status").read().splitlines()
+    vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize"))
+    limit = (vm + 4096) * 1024
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    got = t.exchangeability_tests(canon, perm, n_threads=8).p_values
+    got_pp = mc(a, b, n_resamples=200000, key0=1, key1=2, n_threads=8)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    assert np.array_equal(want, got)
+    assert want_pp == got_pp
+    print("ok")
+    """
+    proc = _run(code)
+    _survived(proc)
+    if proc.returncode == 0:
+        assert proc.stdout.split() == ["ok"]
+
+
+def test_thread_count_is_capped_at_four_per_core():
+    cores = os.cpu_count() or 1
+    assert _core.testing.resolved_threads(10**6) == 4 * cores
+    assert _core.testing.resolved_threads(2**31 - 1) == 4 * cores
+
+
+@pytest.mark.parametrize("n_threads", [2**31, 2**32, 2**63, 2**64])
+def test_huge_thread_counts_are_refused_by_name(n_threads):
+    with pytest.raises(ValueError, match="n_threads"):
+        tf.exchangeability_tests(np.zeros(4), np.zeros((4, 2)), n_threads=n_threads)
+
+
+# ------------------------------------------------- callers that mutate arrays mid-call
+
+MUTATE = """
+import threading, time
+import numpy as np
+import truescore_fast as tf
+from truescore_fast import _core
+
+rng = np.random.default_rng(0)
+stop = threading.Event()
+
+def hammer(arr, index, wild):
+    keep = arr[index]
+    while not stop.is_set():
+        arr[index] = wild
+        arr[index] = keep
+
+def during(arrays, call, seconds=0.6):
+    # Another thread rewrites an entry of each array (to a value that would index far
+    # out of bounds) while call() runs again and again: each call returns or raises
+    # ValueError; it never reads past a buffer.
+    stop.clear()
+    threads = [threading.Thread(target=hammer, args=a) for a in arrays]
+    for t in threads:
+        t.start()
+    end, calls = time.monotonic() + seconds, 0
+    try:
+        while time.monotonic() < end:
+            try:
+                call()
+            except ValueError:
+                pass
+            calls += 1
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    return calls
+
+S, m = 2000, 50
+canon = rng.normal(size=S)
+values = rng.normal(size=S * m)
+offs = np.arange(0, S * m + 1, m, dtype=np.int64)
+during([(offs, 1, 10**12), (offs, S // 2, -(10**12))],
+       lambda: tf.exchangeability_tests(canon, values, offsets=offs))
+during([(offs, 1, 10**12)], lambda: _core.row_means_ragged(values, offs))
+
+vals, counts = rng.normal(size=50), np.full(50, 3, dtype=np.int64)
+during([(counts, 7, -(10**15))], lambda: _core.bootstrap_means_discrete(vals, counts, 20000, 1, 2))
+sums, sizes = rng.normal(size=200), np.full(200, 2, dtype=np.int64)
+during([(sizes, 3, -(10**15))], lambda: _core.cluster_bootstrap_means(sums, sizes, 20000, 1, 2))
+
+n = 4000
+x = rng.normal(size=n)
+strata = np.array([0, 1000, 2500, n], dtype=np.int64)
+size = np.array([500, 700, 800], dtype=np.int64)
+lam, weight = np.full(3, 0.5), np.full(3, 1.0 / 3)
+during([(strata, 1, 10**12), (size, 0, 10**12)],
+       lambda: _core.rao_wu_replicates(x, strata, size, lam, weight, 500, 1, 2))
+during([(strata, 2, -5)], lambda: _core.rao_wu_weights(strata, size, lam, weight, 0, 20, 1, 2))
+pop = np.array([2000, 3000, 3000], dtype=np.int64)
+during([(strata, 1, 10**12), (pop, 1, -(10**12))],
+       lambda: _core.bbh_replicates(x, strata, pop, weight, 200, 1, 2))
+e_off = np.arange(0, 3 * 400 + 1, 400, dtype=np.int64)
+y = x[:1200]
+during([(e_off, 1, 10**12)],
+       lambda: _core.did_replicates(y, y, e_off, y, y, e_off, True, 200, 1, 2))
+pub = (rng.random(3000) < 0.5).astype(float)
+fresh = np.round(rng.random((3000, 2)) * 4) / 4
+during([(pub, 5, np.nan), (fresh, (6, 0), 7.0)],
+       lambda: _core.randomization_test(pub, fresh, 0, 1000, 200, 1, 2))
+print("ok")
+"""
+
+
+def test_mutating_index_arrays_during_calls_never_crashes():
+    proc = _run(MUTATE, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    assert proc.stdout.split() == ["ok"]
+
+
+# ----------------------------------------------------------------- Ctrl-C in a kernel
+
+KERNELS = {
+    "monte_carlo": """
+        a, b = np.arange(200.0), np.arange(200.0)[::-1].copy()
+        tf.paired_permutation(a, b, n_resamples=10**12)
+    """,
+    "seed_contrast": """
+        tf.seed_contrast(np.linspace(-1, 2, 500), method="monte_carlo", draws=10**12)
+    """,
+    "exact_enumeration": """
+        rng = np.random.default_rng(0)
+        tf.paired_permutation(rng.normal(size=30), rng.normal(size=30), n_resamples=np.inf)
+    """,
+    "lattice_convolution": """
+        rng = np.random.default_rng(0)
+        pub = rng.integers(0, 1001, size=2000) / 1000
+        fresh = rng.integers(0, 1001, size=(2000, 1)) / 1000
+        tf.randomization_test(pub, fresh, method="exact")
+    """,
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_ctrl_c_stops_a_long_kernel_within_a_second(kernel):
+    code = (
+        "import sys, threading, numpy as np, truescore_fast as tf\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        + textwrap.indent(textwrap.dedent(KERNELS[kernel]).strip(), "    ")
+        + "\nexcept KeyboardInterrupt:\n"
+        "    print('interrupted', threading.active_count(), flush=True)\n"
+        "    sys.exit(130)\n"
+        "print('finished', flush=True)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # well inside the kernel
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert out.split() == ["interrupted", "1"]  # KeyboardInterrupt surfaced, no thread left
+    assert elapsed < 2.0, elapsed
+
+
+# ------------------------------------- arguments pybind11 would have refused unclearly
+
+
+def test_alpha_must_be_one_real_number():
+    with pytest.raises(TypeError, match="alpha"):
+        tf.exchangeability_tests(np.zeros(4), np.zeros((4, 2)), alpha=np.array([0.05]))
+    with pytest.raises(TypeError, match="alpha"):
+        tf.seed_contrast(np.arange(5.0), alpha=np.array([0.05]))
+    assert tf.seed_contrast(np.arange(5.0), alpha=np.float32(0.05)).alpha == np.float32(0.05)
+
+
+@pytest.mark.parametrize("count", [2**63, 2**64])
+def test_counts_beyond_int64_are_refused_by_name(count):
+    with pytest.raises(ValueError, match="draws"):
+        tf.seed_contrast(np.arange(50.0), method="monte_carlo", draws=count)
+    with pytest.raises(ValueError, match="n_examples"):
+        tf.shard_orders(count, 1, 1)
+
+
+@pytest.mark.parametrize("size", [2**63, 1e300])
+def test_population_sizes_beyond_int64_are_refused_by_name(size):
+    with pytest.raises(ValueError, match="population_size"):
+        tf.finite_population_bootstrap(np.arange(10.0), population_size=size)
+
+
+def test_an_output_too_large_to_allocate_names_its_argument():
+    with pytest.raises(MemoryError, match="n_bootstrap"):
+        _core.bootstrap_means(np.arange(5.0), 2**61, 1, 2)
+    with pytest.raises(MemoryError, match="n_resamples"):
+        _core.sign_flip_test(
+            np.arange(5.0), exact=False, n_resamples=2**61, key0=1, key1=2, alpha_tail=0.05
+        )
+    with pytest.raises(MemoryError, match="replicates"):
+        _core.rao_wu_replicates(
+            np.arange(4.0), np.array([0, 4]), np.array([3]), np.ones(1), np.ones(1), 2**61, 1, 2
+        )
