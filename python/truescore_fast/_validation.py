@@ -23,6 +23,7 @@ __all__ = [
     "check_labels",
     "check_open_unit",
     "check_population_sizes",
+    "check_population_total",
     "group_offsets",
     "optional_module",
     "check_gaps",
@@ -225,6 +226,11 @@ def check_population_sizes(
         arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
     ):
         raise ValueError(f"{name} must hold integers (population sizes N); got {sizes!r}")
+    if arr.size and arr.max() >= _INT64_LIMIT:
+        raise ValueError(
+            f"{name} must be below 2**63 (the sizes are counted in 64-bit integers); "
+            f"got {arr.max():.6g}"
+        )
     need = np.broadcast_to(np.asarray(n, dtype=np.int64), arr.shape)
     short = np.flatnonzero(arr < need)
     if short.size:
@@ -234,6 +240,20 @@ def check_population_sizes(
             f"{name}{where} must be at least the sample size n = {need[j]}; got {arr[j]:.0f}"
         )
     return arr.astype(np.int64)
+
+
+_INT64_LIMIT = 2**63  # a size must be below it to be held by an int64
+
+
+def check_population_total(name: str, sizes: npt.NDArray[np.int64]) -> int:
+    """The sum of validated population sizes (one per stratum), if an int64 holds it."""
+    total = sum(int(v) for v in sizes)
+    if total >= _INT64_LIMIT:
+        raise ValueError(
+            f"{name} sums to {total:.6g} over the strata, more than 64-bit integer arithmetic "
+            "holds (2**63 - 1)"
+        )
+    return total
 
 
 def check_labels(name: str, labels: npt.ArrayLike, size: int, unit: str = "observation") -> Any:

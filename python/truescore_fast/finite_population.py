@@ -32,6 +32,7 @@ from truescore_fast._validation import (
     check_labels,
     check_n_threads,
     check_population_sizes,
+    check_population_total,
     check_positive_int,
     finite_1d,
     group_offsets,
@@ -203,7 +204,7 @@ def finite_population_bootstrap(
         frac = np.zeros(1)
         total_pop: int | None = None
     else:
-        total_pop = int(big.sum())
+        total_pop = check_population_total("population_size", big)
         weight = big / total_pop
         frac = counts / big
     key = philox_key(seed)
