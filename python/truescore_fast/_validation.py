@@ -1,14 +1,17 @@
 """Argument checks shared by every public function.
 
 One place for the error messages: each names the argument and the problem, and every
-check raises ``ValueError`` (never returns NaN), because a NaN that slips past the edge
-surfaces later as a wrong number in somebody's report.
+check raises ``ValueError`` (``TypeError`` for values that are not real numbers) and never
+returns NaN, because a NaN that slips past the edge surfaces later as a wrong number in
+somebody's report.
 """
 
 from __future__ import annotations
 
 import importlib
+import numbers
 from collections.abc import Sequence
+from decimal import Decimal
 from types import ModuleType
 from typing import Any, Literal
 
@@ -49,12 +52,35 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
     return alpha
 
 
+_REAL_KINDS = "biuf"  # bool, signed and unsigned integers, floats
+
+
 def float_array(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """``values`` as a float64 array; a float64 array comes back as the same object."""
+    """``values`` as a float64 array; a float64 array comes back as the same object.
+
+    Only real numbers are converted: complex values (whose imaginary part a cast would
+    drop), dates, durations, strings (even numeric ones) and other objects raise
+    ``TypeError`` naming the argument; a ragged nesting raises ``ValueError``.
+    """
+    if type(values) is np.ndarray and values.dtype == np.float64:
+        return values
     try:
-        return np.asarray(values, dtype=np.float64)
+        raw = np.asarray(values)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be numeric: {error}") from error
+        raise ValueError(f"{name} must be an array of numbers: {error}") from error
+    kind = raw.dtype.kind
+    if kind == "O":
+        odd = [v for v in raw.flat if not isinstance(v, (numbers.Real, Decimal))][:1]
+        if odd:
+            raise TypeError(
+                f"{name} must hold real numbers; got a {type(odd[0]).__name__} ({odd[0]!r:.40})"
+            )
+    elif kind not in _REAL_KINDS:
+        raise TypeError(f"{name} must hold real numbers; got dtype {raw.dtype}")
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except OverflowError as error:  # a Python int beyond the largest double
+        raise ValueError(f"{name} holds a number too large for a double: {error}") from error
 
 
 def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
