@@ -139,3 +139,31 @@ def test_a_key_repeated_in_one_object_is_invalid(tmp_path: Path) -> None:
         "(file): not valid JSON: the key 'p_value' appears twice in one object",
     )
     assert main(["disclose", "validate", str(path)]) == 1
+
+
+# --- item 6: the SLCT at log-likelihoods whose squares overflow ------------------------
+
+
+@pytest.mark.parametrize("variant", ["corrected", "published"])
+@pytest.mark.parametrize("exponent", [520, 600, 1000])
+def test_sharded_likelihood_test_is_scale_free_up_to_the_largest_double(
+    variant: str, exponent: int
+) -> None:
+    rng = np.random.default_rng(1)
+    canonical = rng.normal(size=8) + 0.5
+    shuffled = rng.normal(size=(8, 5)) / 4
+    base = ts.sharded_likelihood_test(canonical, shuffled, variant=variant)
+    big = ts.sharded_likelihood_test(
+        np.ldexp(canonical, exponent), np.ldexp(shuffled, exponent), variant=variant
+    )
+    assert big.statistic == base.statistic
+    assert big.p_value == base.p_value
+    assert big.contaminated == base.contaminated
+    assert big.estimate == math.ldexp(base.estimate, exponent)
+    assert big.sd_difference == math.ldexp(base.sd_difference, exponent)
+    np.testing.assert_array_equal(big.differences, np.ldexp(base.differences, exponent))
+
+
+def test_sharded_likelihood_test_refuses_differences_beyond_the_largest_double() -> None:
+    with pytest.raises(ValueError, match="canonical minus the shuffled means overflows"):
+        ts.sharded_likelihood_test(np.array([1e308, -1e308]), np.array([[-1e308], [1e308]]))
