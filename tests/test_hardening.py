@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as ts
+from truescore_fast import _core
 from truescore_fast.cli import main
 
 # --- item 3: population sizes beyond 64-bit integer arithmetic ------------------------
@@ -167,3 +168,167 @@ def test_sharded_likelihood_test_is_scale_free_up_to_the_largest_double(
 def test_sharded_likelihood_test_refuses_differences_beyond_the_largest_double() -> None:
     with pytest.raises(ValueError, match="canonical minus the shuffled means overflows"):
         ts.sharded_likelihood_test(np.array([1e308, -1e308]), np.array([[-1e308], [1e308]]))
+
+
+# --- item 7: quantiles for every alpha in (0, 1) ---------------------------------------
+
+
+@pytest.mark.parametrize("p", [1e-300, 1e-100, 1e-17, 1e-10, 1e-3, 0.025, 0.5, 0.975, 1 - 1e-16])
+def test_the_core_normal_quantile_equals_scipy_into_the_far_tail(p: float) -> None:
+    from scipy.special import ndtri
+
+    assert _core.testing.normal_quantile(p) == pytest.approx(float(ndtri(p)), rel=1e-15)
+
+
+@pytest.mark.parametrize("alpha", [1e-10, 1e-17, 1e-300])
+def test_tiny_alpha_gives_the_correct_finite_quantile(alpha: float) -> None:
+    from scipy import special, stats
+
+    d = np.linspace(-0.5, 0.5, 20)
+    z = -float(stats.norm.ppf(alpha / 2))
+    want = z * np.std(d, ddof=1) / math.sqrt(d.size)
+    assert ts.wald_interval(d, alpha=alpha).half_width == pytest.approx(want, rel=1e-13)
+    assert ts.wald_intervals(np.vstack([d, d]), alpha=alpha).half_width[1] == pytest.approx(
+        want, rel=1e-13
+    )
+    x = np.array([0.3, -0.1, 0.5, 0.2, 0.4, 0.1])
+    contrast = ts.seed_contrast(x, alpha=alpha)
+    t_quantile = -float(stats.t.ppf(alpha / 2, x.size - 1))
+    if not t_quantile > 0.0:  # SciPy's own t.ppf fails this far out; 1/x^5 tail of t_5
+        x_beta = float(special.betaincinv(2.5, 0.5, alpha))
+        t_quantile = math.sqrt(5.0 * (1.0 - x_beta) / x_beta)
+    half = t_quantile * np.std(x, ddof=1) / math.sqrt(x.size)
+    assert contrast.high - contrast.estimate == pytest.approx(half, rel=1e-12)
+    for method in ("t", "wilcoxon", "sign_flip"):
+        result = ts.paired_confidence_test(x, np.zeros(6), alpha=alpha, method=method)
+        assert result.low <= result.estimate <= result.high
+        assert result.alpha == alpha
+    one_sided = ts.paired_confidence_test(x, np.zeros(6), alpha=alpha, method="t")
+    assert math.isfinite(one_sided.low)
+    table = ts.plan_audit_size(np.vstack([d, -d]), deltas=[0.05], alpha=alpha)
+    assert np.isfinite(np.asarray(table.columns["n_normal"], dtype=float)).all()
+
+
+def test_usual_alphas_keep_their_quantiles_bit_for_bit() -> None:
+    from scipy import stats
+
+    d = np.linspace(-0.5, 0.5, 20)
+    for alpha in (0.05, 0.1, 0.01, 0.002):
+        z = _core.testing.normal_quantile(1.0 - alpha / 2.0)  # the form used before
+        assert ts.wald_interval(d, alpha=alpha).half_width == z * math.sqrt(
+            np.var(d, ddof=1) / d.size
+        )
+        t_quantile = float(stats.t.ppf(1.0 - alpha / 2.0, d.size - 1))
+        contrast = ts.seed_contrast(d, alpha=alpha)
+        assert contrast.high - contrast.estimate == pytest.approx(
+            t_quantile * np.std(d, ddof=1) / math.sqrt(d.size), rel=1e-15
+        )
+
+
+# --- item 10: an empty betting confidence set, a census --------------------------------
+
+
+def test_a_census_betting_interval_is_the_known_mean() -> None:
+    public = np.array([1.0] * 10 + [0.0] * 10)
+    fresh = 1.0 - public
+    audit = ts.matched_form_audit(public, fresh, population_size=20, seed=57)
+    assert audit.estimate == 0.0
+    assert not audit.claim
+    assert (audit.primary.low, audit.primary.high) == (0.0, 0.0)
+    gaps = np.array([1.0] * 10 + [-1.0] * 10)
+    census = ts.betting_interval(gaps, population_size=20)
+    assert (census.low, census.estimate, census.high) == (0.0, 0.0, 0.0)
+    assert census.contains(0.0) and not census.empty
+
+
+def test_an_empty_betting_set_is_reported_and_claims_nothing() -> None:
+    gaps = np.array([1.0] * 5 + [-1.0] * 5)  # an order far from random
+    iv = ts.betting_interval(gaps, population_size=11, alpha=0.2)
+    assert iv.empty and iv.low > iv.high and iv.half_width == 0.0
+    assert not iv.contains(iv.estimate) and not iv.contains(0.5 * (iv.low + iv.high))
+    assert not iv.excludes_zero_above
+    assert iv.to_dict()["empty"] is True
+    assert "empty" in iv.summary()
+    batch = ts.betting_intervals(np.vstack([gaps, np.zeros(10)]), population_size=11, alpha=0.2)
+    assert batch.empty.tolist() == [True, False]
+    assert batch.to_dict()["empty"] == [True, False]
+    assert not batch.covers(np.array([iv.low, 0.0]))[0]
+    assert "1 empty" in batch.summary() and "0 entirely above zero" in batch.summary()
+    assert not ts.betting_interval(gaps, population_size=11).empty
+
+
+def test_an_audit_on_an_empty_betting_set_claims_no_exposure() -> None:
+    public = np.array([1.0] * 5 + [0.0] * 5)
+    fresh = np.column_stack([1.0 - public, 1.0 - public])
+    for seed in range(200):
+        audit = ts.matched_form_audit(public, fresh, population_size=11, seed=seed, alpha=0.2)
+        if audit.primary.empty:
+            break
+    else:
+        pytest.skip("no seed in 0..199 orders the gaps into an empty betting set")
+    assert audit.primary.method == "betting"
+    assert not audit.claim and "empty" in audit.summary()
+
+
+# --- items 8 and 9: values near the ends of the double range ----------------------------
+
+
+def test_finite_population_bootstrap_of_huge_values_is_scaled_exactly() -> None:
+    flat = ts.finite_population_bootstrap(np.full(10, 1e308), population_size=100, replicates=50)
+    assert (flat.estimate, flat.low, flat.high, flat.standard_error) == (1e308, 1e308, 1e308, 0.0)
+    values = np.random.default_rng(3).normal(size=30)
+    strata = np.repeat([0, 1, 2], 10)
+    for method in ("rao_wu", "bbh"):
+        common = {"population_size": [50, 60, 70], "strata": strata, "method": method}
+        base = ts.finite_population_bootstrap(values, replicates=200, seed=4, **common)
+        big = ts.finite_population_bootstrap(
+            np.ldexp(values, 500), replicates=200, seed=4, **common
+        )
+        np.testing.assert_array_equal(big.replicates, np.ldexp(base.replicates, 500))
+        assert big.estimate == math.ldexp(base.estimate, 500)
+        assert (big.low, big.high) == (math.ldexp(base.low, 500), math.ldexp(base.high, 500))
+        assert big.standard_error == math.ldexp(base.standard_error, 500)
+        assert big.variance_estimate == math.ldexp(base.variance_estimate, 1000)
+    with pytest.raises(ValueError, match="values are too large"):
+        ts.finite_population_bootstrap(np.array([1e308, -1e308] * 5), population_size=100)
+
+
+def test_seed_contrast_of_huge_or_subnormal_values_is_scaled_exactly() -> None:
+    flat = ts.seed_contrast(np.full(5, 1e308))
+    assert (flat.estimate, flat.low, flat.high, flat.sd) == (1e308, 1e308, 1e308, 0.0)
+    x = np.array([3.0, -1.0, 2.0, 5.0, 0.5, 1.0])
+    base = ts.seed_contrast(x)
+    for exponent in (1020, -1068):
+        scaled = ts.seed_contrast(np.ldexp(x, exponent))
+        assert scaled.p_value == base.p_value
+        assert scaled.estimate == math.ldexp(base.estimate, exponent) or exponent < 0
+        assert scaled.sd == pytest.approx(math.ldexp(base.sd, exponent), rel=1e-3)
+        assert scaled.low < scaled.estimate < scaled.high
+
+
+def test_paired_confidence_test_at_subnormal_and_huge_differences() -> None:
+    tiny = ts.paired_confidence_test([1e-320, 3e-320, 2e-320, 5e-320], [0] * 4)
+    base = ts.paired_confidence_test([1.0, 3.0, 2.0, 5.0], [0] * 4)
+    assert tiny.statistic == base.statistic and tiny.p_value == base.p_value
+    assert 0.0 < tiny.low < tiny.estimate
+    with pytest.raises(ValueError, match="sign-flip statistic"):
+        ts.paired_confidence_test(np.full(5, 1e308), np.zeros(5), method="sign_flip")
+    with pytest.raises(ValueError, match="overflows float64"):
+        ts.paired_confidence_test(np.full(5, 1e308), np.full(5, -1e308))
+
+
+def test_matched_form_audit_with_a_radius_near_the_largest_double() -> None:
+    audit = ts.matched_form_audit(np.ones(10), np.zeros((10, 2)), transport_radius=1e308)
+    assert math.isfinite(audit.tau.half_width) and audit.tau.half_width >= 1e308
+    assert audit.tau.low < 0.0 < audit.tau.high and not audit.claim
+
+
+def test_batched_exchangeability_z_is_finite_or_an_error() -> None:
+    permuted = np.array([[-1.7e308, -1.6e308, -1.65e308], [0.0, 1.0, 2.0]])
+    tests = ts.exchangeability_tests(np.array([1.7e308, 1.0]), permuted)
+    assert np.isfinite(tests.z_scores).all() and tests.z_scores[0] > 60
+    tiny = np.array([[0.0, 1e-150, 2e-150], [0.0, 1.0, 2.0]])
+    tests = ts.exchangeability_tests(np.array([1e158, 1.0]), tiny)
+    assert tests.z_scores[0] == pytest.approx(1e308, rel=1e-12)
+    with pytest.raises(ValueError, match=r"canonical\[0\].*z overflows"):
+        ts.exchangeability_tests(np.array([2e162, 1.0]), tiny)

@@ -33,6 +33,7 @@ import numpy.typing as npt
 from scipy import special
 
 from truescore_fast import _core
+from truescore_fast._numeric import overflow_exponent, scale_exponent
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -574,16 +575,50 @@ def exchangeability_tests(
         offs = _offsets(offsets)
         out = _core.rank_tests_ragged(canon, values, offs, n_threads=threads)
         m = np.diff(offs)
+    z_scores = out["z_score"]
+    for i in map(int, np.flatnonzero(~np.isfinite(z_scores))):
+        z_scores[i] = _scaled_z(i, canon[i], _shard(values, offsets, i))
     return ExchangeabilityTests(
         p_values=out["p_value"],
         counts=out["count"],
-        z_scores=out["z_score"],
+        z_scores=z_scores,
         means=out["mean"],
         sds=out["sd"],
         n_permutations=m,
         canonical=canon,
         level=1.0 - alpha,
     )
+
+
+def _shard(values: npt.NDArray[np.float64], offsets: Any, i: int) -> npt.NDArray[np.float64]:
+    if offsets is None:
+        return values[i]
+    offs = np.asarray(offsets, dtype=np.int64)
+    return values[offs[i] : offs[i + 1]]
+
+
+def _scaled_z(i: int, canonical: float, permuted: npt.NDArray[np.float64]) -> float:
+    """Shard i's z = (canonical - mean) / sd where the direct formula overflowed: mean and
+    sd on permutations scaled by a power of two, canonical - mean scaled by another, and
+    the quotient's exponents added (each step exact or correctly rounded). A z beyond the
+    largest double is an error, never an infinity."""
+    down = scale_exponent(float(np.max(np.abs(permuted))), 2.0**400)
+    x = np.ldexp(permuted, down)
+    sd = float(np.std(x, ddof=1))
+    if not sd > 0.0:
+        return 0.0
+    mean = math.ldexp(float(np.mean(x)), -down)
+    shift = overflow_exponent(max(abs(canonical), abs(mean)), 2.0**1000)
+    gap = math.ldexp(canonical, shift) - math.ldexp(mean, shift)
+    (gap_m, gap_e), (sd_m, sd_e) = math.frexp(gap), math.frexp(sd)
+    try:
+        return math.ldexp(gap_m / sd_m, gap_e - sd_e + down - shift)
+    except OverflowError:
+        raise ValueError(
+            f"canonical[{i}] lies more than the largest double of standard deviations from "
+            f"its permutations' mean (sd {math.ldexp(sd, -down):.3g}): z overflows; the "
+            "shard's permuted log-likelihoods are all but constant"
+        ) from None
 
 
 def _offsets(offsets: npt.ArrayLike) -> npt.NDArray[np.int64]:
