@@ -332,3 +332,42 @@ def test_batched_exchangeability_z_is_finite_or_an_error() -> None:
     assert tests.z_scores[0] == pytest.approx(1e308, rel=1e-12)
     with pytest.raises(ValueError, match=r"canonical\[0\].*z overflows"):
         ts.exchangeability_tests(np.array([2e162, 1.0]), tiny)
+
+
+# --- item 11: what Stouffer's mid-p pooling does and does not promise -------------------
+
+
+def _stouffer_rejections(n_shards: int, alpha: float, reps: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(reps):  # null: the canonical value exchangeable with 19 permutations
+        values = rng.normal(size=(n_shards, 20))
+        pooled = ts.exchangeability_tests(values[:, 0], values[:, 1:]).combine("stouffer")
+        hits += pooled.p_value <= alpha
+    return hits / reps
+
+
+def test_stouffer_with_one_shard_is_the_mid_p_and_not_valid_as_documented() -> None:
+    # Exactly: the pooled p is (0.5 + count) / 20, at most 0.025 only for count 0 (1/20).
+    for count in range(20):
+        permuted = np.where(np.arange(19) < count, 1.0, -1.0)
+        tests = ts.exchangeability_tests([0.0], permuted[None, :])
+        assert tests.counts[0] == count
+        assert tests.combine("stouffer").p_value == pytest.approx((0.5 + count) / 20)
+    assert "P(p <= 0.025) = 0.05" in ts.ExchangeabilityTests.combine.__doc__.replace("\n", " ")
+    rate = _stouffer_rejections(1, 0.025, 4000, seed=1)
+    se = math.sqrt(0.05 * 0.95 / 4000)
+    assert abs(rate - 0.05) <= 3 * se
+
+
+@pytest.mark.parametrize(
+    ("n_shards", "alpha", "documented"), [(2, 0.05, 0.045), (10, 0.025, 0.021)]
+)
+def test_stouffer_with_several_shards_is_conservative_as_documented(
+    n_shards: int, alpha: float, documented: float
+) -> None:
+    reps = 3000
+    rate = _stouffer_rejections(n_shards, alpha, reps, seed=n_shards)
+    se = math.sqrt(alpha * (1 - alpha) / reps)
+    assert rate <= alpha + 3 * se
+    assert abs(rate - documented) <= 3 * se
