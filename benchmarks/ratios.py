@@ -67,11 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.json_file, encoding="utf-8") as handle:
         data = json.load(handle)
     machine = data.get("machine_info", {})
+    cpu = machine.get("cpu", {})
     print(table(data))
     print()
+    # The README names the machine of the run it quotes: this line says what to write.
     print(
-        f"Medians from one run on {machine.get('cpu', {}).get('brand_raw', 'unknown CPU')}, "
-        f"Python {machine.get('python_version', '?')}; baselines measured in the same run."
+        f"Medians from one run on {data.get('datetime', '?')[:10]}: "
+        f"{cpu.get('brand_raw', 'unknown CPU')}, {cpu.get('count', '?')} logical cores, "
+        f"{machine.get('system', '?')}, {machine.get('python_implementation', 'Python')} "
+        f"{machine.get('python_version', '?')}; baselines measured in the same run."
     )
     return 0
 

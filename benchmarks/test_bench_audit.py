@@ -13,24 +13,19 @@ and scaled. No time is asserted anywhere.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import reference as ref  # noqa: E402
-import truescore_fast as tf  # noqa: E402
+import truescore_fast as tf
+from reference import (
+    ref_bernstein_interval,
+    ref_betting_interval,
+    ref_randomization_binomial,
+    ref_wald_interval,
+)
 
 N_POP = 1000
 N_AUDITS = 10_000
 LOOP_SUBSET = 1_000  # the one-at-a-time loop is timed on this many audits, then scaled
-
-
-def _mark(benchmark, role, label, scale=1.0):
-    benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
 
 
 @pytest.fixture(scope="module")
@@ -40,17 +35,17 @@ def gaps200():
 
 
 @pytest.mark.benchmark(group="audit: betting_interval, n = 200")
-def test_betting_interval_compiled(benchmark, gaps200):
-    _mark(benchmark, "ours", "truescore_fast.betting_interval")
+def test_betting_interval_compiled(benchmark, gaps200, record_role):
+    record_role("ours", "truescore_fast.betting_interval")
     iv = benchmark(tf.betting_interval, gaps200, population_size=N_POP)
-    want = ref.audit_betting_reference(gaps200, N_POP)
+    want = ref_betting_interval(gaps200, N_POP)
     assert abs(iv.low - want[0]) <= 1e-9 and abs(iv.high - want[1]) <= 1e-9
 
 
 @pytest.mark.benchmark(group="audit: betting_interval, n = 200")
-def test_betting_interval_numpy_reference(benchmark, gaps200):
-    _mark(benchmark, "baseline", "NumPy betting CI (tests/reference.py)")
-    want = benchmark(ref.audit_betting_reference, gaps200, N_POP)
+def test_betting_interval_numpy_reference(benchmark, gaps200, record_role):
+    record_role("baseline", "NumPy betting CI (tests/reference.py)")
+    want = benchmark(ref_betting_interval, gaps200, N_POP)
     iv = tf.betting_interval(gaps200, population_size=N_POP)
     assert abs(iv.low - want[0]) <= 1e-9 and abs(iv.high - want[1]) <= 1e-9
 
@@ -67,21 +62,19 @@ def binary20000():
 
 
 @pytest.mark.benchmark(group="audit: exact randomization test, n = 20,000, K = 2")
-def test_randomization_test_compiled(benchmark, binary20000):
-    _mark(benchmark, "ours", "truescore_fast.randomization_test")
+def test_randomization_test_compiled(benchmark, binary20000, record_role):
+    record_role("ours", "truescore_fast.randomization_test")
     pub, fr, n_by_sum, u_obs = binary20000
     res = benchmark(tf.randomization_test, pub, fr, alternative="two-sided")
-    want = ref.audit_randomization_binomial_convolution(n_by_sum, 2, u_obs)
+    want = ref_randomization_binomial(n_by_sum, 2, u_obs)
     np.testing.assert_allclose([res.p_greater, res.p_less, res.p_two_sided], want, rtol=1e-9)
 
 
 @pytest.mark.benchmark(group="audit: exact randomization test, n = 20,000, K = 2")
-def test_randomization_numpy_convolution(benchmark, binary20000):
-    _mark(benchmark, "baseline", "np.convolve of the two binomial nulls")
+def test_randomization_numpy_convolution(benchmark, binary20000, record_role):
+    record_role("baseline", "np.convolve of the two binomial nulls")
     pub, fr, n_by_sum, u_obs = binary20000
-    want = benchmark.pedantic(
-        ref.audit_randomization_binomial_convolution, args=(n_by_sum, 2, u_obs), rounds=3
-    )
+    want = benchmark.pedantic(ref_randomization_binomial, args=(n_by_sum, 2, u_obs), rounds=3)
     res = tf.randomization_test(pub, fr, alternative="two-sided")
     np.testing.assert_allclose([res.p_greater, res.p_less, res.p_two_sided], want, rtol=1e-9)
 
@@ -97,15 +90,15 @@ def audits():
 def _check_rows(out, gaps):
     for a in (0, 4999, 9999):
         assert out["betting"][a] == tf.betting_interval(gaps[a], population_size=N_POP)
-        want = ref.audit_wald_reference(gaps[a], N_POP)
+        want = ref_wald_interval(gaps[a], N_POP)
         assert abs(out["wald"].low[a] - want[0]) <= 1e-12
-        want = ref.audit_bernstein_reference(gaps[a])
+        want = ref_bernstein_interval(gaps[a])
         assert abs(out["bernstein"].high[a] - want[1]) <= 1e-12
 
 
 @pytest.mark.benchmark(group="audit: five intervals, 10^4 audits of n = 200")
-def test_five_intervals_batched(benchmark, audits):
-    _mark(benchmark, "ours", "truescore_fast.matched_form_intervals (one call)")
+def test_five_intervals_batched(benchmark, audits, record_role):
+    record_role("ours", "truescore_fast.matched_form_intervals (one call)")
     out = benchmark.pedantic(
         tf.matched_form_intervals, args=(audits,), kwargs={"population_size": N_POP}, rounds=3
     )
@@ -114,9 +107,8 @@ def test_five_intervals_batched(benchmark, audits):
 
 
 @pytest.mark.benchmark(group="audit: five intervals, 10^4 audits of n = 200")
-def test_five_intervals_python_loop(benchmark, audits):
-    _mark(
-        benchmark,
+def test_five_intervals_python_loop(benchmark, audits, record_role):
+    record_role(
         "baseline",
         "the five single-audit functions in a Python loop",
         N_AUDITS / LOOP_SUBSET,

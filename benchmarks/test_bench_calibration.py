@@ -19,28 +19,19 @@ into a time per replication.
 from __future__ import annotations
 
 import math
-import sys
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import reference as ref  # noqa: E402
-import truescore_fast as tf  # noqa: E402
-from truescore_fast import calibration as cal  # noqa: E402
-from truescore_fast._random import philox_key  # noqa: E402
+import truescore_fast as tf
+from reference import ref_coverage_sums
+from truescore_fast import calibration as cal
+from truescore_fast._random import philox_key
 
 BIG_N, N = 5000, 400
 REPS = 100_000
 LOOP_REPS = 1_000  # the NumPy loop is timed on this many replications, then scaled
 THREE = ("wald", "hoeffding", "bernstein")
-
-
-def _mark(benchmark, role, label, scale=1.0, **extra):
-    benchmark.extra_info.update({"role": role, "label": label, "scale": scale, **extra})
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +72,8 @@ GROUP1 = f"coverage_study n = {N} of N = {BIG_N:,}, 3 intervals, 1 thread"
 
 
 @pytest.mark.benchmark(group=GROUP1)
-def test_coverage_one_thread(benchmark, population):
-    _mark(benchmark, "ours", "coverage_study (counts per value)", replications=REPS)
+def test_coverage_one_thread(benchmark, population, record_role):
+    record_role("ours", "coverage_study (counts per value)", replications=REPS)
     table = benchmark(
         tf.coverage_study,
         population,
@@ -98,9 +89,8 @@ def test_coverage_one_thread(benchmark, population):
 
 
 @pytest.mark.benchmark(group=GROUP1)
-def test_coverage_one_thread_fisher_yates(benchmark, population):
-    _mark(
-        benchmark,
+def test_coverage_one_thread_fisher_yates(benchmark, population, record_role):
+    record_role(
         "ours-variant",
         "coverage_study, sampler='sequence' (Fisher-Yates)",
         replications=REPS,
@@ -123,9 +113,8 @@ def test_coverage_one_thread_fisher_yates(benchmark, population):
 
 
 @pytest.mark.benchmark(group=GROUP1)
-def test_coverage_numpy_loop(benchmark, population):
-    _mark(
-        benchmark,
+def test_coverage_numpy_loop(benchmark, population, record_role):
+    record_role(
         "baseline",
         "NumPy loop over rng.choice",
         scale=REPS / LOOP_REPS,
@@ -147,8 +136,8 @@ THREAD_REPS = 1_000_000
 
 
 @pytest.mark.benchmark(group=GROUP2)
-def test_coverage_two_threads(benchmark, population):
-    _mark(benchmark, "ours", "2 threads", replications=THREAD_REPS)
+def test_coverage_two_threads(benchmark, population, record_role):
+    record_role("ours", "2 threads", replications=THREAD_REPS)
     two = benchmark.pedantic(
         tf.coverage_study,
         args=(population, N),
@@ -170,8 +159,8 @@ def test_coverage_two_threads(benchmark, population):
 
 
 @pytest.mark.benchmark(group=GROUP2)
-def test_coverage_one_thread_baseline(benchmark, population):
-    _mark(benchmark, "baseline", "1 thread", replications=THREAD_REPS)
+def test_coverage_one_thread_baseline(benchmark, population, record_role):
+    record_role("baseline", "1 thread", replications=THREAD_REPS)
     table = benchmark.pedantic(
         tf.coverage_study,
         args=(population, N),
@@ -196,8 +185,8 @@ def _check_grid(grid):
 
 
 @pytest.mark.benchmark(group=GROUP3)
-def test_stress_grid_all_cores(benchmark):
-    _mark(benchmark, "ours", "stress_grid, every core", replications=36 * 4000)
+def test_stress_grid_all_cores(benchmark, record_role):
+    record_role("ours", "stress_grid, every core", replications=36 * 4000)
     grid = benchmark.pedantic(
         tf.stress_grid, kwargs=dict(replications=4000, seed=0, progress=False), rounds=2
     )
@@ -205,8 +194,8 @@ def test_stress_grid_all_cores(benchmark):
 
 
 @pytest.mark.benchmark(group=GROUP3)
-def test_stress_grid_one_thread(benchmark):
-    _mark(benchmark, "baseline", "stress_grid, 1 thread", replications=36 * 4000)
+def test_stress_grid_one_thread(benchmark, record_role):
+    record_role("baseline", "stress_grid, 1 thread", replications=36 * 4000)
     grid = benchmark.pedantic(
         tf.stress_grid,
         kwargs=dict(replications=4000, seed=0, n_threads=1, progress=False),
@@ -216,10 +205,9 @@ def test_stress_grid_one_thread(benchmark):
 
 
 @pytest.mark.benchmark(group=GROUP3)
-def test_stress_grid_python_reference(benchmark):
+def test_stress_grid_python_reference(benchmark, record_role):
     per_setting = 2
-    _mark(
-        benchmark,
+    record_role(
         "baseline",
         "Python reference loop (tests/reference.py)",
         scale=4000 / per_setting,
@@ -234,7 +222,7 @@ def test_stress_grid_python_reference(benchmark):
         for c, s in enumerate(settings):
             pop = cal.stress_population(s)
             out.append(
-                ref.cal_coverage_reference(
+                ref_coverage_sums(
                     pop,
                     [0, pop.size],
                     [s.n],
@@ -276,10 +264,9 @@ def _peak(population, replications):
 
 
 @pytest.mark.benchmark(group=GROUP4)
-def test_memory_ten_times_the_replications(benchmark, population):
+def test_memory_ten_times_the_replications(benchmark, population, record_role):
     small, large = _peak(population, 100_000), _peak(population, 1_000_000)
-    _mark(
-        benchmark,
+    record_role(
         "ours",
         "1,000,000 replications",
         replications=1_000_000,
@@ -296,10 +283,8 @@ def test_memory_ten_times_the_replications(benchmark, population):
 
 
 @pytest.mark.benchmark(group=GROUP4)
-def test_memory_baseline_replications(benchmark, population):
-    _mark(
-        benchmark, "baseline", "100,000 replications (time x10)", scale=10.0, replications=100_000
-    )
+def test_memory_baseline_replications(benchmark, population, record_role):
+    record_role("baseline", "100,000 replications (time x10)", scale=10.0, replications=100_000)
     table = benchmark.pedantic(
         tf.coverage_study,
         args=(population, N),

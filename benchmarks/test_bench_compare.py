@@ -24,21 +24,17 @@ PERM_N, PERM_B = 1_000, 10_000
 BOOT_N, BOOT_B = 10_000, 10_000
 
 
-def _mark(benchmark, role, label, scale=1.0):
-    benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
-
-
 ROLES = ("ours", "baseline")
 
 
-def _run(benchmark, role, name, a, b, **kwargs):
+def _run(benchmark, record_role, role, name, a, b, **kwargs):
     """Benchmark ``name`` (a function of truescore.compare's API) for ``role``: ours
     (truescore_fast, repeated rounds) or the baseline (truescore, one round: its
     bootstrap allocates ~1.6 GB)."""
     if role == "ours":
-        _mark(benchmark, role, f"truescore_fast.{name}")
+        record_role(role, f"truescore_fast.{name}")
         return benchmark(getattr(tf, name), a, b, **kwargs)
-    _mark(benchmark, role, f"truescore.{name}")
+    record_role(role, f"truescore.{name}")
     return benchmark.pedantic(
         getattr(ts, name), args=(a, b), kwargs=kwargs, rounds=1, iterations=1
     )
@@ -93,9 +89,9 @@ PERM_GROUP = f"paired_permutation, rubric scores, n = {PERM_N:,}, {PERM_B:,} res
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=PERM_GROUP)
-def test_permutation(benchmark, perm_data, role):
+def test_permutation(benchmark, perm_data, role, record_role):
     a, b = perm_data
-    result = _run(benchmark, role, "paired_permutation", a, b, n_resamples=PERM_B)
+    result = _run(benchmark, record_role, role, "paired_permutation", a, b, n_resamples=PERM_B)
     check_permutation(result, a, b)
 
 
@@ -104,9 +100,9 @@ BOOT_GROUP = f"paired_bootstrap, rubric scores, n = {BOOT_N:,}, B = {BOOT_B:,}"
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=BOOT_GROUP)
-def test_bootstrap(benchmark, boot_data, role):
+def test_bootstrap(benchmark, boot_data, role, record_role):
     a, b = boot_data
-    result = _run(benchmark, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
+    result = _run(benchmark, record_role, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
     check_bootstrap(result, a, b)
 
 
@@ -159,17 +155,17 @@ BIN_BOOT_GROUP = f"paired_bootstrap, pass/fail, n = {BOOT_N:,}, B = {BOOT_B:,}"
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=BIN_PERM_GROUP)
-def test_binary_permutation(benchmark, binary_perm_data, role):
+def test_binary_permutation(benchmark, binary_perm_data, role, record_role):
     a, b = binary_perm_data
-    result = _run(benchmark, role, "paired_permutation", a, b, n_resamples=PERM_B)
+    result = _run(benchmark, record_role, role, "paired_permutation", a, b, n_resamples=PERM_B)
     check_binary_permutation(result, a, b)
 
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=BIN_BOOT_GROUP)
-def test_binary_bootstrap(benchmark, binary_boot_data, role):
+def test_binary_bootstrap(benchmark, binary_boot_data, role, record_role):
     a, b = binary_boot_data
-    result = _run(benchmark, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
+    result = _run(benchmark, record_role, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
     check_bootstrap_interval(result, a, b)
 
 
@@ -196,9 +192,9 @@ CONT_BOOT_GROUP = f"paired_bootstrap, continuous scores, n = {BOOT_N:,}, B = {BO
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.benchmark(group=CONT_BOOT_GROUP)
-def test_continuous_bootstrap(benchmark, boot_data, role):
+def test_continuous_bootstrap(benchmark, boot_data, role, record_role):
     a, b = continuous(*boot_data)
-    result = _run(benchmark, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
+    result = _run(benchmark, record_role, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
     check_bootstrap(result, a, b)
 
 

@@ -20,10 +20,6 @@ LOOP_SUBSET = 1_000  # truescore's Python loop is timed on this many shards, the
 N_P_VALUES = 10_000
 
 
-def _mark(benchmark, role, label, scale=1.0):
-    benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
-
-
 def _same_result(a, b) -> bool:
     fields = ("p_value", "canonical_loglik", "permutation_mean", "permutation_std", "z_score")
     return all(
@@ -46,17 +42,17 @@ def one_shard():
 
 
 @pytest.mark.benchmark(group="one call, m = 99")
-def test_single_ours(benchmark, one_shard):
+def test_single_ours(benchmark, one_shard, record_role):
     canonical, permuted, expected = one_shard
-    _mark(benchmark, "ours", "truescore_fast.exchangeability_test")
+    record_role("ours", "truescore_fast.exchangeability_test")
     result = benchmark(tf.exchangeability_test, canonical, permuted)
     assert _same_result(result, expected)
 
 
 @pytest.mark.benchmark(group="one call, m = 99")
-def test_single_truescore(benchmark, one_shard):
+def test_single_truescore(benchmark, one_shard, record_role):
     canonical, permuted, _ = one_shard
-    _mark(benchmark, "baseline", "truescore.exchangeability_test")
+    record_role("baseline", "truescore.exchangeability_test")
     result = benchmark(ts.exchangeability_test, canonical, permuted)
     assert result.p_value == (1 + int(np.sum(permuted >= canonical))) / 100
 
@@ -98,28 +94,27 @@ def _assert_matches_numpy(res, expected, rows=slice(None)):
 
 
 @pytest.mark.benchmark(group=BATCH)
-def test_batch_ours(benchmark, batch):
+def test_batch_ours(benchmark, batch, record_role):
     canonical, permuted, expected = batch
-    _mark(benchmark, "ours", "truescore_fast.exchangeability_tests (all cores)")
+    record_role("ours", "truescore_fast.exchangeability_tests (all cores)")
     res = benchmark(tf.exchangeability_tests, canonical, permuted)
     _assert_matches_numpy(res, expected)
 
 
 @pytest.mark.benchmark(group=BATCH)
-def test_batch_ours_one_thread(benchmark, batch):
+def test_batch_ours_one_thread(benchmark, batch, record_role):
     canonical, permuted, expected = batch
-    _mark(benchmark, "ours-variant", "truescore_fast.exchangeability_tests (n_threads=1)")
+    record_role("ours-variant", "truescore_fast.exchangeability_tests (n_threads=1)")
     res = benchmark(tf.exchangeability_tests, canonical, permuted, n_threads=1)
     _assert_matches_numpy(res, expected)
 
 
 @pytest.mark.benchmark(group=BATCH)
-def test_batch_truescore_loop(benchmark, batch):
+def test_batch_truescore_loop(benchmark, batch, record_role):
     # truescore has no batch API: one exchangeability_test per shard in a Python loop.
     # Timed on the first LOOP_SUBSET shards; ratios.py multiplies by `scale`.
     canonical, permuted, expected = batch
-    _mark(
-        benchmark,
+    record_role(
         "baseline",
         f"truescore.exchangeability_test in a Python loop (timed on {LOOP_SUBSET:,} "
         f"shards, x{N_SHARDS // LOOP_SUBSET})",
@@ -136,9 +131,9 @@ def test_batch_truescore_loop(benchmark, batch):
 
 
 @pytest.mark.benchmark(group=BATCH)
-def test_batch_numpy(benchmark, batch):
+def test_batch_numpy(benchmark, batch, record_role):
     canonical, permuted, _ = batch
-    _mark(benchmark, "baseline", "NumPy: (perm >= c[:, None]).sum(1), mean, std(ddof=1), z")
+    record_role("baseline", "NumPy: (perm >= c[:, None]).sum(1), mean, std(ddof=1), z")
     counts, p, means, sds, z = benchmark(numpy_rank_tests, canonical, permuted)
     # Cross-check a few rows against truescore, independently of our code.
     for i in (0, 7, 4321, N_SHARDS - 1):
@@ -148,9 +143,9 @@ def test_batch_numpy(benchmark, batch):
 
 
 @pytest.mark.benchmark(group=BATCH)
-def test_batch_numpy_sum_floor(benchmark, batch):
+def test_batch_numpy_sum_floor(benchmark, batch, record_role):
     canonical, permuted, expected = batch
-    _mark(benchmark, "baseline", "memory floor: NumPy perm.sum() (one pass, no result)")
+    record_role("baseline", "memory floor: NumPy perm.sum() (one pass, no result)")
     total = benchmark(permuted.sum)
     assert total == pytest.approx(float(np.sum(expected[2] * M)), rel=1e-10)
 
@@ -170,17 +165,17 @@ def p_values():
 
 
 @pytest.mark.benchmark(group=COMBINE)
-def test_combine_ours(benchmark, p_values):
+def test_combine_ours(benchmark, p_values, record_role):
     p, expected = p_values
-    _mark(benchmark, "ours", "truescore_fast.combine_shards")
+    record_role("ours", "truescore_fast.combine_shards")
     result = benchmark(tf.combine_shards, p)
     assert result.statistic == expected.statistic and result.p_value == expected.p_value
 
 
 @pytest.mark.benchmark(group=COMBINE)
-def test_combine_truescore(benchmark, p_values):
+def test_combine_truescore(benchmark, p_values, record_role):
     p, _ = p_values
-    _mark(benchmark, "baseline", "truescore.combine_shards")
+    record_role("baseline", "truescore.combine_shards")
     result = benchmark(ts.combine_shards, p)
     statistic = -2.0 * float(np.sum(np.log(p)))
     assert result.statistic == pytest.approx(statistic, rel=1e-14)
@@ -188,10 +183,10 @@ def test_combine_truescore(benchmark, p_values):
 
 
 @pytest.mark.benchmark(group=COMBINE)
-def test_combine_log_floor(benchmark, p_values):
+def test_combine_log_floor(benchmark, p_values, record_role):
     # The part both libraries must do identically: the logarithms of the p-values. It
     # bounds how much faster a bit-identical combine_shards can be.
     p, expected = p_values
-    _mark(benchmark, "baseline", "floor: np.log of the p-values alone")
+    record_role("baseline", "floor: np.log of the p-values alone")
     logs = benchmark(np.log, p)
     assert -2.0 * float(np.sum(logs)) == expected.statistic

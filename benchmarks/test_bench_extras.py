@@ -17,10 +17,6 @@ N_EXACT = 18  # 262,144 sign patterns
 N_FAMILIES, PER_FAMILY, N_BOOT = 500, 8, 4000
 
 
-def _mark(benchmark, role, label, scale=1.0):
-    benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
-
-
 @pytest.fixture(scope="module")
 def differences():
     return np.round(np.random.default_rng(18).normal(0.2, 1.0, N_EXACT), 6)
@@ -34,15 +30,15 @@ def numpy_exact_count(d):
 
 
 @pytest.mark.benchmark(group=f"exact sign-flip test, n = {N_EXACT}")
-def test_sign_flip_ours(benchmark, differences):
-    _mark(benchmark, "ours", "paired_confidence_test(method='sign_flip')")
+def test_sign_flip_ours(benchmark, differences, record_role):
+    record_role("ours", "paired_confidence_test(method='sign_flip')")
     res = benchmark(paired_confidence_test, differences, np.zeros(N_EXACT), method="sign_flip")
     assert res.p_value == numpy_exact_count(differences) / 2**N_EXACT
 
 
 @pytest.mark.benchmark(group=f"exact sign-flip test, n = {N_EXACT}")
-def test_sign_flip_numpy(benchmark, differences):
-    _mark(benchmark, "baseline", "NumPy enumeration")
+def test_sign_flip_numpy(benchmark, differences, record_role):
+    record_role("baseline", "NumPy enumeration")
     count = benchmark(numpy_exact_count, differences)
     assert 0 < count <= 2**N_EXACT
 
@@ -65,8 +61,8 @@ def numpy_family_bootstrap(treated, control, fam, seed):
 
 
 @pytest.mark.benchmark(group=f"family bootstrap, {N_FAMILIES} families x {N_BOOT}")
-def test_family_bootstrap_ours(benchmark, clustered):
-    _mark(benchmark, "ours", "family_bootstrap_difference")
+def test_family_bootstrap_ours(benchmark, clustered, record_role):
+    record_role("ours", "family_bootstrap_difference")
     res = benchmark(
         family_bootstrap_difference,
         *clustered[:2],
@@ -80,7 +76,7 @@ def test_family_bootstrap_ours(benchmark, clustered):
 
 
 @pytest.mark.benchmark(group=f"family bootstrap, {N_FAMILIES} families x {N_BOOT}")
-def test_family_bootstrap_numpy(benchmark, clustered):
-    _mark(benchmark, "baseline", "NumPy vectorised resampling")
+def test_family_bootstrap_numpy(benchmark, clustered, record_role):
+    record_role("baseline", "NumPy vectorised resampling")
     lo, hi = benchmark(numpy_family_bootstrap, *clustered, seed=1)
     assert lo < hi

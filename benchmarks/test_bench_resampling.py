@@ -18,10 +18,6 @@ N_VALUES, POPULATION, REPLICATES = 10_000, 50_000, 10_000
 CHUNK = 100  # NumPy baseline: replicates per vectorised chunk (CHUNK x n indices)
 
 
-def _mark(benchmark, role, label, scale=1.0):
-    benchmark.extra_info.update({"role": role, "label": label, "scale": scale})
-
-
 # Ours on every core, and on one thread as a variant: (n_threads, role, label suffix).
 THREADS = pytest.mark.parametrize(
     ("n_threads", "role", "label"),
@@ -67,9 +63,9 @@ def _se_ok(replicates, unbiased_se):
 
 @THREADS
 @pytest.mark.benchmark(group=RAO_WU)
-def test_rao_wu_ours(benchmark, sample, n_threads, role, label):
+def test_rao_wu_ours(benchmark, sample, n_threads, role, label, record_role):
     values, unbiased_se = sample
-    _mark(benchmark, role, "truescore_fast.finite_population_bootstrap" + label)
+    record_role(role, "truescore_fast.finite_population_bootstrap" + label)
     result = benchmark(
         tf.finite_population_bootstrap,
         values,
@@ -82,9 +78,9 @@ def test_rao_wu_ours(benchmark, sample, n_threads, role, label):
 
 
 @pytest.mark.benchmark(group=RAO_WU)
-def test_rao_wu_numpy(benchmark, sample):
+def test_rao_wu_numpy(benchmark, sample, record_role):
     values, unbiased_se = sample
-    _mark(benchmark, "baseline", f"NumPy, rng.integers in chunks of {CHUNK} replicates")
+    record_role("baseline", f"NumPy, rng.integers in chunks of {CHUNK} replicates")
     reps = benchmark(numpy_rao_wu, values, POPULATION, REPLICATES, np.random.default_rng(2))
     assert _se_ok(reps, unbiased_se)
 
@@ -138,8 +134,8 @@ def _pattern_ok(observed, null_mean, p, gaps):
 
 @THREADS
 @pytest.mark.benchmark(group=PATTERN)
-def test_pattern_ours(benchmark, pattern_gaps, n_threads, role, label):
-    _mark(benchmark, role, "truescore_fast.pattern_permutation_test" + label)
+def test_pattern_ours(benchmark, pattern_gaps, n_threads, role, label, record_role):
+    record_role(role, "truescore_fast.pattern_permutation_test" + label)
     result = benchmark(
         tf.pattern_permutation_test,
         pattern_gaps,
@@ -152,8 +148,8 @@ def test_pattern_ours(benchmark, pattern_gaps, n_threads, role, label):
 
 
 @pytest.mark.benchmark(group=PATTERN)
-def test_pattern_numpy(benchmark, pattern_gaps):
-    _mark(benchmark, "baseline", "NumPy, rng.permuted over blocks of 2,000 draws")
+def test_pattern_numpy(benchmark, pattern_gaps, record_role):
+    record_role("baseline", "NumPy, rng.permuted over blocks of 2,000 draws")
     observed, null_mean, p = benchmark(
         numpy_pattern_test, pattern_gaps, 2, DRAWS, np.random.default_rng(3)
     )

@@ -3,7 +3,10 @@
 Each function here is written for clarity, not speed: plain NumPy/SciPy (or mpmath where
 double precision is not enough), one shard at a time, no shared code with the package.
 Other test modules add their own references to this file; keep each group under its own
-heading and give every function a name that says what it computes.
+heading. One naming scheme: every reference is ``ref_<what it computes>`` (the name of
+the statistic, interval or sample, not of the test module that uses it); helpers are
+private (``_name``). One Philox helper: :func:`ref_philox` is the only place a stream is
+built, and :class:`RefStream` the only reader of raw words (Lemire's integers, uniforms).
 """
 
 from __future__ import annotations
@@ -15,6 +18,58 @@ from typing import Any
 import mpmath
 import numpy as np
 from scipy import stats
+
+# ---------------------------------------------------------------------------------------
+# Random streams: every random kernel draws from Philox4x64-10 with the key from
+# truescore_fast._random.philox_key(seed) and counter [0, 0, task, 0], task being the
+# kernel's block, replicate or (cell, block) index
+# ---------------------------------------------------------------------------------------
+
+
+def ref_philox(key: tuple[int, int], task: int) -> np.random.Philox:
+    """NumPy's Philox4x64-10 for stream ``task`` under ``key``: counter [0, 0, task, 0].
+
+    The key goes in as uint64 words: NumPy reads a list of Python ints >= 2**63 differently.
+    """
+    return np.random.Philox(
+        key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, task, 0], dtype=np.uint64)
+    )
+
+
+def ref_philox_words(key: tuple[int, int], task: int, count: int) -> np.ndarray:
+    """The first ``count`` raw 64-bit words of stream ``task`` (uint64)."""
+    return np.asarray(ref_philox(key, task).random_raw(count), dtype=np.uint64)
+
+
+class RefStream:
+    """Raw 64-bit words of one stream, in order, with what the kernels make of them:
+    Lemire's unbiased integers below n and uniforms on [0, 1)."""
+
+    def __init__(self, key: tuple[int, int], task: int):
+        self._bitgen = ref_philox(key, task)
+        self._buf: list[int] = []
+
+    def raw(self) -> int:
+        if not self._buf:
+            self._buf = [int(v) for v in self._bitgen.random_raw(64)][::-1]
+        return self._buf.pop()
+
+    def below(self, n: int) -> int:
+        """Uniform integer in [0, n): the high word of raw * n, rejecting the low words
+        below 2^64 mod n (Lemire), with Python integers."""
+        m = self.raw() * n
+        low = m & (2**64 - 1)
+        if low < n:
+            threshold = (2**64 - n) % n
+            while low < threshold:
+                m = self.raw() * n
+                low = m & (2**64 - 1)
+        return m >> 64
+
+    def uniform(self) -> float:
+        """Uniform on [0, 1) from the top 53 bits of one raw word."""
+        return (self.raw() >> 11) * 2.0**-53
+
 
 # ---------------------------------------------------------------------------------------
 # Contamination: the exact exchangeability (permutation-rank) test and its pooling
@@ -132,48 +187,48 @@ def ref_chi2_even_log_sf_mpmath(statistic: float, k: int, dps: int = 50) -> floa
 # written from the formulas in SPEC.md section 4, not from the C++ code
 # ---------------------------------------------------------------------------------------
 
-AUDIT_RANGE = 2.0
+GAP_RANGE = 2.0
 
 
-def _audit_clip(estimate: float, half: float) -> tuple[float, float, float, float]:
+def _clip_interval(estimate: float, half: float) -> tuple[float, float, float, float]:
     return max(-1.0, estimate - half), min(1.0, estimate + half), estimate, half
 
 
-def audit_hoeffding_reference(d, alpha=0.05):
+def ref_hoeffding_interval(d, alpha=0.05):
     d = np.asarray(d, dtype=np.float64)
     n = d.size
-    half = AUDIT_RANGE * math.sqrt(math.log(2.0 / alpha) / (2.0 * n))
-    return _audit_clip(float(np.mean(d)), half)
+    half = GAP_RANGE * math.sqrt(math.log(2.0 / alpha) / (2.0 * n))
+    return _clip_interval(float(np.mean(d)), half)
 
 
-def audit_bernstein_reference(d, alpha=0.05):
+def ref_bernstein_interval(d, alpha=0.05):
     d = np.asarray(d, dtype=np.float64)
     n = d.size
     s2 = float(np.var(d, ddof=1))
     log_term = math.log(4.0 / alpha)
-    half = math.sqrt(2.0 * s2 * log_term / n) + 7.0 * AUDIT_RANGE * log_term / (3.0 * (n - 1))
-    return _audit_clip(float(np.mean(d)), half)
+    half = math.sqrt(2.0 * s2 * log_term / n) + 7.0 * GAP_RANGE * log_term / (3.0 * (n - 1))
+    return _clip_interval(float(np.mean(d)), half)
 
 
-def audit_wald_reference(d, population_size=None, alpha=0.05):
+def ref_wald_interval(d, population_size=None, alpha=0.05):
     d = np.asarray(d, dtype=np.float64)
     n = d.size
     s2 = float(np.var(d, ddof=1))
     fpc = 1.0 - n / population_size if population_size else 1.0
     half = float(stats.norm.ppf(1.0 - alpha / 2.0)) * math.sqrt(fpc * s2 / n)
-    return _audit_clip(float(np.mean(d)), half)
+    return _clip_interval(float(np.mean(d)), half)
 
 
-def audit_hoeffding_serfling_reference(d, population_size, alpha=0.05):
+def ref_hoeffding_serfling_interval(d, population_size, alpha=0.05):
     d = np.asarray(d, dtype=np.float64)
     n = d.size
-    half = AUDIT_RANGE * math.sqrt(
+    half = GAP_RANGE * math.sqrt(
         (1.0 - (n - 1) / population_size) * math.log(2.0 / alpha) / (2.0 * n)
     )
-    return _audit_clip(float(np.mean(d)), half)
+    return _clip_interval(float(np.mean(d)), half)
 
 
-def _audit_betting_path(x, alpha):
+def _betting_path(x, alpha):
     n = x.size
     t = np.arange(1, n + 1, dtype=np.float64)
     s = np.cumsum(x)
@@ -186,25 +241,25 @@ def _audit_betting_path(x, alpha):
     return lam, sprev
 
 
-def _audit_conditional_mean(m, sprev, population_size):
+def _betting_conditional_mean(m, sprev, population_size):
     if not population_size:
         return np.full(sprev.size, m)
     i = np.arange(sprev.size, dtype=np.float64)
     return (population_size * m - sprev) / (population_size - i)
 
 
-def audit_betting_reference(d, population_size=None, alpha=0.05, tol=1e-9):
+def ref_betting_interval(d, population_size=None, alpha=0.05, tol=1e-9):
     """Waudby-Smith & Ramdas hedged betting CI with predictable plug-in bets (fixed n),
     c = 3/4, WoR conditional means; bisection on the monotone one-sided rejections."""
     d = np.asarray(d, dtype=np.float64)
     if population_size is not None and population_size == d.size:  # a census: the point
         return float(np.mean(d)), float(np.mean(d)), float(np.mean(d)), 0.0
     x = (d + 1.0) * 0.5
-    lam, sprev = _audit_betting_path(x, alpha)
+    lam, sprev = _betting_path(x, alpha)
     c = 0.75
 
     def below(m):
-        mt = _audit_conditional_mean(m, sprev, population_size)
+        mt = _betting_conditional_mean(m, sprev, population_size)
         if np.any(mt < 0.0):
             return True
         with np.errstate(divide="ignore"):
@@ -214,7 +269,7 @@ def audit_betting_reference(d, population_size=None, alpha=0.05, tol=1e-9):
         return bool(np.any(0.5 * cap >= 1.0 / alpha))
 
     def above(m):
-        mt = _audit_conditional_mean(m, sprev, population_size)
+        mt = _betting_conditional_mean(m, sprev, population_size)
         if np.any(mt > 1.0):
             return True
         lm = np.where(mt < 1.0, np.minimum(lam, c / np.where(mt < 1.0, 1.0 - mt, 1.0)), lam)
@@ -254,7 +309,17 @@ def audit_betting_reference(d, population_size=None, alpha=0.05, tol=1e-9):
     return low, high, float(np.mean(d)), 0.5 * (high - low)
 
 
-def audit_randomization_brute_force(public, fresh):
+# The five interval references by method name, each called as (d, population_size, alpha).
+INTERVAL_REFERENCES = {
+    "hoeffding": lambda d, pop, alpha: ref_hoeffding_interval(d, alpha),
+    "bernstein": lambda d, pop, alpha: ref_bernstein_interval(d, alpha),
+    "wald": lambda d, pop, alpha: ref_wald_interval(d, pop, alpha),
+    "hoeffding_serfling": lambda d, pop, alpha: ref_hoeffding_serfling_interval(d, pop, alpha),
+    "betting": lambda d, pop, alpha: ref_betting_interval(d, pop, alpha),
+}
+
+
+def ref_randomization_brute_force(public, fresh):
     """Exact p-values by enumerating every assignment of the public slot, (K+1)^n cases.
     Returns (p_greater, p_less, p_two_sided) for T = sum of gaps."""
     public = np.asarray(public, dtype=np.float64)
@@ -276,7 +341,7 @@ def audit_randomization_brute_force(public, fresh):
     return ge, le, two
 
 
-def audit_randomization_numpy_convolution(public, fresh):
+def ref_randomization_convolution(public, fresh):
     """Exact null by np.convolve of the per-parent distributions of the public value on
     the lattice (binary labels or averages with a common denominator found by the
     caller: pass integer-valued arrays). Returns (p_greater, p_less, p_two_sided)."""
@@ -307,7 +372,7 @@ def audit_randomization_numpy_convolution(public, fresh):
     )
 
 
-def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
+def ref_randomization_binomial(n_by_sum, k, u_obs):
     """Binary labels: the null of U = sum_s Bin(n_s, s/(K+1)) by np.convolve of
     scipy binomial pmfs. Returns (p_greater, p_less, p_two_sided)."""
     pmf = np.ones(1)
@@ -328,6 +393,7 @@ def audit_randomization_binomial_convolution(n_by_sum, k, u_obs):
     )
 
 
+# ---------------------------------------------------------------------------------------
 # PaCoST: the paired sign-flip test, by brute force
 # ---------------------------------------------------------------------------------------
 
@@ -338,8 +404,6 @@ def ref_sign_flip_counts(d: Any) -> dict[str, int]:
     Meant for integer-valued (exactly representable) differences, so sums are exact and
     ties are decided without a tolerance.
     """
-    import itertools
-
     d = [float(x) for x in d]
     observed = sum(d)
     counts = {"greater": 0, "less": 0, "two-sided": 0}
@@ -353,8 +417,6 @@ def ref_sign_flip_counts(d: Any) -> dict[str, int]:
 
 def ref_sign_flip_p_at(d: Any, mu: float, alternative: str) -> float:
     """Exact sign-flip p-value of the null 'centre = mu', by enumerating sign vectors."""
-    import itertools
-
     x = np.asarray(d, dtype=np.float64) - mu
     observed = x.sum()
     hits = 0
@@ -384,12 +446,7 @@ def ref_sign_flip_mc_counts(
     counts = {"greater": 0, "less": 0, "two-sided": 0}
     for start in range(0, n_resamples, block):
         size = min(block, n_resamples - start)
-        # The key as uint64 words: NumPy reads a list of Python ints >= 2**63 differently.
-        stream = np.random.Philox(
-            key=np.array(key, dtype=np.uint64), counter=[0, 0, start // block, 0]
-        )
-        raw = stream.random_raw(size * words)
-        raw = np.asarray(raw, dtype=np.uint64).reshape(size, words)
+        raw = ref_philox_words(key, start // block, size * words).reshape(size, words)
         for row in raw:
             flip = np.array([(int(row[i // 64]) >> (i % 64)) & 1 for i in range(n)], dtype=bool)
             t = float(np.where(flip, -x, x).sum())
@@ -405,27 +462,7 @@ def ref_sign_flip_mc_counts(
 # ---------------------------------------------------------------------------------------
 
 
-def ref_lemire_below(raw_words: Any, n: int) -> tuple[int, int]:
-    """Lemire's unbiased integer in [0, n) from a sequence of raw 64-bit words.
-
-    Returns (value, words used). Written with Python integers, independent of the core.
-    """
-    used = 0
-    x = int(raw_words[used])
-    used += 1
-    m = x * n
-    low = m & (2**64 - 1)
-    if low < n:
-        threshold = (2**64 - n) % n
-        while low < threshold:
-            x = int(raw_words[used])
-            used += 1
-            m = x * n
-            low = m & (2**64 - 1)
-    return m >> 64, used
-
-
-def ref_cluster_bootstrap(
+def ref_family_bootstrap_differences(
     treated: Any,
     control: Any,
     families: Any,
@@ -448,18 +485,9 @@ def ref_cluster_bootstrap(
     n_fam = len(names)
     out = np.empty(n_resamples)
     for start in range(0, n_resamples, block):
-        gen = np.random.Philox(
-            key=np.array(key, dtype=np.uint64), counter=[0, 0, start // block, 0]
-        )
-        pending: list[int] = []
+        stream = RefStream(key, start // block)
         for r in range(start, min(start + block, n_resamples)):
-            draws = []
-            for _ in range(n_fam):
-                if len(pending) < 8:
-                    pending.extend(int(w) for w in gen.random_raw(64))
-                k, used = ref_lemire_below(pending, n_fam)
-                del pending[:used]
-                draws.append(k)
+            draws = [stream.below(n_fam) for _ in range(n_fam)]
             ts = sum(t_groups[k].sum() for k in draws)
             tn = sum(t_groups[k].size for k in draws)
             cs = sum(c_groups[k].sum() for k in draws)
@@ -529,43 +557,18 @@ def ref_clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------
 
 
-class ResamplingStream:
-    """Raw 64-bit words of task ``b``'s stream, with Lemire's unbiased integers below n."""
-
-    def __init__(self, key, b):
-        self._bitgen = np.random.Philox(
-            key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, b, 0], dtype=np.uint64)
-        )
-        self._buf: list[int] = []
-
-    def raw(self) -> int:
-        if not self._buf:
-            self._buf = [int(v) for v in self._bitgen.random_raw(64)][::-1]
-        return self._buf.pop()
-
-    def below(self, n: int) -> int:
-        m = self.raw() * n
-        low = m & (2**64 - 1)
-        if low < n:
-            threshold = (2**64 - n) % n
-            while low < threshold:
-                m = self.raw() * n
-                low = m & (2**64 - 1)
-        return m >> 64
-
-
-def resampling_pattern_statistic(indicator, min_models):
+def ref_pattern_statistic(indicator, min_models):
     return int((np.asarray(indicator, dtype=bool).sum(axis=0) >= min_models).sum())
 
 
-def resampling_pattern_null(indicator, min_models, draws, key):
+def ref_pattern_null(indicator, min_models, draws, key):
     """Null statistics, one per draw: each model's row replaced by a random subset of its
     size (partial Fisher-Yates; the complement when the row is mostly ones)."""
     ind = np.asarray(indicator, dtype=bool)
     n_models, n = ind.shape
     out = np.empty(draws, dtype=np.int64)
     for b in range(draws):
-        stream = ResamplingStream(key, b)
+        stream = RefStream(key, b)
         counts = np.zeros(n, dtype=np.int64)
         for m in range(n_models):
             c = int(ind[m].sum())
@@ -582,12 +585,12 @@ def resampling_pattern_null(indicator, min_models, draws, key):
     return out
 
 
-def resampling_rao_wu(strata_values, resample_sizes, lambdas, weights, replicates, key):
+def ref_rao_wu_replicates(strata_values, resample_sizes, lambdas, weights, replicates, key):
     """Rao-Wu replicates: per stratum, m_h draws with replacement, rescaled by lambda_h."""
     means = [np.sum(y) / y.size for y in strata_values]
     out = np.empty(replicates)
     for b in range(replicates):
-        stream = ResamplingStream(key, b)
+        stream = RefStream(key, b)
         total = 0.0
         for y, m, lam, w, ybar in zip(
             strata_values, resample_sizes, lambdas, weights, means, strict=True
@@ -598,7 +601,7 @@ def resampling_rao_wu(strata_values, resample_sizes, lambdas, weights, replicate
     return out
 
 
-def _resampling_floyd(stream, m, s):
+def _floyd_sample(stream, m, s):
     chosen: list[int] = []
     seen: set[int] = set()
     for j in range(m - s, m):
@@ -609,26 +612,26 @@ def _resampling_floyd(stream, m, s):
     return chosen
 
 
-def resampling_bbh(strata_values, population_sizes, weights, replicates, key):
+def ref_bbh_replicates(strata_values, population_sizes, weights, replicates, key):
     """Booth-Butler-Hall replicates, recentred on the pseudo-population mean."""
     out = np.empty(replicates)
     for b in range(replicates):
-        stream = ResamplingStream(key, b)
+        stream = RefStream(key, b)
         total = 0.0
         for y, big_n, w in zip(strata_values, population_sizes, weights, strict=True):
             n = y.size
             k, r = divmod(int(big_n), n)
-            completion = _resampling_floyd(stream, n, r)
+            completion = _floyd_sample(stream, n, r)
             pseudo = np.concatenate([np.tile(y, k), y[completion]])
             pseudo_mean = (k * np.sum(y) + np.sum(y[completion])) / big_n
-            positions = _resampling_floyd(stream, int(big_n), n)
+            positions = _floyd_sample(stream, int(big_n), n)
             sample = pseudo[positions]
             total += w * (np.sum(y) / n + (np.sum(sample) / n - pseudo_mean))
         out[b] = total
     return out
 
 
-def resampling_did_point(exposed, unexposed):
+def ref_did_point(exposed, unexposed):
     """Direct arithmetic: (public DiD, fresh DiD, visible gap) from (n, 4) arrays with
     columns public_before, public_after, fresh_before, fresh_after."""
     e, u = np.asarray(exposed, float), np.asarray(unexposed, float)
@@ -637,7 +640,7 @@ def resampling_did_point(exposed, unexposed):
     return pub, fresh, pub - fresh
 
 
-def resampling_did_replicates(exposed_list, unexposed_list, replicates, key, shared=False):
+def ref_did_replicates(exposed_list, unexposed_list, replicates, key, shared=False):
     """(replicates, models + 1, 3) DiD bootstrap replicates; the last row pools models."""
     dpe = [np.ascontiguousarray(e[:, 1] - e[:, 0]) for e in exposed_list]
     dfe = [np.ascontiguousarray(e[:, 3] - e[:, 2]) for e in exposed_list]
@@ -646,7 +649,7 @@ def resampling_did_replicates(exposed_list, unexposed_list, replicates, key, sha
     n_models = len(exposed_list)
     out = np.empty((replicates, n_models + 1, 3))
     for b in range(replicates):
-        stream = ResamplingStream(key, b)
+        stream = RefStream(key, b)
         if shared:
             ie = [stream.below(dpe[0].size) for _ in range(dpe[0].size)]
             iu = [stream.below(dpu[0].size) for _ in range(dpu[0].size)]
@@ -670,7 +673,7 @@ def ref_sign_flip_tolerance(values):
     return 2 * 8 * np.count_nonzero(x) * np.finfo(np.float64).eps * np.abs(x).sum()
 
 
-def resampling_sign_flip_brute_force(values):
+def ref_sign_flip_exact_two_sided(values):
     """Exact two-sided sign-flip p by listing all 2^n sign vectors."""
     x = np.asarray(values, float)
     signs = np.array(list(itertools.product([-1.0, 1.0], repeat=x.size)))
@@ -679,14 +682,14 @@ def resampling_sign_flip_brute_force(values):
     return float(np.mean(stats_ >= observed - ref_sign_flip_tolerance(x)))
 
 
-def resampling_sign_flip_monte_carlo(values, draws, key):
+def ref_sign_flip_mc_count_two_sided(values, draws, key):
     """Monte Carlo two-sided sign-flip count over the package's random patterns."""
     x = np.asarray(values, float)
     null = ref_sign_flip_mc_statistics(x, draws, key)
     return int(np.count_nonzero(np.abs(null) >= abs(x.sum()) - ref_sign_flip_tolerance(x)))
 
 
-def resampling_bca_interval(replicates, estimate, jackknife_groups, alpha):
+def ref_bca_interval(replicates, estimate, jackknife_groups, alpha):
     """BCa interval (Efron 1987) from bootstrap replicates and, per independently
     resampled group, the leave-one-out estimates (acceleration as scipy.stats.bootstrap
     combines several samples)."""
@@ -712,15 +715,7 @@ def resampling_bca_interval(replicates, estimate, jackknife_groups, alpha):
 # stream layout (block k of 256 resamples draws from Philox counter [0, 0, k, 0])
 # ---------------------------------------------------------------------------------------
 
-REF_RESAMPLE_BLOCK = 256
-
-
-def ref_philox_words(key: tuple[int, int], task: int, count: int) -> np.ndarray:
-    """The first ``count`` raw 64-bit words of task ``task``'s Philox4x64-10 stream."""
-    gen = np.random.Philox(
-        key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, task, 0], dtype=np.uint64)
-    )
-    return gen.random_raw(count)
+RESAMPLE_BLOCK = 256
 
 
 def ref_uniform_indices(key: tuple[int, int], task: int, n: int, count: int) -> np.ndarray:
@@ -755,8 +750,8 @@ def ref_bootstrap_means(diffs: Any, n_bootstrap: int, key: tuple[int, int]) -> n
     d = np.asarray(diffs, dtype=np.float64)
     n = d.shape[0]
     out = []
-    for block in range(-(-n_bootstrap // REF_RESAMPLE_BLOCK)):
-        size = min(REF_RESAMPLE_BLOCK, n_bootstrap - block * REF_RESAMPLE_BLOCK)
+    for block in range(-(-n_bootstrap // RESAMPLE_BLOCK)):
+        size = min(RESAMPLE_BLOCK, n_bootstrap - block * RESAMPLE_BLOCK)
         idx = ref_uniform_indices(key, block, n, size * n).reshape(size, n)
         out.append(d[idx].mean(axis=1))
     return np.concatenate(out)
@@ -770,8 +765,8 @@ def ref_cluster_bootstrap_means(
     m = np.asarray(sizes, dtype=np.float64)
     g = s.shape[0]
     out = []
-    for block in range(-(-n_bootstrap // REF_RESAMPLE_BLOCK)):
-        size = min(REF_RESAMPLE_BLOCK, n_bootstrap - block * REF_RESAMPLE_BLOCK)
+    for block in range(-(-n_bootstrap // RESAMPLE_BLOCK)):
+        size = min(RESAMPLE_BLOCK, n_bootstrap - block * RESAMPLE_BLOCK)
         idx = ref_uniform_indices(key, block, g, size * g).reshape(size, g)
         out.append(s[idx].sum(axis=1) / m[idx].sum(axis=1))
     return np.concatenate(out)
@@ -794,8 +789,8 @@ def ref_sign_flip_mc_statistics(diffs: Any, n_resamples: int, key: tuple[int, in
     n = d.shape[0]
     n_words = -(-n // 64)
     stats_ = []
-    for block in range(-(-n_resamples // REF_RESAMPLE_BLOCK)):
-        size = min(REF_RESAMPLE_BLOCK, n_resamples - block * REF_RESAMPLE_BLOCK)
+    for block in range(-(-n_resamples // RESAMPLE_BLOCK)):
+        size = min(RESAMPLE_BLOCK, n_resamples - block * RESAMPLE_BLOCK)
         words = ref_philox_words(key, block, size * n_words).reshape(size, n_words)
         bits = (words[:, :, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
         signs = 1.0 - 2.0 * bits.reshape(size, n_words * 64)[:, :n].astype(np.float64)
@@ -816,8 +811,6 @@ def ref_compare_sign_flip_mc_counts(
 def ref_sign_flip_exact_p(a: Any, b: Any) -> float:
     """Two-sided exact sign-flip p-value over all 2^n swaps of (a_i, b_i), statistic
     mean(x) - mean(y), ties within 100 eps (relative) of the observed value counted."""
-    import itertools
-
     x0 = np.asarray(a, dtype=np.float64)
     y0 = np.asarray(b, dtype=np.float64)
     null = []
@@ -837,38 +830,14 @@ def ref_sign_flip_exact_p(a: Any, b: Any) -> float:
 # that where the stream is shared the reference must reproduce every sample exactly.
 # ---------------------------------------------------------------------------------------
 
-CAL_TASK_STRIDE = 2**32
+CELL_TASK_STRIDE = 2**32
 
 
-def cal_stream(key, task):
-    """numpy's Philox for task `task` under `key`: counter [0, 0, task, 0]."""
-    return np.random.Philox(
-        key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, task, 0], dtype=np.uint64)
-    )
-
-
-def cal_below(bitgen, n):
-    """Uniform integer in [0, n): Lemire's multiply-and-reject on 64-bit raw draws."""
-    x = int(bitgen.random_raw())
-    m = x * n
-    if m % 2**64 < n:
-        threshold = (2**64 - n) % n
-        while m % 2**64 < threshold:
-            x = int(bitgen.random_raw())
-            m = x * n
-    return m >> 64
-
-
-def cal_uniform(bitgen):
-    """Uniform on [0, 1) from the top 53 bits of one raw draw."""
-    return (int(bitgen.random_raw()) >> 11) * 2.0**-53
-
-
-def cal_fisher_yates(bitgen, begin, size, n, perm):
+def ref_partial_fisher_yates(stream, begin, size, n, perm):
     """Partial Fisher-Yates over perm[begin:begin + size]; perm is restored afterwards."""
     swaps, out = [], []
     for i in range(n):
-        j = i + cal_below(bitgen, size - i)
+        j = i + stream.below(size - i)
         perm[begin + i], perm[begin + j] = perm[begin + j], perm[begin + i]
         swaps.append(j)
         out.append(perm[begin + i])
@@ -878,22 +847,22 @@ def cal_fisher_yates(bitgen, begin, size, n, perm):
     return out
 
 
-def cal_stratified(bitgen, offsets, allocation, perm):
+def ref_stratified_sample(stream, offsets, allocation, perm):
     out = []
     for h, n_h in enumerate(allocation):
-        out += cal_fisher_yates(bitgen, offsets[h], offsets[h + 1] - offsets[h], n_h, perm)
+        out += ref_partial_fisher_yates(stream, offsets[h], offsets[h + 1] - offsets[h], n_h, perm)
     return out
 
 
-def cal_with_replacement(bitgen, population_size, n):
-    return [cal_below(bitgen, population_size) for _ in range(n)]
+def ref_with_replacement_sample(stream, population_size, n):
+    return [stream.below(population_size) for _ in range(n)]
 
 
-def cal_bernoulli(bitgen, population_size, p):
-    return [k for k in range(population_size) if cal_uniform(bitgen) < p]
+def ref_bernoulli_sample(stream, population_size, p):
+    return [k for k in range(population_size) if stream.uniform() < p]
 
 
-def cal_proportional_allocation(sizes, n):
+def ref_proportional_allocation(sizes, n):
     """Largest remainder with exact fractions; ties to the lower stratum."""
     from fractions import Fraction
 
@@ -906,20 +875,11 @@ def cal_proportional_allocation(sizes, n):
     return alloc
 
 
-_CAL_INTERVALS = {
-    "hoeffding": lambda d, pop, alpha: audit_hoeffding_reference(d, alpha),
-    "bernstein": lambda d, pop, alpha: audit_bernstein_reference(d, alpha),
-    "wald": lambda d, pop, alpha: audit_wald_reference(d, pop, alpha),
-    "hoeffding_serfling": lambda d, pop, alpha: audit_hoeffding_serfling_reference(d, pop, alpha),
-    "betting": lambda d, pop, alpha: audit_betting_reference(d, pop, alpha),
-}
-
-
-def _cal_tasks(replications, block):
+def _tasks(replications, block):
     return [(t, min(block, replications - t * block)) for t in range(-(-replications // block))]
 
 
-def cal_coverage_reference(
+def ref_coverage_sums(
     values, offsets, allocation, methods, alpha, truth, key, cell, replications, block
 ):
     """Coverage study on the Fisher-Yates path, one replication at a time: returns, per
@@ -929,19 +889,19 @@ def cal_coverage_reference(
     big_n = values.size
     totals = np.zeros((len(methods), 3))
     perm = list(range(big_n))
-    for t, reps in _cal_tasks(replications, block):
-        bitgen = cal_stream(key, cell * CAL_TASK_STRIDE + t)
+    for t, reps in _tasks(replications, block):
+        stream = RefStream(key, cell * CELL_TASK_STRIDE + t)
         part = np.zeros((len(methods), 3))
         for _ in range(reps):
-            d = values[cal_stratified(bitgen, offsets, allocation, perm)]
+            d = values[ref_stratified_sample(stream, offsets, allocation, perm)]
             for k, m in enumerate(methods):
-                low, high, _, half = _CAL_INTERVALS[m](d, big_n, alpha)
+                low, high, _, half = INTERVAL_REFERENCES[m](d, big_n, alpha)
                 part[k] += (float(low <= truth <= high), half, half * half)
         totals += part
     return totals
 
 
-def cal_detection_reference(
+def ref_detection_sums(
     public,
     fresh,
     n,
@@ -963,39 +923,39 @@ def cal_detection_reference(
     big_n, k = fresh.shape
     perm = list(range(big_n))
     totals = np.zeros(3)
-    for t, reps in _cal_tasks(replications, block):
-        bitgen = cal_stream(key, cell * CAL_TASK_STRIDE + t)
+    for t, reps in _tasks(replications, block):
+        stream = RefStream(key, cell * CELL_TASK_STRIDE + t)
         part = np.zeros(3)
         for _ in range(reps):
-            idx = cal_fisher_yates(bitgen, 0, big_n, n, perm)
+            idx = ref_partial_fisher_yates(stream, 0, big_n, n, perm)
             pub = public[idx].copy()
             fr = fresh[idx].copy()
             for i in range(n):
                 if relabel:
-                    j = cal_below(bitgen, k + 1)
+                    j = stream.below(k + 1)
                     if j > 0:
                         pub[i], fr[i, j - 1] = fr[i, j - 1], pub[i]
                 if flip_public > 0:
-                    if cal_uniform(bitgen) < flip_public and pub[i] == 0:
+                    if stream.uniform() < flip_public and pub[i] == 0:
                         pub[i] = 1.0
                 if flip_fresh > 0:
                     for kk in range(k):
-                        if cal_uniform(bitgen) < flip_fresh and fr[i, kk] == 1:
+                        if stream.uniform() < flip_fresh and fr[i, kk] == 1:
                             fr[i, kk] = 0.0
             d = pub - fr.mean(axis=1)
             if np.count_nonzero(d) >= guardrail:
-                low = audit_wald_reference(d, big_n, alpha)[0]
+                low = ref_wald_interval(d, big_n, alpha)[0]
             else:
-                low = _CAL_INTERVALS[fallback](d, big_n, alpha)[0]
+                low = INTERVAL_REFERENCES[fallback](d, big_n, alpha)[0]
             sums = (pub + fr.sum(axis=1)).astype(int)
             n_by_sum = np.bincount(sums, minlength=k + 2)
-            p_greater = audit_randomization_binomial_convolution(n_by_sum, k, int(pub.sum()))[0]
+            p_greater = ref_randomization_binomial(n_by_sum, k, int(pub.sum()))[0]
             part += (float(low > 0), float(p_greater <= alpha), float(np.mean(d)))
         totals += part
     return totals
 
 
-def cal_budget_reference(gaps, n, method, alpha, key, cell, replications, block):
+def ref_budget_sums(gaps, n, method, alpha, key, cell, replications, block):
     """Budget study: (sum of model-mean half-widths, its squares, exact-order count, sum
     of pair shares, its squares); pairs from the full-sample means, ties left out."""
     gaps = np.asarray(gaps, dtype=np.float64)
@@ -1004,14 +964,14 @@ def cal_budget_reference(gaps, n, method, alpha, key, cell, replications, block)
     pairs = [(i, j) for i in range(n_models) for j in range(n_models) if full[i] > full[j]]
     perm = list(range(big_n))
     totals = np.zeros(5)
-    for t, reps in _cal_tasks(replications, block):
-        bitgen = cal_stream(key, cell * CAL_TASK_STRIDE + t)
+    for t, reps in _tasks(replications, block):
+        stream = RefStream(key, cell * CELL_TASK_STRIDE + t)
         part = np.zeros(5)
         for _ in range(reps):
-            idx = cal_fisher_yates(bitgen, 0, big_n, n, perm)
+            idx = ref_partial_fisher_yates(stream, 0, big_n, n, perm)
             sub = gaps[:, idx]
             means = [float(np.mean(row)) for row in sub]
-            half = sum(_CAL_INTERVALS[method](row, big_n, alpha)[3] for row in sub) / n_models
+            half = sum(INTERVAL_REFERENCES[method](row, big_n, alpha)[3] for row in sub) / n_models
             correct = sum(means[i] > means[j] for i, j in pairs)
             share = correct / len(pairs)
             part += (half, half * half, float(correct == len(pairs)), share, share * share)

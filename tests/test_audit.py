@@ -4,27 +4,25 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-import reference as ref
 import truescore_fast as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference import (
+    INTERVAL_REFERENCES,
+    ref_randomization_binomial,
+    ref_randomization_brute_force,
+    ref_randomization_convolution,
+)
 from scipy import stats
 from truescore_fast import audit as audit_mod
 from truescore_fast import intervals as intervals_mod
 from truescore_fast import randomization as randomization_mod
 
-INTERVAL_REFERENCES = {
-    "hoeffding": lambda d, pop, alpha: ref.audit_hoeffding_reference(d, alpha),
-    "bernstein": lambda d, pop, alpha: ref.audit_bernstein_reference(d, alpha),
-    "wald": lambda d, pop, alpha: ref.audit_wald_reference(d, pop, alpha),
-    "hoeffding_serfling": lambda d, pop, alpha: ref.audit_hoeffding_serfling_reference(
-        d, pop, alpha
-    ),
-    "betting": lambda d, pop, alpha: ref.audit_betting_reference(d, pop, alpha),
-}
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def one_interval(method, d, population_size=None, alpha=0.05):
@@ -405,7 +403,7 @@ def brute_cases():
 @pytest.mark.parametrize("case", range(12))
 def test_exact_test_equals_brute_force_enumeration(case):
     pub, fr = brute_cases()[case]
-    want = ref.audit_randomization_brute_force(pub, fr)
+    want = ref_randomization_brute_force(pub, fr)
     for alt, w in zip(("greater", "less", "two-sided"), want, strict=True):
         res = tf.randomization_test(pub, fr, alternative=alt)
         assert res.method.startswith("exact")
@@ -432,7 +430,7 @@ def test_binary_k2_matches_the_binomial_convolution_and_is_not_doubled():
     fr = (rng.random((3000, 2)) < 0.5).astype(float)
     ints = np.column_stack([pub, fr]).astype(int)
     n_by_sum = np.bincount(ints.sum(axis=1), minlength=4)
-    want = ref.audit_randomization_binomial_convolution(n_by_sum, 2, int(pub.sum()))
+    want = ref_randomization_binomial(n_by_sum, 2, int(pub.sum()))
     res = tf.randomization_test(pub, fr, alternative="two-sided")
     assert (res.p_greater, res.p_less, res.p_two_sided) == pytest.approx(want, rel=1e-9)
     assert res.p_two_sided != pytest.approx(min(1.0, 2 * min(res.p_greater, res.p_less)), rel=1e-6)
@@ -442,7 +440,7 @@ def test_lattice_matches_numpy_convolution_and_tiny_p_values_keep_precision():
     rng = np.random.default_rng(22)
     ints_pub = rng.integers(0, 5, 300)
     ints_fr = rng.integers(0, 5, (300, 2))
-    want = ref.audit_randomization_numpy_convolution(ints_pub, ints_fr)
+    want = ref_randomization_convolution(ints_pub, ints_fr)
     res = tf.randomization_test(ints_pub / 4, ints_fr / 4, alternative="two-sided")
     assert res.method == "exact-lattice" and res.lattice_denominator == 4
     assert (res.p_greater, res.p_less, res.p_two_sided) == pytest.approx(want, rel=1e-9)
@@ -603,67 +601,6 @@ def test_public_names_are_exported():
     for module in (intervals_mod, audit_mod, randomization_mod):
         for name in module.__all__:
             assert name in tf.__all__ and getattr(tf, name) is getattr(module, name)
-
-
-# ------------------------------------------------------------------------------- CLI
-
-EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples"
-
-
-def audit_cli(argv):
-    import argparse
-
-    from truescore_fast._cli_audit import add_audit_parser
-
-    parser = argparse.ArgumentParser(prog="truescore-fast")
-    add_audit_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["audit", *argv])
-    return args.func(args)
-
-
-def test_cli_audit_on_the_shipped_example(capsys):
-    import json
-
-    base = [
-        str(EXAMPLES / "audit_example.csv"),
-        "--control",
-        str(EXAMPLES / "audit_control.csv"),
-        "--population-size",
-        "1000",
-    ]
-    assert audit_cli([*base, "--radius", "0.02"]) == 2
-    out = capsys.readouterr().out
-    assert "Exposure claimed for: leaky" in out and "does not mean the score is clean" in out
-    assert audit_cli([*base, "--radius", "0.02", "--json"]) == 2
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["claim"] is True
-    assert [m for m, r in doc["models"].items() if r["claim"]] == ["leaky"]
-    assert doc["models"]["mismatch"]["estimate"] > 0  # a form effect without a leak: no claim
-    # a radius that covers the whole planted effect: nothing is claimed, exit 0
-    assert audit_cli([*base, "--radius", "0.3"]) == 0
-
-
-def test_cli_audit_bad_data_raises_value_error(tmp_path):
-    bad = tmp_path / "bad.csv"
-    bad.write_text("parent,form,correct\na,fresh,1\n")
-    with pytest.raises(ValueError, match="public form"):
-        audit_cli([str(bad)])
-    with pytest.raises(ValueError, match="cannot read"):
-        audit_cli([str(tmp_path / "missing.csv")])
-
-
-def test_example_tables_are_reproduced_by_their_seeded_script(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "make_audit_example", EXAMPLES / "make_audit_example.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.HERE = tmp_path
-    module.main()
-    for name in ("audit_example.csv", "audit_control.csv"):
-        assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes()
 
 
 # ------------------------------------------------------------------ tau interval coverage

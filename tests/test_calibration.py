@@ -18,8 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import reference as ref
 import truescore_fast as tf
+from reference import (
+    ref_budget_sums,
+    ref_coverage_sums,
+    ref_detection_sums,
+    ref_proportional_allocation,
+    ref_wald_interval,
+)
 from truescore_fast import _engine
 from truescore_fast import calibration as cal
 from truescore_fast._random import philox_key
@@ -52,7 +58,7 @@ def test_coverage_equals_reference_on_shared_streams():
     )
     key = philox_key(42)
     for cell, n in enumerate([10, 25]):
-        want = ref.cal_coverage_reference(
+        want = ref_coverage_sums(
             pop, [0, 60], [n], ALL, 0.05, float(np.mean(pop)), key, cell, reps, BLOCK
         )
         rows = np.flatnonzero(table["n"] == n)
@@ -82,8 +88,8 @@ def test_stratified_coverage_equals_reference():
     order = np.argsort(strata, kind="stable")
     sizes = [int((strata == s).sum()) for s in ("a", "b", "c")]
     offsets = np.concatenate(([0], np.cumsum(sizes))).tolist()
-    alloc = ref.cal_proportional_allocation(sizes, 20)
-    want = ref.cal_coverage_reference(
+    alloc = ref_proportional_allocation(sizes, 20)
+    want = ref_coverage_sums(
         pop[order],
         offsets,
         alloc,
@@ -272,7 +278,7 @@ def test_stress_grid_equals_reference():
     key = philox_key(17)
     for c, s in enumerate(settings):
         pop = cal.stress_population(s)
-        want = ref.cal_coverage_reference(
+        want = ref_coverage_sums(
             pop, [0, s.population_size], [s.n], ALL, 0.05, float(np.mean(pop)), key, c, reps, BLOCK
         )
         for k, m in enumerate(ALL):
@@ -319,7 +325,7 @@ def test_detection_equals_reference(relabel, fallback):
             for gap in (0.0, 0.05):
                 q = delta / (1 - p_pub)
                 h = gap / p_fr
-                want = ref.cal_detection_reference(
+                want = ref_detection_sums(
                     pub, fr, n, relabel, q, h, 20, fallback, 0.05, key, row, reps, BLOCK
                 )
                 assert (t["n"][row], t["delta"][row], t["form_gap"][row]) == (n, delta, gap)
@@ -333,7 +339,7 @@ def test_detection_with_betting_fallback_equals_reference():
     pub, fr = bank(60, seed=3)
     t = tf.detection_study(pub, fr, sizes=12, deltas=0.2, replications=30, seed=1)
     q = 0.2 / (1 - pub.mean())
-    want = ref.cal_detection_reference(
+    want = ref_detection_sums(
         pub, fr, 12, False, q, 0.0, 30, "betting", 0.05, philox_key(1), 0, 30, BLOCK
     )
     assert round(t["interval_rate"][0] * 30) == want[0]
@@ -395,7 +401,7 @@ def test_detection_pools_models_with_equal_weight():
     one = tf.detection_study(p1, f1, sizes=30, deltas=0.1, replications=300, seed=6)
     assert both.meta["models"] == 2
     q2 = 0.1 / (1 - p2.mean())
-    want2 = ref.cal_detection_reference(
+    want2 = ref_detection_sums(
         p2, f2, 30, False, q2, 0.0, 30, "betting", 0.05, philox_key(6), 1, 300, BLOCK
     )
     rate = (one["interval_rate"][0] + want2[0] / 300) / 2
@@ -412,7 +418,7 @@ def test_budget_equals_reference():
     reps = 260
     t = tf.budget_study(gaps, sizes=(10, 40), replications=reps, seed=12)
     for c, n in enumerate((10, 40)):
-        want = ref.cal_budget_reference(gaps, n, "wald", 0.05, philox_key(12), c, reps, BLOCK)
+        want = ref_budget_sums(gaps, n, "wald", 0.05, philox_key(12), c, reps, BLOCK)
         assert t["half_width"][c] == pytest.approx(want[0] / reps, rel=1e-12)
         assert round(t["exact_order"][c] * reps) == want[2]
         assert t["pairs_correct"][c] == pytest.approx(want[3] / reps, rel=1e-12)
@@ -467,7 +473,7 @@ def test_plan_audit_size_reaches_the_power_by_simulation():
     sims = 2000
     for _ in range(sims):
         d = rng.choice(pop, size=n, replace=False)
-        low = ref.audit_wald_reference(d, 5000, 0.05)[0]
+        low = ref_wald_interval(d, 5000, 0.05)[0]
         claims += low > 0
     assert abs(claims / sims - 0.8) < 0.04
 
@@ -650,59 +656,3 @@ def test_stub_lists_the_calibration_kernels():
     stub = (Path(tf.__file__).with_name("_core.pyi")).read_text()
     for name in ("coverage_tasks", "detection_tasks", "budget_tasks", "sample_indices"):
         assert f"def {name}(" in stub
-
-
-# ---------------------------------------------------------------------------- command line
-
-
-def test_cli_calibrate_prints_tables_and_json(capsys):
-    from truescore_fast.cli import main
-
-    assert main(["calibrate", "stress", "--replications", "20", "--seed", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "settings below" in out and "36 stress settings" in out
-    assert main(["calibrate", "budget", "--replications", "20", "--json"]) == 0
-    payload = json.loads(capsys.readouterr().out)
-    assert payload["study"] == "budget"
-    assert payload["tables"][0]["meta"]["replications"] == 20
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["calibrate", "stress", "--replications", "1"],
-        ["calibrate", "coverage", "--threads", "0", "--replications", "5"],
-    ],
-)
-def test_cli_calibrate_bad_input_exits_1(argv, capsys):
-    from truescore_fast.cli import main
-
-    assert main(argv) == 1
-    assert "error" in capsys.readouterr().err
-
-
-def test_cli_calibrate_unknown_study_exits_1(capsys):
-    from truescore_fast.cli import main
-
-    with pytest.raises(SystemExit) as caught:
-        main(["calibrate", "nope"])
-    assert caught.value.code == 1
-    assert "invalid choice" in capsys.readouterr().err
-
-
-def test_cli_plot_without_matplotlib_is_a_clear_error(monkeypatch, capsys, tmp_path):
-    from truescore_fast.cli import main
-
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
-    code = main(["calibrate", "budget", "--replications", "10", "--plot", str(tmp_path / "b.png")])
-    assert code == 1
-    assert "needs matplotlib" in capsys.readouterr().err
-
-
-def test_cli_plot_writes_a_png(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
-    from truescore_fast.cli import main
-
-    path = tmp_path / "detection.png"
-    assert main(["calibrate", "detection", "--replications", "10", "--plot", str(path)]) == 0
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

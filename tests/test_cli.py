@@ -1,4 +1,5 @@
-"""The truescore-fast command line: findings, exit codes, JSON, bad files."""
+"""The truescore-fast command line, every subcommand: findings, exit codes, JSON, bad
+files, plots. (The truescore command line run on our core is tested in test_patch.py.)"""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 from truescore_fast.cli import EXIT_ERROR, EXIT_FINDING, EXIT_OK, main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+# ---------------------------------------------------------------------------- contamination
 
 
 def test_shipped_sharded_example_is_a_finding(capsys):
@@ -99,22 +103,7 @@ def test_sharded_file_with_duplicate_canonical_exits_1(tmp_path, capsys):
     capsys.readouterr()
 
 
-def test_console_script_runs_as_a_process():
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "truescore_fast",
-            "contamination",
-            str(EXAMPLES / "contamination_clean.csv"),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == EXIT_OK, proc.stderr
-    assert json.loads(proc.stdout)["n_permutations"] == 99
+# ---------------------------------------------------------------------------- audit
 
 
 def test_audit_command_on_shipped_example(capsys):
@@ -133,15 +122,152 @@ def test_audit_command_on_shipped_example(capsys):
     capsys.readouterr()
 
 
-def test_contamination_examples_are_reproduced_by_their_seeded_script(tmp_path):
+def audit_cli(argv):
+    """The audit subcommand without main()'s error handling, so a ValueError surfaces."""
+    import argparse
+
+    from truescore_fast._cli_audit import add_audit_parser
+
+    parser = argparse.ArgumentParser(prog="truescore-fast")
+    add_audit_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["audit", *argv])
+    return args.func(args)
+
+
+def test_cli_audit_on_the_shipped_example(capsys):
+    base = [
+        str(EXAMPLES / "audit_example.csv"),
+        "--control",
+        str(EXAMPLES / "audit_control.csv"),
+        "--population-size",
+        "1000",
+    ]
+    assert audit_cli([*base, "--radius", "0.02"]) == 2
+    out = capsys.readouterr().out
+    assert "Exposure claimed for: leaky" in out and "does not mean the score is clean" in out
+    assert audit_cli([*base, "--radius", "0.02", "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["claim"] is True
+    assert [m for m, r in doc["models"].items() if r["claim"]] == ["leaky"]
+    assert doc["models"]["mismatch"]["estimate"] > 0  # a form effect without a leak: no claim
+    # a radius that covers the whole planted effect: nothing is claimed, exit 0
+    assert audit_cli([*base, "--radius", "0.3"]) == 0
+
+
+def test_cli_audit_bad_data_raises_value_error(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("parent,form,correct\na,fresh,1\n")
+    with pytest.raises(ValueError, match="public form"):
+        audit_cli([str(bad)])
+    with pytest.raises(ValueError, match="cannot read"):
+        audit_cli([str(tmp_path / "missing.csv")])
+
+
+# ---------------------------------------------------------------------------- calibrate
+
+
+def test_cli_calibrate_prints_tables_and_json(capsys):
+    assert main(["calibrate", "stress", "--replications", "20", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "settings below" in out and "36 stress settings" in out
+    assert main(["calibrate", "budget", "--replications", "20", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["study"] == "budget"
+    assert payload["tables"][0]["meta"]["replications"] == 20
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["calibrate", "stress", "--replications", "1"],
+        ["calibrate", "coverage", "--threads", "0", "--replications", "5"],
+    ],
+)
+def test_cli_calibrate_bad_input_exits_1(argv, capsys):
+    assert main(argv) == 1
+    assert "error" in capsys.readouterr().err
+
+
+def test_cli_calibrate_unknown_study_exits_1(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["calibrate", "nope"])
+    assert caught.value.code == 1
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_cli_plot_without_matplotlib_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
+    code = main(["calibrate", "budget", "--replications", "10", "--plot", str(tmp_path / "b.png")])
+    assert code == 1
+    assert "needs matplotlib" in capsys.readouterr().err
+
+
+def test_cli_plot_writes_a_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "detection.png"
+    assert main(["calibrate", "detection", "--replications", "10", "--plot", str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------------------- disclose
+
+
+def test_cli_disclose_valid_invalid_and_unreadable(tmp_path, capsys):
+    example = EXAMPLES / "disclosure" / "private_test_set.json"
+    assert main(["disclose", "validate", str(example)]) == 0
+    assert "valid" in capsys.readouterr().out
+    bad = json.loads(example.read_text())
+    bad["contamination"]["acquired"] = "perhaps"
+    bad["audit_evidence"][0]["p_value"] = -0.1
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    assert main(["disclose", "validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "contamination.acquired" in out and "audit_evidence[0].p_value" in out
+    assert main(["disclose", "validate", str(path), "--json"]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["valid"] is False and len(payload["problems"]) == 2
+    assert main(["disclose", "validate", str(tmp_path / "nope.json")]) == 1
+
+
+# ---------------------------------------------------------------------------- the examples
+
+
+@pytest.mark.parametrize(
+    "script, names",
+    [
+        ("make_contamination_example", ("contamination_sharded.csv", "contamination_clean.csv")),
+        ("make_audit_example", ("audit_example.csv", "audit_control.csv")),
+    ],
+)
+def test_shipped_examples_are_reproduced_by_their_seeded_scripts(tmp_path, script, names):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "make_contamination_example", EXAMPLES / "make_contamination_example.py"
-    )
+    spec = importlib.util.spec_from_file_location(script, EXAMPLES / f"{script}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.HERE = tmp_path
     module.main()
-    for name in ("contamination_sharded.csv", "contamination_clean.csv"):
+    for name in names:
         assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes()
+
+
+# ---------------------------------------------------------------------------- as a process
+
+
+def test_console_script_runs_as_a_process():
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "truescore_fast",
+            "contamination",
+            str(EXAMPLES / "contamination_clean.csv"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert json.loads(proc.stdout)["n_permutations"] == 99

@@ -606,6 +606,13 @@ def test_monte_carlo_sign_flip_pairs_equal_numpy_philox_reference(n):
             greater += t >= observed - tol
             less += t <= observed + tol
     assert (got["n_patterns"], got["count_greater"], got["count_less"]) == (draws, greater, less)
-    assert got == _core.sign_flip_monte_carlo_pairs(
-        a, b, n_resamples=draws, key0=key[0], key1=key[1], n_threads=2
-    )
+
+
+def test_monte_carlo_sign_flip_pairs_identical_for_any_thread_count():
+    # 80 blocks of 256 patterns of 1,000 pairs: enough work that both threads start.
+    rng = np.random.default_rng(11)
+    a, b = rng.integers(0, 5, 1000) / 4.0, rng.integers(0, 5, 1000) / 4.0
+    args = {"n_resamples": 20_000, "key0": 3, "key1": 4}
+    one = _core.sign_flip_monte_carlo_pairs(a, b, n_threads=1, **args)
+    assert one == _core.sign_flip_monte_carlo_pairs(a, b, n_threads=2, **args)
+    assert one["n_patterns"] == 20_000 and 0 < one["count_greater"] < 20_000

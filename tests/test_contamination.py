@@ -183,7 +183,7 @@ def test_stouffer_midp_and_average_are_conservative_under_the_null(method, depen
             sds=res.sds[block],
             n_permutations=res.n_permutations[block],
             canonical=res.canonical[block],
-            level=res.level,
+            alpha=res.alpha,
         )
         pooled[i] = sub.combine(method).p_value
     assert np.all((pooled > 0.0) & (pooled <= 1.0))

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
-from truescore_fast.cli import main
 from truescore_fast.disclosure import (
     CONTAMINATION_TYPES,
     disclosure_schema,
@@ -145,26 +144,6 @@ def test_file_errors(tmp_path):
     top = tmp_path / "list.json"
     top.write_text("[]")
     assert not validate_disclosure(top).valid
-
-
-# --- CLI -------------------------------------------------------------------------------
-
-
-def test_cli_valid_invalid_and_unreadable(tmp_path, capsys):
-    assert main(["disclose", "validate", str(EXAMPLES / "private_test_set.json")]) == 0
-    assert "valid" in capsys.readouterr().out
-    bad = full_record()
-    bad["contamination"]["acquired"] = "perhaps"
-    bad["audit_evidence"][0]["p_value"] = -0.1
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(bad))
-    assert main(["disclose", "validate", str(path)]) == 1
-    out = capsys.readouterr().out
-    assert "contamination.acquired" in out and "audit_evidence[0].p_value" in out
-    assert main(["disclose", "validate", str(path), "--json"]) == 1
-    payload = json.loads(capsys.readouterr().out)
-    assert payload["valid"] is False and len(payload["problems"]) == 2
-    assert main(["disclose", "validate", str(tmp_path / "nope.json")]) == 1
 
 
 # --- linear-weighted kappa -------------------------------------------------------------

@@ -31,9 +31,6 @@ NOT_RESULTS = {
     "ComparisonResult": "truescore drop-in",
     "ContaminationResult": "truescore drop-in",
     "CombinedContamination": "truescore drop-in",
-    "PooledContamination": "subclasses a truescore drop-in (the lead's contamination.py)",
-    # contamination.py is kept by the lead for now (issue 11, §1): to be converted there.
-    "ExchangeabilityTests": "in contamination.py, outside this change",
     # Inputs and internal records, not results.
     "AuditData": "parsed input table (read_audit_table)",
     "StressSetting": "an input setting of stress_grid",
@@ -137,6 +134,14 @@ FACTORIES = {
     "ShardedLikelihoodResult": (
         lambda: tf.sharded_likelihood_test(*_shuffled()),
         ("statistic", "p_value", "estimate", "alpha"),
+    ),
+    "PooledContamination": (
+        lambda: tf.exchangeability_tests(*_shuffled()).combine("stouffer"),
+        ("method", "p_value", "statistic", "level"),
+    ),
+    "ExchangeabilityTests": (
+        lambda: tf.exchangeability_tests(*_shuffled()),
+        ("alpha",),
     ),
     "ShardOrders": (lambda: tf.shard_orders(20, 4, 3, seed=1), ("n_examples", "seed")),
     "StudyTable": (

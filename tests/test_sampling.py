@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference as ref
+from reference import (
+    RefStream,
+    ref_bernoulli_sample,
+    ref_partial_fisher_yates,
+    ref_proportional_allocation,
+    ref_stratified_sample,
+    ref_with_replacement_sample,
+)
 from scipy import stats
 from truescore_fast import _core
 from truescore_fast._random import philox_key
@@ -38,9 +45,9 @@ def draw(design, big_n, n, offsets=NONE, allocation=NONE, p=0.0, task=0, draws=1
 @pytest.mark.parametrize("task", [0, 5, 2**40 + 3])
 def test_srs_equals_reference_fisher_yates(big_n, n, task):
     got = draw(0, big_n, n, task=task, draws=4)
-    bitgen = ref.cal_stream(KEY, task)
+    stream = RefStream(KEY, task)
     perm = list(range(big_n))
-    want = [ref.cal_fisher_yates(bitgen, 0, big_n, n, perm) for _ in range(4)]
+    want = [ref_partial_fisher_yates(stream, 0, big_n, n, perm) for _ in range(4)]
     np.testing.assert_array_equal(got, np.asarray(want, dtype=np.int64).reshape(4, n))
     assert perm == list(range(big_n))  # the reference restores its permutation too
     for row in got:
@@ -50,9 +57,9 @@ def test_srs_equals_reference_fisher_yates(big_n, n, task):
 def test_stratified_equals_reference():
     offsets, allocation = [0, 5, 5, 30, 100], [2, 0, 9, 4]
     got = draw(1, 100, 15, offsets, allocation, task=9, draws=6)
-    bitgen = ref.cal_stream(KEY, 9)
+    stream = RefStream(KEY, 9)
     perm = list(range(100))
-    want = [ref.cal_stratified(bitgen, offsets, allocation, perm) for _ in range(6)]
+    want = [ref_stratified_sample(stream, offsets, allocation, perm) for _ in range(6)]
     np.testing.assert_array_equal(got, np.asarray(want))
     for row in got:  # each stratum contributes exactly its allocation
         counts = np.histogram(row, bins=offsets)[0]
@@ -61,13 +68,13 @@ def test_stratified_equals_reference():
 
 def test_with_replacement_and_bernoulli_equal_reference():
     got = draw(2, 13, 40, task=2, draws=3)
-    bitgen = ref.cal_stream(KEY, 2)
-    want = [ref.cal_with_replacement(bitgen, 13, 40) for _ in range(3)]
+    stream = RefStream(KEY, 2)
+    want = [ref_with_replacement_sample(stream, 13, 40) for _ in range(3)]
     np.testing.assert_array_equal(got, np.asarray(want))
     mask = draw(3, 200, 0, p=0.3, task=4, draws=3)
-    bitgen = ref.cal_stream(KEY, 4)
+    stream = RefStream(KEY, 4)
     for row in mask:
-        np.testing.assert_array_equal(np.flatnonzero(row), ref.cal_bernoulli(bitgen, 200, 0.3))
+        np.testing.assert_array_equal(np.flatnonzero(row), ref_bernoulli_sample(stream, 200, 0.3))
 
 
 def test_a_sample_depends_only_on_key_and_task():
@@ -93,7 +100,7 @@ def test_a_sample_depends_only_on_key_and_task():
 )
 def test_proportional_allocation_is_largest_remainder(sizes, n):
     got = _core.proportional_allocation(np.asarray(sizes, np.int64), n)
-    assert got.tolist() == ref.cal_proportional_allocation(sizes, n)
+    assert got.tolist() == ref_proportional_allocation(sizes, n)
     assert got.sum() == n and (got <= np.asarray(sizes)).all()
 
 

@@ -54,6 +54,32 @@ def test_stub_and_testing_submodule_list_the_same_functions():
     assert "testing: _Testing" in Path(truescore_fast.__file__).with_name("_core.pyi").read_text()
 
 
+def test_stub_lists_the_interval_method_enum():
+    node = _stub_class("IntervalMethod")
+    members = {
+        n.target.id
+        for n in node.body
+        if isinstance(n, ast.AnnAssign) and ast.unparse(n.annotation) == "ClassVar[IntervalMethod]"
+    }
+    assert members == set(_core.IntervalMethod.__members__)
+
+
+def test_interval_registry_is_the_core_table():
+    from truescore_fast.intervals import _TRAITS, INTERVAL_METHODS
+
+    table = _core.interval_method_traits()
+    assert INTERVAL_METHODS == tuple(table) == tuple(_core.IntervalMethod.__members__)
+    for name, row in table.items():
+        assert int(_core.IntervalMethod.__members__[name]) == row["code"] == _TRAITS[name].code
+        assert set(row) == {
+            "code",
+            "needs_population",
+            "order_dependent",
+            "uses_variance",
+            "may_be_fallback",
+        }
+
+
 def test_stub_argument_names_match_docstring_signatures():
     for stubs, module in ((stub_functions(), _core), (stub_testing_functions(), _core.testing)):
         for name, func in compiled_functions(module).items():

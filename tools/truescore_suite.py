@@ -67,7 +67,10 @@ def source_tree() -> Path:
             check=True,
         )
         with tarfile.open(CACHE / f"truescore-{VERSION}.tar.gz") as archive:
-            archive.extractall(CACHE, filter="data")
+            try:  # the safe "data" filter, where this Python has it (3.10.12 and later)
+                archive.extractall(CACHE, filter="data")
+            except TypeError:
+                archive.extractall(CACHE)  # noqa: S202 - PyPI's own sdist of a pinned version
     (CACHE / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE)
     return tree
 

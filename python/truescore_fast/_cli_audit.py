@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from truescore_fast.audit import matched_form_audits
-from truescore_fast.intervals import INTERVAL_METHODS
+from truescore_fast.intervals import _FALLBACK_METHODS
 
 __all__ = ["add_audit_parser", "run_audit"]
 
@@ -76,7 +76,7 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--fallback",
         default="betting",
-        choices=[m for m in INTERVAL_METHODS if m != "wald"],
+        choices=list(_FALLBACK_METHODS),
         help="primary interval under the guardrail (default betting)",
     )
     parser.add_argument(

@@ -29,6 +29,7 @@ from truescore_fast.calibration import (
     plan_audit_size,
     stress_grid,
 )
+from truescore_fast.intervals import INTERVAL_METHODS
 
 __all__ = ["STUDIES", "add_calibrate_parser", "run_calibrate"]
 
@@ -141,7 +142,7 @@ def _coverage(common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
     rng = np.random.default_rng(common["seed"])  # the synthetic population
     population = _synthetic_gaps(5000, rng)
     strata = rng.integers(0, 4, size=5000)  # four strata, as a benchmark's subject areas
-    intervals = ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
+    intervals = INTERVAL_METHODS
     srs = coverage_study(population, [120, 400, 800, 1200], intervals=intervals, **common)
     strat = coverage_study(
         population, 400, design="stratified", strata=strata, intervals=intervals, **common
@@ -180,11 +181,7 @@ def _wide_coverage(tables: list[StudyTable], intervals: tuple[str, ...]) -> Stud
 
 def _stress(common: dict[str, Any]) -> tuple[list[StudyTable], Any]:
     grid = stress_grid(**common)
-    methods = [
-        m
-        for m in ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
-        if m in grid.columns
-    ]
+    methods = [m for m in INTERVAL_METHODS if m in grid.columns]
     level = 1 - grid.meta["alpha"]
     rows = []
     for m in methods:
@@ -309,7 +306,7 @@ def _plot_stress(figure: Any, tables: list[StudyTable]) -> None:
     grid = tables[1]
     axis = figure.subplots(1, 1)
     x = np.arange(len(grid))
-    for m in ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting"):
+    for m in INTERVAL_METHODS:
         if m in grid.columns:
             axis.plot(x, grid[m], marker=".", linestyle="none", label=m)
     axis.axhline(1 - grid.meta["alpha"], color="grey", linestyle=":")

@@ -2,7 +2,7 @@
 # Internal: use the truescore_fast package's public functions instead.
 
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +47,25 @@ def row_means_ragged(
 ) -> npt.NDArray[np.float64]: ...
 def fisher_log_sf(statistic: float, n_shards: int) -> float: ...
 
-# audit: interval codes 0 hoeffding, 1 bernstein, 2 wald, 3 hoeffding_serfling, 4 betting
+# intervals: the registry of interval methods (src/cpp/truescore/intervals.hpp)
+class IntervalMethod:
+    """Interval methods of the matched-form audit; the value is the method's code."""
+
+    hoeffding: ClassVar[IntervalMethod]
+    bernstein: ClassVar[IntervalMethod]
+    wald: ClassVar[IntervalMethod]
+    hoeffding_serfling: ClassVar[IntervalMethod]
+    betting: ClassVar[IntervalMethod]
+    __members__: ClassVar[dict[str, IntervalMethod]]
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
+
+def interval_method_traits() -> dict[str, dict[str, Any]]: ...
 def gap_intervals(
     gaps: npt.ArrayLike,
     methods: npt.ArrayLike,

@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 __all__ = [
     "SMALL_TAIL",
-    "error_rate",
     "overflow_exponent",
     "scale_exponent",
     "student_t_quantile",
@@ -68,14 +67,6 @@ def upper_quantile(ppf: Callable[[float], float], tail: float) -> float:
     if tail < SMALL_TAIL:
         return -float(ppf(tail))
     return float(ppf(1.0 - tail))
-
-
-def error_rate(alpha: float) -> float:
-    """``alpha`` as the functions that once took ``level = 1 - alpha`` used it:
-    ``1 - (1 - alpha)`` (0.050000000000000044 for 0.05, so results keep their bits), but
-    ``alpha`` itself below :data:`SMALL_TAIL`, where ``1 - alpha`` loses its digits (all of
-    them below ~1.1e-16)."""
-    return alpha if alpha < SMALL_TAIL else 1.0 - (1.0 - alpha)
 
 
 def student_t_quantile(p: float, df: float) -> float:

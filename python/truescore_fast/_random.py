@@ -107,10 +107,9 @@ def dropin_philox_key(seed: Any) -> tuple[int, int]:
 def seed_int(seed: SeedLike) -> int:
     """``seed`` as one non-negative int, for functions that record it on their result.
 
-    An int (a NumPy integer, a bool) comes back unchanged. Any other seed is validated as
-    by :func:`philox_key` and gives the top 32 bits of its first key word (32 bits, so that
-    scikit-learn's ``random_state`` accepts it); a ``Generator`` is advanced. Passing the
-    returned int as the seed replays the result.
+    An int (a NumPy integer, a bool) comes back unchanged, however large. Any other seed is
+    validated as by :func:`philox_key` and gives the top 32 bits of its first key word; a
+    ``Generator`` is advanced. Passing the returned int as the seed replays the result.
 
     Raises:
         ValueError, TypeError: as :func:`philox_key`.

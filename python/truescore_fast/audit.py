@@ -45,16 +45,61 @@ from truescore_fast._validation import (
     check_positive_int,
     check_unit_interval,
 )
-from truescore_fast.intervals import Interval, _methods_for, _single
+from truescore_fast.intervals import (  # the intervals re-exported: their home until 0.1
+    _FALLBACK_METHODS,
+    _TRAITS,
+    INTERVAL_METHODS,
+    Interval,
+    Intervals,
+    _methods_for,
+    _single,
+    bernstein_interval,
+    bernstein_intervals,
+    betting_interval,
+    betting_intervals,
+    hoeffding_interval,
+    hoeffding_intervals,
+    hoeffding_serfling_interval,
+    hoeffding_serfling_intervals,
+    matched_form_intervals,
+    wald_interval,
+    wald_intervals,
+)
 
 __all__ = [
+    "INTERVAL_METHODS",
     "AuditData",
     "ControlBank",
+    "Interval",
+    "Intervals",
     "MatchedFormAudit",
+    "bernstein_interval",
+    "bernstein_intervals",
+    "betting_interval",
+    "betting_intervals",
+    "hoeffding_interval",
+    "hoeffding_intervals",
+    "hoeffding_serfling_interval",
+    "hoeffding_serfling_intervals",
     "matched_form_audit",
     "matched_form_audits",
+    "matched_form_intervals",
     "read_audit_table",
+    "wald_interval",
+    "wald_intervals",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The randomization test lived here too; randomization.py imports this module, so it
+    # is re-exported lazily (PEP 562) to keep `from truescore_fast.audit import ...` working
+    # (not in __all__, which ruff checks statically).
+    if name in ("RandomizationTest", "randomization_test"):
+        from truescore_fast import randomization
+
+        return getattr(randomization, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _NULL_DOES_NOT_MEAN = (
     "An interval that covers zero does not mean the score is clean. A paraphrase audit sees "
@@ -221,7 +266,6 @@ class MatchedFormAudit(Result):
         return "\n".join(lines)
 
 
-_FALLBACKS = ("betting", "hoeffding", "bernstein", "hoeffding_serfling")
 _READINGS = ("wald", "hoeffding", "fixed")
 
 
@@ -283,9 +327,9 @@ def matched_form_audit(
             f"transport_radius must be a finite number >= 0; got {transport_radius!r}"
         )
     guard = check_positive_int("guardrail", guardrail, minimum=0)
-    check_choice("fallback", fallback, _FALLBACKS)
-    if fallback == "hoeffding_serfling" and pop is None:
-        raise ValueError("fallback 'hoeffding_serfling' needs population_size")
+    check_choice("fallback", fallback, _FALLBACK_METHODS)
+    if _TRAITS[fallback].needs_population and pop is None:
+        raise ValueError(f"fallback {fallback!r} needs population_size")
     check_choice("control_reading", control_reading, _READINGS)
     seed_used = seed_int(seed)
     order = np.random.default_rng(seed_used).permutation(n).astype(np.int64)

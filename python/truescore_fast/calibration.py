@@ -74,14 +74,16 @@ from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
+    check_choice,
     check_gaps,
     check_labels,
     check_n_threads,
+    check_open_unit,
     check_positive_int,
     float_array,
     group_offsets,
 )
-from truescore_fast.intervals import INTERVAL_METHODS
+from truescore_fast.intervals import _CODE, _FALLBACK_METHODS, _TRAITS, INTERVAL_METHODS
 
 __all__ = [
     "REPLICATIONS_PER_TASK",
@@ -96,7 +98,6 @@ __all__ = [
     "stress_settings",
 ]
 
-_CODE = {name: code for code, name in enumerate(INTERVAL_METHODS)}
 _LATTICE_MAX = 64  # at most this many distinct gap values: counts per value may be drawn
 
 
@@ -147,7 +148,8 @@ def _run_meta(study: str, seed: SeedLike, key: tuple[int, int], reps: int) -> di
     """The meta entries every simulation study records (how to reproduce it)."""
     return {
         "study": study,
-        "seed": seed if isinstance(seed, int) else repr(seed),
+        # An int seed replays the study; for any other seed the key below does.
+        "seed": int(seed) if isinstance(seed, (int, np.integer)) else repr(seed),
         "key": list(key),
         "replications": reps,
         "replications_per_task": REPLICATIONS_PER_TASK,
@@ -185,8 +187,7 @@ def _design(
             np.array([n], dtype=np.int64),
             truth,
         )
-    if design != "stratified":
-        raise ValueError(f"design must be 'srs' or 'stratified'; got {design!r}")
+    check_choice("design", design, ("srs", "stratified"))
     if strata is None:
         raise ValueError("design='stratified' needs strata (one label per population unit)")
     labels = check_labels("strata", strata, big_n, unit="population unit")
@@ -239,9 +240,8 @@ def _coverage_cell(
     replications: int,
 ) -> tuple[_Cell, str]:
     lattice = None
-    if sampler not in ("auto", "sequence", "counts"):
-        raise ValueError(f"sampler must be 'auto', 'sequence' or 'counts'; got {sampler!r}")
-    if sampler != "sequence" and "betting" not in methods:
+    check_choice("sampler", sampler, ("auto", "sequence", "counts"))
+    if sampler != "sequence" and not any(_TRAITS[m].order_dependent for m in methods):
         lattice = _lattice(design)
     if sampler == "counts" and lattice is None:
         raise ValueError(
@@ -622,11 +622,7 @@ def detection_study(
     gs = _floats("form_gaps", form_gaps)
     reps = _replications(replications)
     guard = check_positive_int("guardrail", guardrail, minimum=0)
-    if fallback not in _CODE or fallback == "wald":
-        raise ValueError(
-            f"fallback must be one of {tuple(m for m in INTERVAL_METHODS if m != 'wald')}; "
-            f"got {fallback!r}"
-        )
+    check_choice("fallback", fallback, _FALLBACK_METHODS)
     threads = check_n_threads(n_threads)
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
@@ -778,8 +774,7 @@ def budget_study(
     """
     matrix, names = _gap_matrix(gaps)
     check_alpha(alpha)
-    if interval not in _CODE:
-        raise ValueError(f"interval must be one of {INTERVAL_METHODS}; got {interval!r}")
+    check_choice("interval", interval, INTERVAL_METHODS)
     ns = _sizes("sizes", sizes)
     reps = _replications(replications)
     threads = check_n_threads(n_threads)
@@ -873,8 +868,7 @@ def plan_audit_size(
     arr = float_array("gaps", gaps)
     matrix = check_gaps("gaps", arr if arr.ndim == 2 else arr[None, :], ndim=2)
     check_alpha(alpha)
-    if not 0.0 < power < 1.0:
-        raise ValueError(f"power must lie in (0, 1); got {power}")
+    check_open_unit("power", power)
     ds = _floats("deltas", deltas)
     if 0.0 in ds:
         raise ValueError("deltas must be positive")

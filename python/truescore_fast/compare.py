@@ -10,12 +10,13 @@ Paired comparisons on a compiled core, as a drop-in for ``truescore.compare``'s
   resample's counts of each value are drawn directly as one multinomial, which has
   exactly the distribution of counting n drawn indices, in O(#values) time.
 - ``paired_permutation`` enumerates all 2^n sign flips exactly when 2^n <= n_resamples
-  (the p-value is then identical to truescore's) and otherwise samples sign flips with
-  the +1 correction (pairs with equal |difference| are flipped together as a popcount of
-  random bits, the same distribution as flipping them one by one).
+  (the p-value is then identical to truescore's) and otherwise samples n_resamples random
+  swap patterns with the +1 correction, evaluating each with the enumeration's (SciPy's)
+  statistic and tie rule, so both modes estimate the same p-value.
 - ``holm`` and ``benjamini_hochberg`` give exactly truescore's adjusted p-values.
 
-Randomness: ``seed`` becomes a Philox4x64-10 key (:func:`truescore_fast._random.philox_key`);
+Randomness: ``seed`` (anything ``numpy.random.default_rng`` accepts, None included) becomes
+a Philox4x64-10 key (:func:`truescore_fast._random.dropin_philox_key`);
 resamples come in blocks of 256 and block k draws from counter ``[0, 0, k, 0]``, so a
 result is reproducible from ``seed`` and identical for any number of threads. Monte Carlo
 results are statistically equivalent to truescore's, not equal draw for draw: truescore
@@ -248,8 +249,9 @@ def paired_bootstrap(
         b: Per-example metric of system B, aligned with ``a``.
         alpha: Significance level; the interval has coverage ``1 - alpha``.
         n_bootstrap: Number of resamples.
-        seed: Makes the result reproducible (a non-negative int, a SeedSequence, a
-            Generator, or None for fresh entropy).
+        seed: Makes the result reproducible: anything ``numpy.random.default_rng``
+            accepts (an int, a sequence of ints, a SeedSequence, a BitGenerator, a
+            Generator, a RandomState, or None for fresh entropy).
         clusters: Optional cluster label per example.
 
     Returns:
@@ -260,11 +262,17 @@ def paired_bootstrap(
         bootstrap approximation, not an exact test, and it is least reliable for few
         examples or few clusters.
 
-    Raises:
-        ValueError: alpha outside (0, 1); a or b empty, not 1-D, not numeric, holding
-            non-finite values or of different lengths; n_bootstrap below 1; a negative
-            seed; clusters not 1-D, of the wrong length, or naming fewer than 2 clusters;
-            differences too large for float64.
+    Raises (each exactly as truescore 0.7.4 raises it, message included):
+        ValueError: alpha outside (0, 1); a or b empty, not 1-D, holding non-finite
+            values, of different lengths or not convertible to float (NumPy's message);
+            a negative n_bootstrap; a negative seed; clusters not 1-D, of the wrong
+            length, or naming fewer than 2 clusters; differences too large for float64
+            (truescore returns NaN there instead).
+        TypeError: a or b of a type NumPy cannot convert (a set, a dict, a generator,
+            complex numbers); n_bootstrap not an integer (a float, a bool, None); a seed
+            NumPy refuses (a float, a string).
+        IndexError: n_bootstrap = 0, which truescore lets reach ``np.percentile`` of no
+            resamples; mirrored on purpose, so code that catches it keeps working.
     """
     arr_a, arr_b, scale = _scaled_pairs(a, b, alpha)
     key = dropin_philox_key(seed)
@@ -337,10 +345,10 @@ def paired_permutation(
     distribution unchanged. When 2^n <= n_resamples every one of the 2^n swap patterns
     is evaluated and the p-value is exact (and identical to truescore's); otherwise
     n_resamples random patterns are drawn and each tail is counted as
-    (1 + #{as extreme}) / (n_resamples + 1), which keeps the test valid. Exact ties follow
-    scipy (within 100 eps of the observed statistic, relative); random patterns are
-    counted by the package's shared sign-flip kernel, whose ties are the differences'
-    rounding bound 16 m eps sum |d_i| (m the nonzero differences).
+    (1 + #{as extreme}) / (n_resamples + 1), which keeps the test valid. Both modes compute
+    each pattern's mean(x) - mean(y) as SciPy does and count ties as SciPy does (within 100
+    eps of the observed statistic, relative), so the Monte Carlo p-value estimates exactly
+    the p-value the enumeration computes.
 
     Args:
         a: Per-example metric of system A (at least 2 pairs).
@@ -357,10 +365,12 @@ def paired_permutation(
         not of equal means under arbitrary distributions.
 
     Raises:
-        ValueError: as :func:`paired_bootstrap`, and for fewer than 2 pairs, an
-            n_resamples that is not a positive whole number, or one that asks for exact
-            enumeration (n_resamples >= 2^n) with more than 30 pairs -- 2^31 patterns and
-            up, which truescore would attempt and not finish in any useful time.
+        ValueError: as :func:`paired_bootstrap`; for fewer than 2 pairs or an n_resamples
+            that is not a positive whole number (SciPy's messages, as in truescore); and
+            for one that asks for exact enumeration (n_resamples >= 2^n) with more than 30
+            pairs -- 2^31 patterns and up, which truescore would attempt and not finish in
+            any useful time.
+        TypeError: as :func:`paired_bootstrap`, and n_resamples None or a string.
     """
     arr_a, arr_b, scale = _scaled_pairs(a, b, alpha)
     n = arr_a.shape[0]
@@ -395,6 +405,10 @@ def _sign_flip_p_value(
         counts = _core.sign_flip_exact_pairs(arr_a, arr_b)
         extra = 0
     else:
+        if budget >= 2**63:
+            raise ValueError(
+                f"n_resamples must be below 2**63 for Monte Carlo sampling; got {budget}"
+            )
         # Random swap patterns with the enumeration's statistic and tie rule, so the two
         # modes estimate the same p (truescore's Monte Carlo does the same, via SciPy).
         perm_key = (key[0], key[1] ^ _PERMUTATION_KEY_TWEAK)
@@ -417,7 +431,9 @@ def holm(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     of any false rejection, which makes it conservative when many tests are real.
 
     Raises:
-        ValueError: empty, not 1-D, non-finite, or outside [0, 1].
+        ValueError: empty, not 1-D, non-finite, outside [0, 1], or strings that are not
+            numbers.
+        TypeError: values NumPy cannot convert to float (a set, a dict, complex numbers).
     """
     p = p_values_1d("p_values", p_values)
     m = p.shape[0]
@@ -439,7 +455,9 @@ def benjamini_hochberg(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
     it does not bound the chance of any single false rejection.
 
     Raises:
-        ValueError: empty, not 1-D, non-finite, or outside [0, 1].
+        ValueError: empty, not 1-D, non-finite, outside [0, 1], or strings that are not
+            numbers.
+        TypeError: values NumPy cannot convert to float (a set, a dict, complex numbers).
     """
     p = p_values_1d("p_values", p_values)
     m = p.shape[0]

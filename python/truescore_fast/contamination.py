@@ -34,6 +34,7 @@ from scipy import special
 
 from truescore_fast import _core
 from truescore_fast._numeric import overflow_exponent, scale_exponent
+from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -328,25 +329,37 @@ class CombinedContamination:
         )
 
 
-@dataclass(frozen=True)
-class PooledContamination(CombinedContamination):
+@dataclass(frozen=True, repr=False)
+class PooledContamination(CombinedContamination, Result):
     """Shard p-values pooled by a named method (truescore_fast's own result type).
 
     Attributes:
         method: ``"fisher"``, ``"stouffer"`` (statistic: Stouffer's Z on mid-p values)
             or ``"average"`` (statistic: the mean shard p-value; p = min(1, 2 x mean)).
 
-    The other fields are :class:`CombinedContamination`'s. ``summary()`` is the longer
-    report (:meth:`CombinedContamination.explain`); ``combine_shards`` never returns this
-    type, so truescore code sees truescore's fields and text.
+    The other fields are :class:`CombinedContamination`'s (``level`` included, so code that
+    reads a pooled result either way works; ``alpha`` is ``1 - level``). It follows the
+    library's result protocol: ``summary()`` (= ``str()``) is the longer report
+    (:meth:`CombinedContamination.explain`), a short ``repr``, ``to_dict()``.
+    ``combine_shards`` never returns this type, so truescore code sees truescore's fields
+    and text.
     """
 
     method: str = "fisher"
+
+    _repr_fields = ("method", "p_value", "statistic", "n_shards", "alpha")
+    # The short repr of the result protocol, not the drop-in base's dataclass repr.
+    __repr__ = Result.__repr__
 
     @property
     def pooling(self) -> str:
         """The ``method`` field."""
         return self.method
+
+    @property
+    def alpha(self) -> float:
+        """The significance level, ``1 - level``."""
+        return 1.0 - self.level
 
     def summary(self) -> str:
         """The longer report: method, statistic, p and log p, and the verdict."""
@@ -407,8 +420,8 @@ def combine_shards(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> CombinedC
     return _fisher_from_log_sum(total, values, alpha)
 
 
-@dataclass(frozen=True)
-class ExchangeabilityTests:
+@dataclass(frozen=True, repr=False)
+class ExchangeabilityTests(TabularResult):
     """Exact exchangeability tests for many shards, as arrays (one entry per shard).
 
     Attributes:
@@ -419,8 +432,15 @@ class ExchangeabilityTests:
         sds: Standard deviation of the shuffled orders (ddof=1; 0 when m = 1).
         n_permutations: Shuffled orders per shard.
         canonical: Published-order log-likelihoods.
-        level: One minus the significance level.
+        alpha: Significance level of the per-shard and pooled verdicts.
+
+    A table (``to_frame()``: one row per shard). A shard's verdict is exactly what
+    :func:`exchangeability_test` gives it alone, truescore's arithmetic included: the
+    threshold is ``1 - level`` with ``level = 1 - alpha``, so at alpha = 0.05 a p-value of
+    exactly 0.05 (m = 19, no shuffled order above the canonical one) counts as a finding.
     """
+
+    _repr_fields = ("n_shards", "smallest_p_value", "alpha")
 
     p_values: npt.NDArray[np.float64]
     counts: npt.NDArray[np.int64]
@@ -429,10 +449,37 @@ class ExchangeabilityTests:
     sds: npt.NDArray[np.float64]
     n_permutations: npt.NDArray[np.int64]
     canonical: npt.NDArray[np.float64]
-    level: float
+    alpha: float
 
     def __len__(self) -> int:
         return int(self.p_values.shape[0])
+
+    @property
+    def n_shards(self) -> int:
+        """Number of shards."""
+        return len(self)
+
+    @property
+    def smallest_p_value(self) -> float:
+        """The smallest shard p-value."""
+        return float(self.p_values.min())
+
+    @property
+    def level(self) -> float:
+        """``1 - alpha``, as the per-shard (truescore) results record it."""
+        return 1.0 - self.alpha
+
+    def _columns(self) -> dict[str, Any]:
+        return {
+            "shard": np.arange(len(self)),
+            "canonical": self.canonical,
+            "mean": self.means,
+            "sd": self.sds,
+            "z_score": self.z_scores,
+            "count": self.counts,
+            "n_permutations": self.n_permutations,
+            "p_value": self.p_values,
+        }
 
     @property
     def resolutions(self) -> npt.NDArray[np.float64]:
@@ -481,7 +528,7 @@ class ExchangeabilityTests:
             ValueError: an unknown method.
         """
         check_choice("method", method, ("fisher", "stouffer", "average"))
-        alpha = 1.0 - self.level
+        alpha = self.alpha
         if method == "fisher":
             fisher = _fisher_from_log_sum(np.sum(np.log(self.p_values)), self.p_values, alpha)
             return PooledContamination(
@@ -515,7 +562,7 @@ class ExchangeabilityTests:
 
     def summary(self) -> str:
         """Per-batch overview: shard count, how many reject alone, the Fisher pool."""
-        alpha = 1.0 - self.level
+        alpha = self.alpha
         pooled = self.combine("fisher")
         return "\n".join(
             [
@@ -594,7 +641,7 @@ def exchangeability_tests(
         sds=out["sd"],
         n_permutations=m,
         canonical=canon,
-        level=1.0 - alpha,
+        alpha=alpha,
     )
 
 

@@ -409,10 +409,8 @@ def linear_weighted_kappa(
         draws.append(np.where(e > 0.0, 1.0 - o / np.where(e > 0.0, e, 1.0), np.nan))
     reps = np.concatenate(draws)
     defined = reps[~np.isnan(reps)]
-    # The quantiles use 1 - (1 - alpha), the error rate this function used when it took
-    # level = 1 - alpha: results keep their bits (1 - (1 - 0.05) is 0.050000000000000044).
     if defined.size:
-        lo, hi = (float(x) for x in percentile_interval(defined, 1.0 - (1.0 - alpha)))
+        lo, hi = (float(x) for x in percentile_interval(defined, alpha))
     else:  # every resample undefined (a handful of items): no information
         lo, hi = -math.inf, math.inf
     return KappaResult(

@@ -204,9 +204,7 @@ def family_bootstrap_difference(
         t_sum, t_count, c_sum, c_count,
         n_resamples=int(n_resamples), key0=key0, key1=key1, n_threads=threads,
     )  # fmt: skip
-    # The quantiles use 1 - (1 - alpha), the error rate this function used when it took
-    # level = 1 - alpha: results keep their bits (1 - (1 - 0.05) is 0.050000000000000044).
-    lo, hi = percentile_interval(reps, 1.0 - (1.0 - alpha))
+    lo, hi = percentile_interval(reps, alpha)
     below = int(np.count_nonzero(reps <= 0.0))
     above = int(np.count_nonzero(reps >= 0.0))
     p = min(1.0, 2.0 * (1 + min(below, above)) / (n_resamples + 1))

@@ -4,8 +4,9 @@
 the Booth-Butler-Hall pseudo-population bootstrap of a (stratified) mean, or, with
 Rao-Wu, of any statistic of the replicate's unit weights.
 
-Randomness: ``seed`` (an int, a ``SeedSequence`` or a ``Generator``) is turned into one
-Philox4x64-10 key by :func:`truescore_fast._random.philox_key`. Replicate b draws from its own
+Randomness: ``seed`` (default 0; any seed ``numpy.random.default_rng`` takes but
+None) is turned into one Philox4x64-10 key by
+:func:`truescore_fast._random.philox_key`. Replicate b draws from its own
 stream, counter ``[0, 0, b, 0]``, so a result is bit-identical for any ``n_threads`` and
 can be reproduced draw for draw with ``numpy.random.Philox`` (the order of draws is
 documented in ``src/cpp/truescore/resampling.hpp``). The compiled kernels release the GIL

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -66,15 +66,26 @@ __all__ = [
     "wald_intervals",
 ]
 
-INTERVAL_METHODS: tuple[str, ...] = (
-    "hoeffding",
-    "bernstein",
-    "wald",
-    "hoeffding_serfling",
-    "betting",
-)
-_CODE = {name: code for code, name in enumerate(INTERVAL_METHODS)}
-_NEEDS_POPULATION = {"hoeffding_serfling"}
+
+class _MethodTraits(NamedTuple):
+    """One row of the compiled core's registry of interval methods (intervals.hpp)."""
+
+    code: int  # the method's _core.IntervalMethod value
+    needs_population: bool  # requires the population size N
+    order_dependent: bool  # depends on the order of the gaps, not only on their moments
+    uses_variance: bool  # reads the sample variance
+    may_be_fallback: bool  # may serve as the fallback under the guardrail
+
+
+#: The registry of interval methods, read from the compiled core's one table: every
+#: list of methods in the package (audit, calibration, command line) derives from it.
+_TRAITS: dict[str, _MethodTraits] = {
+    name: _MethodTraits(**row) for name, row in _core.interval_method_traits().items()
+}
+INTERVAL_METHODS: tuple[str, ...] = tuple(_TRAITS)
+_CODE = {name: t.code for name, t in _TRAITS.items()}
+_NEEDS_POPULATION = {m for m, t in _TRAITS.items() if t.needs_population}
+_FALLBACK_METHODS = tuple(m for m, t in _TRAITS.items() if t.may_be_fallback)
 
 
 @dataclass(frozen=True, repr=False)

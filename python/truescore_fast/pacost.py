@@ -46,7 +46,6 @@ from scipy import stats
 
 from truescore_fast import _core
 from truescore_fast._numeric import (
-    error_rate,
     scale_exponent,
     student_t_quantile,
     unscale,
@@ -243,10 +242,7 @@ def paired_confidence_test(
     check_choice("method", method, ("t", "wilcoxon", "sign_flip"))
     check_choice("alternative", alternative, ALTERNATIVES)
     check_alpha(alpha)
-    # The intervals use 1 - (1 - alpha), the error rate this function used when it took
-    # level = 1 - alpha: results keep their bits (1 - (1 - 0.05) is 0.050000000000000044);
-    # alpha itself when it is so small that 1 - alpha would lose it (see _numeric).
-    rate = error_rate(alpha)
+    rate = alpha
     with np.errstate(over="ignore"):  # checked on the next line
         raw = original - rephrased
     if not np.isfinite(raw).all():

@@ -238,7 +238,9 @@ def _audit_scaled(
     ds = _scale(d)
     solved = np.zeros(n, dtype=bool)
     coin = np.random.default_rng(seed).random(n) < 0.5
-    for train, test in kfold(n_splits=n_splits, shuffle=True, random_state=seed).split(ds):
+    # scikit-learn takes a random_state below 2**32 only: a larger seed is hashed down.
+    folds_seed = seed if seed < 2**32 else int(np.random.SeedSequence(seed).generate_state(1)[0])
+    for train, test in kfold(n_splits=n_splits, shuffle=True, random_state=folds_seed).split(ds):
         margin = ds[test] @ _fit(model_cls, ds[train])
         solved[test] = np.where(margin == 0.0, coin[test], margin > 0.0)
     k = int(solved.sum())

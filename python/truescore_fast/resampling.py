@@ -15,8 +15,9 @@ Each tool has its own module; this one gathers them under one name:
 * :func:`seed_contrast` (``signflip.py``) -- a seed-paired contrast: mean, t-interval,
   seeds positive and the exact two-sided sign-flip p (Table 1).
 
-Randomness: every random function takes ``seed`` (an int, a ``SeedSequence`` or a
-``Generator``), turned into one Philox4x64-10 key by :func:`truescore_fast._random.philox_key`.
+Randomness: every random function takes ``seed`` (default 0; any seed
+``numpy.random.default_rng`` takes but None), turned into one Philox4x64-10 key by
+:func:`truescore_fast._random.philox_key`.
 Replicate (or permutation) b draws from its own stream, counter ``[0, 0, b, 0]``, so a
 result is bit-identical for any ``n_threads`` and can be reproduced draw for draw with
 ``numpy.random.Philox`` (the order of draws is documented in

@@ -6,8 +6,8 @@ Table 1). It runs on the sign-flip kernels of ``src/cpp/truescore/signflip.hpp``
 the package's other sign-flip tests: :func:`truescore_fast.paired_permutation` and
 :func:`truescore_fast.paired_confidence_test` with ``method="sign_flip"``.
 
-Randomness (Monte Carlo only): ``seed`` (an int, a ``SeedSequence`` or a ``Generator``)
-is turned into one Philox4x64-10 key by :func:`truescore_fast._random.philox_key`;
+Randomness (Monte Carlo only): ``seed`` (default 0; any seed ``numpy.random.default_rng``
+takes but None) is turned into one Philox4x64-10 key by :func:`truescore_fast._random.philox_key`;
 random sign vectors are drawn in blocks of 256 per Philox stream, so the p-value is
 bit-identical for any ``n_threads``.
 """

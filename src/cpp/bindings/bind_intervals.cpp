@@ -59,6 +59,27 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
 }  // namespace
 
 void bind_intervals(py::module_& m) {
+    // The registry of interval methods (intervals.hpp): the enum, and its traits table as
+    // {name: {"code": int, "needs_population": bool, ...}} in code order.
+    py::enum_<truescore::IntervalMethod> method(m, "IntervalMethod", "Interval methods of the matched-form audit.");
+    for (const auto& t : truescore::kIntervalTraits) method.value(t.name, t.method);
+    m.def(
+        "interval_method_traits",
+        [] {
+            py::dict table;
+            for (const auto& t : truescore::kIntervalTraits) {
+                py::dict row;
+                row["code"] = static_cast<int>(t.method);
+                row["needs_population"] = t.needs_population;
+                row["order_dependent"] = t.order_dependent;
+                row["uses_variance"] = t.uses_variance;
+                row["may_be_fallback"] = t.may_be_fallback;
+                table[t.name] = row;
+            }
+            return table;
+        },
+        "Per-method traits of the interval registry: {name: {code, needs_population, "
+        "order_dependent, uses_variance, may_be_fallback}} in code order.");
     m.def("gap_intervals", &gap_intervals, py::arg("gaps"), py::arg("methods"), py::kw_only(),
           py::arg("population_size") = py::none(), py::arg("alpha") = 0.05,
           py::arg("n_threads") = py::none(),

@@ -67,8 +67,10 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
             throw std::invalid_argument("lattice_counts must sum to each stratum's size");
     }
     for (std::size_t k = 0; k < s.n_methods; ++k) {
-        if (counts_path && s.methods[k] == IntervalMethod::betting)
-            throw std::invalid_argument("the betting interval needs the sample's order: it cannot use lattice counts");
+        const IntervalTraits& t = interval_traits(s.methods[k]);
+        if (counts_path && t.order_dependent)
+            throw std::invalid_argument(std::string("the ") + t.name +
+                                        " interval needs the sample's order: it cannot use lattice counts");
     }
     const IntervalConstants c(s.alpha);
     const double pop = static_cast<double>(s.population_size);
@@ -108,8 +110,8 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
         }
         for (std::size_t k = 0; k < s.n_methods; ++k) {
             const GapInterval iv =
-                s.methods[k] == IntervalMethod::betting
-                    ? betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data())
+                interval_traits(s.methods[k]).order_dependent
+                    ? gap_interval(s.methods[k], st.d.data(), n, pop, s.alpha, st.scratch.data())
                     : moment_interval(s.methods[k], mean, variance, n, pop, c);
             double* cell = row + k * kCoverageWidth;
             cell[0] += (iv.low <= s.truth && s.truth <= iv.high) ? 1.0 : 0.0;
@@ -134,7 +136,8 @@ void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* 
     const std::size_t n = s.n, K = s.n_forms, N = s.population_size;
     if (n < 2 || n > N) throw std::invalid_argument("n must lie in [2, population_size]");
     if (K < 1) throw std::invalid_argument("the bank needs at least one fresh form");
-    if (s.fallback == IntervalMethod::wald) throw std::invalid_argument("fallback must not be wald");
+    if (!interval_traits(s.fallback).may_be_fallback)
+        throw std::invalid_argument(std::string("fallback must not be ") + interval_traits(s.fallback).name);
     // The labels index the randomization test's table of label sums: only 0 and 1 are safe.
     for (std::size_t i = 0; i < N; ++i)
         if (s.public_labels[i] != 0.0 && s.public_labels[i] != 1.0)
@@ -185,10 +188,12 @@ void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* 
         GapInterval iv;
         if (nonzero >= s.guardrail) {
             iv = moment_interval(IntervalMethod::wald, mean, numpy_variance(st.d.data(), n, mean), n, pop, c);
-        } else if (s.fallback == IntervalMethod::betting) {
-            iv = betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data());
+        } else if (interval_traits(s.fallback).order_dependent) {
+            iv = gap_interval(s.fallback, st.d.data(), n, pop, s.alpha, st.scratch.data());
         } else {
-            const double var = s.fallback == IntervalMethod::bernstein ? numpy_variance(st.d.data(), n, mean) : 0.0;
+            // The variance costs a pass over the sample: computed only for methods that read it.
+            const double var =
+                interval_traits(s.fallback).uses_variance ? numpy_variance(st.d.data(), n, mean) : 0.0;
             iv = moment_interval(s.fallback, mean, var, n, pop, c);
         }
         const RandomizationPValues p = randomization_test_binary(st.n_by_sum.data(), static_cast<int>(K), u_obs);
@@ -232,8 +237,8 @@ void budget_tasks(const BudgetSetting& s, const TaskRange& range, double* out, i
             const double mean = numpy_mean(st.d.data(), n);
             st.means[m] = mean;
             const GapInterval iv =
-                s.method == IntervalMethod::betting
-                    ? betting_interval(st.d.data(), n, pop, s.alpha, st.scratch.data())
+                interval_traits(s.method).order_dependent
+                    ? gap_interval(s.method, st.d.data(), n, pop, s.alpha, st.scratch.data())
                     : moment_interval(s.method, mean, numpy_variance(st.d.data(), n, mean), n, pop, c);
             half_sum += iv.half_width;
         }

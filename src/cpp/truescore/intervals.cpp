@@ -133,8 +133,9 @@ void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const d
             throw std::invalid_argument(msg);
         }
         for (std::size_t k = 0; k < n_methods; ++k)
-            if (methods[k] == IntervalMethod::hoeffding_serfling && !(pop > 0.0))
-                throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
+            if (interval_traits(methods[k]).needs_population && !(pop > 0.0))
+                throw std::invalid_argument(std::string("population_size is required for the ") +
+                                            interval_traits(methods[k]).name + " interval");
     }
     parallel_for_blocks(n_audits, n_threads, kMinAuditsPerThread, [&](std::size_t begin, std::size_t end) {
         std::vector<double> scratch(kBettingScratchPerParent * n);

@@ -23,6 +23,12 @@ struct GapInterval {
     double half_width;
 };
 
+// ---- The registry of interval methods ----------------------------------------------
+//
+// One enum (bound to Python as _core.IntervalMethod) and one table of per-method traits
+// beside it (bound as _core.interval_method_traits()): the audit, the calibration engine
+// and the command line read these, so a new order-free interval is one formula
+// (moment_interval and gap_interval below), one row here, one Python wrapper.
 enum class IntervalMethod : int {
     hoeffding = 0,
     bernstein = 1,
@@ -30,7 +36,32 @@ enum class IntervalMethod : int {
     hoeffding_serfling = 3,
     betting = 4,
 };
-constexpr int kIntervalMethodCount = 5;
+
+struct IntervalTraits {
+    IntervalMethod method;
+    const char* name;       // the Python name (and the enum member's)
+    bool needs_population;  // requires the population size N
+    bool order_dependent;   // depends on the order of the sample, not only on its moments:
+                            // no moment_interval, no sampling by counts per value
+    bool uses_variance;     // reads the sample variance
+    bool may_be_fallback;   // may serve as the fallback under the guardrail (Wald is the
+                            // primary rule the fallback replaces)
+};
+
+// Rows in enum order (kIntervalTraits[code].method == code).
+inline constexpr IntervalTraits kIntervalTraits[] = {
+    // method                               name                  N      order  var    fallback
+    {IntervalMethod::hoeffding,             "hoeffding",          false, false, false, true},
+    {IntervalMethod::bernstein,             "bernstein",          false, false, true,  true},
+    {IntervalMethod::wald,                  "wald",               false, false, true,  false},
+    {IntervalMethod::hoeffding_serfling,    "hoeffding_serfling", true,  false, false, true},
+    {IntervalMethod::betting,               "betting",            false, true,  false, true},
+};
+constexpr int kIntervalMethodCount = static_cast<int>(sizeof kIntervalTraits / sizeof kIntervalTraits[0]);
+
+inline const IntervalTraits& interval_traits(IntervalMethod method) {
+    return kIntervalTraits[static_cast<int>(method)];
+}
 
 // Empty string when the gaps are usable: n >= 2, all finite and in [-1, 1], and either
 // population_size <= 0 (no population) or population_size >= n. Otherwise a message
@@ -60,7 +91,7 @@ double hoeffding_serfling_half_width(std::size_t n, double population_size,
 GapInterval symmetric_interval(double estimate, double half);
 
 // An order-free interval from a sample's mean and unbiased variance alone (every method
-// but betting; throws std::invalid_argument for betting).
+// whose traits are not order_dependent; throws std::invalid_argument for the others).
 GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
                             double population_size, const IntervalConstants& c);
 

@@ -25,13 +25,14 @@ inline constexpr std::size_t kBootstrapBlock = 256;         // compare.cpp: boot
 inline constexpr std::size_t kSignFlipBlock = 256;          // signflip.cpp: Monte Carlo sign patterns
 inline constexpr std::size_t kFamilyBootstrapBlock = 64;    // cluster_bootstrap.cpp: cluster_bootstrap_difference
 inline constexpr std::size_t kReplicateBlock = 1;           // resampling.cpp and the randomization test's Monte Carlo draws
-inline constexpr std::size_t kCalibrationBlock = 250;       // calibration.cpp: replications per task (REPLICATIONS_PER_TASK)
+// calibration.cpp: replications per task. The Python engine owns this one (calibration's
+// REPLICATIONS_PER_TASK) and passes it as TaskRange::block; recorded here so the table is whole.
+inline constexpr std::size_t kCalibrationBlock = 250;
 
 // Minimum work a thread must get before a loop uses it (a thread costs ~20 us to start).
 // These decide only how many threads run, never a result.
 inline constexpr std::size_t kMinStepsPerThread = 200000;   // element steps (index draws, pattern bits)
 inline constexpr std::size_t kMinReplicatesPerThread = 16;  // resampling.cpp replicates
-inline constexpr std::size_t kMinFamilyBlocksPerThread = 2; // cluster_bootstrap_difference blocks
 inline constexpr std::size_t kMinDrawsPerThread = 64;       // randomization test Monte Carlo draws
 inline constexpr std::size_t kMinTasksPerThread = 1;        // calibration tasks (each ~1 ms or more)
 inline constexpr std::size_t kMinAuditsPerThread = 16;      // gap_intervals audits

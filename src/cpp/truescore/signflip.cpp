@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "truescore/parallel.hpp"
@@ -46,23 +47,26 @@ void require_exact_size(std::size_t n, std::size_t limit) {
                                     " values; got " + std::to_string(n));
 }
 
-// Calls visit(p, gen, tally) for every pattern p in [0, n_patterns); gen is the Philox
-// stream of block p / kSignFlipBlock, read by the block's patterns in order. Each worker
+// Calls visit(p, gen, tally, scratch) for every pattern p in [0, n_patterns); gen is the
+// Philox stream of block p / kSignFlipBlock, read by the block's patterns in order, and
+// scratch a worker's own make_scratch() (buffers reused across its patterns). Each worker
 // tallies its blocks; the integer tallies are summed (order-free).
-template <class Visit>
-SignFlipCounts visit_patterns(std::size_t n_patterns, std::uint64_t key0, std::uint64_t key1,
-                              int n_threads, std::size_t work_per_pattern, Visit visit) {
+template <class MakeScratch, class Visit>
+SignFlipCounts visit_patterns_with(std::size_t n_patterns, std::uint64_t key0, std::uint64_t key1,
+                                   int n_threads, std::size_t work_per_pattern,
+                                   MakeScratch make_scratch, Visit visit) {
     std::atomic<std::int64_t> greater{0}, less{0}, two_sided{0};
     const StreamBlocks streams{key0, key1, n_patterns, kSignFlipBlock};
     for_each_stream_block(
-        streams, n_threads, min_blocks_for_steps(kSignFlipBlock, work_per_pattern), [] { return Tally{}; },
-        [&](Tally& c, Philox& gen, std::size_t, std::size_t p_begin, std::size_t p_end) {
-            for (std::size_t p = p_begin; p < p_end; ++p) visit(p, gen, c);
+        streams, n_threads, min_blocks_for_steps(kSignFlipBlock, work_per_pattern),
+        [&] { return std::make_pair(Tally{}, make_scratch()); },
+        [&](auto& state, Philox& gen, std::size_t, std::size_t p_begin, std::size_t p_end) {
+            for (std::size_t p = p_begin; p < p_end; ++p) visit(p, gen, state.first, state.second);
         },
-        [&](const Tally& c) {
-            greater += c.greater;
-            less += c.less;
-            two_sided += c.two_sided;
+        [&](const auto& state) {
+            greater += state.first.greater;
+            less += state.first.less;
+            two_sided += state.first.two_sided;
         });
     SignFlipCounts out;
     out.n_patterns = static_cast<std::int64_t>(n_patterns);
@@ -70,6 +74,15 @@ SignFlipCounts visit_patterns(std::size_t n_patterns, std::uint64_t key0, std::u
     out.less = less.load();
     out.two_sided = two_sided.load();
     return out;
+}
+
+// visit_patterns_with for kernels that need no scratch: visit(p, gen, tally).
+template <class Visit>
+SignFlipCounts visit_patterns(std::size_t n_patterns, std::uint64_t key0, std::uint64_t key1,
+                              int n_threads, std::size_t work_per_pattern, Visit visit) {
+    return visit_patterns_with(n_patterns, key0, key1, n_threads, work_per_pattern,
+                               [] { return 0; },
+                               [&](std::size_t p, Philox& gen, Tally& c, int&) { visit(p, gen, c); });
 }
 
 struct Flipped {
@@ -193,15 +206,36 @@ SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
 
 namespace {
 
-// scipy.stats.permutation_test's statistic for two paired samples, mean(x) - mean(y), with
-// x_i = b_i and y_i = a_i where flipped(i), each mean summed in NumPy's pairwise order.
-template <class Flipped>
-double pair_mean_difference(const double* a, const double* b, std::size_t n, Flipped flipped) {
-    const double dn = static_cast<double>(n);
-    const double sx = 0.0 + pairwise_sum(n, [&](std::size_t i) { return flipped(i) ? b[i] : a[i]; });
-    const double sy = 0.0 + pairwise_sum(n, [&](std::size_t i) { return flipped(i) ? a[i] : b[i]; });
-    return sx / dn - sy / dn;
-}
+// The two samples of one swap pattern -- x_i = b_i and y_i = a_i where the pattern swaps
+// pair i, else x_i = a_i and y_i = b_i -- and scipy.stats.permutation_test's statistic on
+// them, mean(x) - mean(y), each mean summed in NumPy's pairwise order. Both pair kernels
+// evaluate patterns with it, so the Monte Carlo mode computes exactly what the
+// enumeration computes. One per worker: the buffers are reused across its patterns.
+class SwappedPairs {
+public:
+    SwappedPairs(const double* a, const double* b, std::size_t n) : a_(a), b_(b), x_(n), y_(n) {}
+
+    // swapped(i) -> whether pair i is swapped, called once per i in increasing order.
+    template <class Swapped>
+    double mean_difference(Swapped swapped) {
+        const std::size_t n = x_.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const bool s = swapped(i);
+            x_[i] = s ? b_[i] : a_[i];
+            y_[i] = s ? a_[i] : b_[i];
+        }
+        const double* x = x_.data();
+        const double* y = y_.data();
+        const double dn = static_cast<double>(n);
+        return (0.0 + pairwise_sum(n, [x](std::size_t i) { return x[i]; })) / dn -
+               (0.0 + pairwise_sum(n, [y](std::size_t i) { return y[i]; })) / dn;
+    }
+
+private:
+    const double* a_;
+    const double* b_;
+    std::vector<double> x_, y_;
+};
 
 // scipy's tie rule: within 100 machine epsilons of the observed statistic (relative).
 double pair_tolerance(double observed) {
@@ -213,14 +247,13 @@ double pair_tolerance(double observed) {
 SignFlipCounts sign_flip_exact_pairs(const double* a, const double* b, std::size_t n,
                                      int n_threads) {
     require_exact_size(n, kSignFlipMaxCount);
-    const auto statistic = [&](std::uint64_t pattern) {
-        return pair_mean_difference(a, b, n, [pattern](std::size_t i) { return (pattern >> i) & 1; });
-    };
-    const double observed = statistic(0);
+    const double observed = SwappedPairs(a, b, n).mean_difference([](std::size_t) { return false; });
     const double tol = pair_tolerance(observed);
-    return visit_patterns(std::size_t{1} << n, 0, 0, n_threads, 2 * n,
-                          [&](std::size_t p, Philox&, Tally& c) {
-        tally_statistic(statistic(p), observed, tol, c);
+    return visit_patterns_with(std::size_t{1} << n, 0, 0, n_threads, 2 * n,
+                               [&] { return SwappedPairs(a, b, n); },
+                               [&](std::size_t p, Philox&, Tally& c, SwappedPairs& pairs) {
+        const double t = pairs.mean_difference([p](std::size_t i) { return (p >> i) & 1; });
+        tally_statistic(t, observed, tol, c);
     });
 }
 
@@ -229,30 +262,18 @@ SignFlipCounts sign_flip_monte_carlo_pairs(const double* a, const double* b, std
                                            std::uint64_t key1, int n_threads) {
     if (n == 0) throw std::invalid_argument("a and b must be non-empty");
     if (n_resamples < 1) throw std::invalid_argument("n_resamples must be at least 1");
-    const double observed = pair_mean_difference(a, b, n, [](std::size_t) { return false; });
+    const double observed = SwappedPairs(a, b, n).mean_difference([](std::size_t) { return false; });
     const double tol = pair_tolerance(observed);
-    return visit_patterns(static_cast<std::size_t>(n_resamples), key0, key1, n_threads, 2 * n,
-                          [&](std::size_t, Philox& gen, Tally& c) {
-        // The pattern's ceil(n / 64) words, read before any statistic (the stream layout
-        // of the module header). The swapped samples are laid out first, so the two
-        // pairwise sums run over plain arrays; the buffers are per thread and reused.
-        thread_local std::vector<double> xs, ys;
-        xs.resize(n);
-        ys.resize(n);
-        for (std::size_t base = 0; base < n; base += 64) {
-            const std::uint64_t w = gen.next_u64();
-            const std::size_t len = std::min<std::size_t>(64, n - base);
-            for (std::size_t j = 0; j < len; ++j) {
-                const bool swap = (w >> j) & 1;
-                xs[base + j] = swap ? b[base + j] : a[base + j];
-                ys[base + j] = swap ? a[base + j] : b[base + j];
-            }
-        }
-        const double dn = static_cast<double>(n);
-        const double* x = xs.data();
-        const double* y = ys.data();
-        const double t = (0.0 + pairwise_sum(n, [x](std::size_t i) { return x[i]; })) / dn -
-                         (0.0 + pairwise_sum(n, [y](std::size_t i) { return y[i]; })) / dn;
+    return visit_patterns_with(static_cast<std::size_t>(n_resamples), key0, key1, n_threads, 2 * n,
+                               [&] { return SwappedPairs(a, b, n); },
+                               [&](std::size_t, Philox& gen, Tally& c, SwappedPairs& pairs) {
+        // The pattern's ceil(n / 64) raw words in order (the stream layout of the header):
+        // pair i is swapped when bit i % 64 of word i / 64 is set.
+        std::uint64_t word = 0;
+        const double t = pairs.mean_difference([&](std::size_t i) {
+            if (i % 64 == 0) word = gen.next_u64();
+            return (word >> (i % 64)) & 1;
+        });
         tally_statistic(t, observed, tol, c);
     });
 }

@@ -1,6 +1,6 @@
 // Sign-flip (paired randomization) tests: the one module that enumerates or samples sign
 // patterns and counts those at least as extreme as the data. Used by compare's
-// paired_permutation, pacost's paired_confidence_test and resampling's seed_contrast.
+// paired_permutation, pacost's paired_confidence_test and signflip.py's seed_contrast.
 //
 // Under the null that each paired difference d_i is symmetric about 0, flipping the sign
 // of any subset S of the differences leaves their joint law unchanged. With
