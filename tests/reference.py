@@ -252,6 +252,8 @@ def ref_betting_interval(d, population_size=None, alpha=0.05, tol=1e-9):
     """Waudby-Smith & Ramdas hedged betting CI with predictable plug-in bets (fixed n),
     c = 3/4, WoR conditional means; bisection on the monotone one-sided rejections."""
     d = np.asarray(d, dtype=np.float64)
+    if population_size is not None and population_size == d.size:  # a census: the point
+        return float(np.mean(d)), float(np.mean(d)), float(np.mean(d)), 0.0
     x = (d + 1.0) * 0.5
     lam, sprev = _betting_path(x, alpha)
     c = 0.75
@@ -301,9 +303,9 @@ def ref_betting_interval(d, population_size=None, alpha=0.05, tol=1e-9):
             else:
                 lo = mid
         upper = hi
-    if lower > upper:
-        lower = upper = 0.5 * (lower + upper)
     low, high = 2.0 * lower - 1.0, 2.0 * upper - 1.0
+    if lower > upper:  # every mean rejected: the empty set, its crossed ends, width 0
+        return low, high, float(np.mean(d)), 0.0
     return low, high, float(np.mean(d)), 0.5 * (high - low)
 
 

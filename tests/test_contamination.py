@@ -648,7 +648,6 @@ def test_combine_shards_errors(p_values):
         ([0.0], np.zeros((1, 0)), {}, "permuted"),
         ([0.0, 1.0], [[1.0], [NAN]], {}, "permuted"),
         ([0.0], [[INF, 1.0]], {}, "permuted"),
-        ([0.0], [["a"]], {}, "permuted"),
         ([0.0], [[1.0]], {"offsets": [0, 1]}, "permuted"),
         ([0.0], [1.0, NAN], {"offsets": [0, 2]}, "permuted"),
         ([0.0, 1.0], [1.0, 2.0], {"offsets": [0, 1]}, "offsets"),
@@ -671,6 +670,19 @@ def test_combine_shards_errors(p_values):
 def test_exchangeability_tests_errors(canonical, permuted, kwargs, name):
     with pytest.raises(ValueError, match=name):
         tf.exchangeability_tests(canonical, permuted, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("canonical", "permuted", "name"),
+    [
+        ([0.0], [["a"]], "permuted"),
+        ([1j], [[1.0]], "canonical"),
+        ([0.0], np.array([[1.0 + 2j]]), "permuted"),
+    ],
+)
+def test_exchangeability_tests_non_real_input_is_a_type_error(canonical, permuted, name):
+    with pytest.raises(TypeError, match=name):
+        tf.exchangeability_tests(canonical, permuted)
 
 
 @pytest.mark.parametrize("method", ["Fisher", "mean", "", None, "tippett"])

@@ -1,14 +1,17 @@
 """Argument checks shared by every public function.
 
 One place for the error messages: each names the argument and the problem, and every
-check raises ``ValueError`` (never returns NaN), because a NaN that slips past the edge
-surfaces later as a wrong number in somebody's report.
+check raises ``ValueError`` (``TypeError`` for values that are not real numbers) and never
+returns NaN, because a NaN that slips past the edge surfaces later as a wrong number in
+somebody's report.
 """
 
 from __future__ import annotations
 
 import importlib
+import numbers
 from collections.abc import Sequence
+from decimal import Decimal
 from types import ModuleType
 from typing import Any, Literal
 
@@ -25,6 +28,7 @@ __all__ = [
     "check_labels",
     "check_open_unit",
     "check_population_sizes",
+    "check_population_total",
     "group_offsets",
     "optional_module",
     "check_gaps",
@@ -62,12 +66,35 @@ def dropin_alpha(alpha: Any, name: str = "alpha") -> Any:
     return alpha
 
 
+_REAL_KINDS = "biuf"  # bool, signed and unsigned integers, floats
+
+
 def float_array(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """``values`` as a float64 array; a float64 array comes back as the same object."""
+    """``values`` as a float64 array; a float64 array comes back as the same object.
+
+    Only real numbers are converted: complex values (whose imaginary part a cast would
+    drop), dates, durations, strings (even numeric ones) and other objects raise
+    ``TypeError`` naming the argument; a ragged nesting raises ``ValueError``.
+    """
+    if type(values) is np.ndarray and values.dtype == np.float64:
+        return values
     try:
-        return np.asarray(values, dtype=np.float64)
+        raw = np.asarray(values)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be numeric: {error}") from error
+        raise ValueError(f"{name} must be an array of numbers: {error}") from error
+    kind = raw.dtype.kind
+    if kind == "O":
+        odd = [v for v in raw.flat if not isinstance(v, (numbers.Real, Decimal))][:1]
+        if odd:
+            raise TypeError(
+                f"{name} must hold real numbers; got a {type(odd[0]).__name__} ({odd[0]!r:.40})"
+            )
+    elif kind not in _REAL_KINDS:
+        raise TypeError(f"{name} must hold real numbers; got dtype {raw.dtype}")
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except OverflowError as error:  # a Python int beyond the largest double
+        raise ValueError(f"{name} holds a number too large for a double: {error}") from error
 
 
 def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -247,8 +274,11 @@ def check_population_sizes(
         arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
     ):
         raise ValueError(f"{name} must hold integers (population sizes N); got {sizes!r}")
-    if arr.size and float(arr.max()) >= 2.0**63:  # int64 holds them; 2**63 and 1e300 do not
-        raise ValueError(f"{name} must be below 2**63; got {arr.max()!r}")
+    if arr.size and arr.max() >= _INT64_LIMIT:
+        raise ValueError(
+            f"{name} must be below 2**63 (the sizes are counted in 64-bit integers); "
+            f"got {arr.max():.6g}"
+        )
     need = np.broadcast_to(np.asarray(n, dtype=np.int64), arr.shape)
     short = np.flatnonzero(arr < need)
     if short.size:
@@ -258,6 +288,20 @@ def check_population_sizes(
             f"{name}{where} must be at least the sample size n = {need[j]}; got {arr[j]:.0f}"
         )
     return arr.astype(np.int64)
+
+
+_INT64_LIMIT = 2**63  # a size must be below it to be held by an int64
+
+
+def check_population_total(name: str, sizes: npt.NDArray[np.int64]) -> int:
+    """The sum of validated population sizes (one per stratum), if an int64 holds it."""
+    total = sum(int(v) for v in sizes)
+    if total >= _INT64_LIMIT:
+        raise ValueError(
+            f"{name} sums to {total:.6g} over the strata, more than 64-bit integer arithmetic "
+            "holds (2**63 - 1)"
+        )
+    return total
 
 
 def check_labels(name: str, labels: npt.ArrayLike, size: int, unit: str = "observation") -> Any:

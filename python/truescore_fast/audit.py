@@ -182,7 +182,8 @@ class MatchedFormAudit(Result):
         tau: Sensitivity interval for tau = Delta - b: [L - (U_C + r), U - (L_C - r)],
             built from Delta's primary method and b_C's interval each at 1 - alpha/2.
         tau_intervals: tau under every reading of the bank.
-        claim: True only when both ``primary`` and ``tau`` lie entirely above zero.
+        claim: True only when both ``primary`` and ``tau`` lie entirely above zero (never
+            when either is empty: see :class:`~truescore_fast.intervals.Interval`).
         seed, order: The recorded shuffle of the parents used by the betting interval
             (``order[t]`` is the parent placed at step t; ``to_dict`` leaves it out: it
             follows from the seed).
@@ -382,7 +383,8 @@ def matched_form_audit(
             estimate=float(np.mean(d)) - (0.0 if bank is None else bank.estimate),
             method=f"sensitivity ({primary_method} Delta, {name} control, r = {r:g})",
             alpha=alpha,
-            half_width=0.5 * ((hi_d - (lc - r)) - (lo_d - (uc + r))),
+            half_width=_tau_half_width(lo_d, hi_d, lc, uc, r),
+            empty=primary_half.empty,  # built on an empty set, tau is no interval either
         )
         for name, (lc, uc) in readings_c.items()
     }
@@ -404,12 +406,19 @@ def matched_form_audit(
         transport_radius=r,
         tau=tau,
         tau_intervals=tau_intervals,
-        claim=bool(primary.low > 0.0 and tau.low > 0.0),
+        claim=primary.excludes_zero_above and tau.excludes_zero_above,
         guardrail=guard,
         fallback=fallback,
         seed=seed_used,
         order=order,
     )
+
+
+def _tau_half_width(lo_d: float, hi_d: float, lc: float, uc: float, r: float) -> float:
+    width = 0.5 * ((hi_d - (lc - r)) - (lo_d - (uc + r)))
+    if math.isinf(width):  # a radius near the largest double: the same sum, regrouped
+        width = 0.5 * (hi_d - lo_d) + 0.5 * (uc - lc) + r
+    return width
 
 
 def matched_form_audits(

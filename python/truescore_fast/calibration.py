@@ -69,6 +69,7 @@ from truescore_fast._engine import (
     _Cell,
     _execute,
 )
+from truescore_fast._numeric import upper_quantile
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -876,7 +877,7 @@ def plan_audit_size(
         population_size = check_positive_int("population_size", population_size, minimum=2)
     variance = float(np.mean(matrix.var(axis=1, ddof=1)))
     share = float(np.mean(matrix != 0))
-    z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    z = upper_quantile(norm.ppf, alpha / 2) + float(norm.ppf(power))
     rows = []
     for delta in ds:
         n0 = z * z * variance / (delta * delta)

@@ -128,8 +128,8 @@ class DiDResult(TabularResult):
 
 def _did_groups(name: str, data: Any) -> list[np.ndarray]:
     try:
-        arr = np.asarray(data, dtype=np.float64)
-    except (TypeError, ValueError):
+        arr = float_array(name, data)
+    except ValueError:
         arr = None  # ragged: a list of per-model arrays
     if arr is not None and arr.ndim in (2, 3):
         groups = [arr] if arr.ndim == 2 else list(arr)

@@ -173,6 +173,45 @@ def _message(error: Any) -> str:
     return f"{field}: {error.message}"
 
 
+class _NotJsonError(ValueError):
+    """Text that Python's json module would accept but JSON does not (or should not)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJsonError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A repeated key is legal to the parser but lets a later copy hide an invalid one.
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise _NotJsonError(f"the key {key!r} appears twice in one object")
+        record[key] = value
+    return record
+
+
+def _non_finite_numbers(record: Any) -> list[str]:
+    """One problem per NaN or infinite number anywhere in ``record``, in document order.
+
+    JSON has no such numbers, and a NaN p-value passes every range check of the schema.
+    """
+    problems = []
+    stack: list[tuple[list[Any], Any]] = [([], record)]
+    while stack:  # iterative: the depth of a record is the caller's
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.append(
+                f"{_field_name(path)}: {value!r} is not a JSON number (JSON has no NaN or "
+                "Infinity)"
+            )
+        elif isinstance(value, Mapping):
+            stack.extend((path + [k], v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((path + [i], v) for i, v in reversed(list(enumerate(value))))
+    return problems
+
+
 def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> DisclosureValidation:
     """Validate a disclosure record against the shipped JSON Schema, listing every problem.
 
@@ -181,7 +220,9 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
 
     Returns:
         A :class:`DisclosureValidation`; ``.valid``, ``.problems``, ``.summary()``. A file
-        that is not valid JSON is reported as invalid with the parser's message.
+        that is not valid JSON is reported as invalid with the parser's message; so is a
+        key repeated within one object (the parser would keep the last copy silently) and
+        NaN or Infinity (which JSON does not have, in a file or in a mapping).
 
     Raises:
         MissingExtraError: (an ImportError) ``jsonschema`` is not installed (install the
@@ -202,8 +243,12 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {path}")
         try:
-            record: Any = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
+            record: Any = json.loads(
+                path.read_text(encoding="utf-8"),
+                object_pairs_hook=_unique_keys,
+                parse_constant=_refuse_constant,
+            )
+        except (json.JSONDecodeError, _NotJsonError) as error:
             return DisclosureValidation(False, (f"(file): not valid JSON: {error}",), source)
         except UnicodeDecodeError as error:
             return DisclosureValidation(False, (f"(file): not UTF-8 text: {error}",), source)
@@ -219,7 +264,8 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
         validator.iter_errors(record),
         key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
     )
-    problems = tuple(dict.fromkeys(_message(e) for e in errors))  # ordered, de-duplicated
+    messages = _non_finite_numbers(record) + [_message(e) for e in errors]
+    problems = tuple(dict.fromkeys(messages))  # ordered, de-duplicated
     return DisclosureValidation(not problems, problems, source)
 
 

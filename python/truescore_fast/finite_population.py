@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._intervals import percentile_interval
+from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import (
@@ -33,6 +34,7 @@ from truescore_fast._validation import (
     check_labels,
     check_n_threads,
     check_population_sizes,
+    check_population_total,
     check_positive_int,
     finite_1d,
     group_offsets,
@@ -199,12 +201,18 @@ def finite_population_bootstrap(
     order, offsets, big = _strata_layout(y.size, strata, population_size, method)
     counts = np.diff(offsets)
     ys = np.ascontiguousarray(y[order])
+    # The replicates, estimate, SE and interval are scale-equivariant: values whose sums
+    # or squares would overflow are bootstrapped in units of a power of two (exact, the
+    # same draws) and the results scaled back. (A user statistic sees only weights.)
+    exponent = 0 if statistic is not None else scale_exponent(float(np.max(np.abs(ys))), 2.0**400)
+    if exponent:
+        ys = np.ldexp(ys, exponent)
     if big is None:
         weight = np.ones(1)
         frac = np.zeros(1)
         total_pop: int | None = None
     else:
-        total_pop = int(big.sum())
+        total_pop = check_population_total("population_size", big)
         weight = big / total_pop
         frac = counts / big
     key = philox_key(seed)
@@ -248,10 +256,23 @@ def finite_population_bootstrap(
         assert big is not None
         reps = _core.bbh_replicates(ys, offsets, big, weight, b, key[0], key[1], n_threads=threads)
     low, high = percentile_interval(reps, alpha)
+    standard_error = float(np.std(reps, ddof=1))
+    if exponent:
+        with np.errstate(over="ignore"):  # checked below
+            reps = np.ldexp(reps, -exponent)
+        estimate, standard_error, low, high = (
+            unscale(v, exponent) for v in (estimate, standard_error, low, high)
+        )
+        variance = unscale(variance, 2 * exponent)
+        if not (np.isfinite(reps).all() and math.isfinite(standard_error + variance)):
+            raise ValueError(
+                "values are too large: the bootstrap replicates or their variance overflow "
+                "float64; rescale them"
+            )
     return BootstrapResult(
         method=method,
         estimate=estimate,
-        standard_error=float(np.std(reps, ddof=1)),
+        standard_error=standard_error,
         low=float(low),
         high=float(high),
         alpha=alpha,

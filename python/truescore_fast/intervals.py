@@ -33,7 +33,7 @@ References:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -98,6 +98,12 @@ class Interval(Result):
         method: How it was built (``"hoeffding"``, ``"betting"``, ...).
         alpha: Error rate: the interval's nominal coverage is 1 - alpha.
         half_width: The method's half-width before clipping.
+        empty: True when no value is consistent with the data: the betting interval can
+            reject every mean at once (it bets in the order given, and an order that is
+            far from random can do this). ``low > high`` are then where the two one-sided
+            rejections crossed, ``half_width`` is 0, nothing is contained, and an empty
+            set supports no claim about the mean (it says the sample or its order does
+            not look random). Set automatically when ``low > high``.
     """
 
     low: float
@@ -106,19 +112,29 @@ class Interval(Result):
     method: str
     alpha: float
     half_width: float = math.nan
+    empty: bool = False
 
     _repr_fields = ("estimate", "low", "high", "method", "alpha")
 
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            object.__setattr__(self, "empty", True)
+
     @property
     def excludes_zero_above(self) -> bool:
-        """True when the whole interval lies above zero."""
-        return self.low > 0.0
+        """True when the interval is not empty and lies entirely above zero."""
+        return not self.empty and self.low > 0.0
 
     def contains(self, value: float) -> bool:
-        """True when ``low <= value <= high``."""
-        return self.low <= value <= self.high
+        """True when the interval is not empty and ``low <= value <= high``."""
+        return not self.empty and self.low <= value <= self.high
 
     def summary(self) -> str:
+        if self.empty:
+            return (
+                f"empty ({self.method}, {1.0 - self.alpha:.0%}: no value is consistent with "
+                "the data in this order)"
+            )
         return f"[{self.low:+.4f}, {self.high:+.4f}] ({self.method}, {1.0 - self.alpha:.0%})"
 
 
@@ -132,6 +148,10 @@ class Intervals(TabularResult):
     half_width: npt.NDArray[np.float64]
     method: str
     alpha: float
+    empty: npt.NDArray[np.bool_] = field(init=False)  # low > high (see Interval)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "empty", np.asarray(self.low > self.high))
 
     def __len__(self) -> int:
         return int(self.low.shape[0])
@@ -152,24 +172,30 @@ class Intervals(TabularResult):
     def covers(self, value: float | npt.ArrayLike) -> npt.NDArray[np.bool_]:
         """Which intervals contain ``value`` (a scalar or one value per audit)."""
         v = np.asarray(value, dtype=np.float64)
-        return (self.low <= v) & (v <= self.high)
+        return (self.low <= v) & (v <= self.high)  # never true of an empty interval
 
-    def _columns(self) -> dict[str, npt.NDArray[np.float64]]:
+    def _columns(self) -> dict[str, npt.NDArray[Any]]:
         return {
             "estimate": self.estimate,
             "low": self.low,
             "high": self.high,
             "half_width": self.half_width,
+            "empty": self.empty,
         }
 
     def summary(self) -> str:
         lines = [f"{len(self)} {self.method} intervals at level {1.0 - self.alpha:.0%}"]
         if len(self):
-            width = self.high - self.low
+            width = np.where(self.empty, 0.0, self.high - self.low)
             lines.append(
                 f"  width {float(width.min()):.4f} to {float(width.max()):.4f}, "
-                f"{int(np.count_nonzero(self.low > 0.0))} entirely above zero"
+                f"{int(np.count_nonzero((self.low > 0.0) & ~self.empty))} entirely above zero"
             )
+            if self.empty.any():
+                lines.append(
+                    f"  {int(np.count_nonzero(self.empty))} empty (no value consistent with "
+                    "the data in its order)"
+                )
         return "\n".join(lines)
 
 

@@ -45,7 +45,12 @@ import numpy.typing as npt
 from scipy import stats
 
 from truescore_fast import _core
-from truescore_fast._numeric import overflow_exponent, unscale
+from truescore_fast._numeric import (
+    scale_exponent,
+    student_t_quantile,
+    unscale,
+    upper_quantile,
+)
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import (
@@ -160,10 +165,10 @@ def _t_interval(d: npt.NDArray[np.float64], alpha: float, alternative: str) -> t
     n = d.size
     se = float(d.std(ddof=1)) / math.sqrt(n)
     mean = float(d.mean())
+    tail = alpha / 2.0 if alternative == "two-sided" else alpha
+    q = upper_quantile(lambda p: student_t_quantile(p, n - 1), tail)
     if alternative == "two-sided":
-        q = float(stats.t.ppf(1.0 - alpha / 2.0, n - 1))
         return mean - q * se, mean + q * se
-    q = float(stats.t.ppf(1.0 - alpha, n - 1))
     if alternative == "greater":
         return mean - q * se, math.inf
     return -math.inf, mean + q * se
@@ -181,7 +186,7 @@ def _hodges_lehmann_interval(
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
     tail = alpha / 2.0 if alternative == "two-sided" else alpha
     # c is 1-based: the c-th smallest and c-th largest Walsh averages bound the interval.
-    c = int(math.floor(m / 2.0 - float(stats.norm.ppf(1.0 - tail)) * sd))
+    c = int(math.floor(m / 2.0 - upper_quantile(stats.norm.ppf, tail) * sd))
     lower = float(walsh[c - 1]) if c >= 1 else -math.inf
     upper = float(walsh[m - c]) if c >= 1 else math.inf
     if alternative == "greater":
@@ -238,15 +243,17 @@ def paired_confidence_test(
     check_choice("alternative", alternative, ALTERNATIVES)
     check_alpha(alpha)
     rate = alpha
-    raw = original - rephrased
+    with np.errstate(over="ignore"):  # checked on the next line
+        raw = original - rephrased
     if not np.isfinite(raw).all():
         raise ValueError(
             "confidence_original - confidence_rephrased overflows float64; rescale the inputs"
         )
     # Every statistic here is scale-free; work in units of a power of two (exact) so that
-    # squares and sums of very large differences cannot overflow, and scale results back.
+    # squares and sums of very large differences cannot overflow, nor squares of tiny
+    # ones underflow to a false zero variance, and scale results back.
     largest = float(np.max(np.abs(raw)))
-    exponent = overflow_exponent(largest, 2.0**400)
+    exponent = scale_exponent(largest, 2.0**400)
     d = np.ldexp(raw, exponent)
     n = d.size
     mean = unscale(float(d.mean()), exponent)
@@ -310,7 +317,7 @@ def paired_confidence_test(
         }[alternative]
 
     if method == "sign_flip":
-        statistic = unscale(statistic, exponent)
+        statistic = unscale(statistic, exponent)  # a sum beyond the largest double: inf
     return PairedConfidenceResult(
         estimate=mean,
         low=unscale(interval[0], exponent),

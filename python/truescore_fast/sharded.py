@@ -30,6 +30,7 @@ import numpy.typing as npt
 from scipy import special, stats
 
 from truescore_fast import _core
+from truescore_fast._numeric import overflow_exponent, unscale
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result
 from truescore_fast._validation import (
@@ -179,10 +180,20 @@ def sharded_likelihood_test(
         raise ValueError(f"the SLCT needs at least 2 shards; canonical has {r}")
     values, offsets = _shuffled_rows(shuffled, r)
     means = _core.row_means_ragged(values, offsets, n_threads=threads)
+    # t is scale-free: log-likelihoods large enough for a row sum or a squared difference
+    # to overflow are scaled by a power of two first (exact), and mean and sd scaled back.
+    exponent = 0
+    if not (np.isfinite(means).all() and max(_largest(canon), _largest(means)) <= _HEADROOM):
+        exponent = overflow_exponent(max(_largest(canon), _largest(values)), _HEADROOM)
+        canon = np.ldexp(canon, exponent)
+        means = _core.row_means_ragged(np.ldexp(values, exponent), offsets, n_threads=threads)
     d = canon - means
-    if not np.isfinite(d).all():
+    with np.errstate(over="ignore"):  # checked on the next line
+        differences = np.ldexp(d, -exponent)
+    if not np.isfinite(differences).all():
         raise ValueError(
-            "canonical minus the shuffled means overflows; rescale the log-likelihoods"
+            "canonical minus the shuffled means overflows float64: the differences "
+            "cannot be reported; rescale the log-likelihoods"
         )
     df = r - 1
     if variant == "published":
@@ -209,12 +220,19 @@ def sharded_likelihood_test(
         log_p_value=log_p,
         df=df,
         n_shards=r,
-        estimate=mean_d,
-        sd_difference=sd_d,
-        differences=d,
+        estimate=unscale(mean_d, exponent),
+        sd_difference=unscale(sd_d, exponent),
+        differences=differences if exponent else d,
         variant=variant,
         alpha=alpha,
     )
+
+
+_HEADROOM = 2.0**400  # values this large have sums and squares far from overflow
+
+
+def _largest(values: npt.NDArray[np.float64]) -> float:
+    return float(np.max(np.abs(values)))
 
 
 def _shuffled_rows(shuffled: Any, r: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:

@@ -20,9 +20,9 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from truescore_fast import _core
+from truescore_fast._numeric import scale_exponent, student_t_quantile, unscale, upper_quantile
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import (
@@ -123,9 +123,18 @@ def seed_contrast(
     check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
     n = x.size
+    # Everything below is scale-free or scale-equivariant: values whose sums or squares
+    # would overflow (or squares underflow) are scaled by a power of two (exact) first.
+    exponent = scale_exponent(float(np.max(np.abs(x))), 2.0**400)
+    if exponent:
+        x = np.ldexp(x, exponent)
     mean = float(np.mean(x))
     sd = float(np.std(x, ddof=1))
-    half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
+    half = upper_quantile(lambda p: student_t_quantile(p, n - 1), alpha / 2) * sd / math.sqrt(n)
+    low, high = unscale(mean - half, exponent), unscale(mean + half, exponent)
+    mean, sd = unscale(mean, exponent), unscale(sd, exponent)
+    if not math.isfinite(sd):
+        raise ValueError("values: their standard deviation overflows float64; rescale them")
     exact = method == "exact" or (method == "auto" and n <= MAX_EXACT_SEEDS)
     if exact:
         if n > MAX_EXACT_SEEDS:
@@ -150,8 +159,8 @@ def seed_contrast(
         n=n,
         estimate=mean,
         sd=sd,
-        low=mean - half,
-        high=mean + half,
+        low=low,
+        high=high,
         alpha=alpha,
         n_positive=int(np.count_nonzero(x > 0)),
         n_negative=int(np.count_nonzero(x < 0)),

@@ -12,6 +12,7 @@
 #include "arrays.hpp"
 #include "checks.hpp"
 #include "truescore/compare.hpp"
+#include "truescore/numeric.hpp"
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
 #include "truescore/sampling.hpp"
@@ -123,6 +124,8 @@ void bind_testing(py::module_& m) {
     t.def("binomial_sample", &binomial_sample, py::arg("n"), py::arg("p"), py::arg("size"),
           py::arg("key0"), py::arg("key1"),
           "size Binomial(n, p) variates from Philox task 0 (the bootstrap's sampler; for tests).");
+    t.def("normal_quantile", &truescore::normal_quantile, py::arg("p"),
+          "The core's standard normal quantile Phi^{-1}(p) (NaN outside (0, 1)).");
     t.def("resolved_threads", &truescore::resolve_threads, py::arg("n_threads"),
           "Threads a kernel runs on for n_threads (0 or less: every core).");
     t.def(

@@ -89,6 +89,11 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
     double* slope = scratch + 2 * n;
     double* offset = scratch + 3 * n;
     const double nd = static_cast<double>(n);
+    if (population_size == nd) {
+        // A census: the mean is known exactly, and the interval is that point.
+        const double mean = numpy_mean(d, n);
+        return {mean, mean, mean, 0.0};
+    }
     const double log_term = std::log(2.0 / alpha);
     const bool finite = population_size > 0.0;
     double s = 0.0, sq = 0.0, var_prev = 0.25;
@@ -114,10 +119,10 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
 
     double lower = rejection_edge([&](double m) { return path.rejects_from_below(m); }, 0.0);
     double upper = rejection_edge([&](double m) { return path.rejects_from_above(m); }, 1.0);
-    if (lower > upper) {  // both capitals large at once: no m survives; report the midpoint
-        lower = upper = 0.5 * (lower + upper);
-    }
     const double low = 2.0 * lower - 1.0, high = 2.0 * upper - 1.0;
+    // Both capitals large at once: no mean survives, and the confidence set is empty
+    // (reported as such, low > high and width 0; it supports no claim about the mean).
+    if (lower > upper) return {low, high, numpy_mean(d, n), 0.0};
     return {low, high, numpy_mean(d, n), 0.5 * (high - low)};
 }
 

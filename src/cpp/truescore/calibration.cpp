@@ -197,7 +197,7 @@ void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* 
             iv = moment_interval(s.fallback, mean, var, n, pop, c);
         }
         const RandomizationPValues p = randomization_test_binary(st.n_by_sum.data(), static_cast<int>(K), u_obs);
-        row[kClaims] += iv.low > 0.0 ? 1.0 : 0.0;
+        row[kClaims] += iv.low > 0.0 && iv.low <= iv.high ? 1.0 : 0.0;  // an empty set claims nothing
         row[kRejections] += p.p_greater <= s.alpha ? 1.0 : 0.0;
         row[kDeltaHat] += mean;
     });

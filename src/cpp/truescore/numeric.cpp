@@ -44,7 +44,11 @@ double normal_quantile(double p) {
         } else {
             err = (1.0 - p) - 0.5 * std::erfc(x / std::sqrt(2.0));
         }
-        const double u = err * sqrt2pi * std::exp(0.5 * x * x);
+        // 1 / phi(x) overflows past |x| ~ 37.5 (p below ~1e-308); the approximation is
+        // already good to ~1e-9 there, and a step on a zero residual changes nothing.
+        const double inverse_density = sqrt2pi * std::exp(0.5 * x * x);
+        if (err == 0.0 || !std::isfinite(inverse_density)) break;
+        const double u = err * inverse_density;
         x = x - u / (1.0 + 0.5 * x * u);
     }
     return x;

@@ -7,8 +7,18 @@
 
 namespace truescore {
 
-// Two-sided normal quantile Phi^{-1}(p) to full double precision (0 < p < 1; NaN outside).
+// Standard normal quantile Phi^{-1}(p) to full double precision (0 < p < 1; NaN outside);
+// for subnormal p (below ~2.2e-308) to ~1e-9 relative.
 double normal_quantile(double p);
+
+// The 1 - tail quantile Phi^{-1}(1 - tail). Below kSmallTail it is -Phi^{-1}(tail):
+// 1 - tail would round (to 1 below ~1.1e-16, where the quantile is infinite) and lose the
+// tail's digits. From kSmallTail up it is Phi^{-1}(1 - tail) as always (results keep their
+// bits; there the rounding moves the quantile by less than 1e-13).
+constexpr double kSmallTail = 1e-3;
+inline double upper_normal_quantile(double tail) {
+    return tail < kSmallTail ? -normal_quantile(tail) : normal_quantile(1.0 - tail);
+}
 
 // np.mean(d): numpy_sum / n.
 inline double numpy_mean(const double* d, std::size_t n) { return numpy_sum(d, n) / static_cast<double>(n); }
