@@ -271,3 +271,97 @@ def test_console_script_runs_as_a_process():
     )
     assert proc.returncode == EXIT_OK, proc.stderr
     assert json.loads(proc.stdout)["n_permutations"] == 99
+
+
+def run_cli(*argv, stdin=None, **kwargs):
+    """``python -m truescore_fast ARGV`` as a process: (exit code, stdout, stderr)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "truescore_fast", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        **kwargs,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def assert_one_line_error(code, err, *words):
+    assert "Traceback" not in err, err
+    assert code == EXIT_ERROR, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+# ------------------------------------------------------------ hostile input: one line, exit 1
+
+
+def _deep(levels):
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize(
+    "name, text, words",
+    [
+        # csv.field_size_limit: the reader refuses fields over 131,072 characters
+        ("big.csv", "kind,loglik\ncanonical," + "1" * 140_000 + "\n", ["big.csv", "line 2"]),
+        ("array.json", "[1, 2, 3]", ["array.json", "item 1", "JSON object"]),
+        ("lines.jsonl", '{"kind": "canonical", "loglik": 1}\n[1]\n', ["line 2", "JSON object"]),
+        ("deep.json", _deep(1500), ["deep.json", "nested too deeply"]),
+        ("deep.jsonl", '{"a": ' + _deep(1500) + "}\n", ["deep.jsonl", "line 1", "too deeply"]),
+        ("nokind.csv", "loglik\n1.0\n0.5\n", ["nokind.csv", "no column 'kind'"]),
+    ],
+    ids=lambda value: value if isinstance(value, str) and len(value) < 20 else "",
+)
+def test_hostile_files_give_one_line_and_exit_1(tmp_path, name, text, words):
+    path = write(tmp_path, name, text)
+    code, _, err = run_cli("contamination", path)
+    assert_one_line_error(code, err, *words)
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["calibrate", "coverage", "--replications", str(2**63)], ["--replications", "range"]),
+        (["calibrate", "coverage", "--threads", str(2**63)], ["--threads", "range"]),
+        (["calibrate", "coverage", "--seed", "-1"], ["--seed", "non-negative"]),
+    ],
+)
+def test_out_of_range_flags_give_one_line_and_exit_1(argv, words):
+    code, _, err = run_cli(*argv)
+    assert_one_line_error(code, err, *words)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev/null are POSIX")
+def test_a_directory_fifo_or_device_is_named_as_such(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for argv, what in (
+        (["contamination", str(tmp_path)], "is a directory"),
+        (["contamination", str(fifo)], "is a FIFO"),
+        (["contamination", os.devnull], "is a device"),
+        (["audit", str(tmp_path)], "is a directory"),
+        (["disclose", "validate", str(tmp_path)], "is a directory"),
+    ):
+        code, _, err = run_cli(*argv)
+        assert_one_line_error(code, err, what)
+
+
+def test_disclose_validate_without_jsonschema_is_one_line(tmp_path):
+    record = write(tmp_path, "record.json", "{}")
+    code = (  # jsonschema made unimportable, as when the extra is not installed
+        "import sys; sys.modules['jsonschema'] = None; "
+        "from truescore_fast.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "disclose", "validate", record],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert_one_line_error(proc.returncode, proc.stderr, "jsonschema", "pip install")
