@@ -365,3 +365,100 @@ def test_disclose_validate_without_jsonschema_is_one_line(tmp_path):
         timeout=120,
     )
     assert_one_line_error(proc.returncode, proc.stderr, "jsonschema", "pip install")
+
+
+# ---------------------------------------------------------------------------- BOM, kind column
+
+
+def test_a_utf8_byte_order_mark_is_read_transparently(tmp_path):
+    text = (EXAMPLES / "contamination_clean.csv").read_text(encoding="utf-8")
+    bom = tmp_path / "excel.csv"
+    bom.write_text(text, encoding="utf-8-sig")  # what Excel's "CSV UTF-8" writes
+    assert bom.read_bytes().startswith(b"\xef\xbb\xbf")
+    plain = run_cli("contamination", str(EXAMPLES / "contamination_clean.csv"), "--json")
+    code, out, err = run_cli("contamination", str(bom), "--json")
+    assert "Traceback" not in err
+    assert (code, json.loads(out)) == (plain[0], json.loads(plain[1]))
+    jsonl = tmp_path / "excel.jsonl"
+    jsonl.write_text(
+        '{"kind": "canonical", "loglik": 1}\n{"kind": "p", "loglik": 2}\n', "utf-8-sig"
+    )
+    code, _, err = run_cli("contamination", str(jsonl))
+    assert code == EXIT_OK and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------------------- Ctrl-C, closed pipe
+
+
+def test_ctrl_c_exits_130_with_one_line():
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "truescore_fast", "calibrate", "coverage", "--progress"]
+        + ["--replications", "1000000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        proc.stderr.read(1)  # the progress bar: the study is running
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err_bytes = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+    err = err_bytes.decode()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].strip() == "interrupted", err
+    assert elapsed < 10.0, elapsed
+
+
+def test_a_closed_stdout_exits_141_quietly():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "truescore_fast", "contamination"]
+        + [str(EXAMPLES / "contamination_sharded.csv"), "--shard-column", "shard", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before a byte is written (`| head -c 0`)
+    _, err_bytes = proc.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert proc.returncode == 141, err
+    assert err == "", err  # no "Broken pipe", no "Exception ignored"
+
+
+# ---------------------------------------------------------------------------- flags, long values
+
+
+@pytest.mark.parametrize(
+    "argv, start",
+    [
+        (["audit", str(EXAMPLES / "audit_example.csv"), "--radius", "-1"], "error: --radius "),
+        (["audit", str(EXAMPLES / "audit_example.csv"), "--alpha", "2"], "error: --alpha "),
+        (["calibrate", "coverage", "--replications", "1"], "error: --replications "),
+        (["calibrate", "coverage", "--threads", "0"], "error: --threads "),
+    ],
+)
+def test_errors_name_the_flag_the_user_typed(argv, start):
+    code, _, err = run_cli(*argv)
+    assert_one_line_error(code, err)
+    assert err.startswith(start), err
+
+
+def test_disclose_validate_shortens_an_offending_value(tmp_path):
+    record = json.loads((EXAMPLES / "disclosure" / "private_test_set.json").read_text())
+    record["score"]["model"] = ["x" * 100] * 20_000  # a 2 MB value where a string belongs
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(record))
+    code, out, err = run_cli("disclose", "validate", str(path))
+    assert code == 1 and "Traceback" not in err, err
+    problem = next(line for line in out.splitlines() if "score.model" in line)
+    assert len(problem) < 300 and "characters]" in problem, problem[:400]
+    assert problem.endswith("is not of type 'string'"), problem[-100:]
+    code, out, _ = run_cli("disclose", "validate", str(path), "--json")
+    assert max(len(p) for p in json.loads(out)["problems"]) < 300
