@@ -79,8 +79,8 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 rows = [dict(row) for row in reader]
             except csv.Error as error:
                 # line_num counts the lines fully read: the bad row starts on the next one
-                line = reader.line_num + 1
-                raise ValueError(f"{file_path} row starting on line {line}: {error}") from None
+                start = reader.line_num + 1
+                raise ValueError(f"{file_path} row starting on line {start}: {error}") from None
     elif suffix in {".jsonl", ".ndjson", ".json"}:
         text = file_path.read_text(encoding="utf-8-sig").strip()
         if text.startswith("["):
