@@ -321,6 +321,13 @@ def test_hostile_files_give_one_line_and_exit_1(tmp_path, name, text, words):
     assert_one_line_error(code, err, *words)
 
 
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("kind,loglik\ncanonical,1\nperm\xe9,2\n".encode("latin-1"))
+    code, _, err = run_cli("contamination", str(path))
+    assert_one_line_error(code, err, "latin1.csv", "not UTF-8")
+
+
 @pytest.mark.parametrize(
     "argv, words",
     [

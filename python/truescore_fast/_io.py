@@ -71,6 +71,19 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             its line number), a row that is not an object, or no rows.
     """
     file_path = check_input_file(path)
+    try:
+        rows = _read_rows(file_path)
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{file_path}: not UTF-8 text (byte {error.start} is {error.object[error.start]:#x}); "
+            "save it as UTF-8"
+        ) from None
+    if not rows:
+        raise ValueError(f"{file_path} has no rows")
+    return rows
+
+
+def _read_rows(file_path: Path) -> list[dict[str, Any]]:
     suffix = file_path.suffix.lower()
     if suffix == ".csv":
         with file_path.open(newline="", encoding="utf-8-sig") as handle:
@@ -107,8 +120,6 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                     rows.append(item)
     else:
         raise ValueError(f"unsupported file type {suffix!r}: use .csv, .jsonl, .ndjson or .json")
-    if not rows:
-        raise ValueError(f"{file_path} has no rows")
     return rows
 
 
