@@ -271,3 +271,201 @@ def test_console_script_runs_as_a_process():
     )
     assert proc.returncode == EXIT_OK, proc.stderr
     assert json.loads(proc.stdout)["n_permutations"] == 99
+
+
+def run_cli(*argv, stdin=None, **kwargs):
+    """``python -m truescore_fast ARGV`` as a process: (exit code, stdout, stderr)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "truescore_fast", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        **kwargs,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def assert_one_line_error(code, err, *words):
+    assert "Traceback" not in err, err
+    assert code == EXIT_ERROR, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+# ------------------------------------------------------------ hostile input: one line, exit 1
+
+
+def _deep(levels):
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize(
+    "name, text, words",
+    [
+        # csv.field_size_limit: the reader refuses fields over 131,072 characters
+        ("big.csv", "kind,loglik\ncanonical," + "1" * 140_000 + "\n", ["big.csv", "line 2"]),
+        ("array.json", "[1, 2, 3]", ["array.json", "item 1", "JSON object"]),
+        ("lines.jsonl", '{"kind": "canonical", "loglik": 1}\n[1]\n', ["line 2", "JSON object"]),
+        ("deep.json", _deep(1500), ["deep.json", "nested too deeply"]),
+        ("deep.jsonl", '{"a": ' + _deep(1500) + "}\n", ["deep.jsonl", "line 1", "too deeply"]),
+        ("nokind.csv", "loglik\n1.0\n0.5\n", ["nokind.csv", "no column 'kind'"]),
+    ],
+    ids=lambda value: value if isinstance(value, str) and len(value) < 20 else "",
+)
+def test_hostile_files_give_one_line_and_exit_1(tmp_path, name, text, words):
+    path = write(tmp_path, name, text)
+    code, _, err = run_cli("contamination", path)
+    assert_one_line_error(code, err, *words)
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("kind,loglik\ncanonical,1\nperm\xe9,2\n".encode("latin-1"))
+    code, _, err = run_cli("contamination", str(path))
+    assert_one_line_error(code, err, "latin1.csv", "not UTF-8")
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["calibrate", "coverage", "--replications", str(2**63)], ["--replications", "range"]),
+        (["calibrate", "coverage", "--threads", str(2**63)], ["--threads", "range"]),
+        (["calibrate", "coverage", "--seed", "-1"], ["--seed", "non-negative"]),
+    ],
+)
+def test_out_of_range_flags_give_one_line_and_exit_1(argv, words):
+    code, _, err = run_cli(*argv)
+    assert_one_line_error(code, err, *words)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev/null are POSIX")
+def test_a_directory_fifo_or_device_is_named_as_such(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for argv, what in (
+        (["contamination", str(tmp_path)], "is a directory"),
+        (["contamination", str(fifo)], "is a FIFO"),
+        (["contamination", os.devnull], "is a device"),
+        (["audit", str(tmp_path)], "is a directory"),
+        (["disclose", "validate", str(tmp_path)], "is a directory"),
+    ):
+        code, _, err = run_cli(*argv)
+        assert_one_line_error(code, err, what)
+
+
+def test_disclose_validate_without_jsonschema_is_one_line(tmp_path):
+    record = write(tmp_path, "record.json", "{}")
+    code = (  # jsonschema made unimportable, as when the extra is not installed
+        "import sys; sys.modules['jsonschema'] = None; "
+        "from truescore_fast.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "disclose", "validate", record],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert_one_line_error(proc.returncode, proc.stderr, "jsonschema", "pip install")
+
+
+# ---------------------------------------------------------------------------- BOM, kind column
+
+
+def test_a_utf8_byte_order_mark_is_read_transparently(tmp_path):
+    text = (EXAMPLES / "contamination_clean.csv").read_text(encoding="utf-8")
+    bom = tmp_path / "excel.csv"
+    bom.write_text(text, encoding="utf-8-sig")  # what Excel's "CSV UTF-8" writes
+    assert bom.read_bytes().startswith(b"\xef\xbb\xbf")
+    plain = run_cli("contamination", str(EXAMPLES / "contamination_clean.csv"), "--json")
+    code, out, err = run_cli("contamination", str(bom), "--json")
+    assert "Traceback" not in err
+    assert (code, json.loads(out)) == (plain[0], json.loads(plain[1]))
+    jsonl = tmp_path / "excel.jsonl"
+    jsonl.write_text(
+        '{"kind": "canonical", "loglik": 1}\n{"kind": "p", "loglik": 2}\n', "utf-8-sig"
+    )
+    code, _, err = run_cli("contamination", str(jsonl))
+    assert code == EXIT_OK and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------------------- Ctrl-C, closed pipe
+
+
+def test_ctrl_c_exits_130_with_one_line():
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "truescore_fast", "calibrate", "coverage", "--progress"]
+        + ["--replications", "1000000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        proc.stderr.read(1)  # the progress bar: the study is running
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err_bytes = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+    err = err_bytes.decode()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].strip() == "interrupted", err
+    assert elapsed < 10.0, elapsed
+
+
+def test_a_closed_stdout_exits_141_quietly():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "truescore_fast", "contamination"]
+        + [str(EXAMPLES / "contamination_sharded.csv"), "--shard-column", "shard", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before a byte is written (`| head -c 0`)
+    _, err_bytes = proc.communicate(timeout=120)
+    err = err_bytes.decode()
+    assert proc.returncode == 141, err
+    assert err == "", err  # no "Broken pipe", no "Exception ignored"
+
+
+# ---------------------------------------------------------------------------- flags, long values
+
+
+@pytest.mark.parametrize(
+    "argv, start",
+    [
+        (["audit", str(EXAMPLES / "audit_example.csv"), "--radius", "-1"], "error: --radius "),
+        (["audit", str(EXAMPLES / "audit_example.csv"), "--alpha", "2"], "error: --alpha "),
+        (["calibrate", "coverage", "--replications", "1"], "error: --replications "),
+        (["calibrate", "coverage", "--threads", "0"], "error: --threads "),
+    ],
+)
+def test_errors_name_the_flag_the_user_typed(argv, start):
+    code, _, err = run_cli(*argv)
+    assert_one_line_error(code, err)
+    assert err.startswith(start), err
+
+
+def test_disclose_validate_shortens_an_offending_value(tmp_path):
+    record = json.loads((EXAMPLES / "disclosure" / "private_test_set.json").read_text())
+    record["score"]["model"] = ["x" * 100] * 20_000  # a 2 MB value where a string belongs
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(record))
+    code, out, err = run_cli("disclose", "validate", str(path))
+    assert code == 1 and "Traceback" not in err, err
+    problem = next(line for line in out.splitlines() if "score.model" in line)
+    assert len(problem) < 300 and "characters]" in problem, problem[:400]
+    assert problem.endswith("is not of type 'string'"), problem[-100:]
+    code, out, _ = run_cli("disclose", "validate", str(path), "--json")
+    assert max(len(p) for p in json.loads(out)["problems"]) < 300

@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from truescore_fast._cli_calibrate import integer_flag, seed_flag
 from truescore_fast.audit import matched_form_audits
 from truescore_fast.intervals import _FALLBACK_METHODS
 
@@ -48,7 +49,7 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--population-size",
         metavar="N",
-        type=int,
+        type=integer_flag,
         default=None,
         help="number of parents in the benchmark the audit sampled from",
     )
@@ -69,7 +70,7 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--guardrail",
         metavar="G",
-        type=int,
+        type=integer_flag,
         default=30,
         help="nonzero gaps below which Wald is not trusted (default 30)",
     )
@@ -81,7 +82,7 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--seed",
-        type=int,
+        type=seed_flag,
         default=0,
         help="seed of the recorded parent order for the betting interval (default 0)",
     )

@@ -38,6 +38,29 @@ STUDIES = ("coverage", "stress", "detection", "budget")
 _DEFAULT_REPLICATIONS = {"coverage": 5000, "stress": 4000, "detection": 2000, "budget": 2000}
 
 
+def integer_flag(text: str) -> int:
+    """An integer flag's value (argparse ``type=``): beyond int64 is refused here, with the
+    flag's name, rather than deep in the compiled core."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (|value| < 2**63)")
+    return value
+
+
+def seed_flag(text: str) -> int:
+    """A ``--seed`` value: an integer >= 0 (any size NumPy accepts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}")
+    return value
+
+
 def add_calibrate_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``calibrate STUDY [--replications R] [--seed S] [--threads T] [--json]
     [--plot FILE.png]``."""
@@ -55,14 +78,18 @@ def add_calibrate_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--replications",
         metavar="R",
-        type=int,
+        type=integer_flag,
         default=None,
         help="replications per cell (defaults: coverage 5000, stress 4000, detection and "
         "budget 2000)",
     )
-    parser.add_argument("--seed", metavar="S", type=int, default=0, help="seed (default 0)")
+    parser.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
     parser.add_argument(
-        "--threads", metavar="T", type=int, default=None, help="threads (default: every core)"
+        "--threads",
+        metavar="T",
+        type=integer_flag,
+        default=None,
+        help="threads (default: every core)",
     )
     parser.add_argument("--json", action="store_true", help="print the tables as JSON")
     parser.add_argument(

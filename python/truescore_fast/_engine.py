@@ -8,9 +8,10 @@ partial sums are added in task order (:func:`_run_cell`), so neither the thread 
 nor the chunking of tasks into calls, nor the process that ran a cell changes a result.
 Tasks run in chunks of about ``_CHUNK_SECONDS`` so the progress bar (:class:`_Progress`)
 updates and Ctrl-C stops a sweep within a second; :func:`_execute` runs the cells locally
-or maps them over a ``concurrent.futures.Executor``. The positions within a task's row
-of partial sums are named once, by :class:`CoverageSums`, :class:`DetectionSums` and
-:class:`BudgetSums`.
+or over a ``concurrent.futures.Executor`` in slices of about ``_SLICE_SECONDS``, so that
+Ctrl-C cancels what has not started and what runs ends within a second. The positions
+within a task's row of partial sums are named once, by :class:`CoverageSums`,
+:class:`DetectionSums` and :class:`BudgetSums`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from enum import IntEnum
@@ -40,6 +41,9 @@ __all__ = [
 REPLICATIONS_PER_TASK: int = _core.CALIBRATION_BLOCK  # the table in parallel.hpp
 _CELL_STRIDE = 2**32  # task index of cell c, task t: c * 2**32 + t
 _CHUNK_SECONDS = 0.1
+# An executor work item (a slice of a cell's chunks) ends after about this long, which
+# bounds how long Ctrl-C waits for the items already running on workers.
+_SLICE_SECONDS = 0.5
 # A chunk's per-task partial sums are held until they are added in task order, so the
 # chunk size bounds the memory a sweep needs; capping it keeps memory flat however many
 # replications are asked for (256 tasks is still only a few tens of milliseconds).
@@ -130,35 +134,70 @@ def _add_in_task_order(total: npt.NDArray[np.float64], part: npt.NDArray[np.floa
         total += row
 
 
-def _run_cell(
-    cell: _Cell, n_threads: int | None = None, bar: _Progress | None = None
-) -> npt.NDArray[np.float64]:
-    """All tasks of one cell, reduced in task order (also what an executor worker runs).
+def _chunks(
+    cell: _Cell, begin: int, chunk: int, n_threads: int | None
+) -> Iterator[tuple[int, int, npt.NDArray[np.float64], int]]:
+    """Run a cell's tasks from ``begin`` in chunks of about _CHUNK_SECONDS.
 
-    Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive; the chunk
-    size changes only how tasks are grouped into calls, never the result.
+    Yields ``(begin, end, rows, next_chunk)`` per chunk. The chunk size changes only how
+    tasks are grouped into calls, never a task's rows.
     """
     threads = n_threads or os.cpu_count() or 1
-    total: npt.NDArray[np.float64] | None = None
-    begin, chunk = 0, threads
     while begin < cell.n_tasks:
         end = min(cell.n_tasks, begin + chunk)
         started = time.perf_counter()
         part = cell.run(begin, end, n_threads)
         elapsed = time.perf_counter() - started
-        if total is None:
-            total = np.zeros(part.shape[1])
-        _add_in_task_order(total, part)
-        if bar is not None:
-            done = min(cell.replications, end * REPLICATIONS_PER_TASK)
-            bar.update(done - min(cell.replications, begin * REPLICATIONS_PER_TASK))
         if elapsed < _CHUNK_SECONDS / 2:
             chunk = min(2 * chunk, max(threads, _MAX_CHUNK_TASKS))
         elif elapsed > 2 * _CHUNK_SECONDS and chunk > threads:
             chunk = max(threads, chunk // 2)
+        yield begin, end, part, chunk
         begin = end
+
+
+def _replications_in(cell: _Cell, begin: int, end: int) -> int:
+    return min(cell.replications, end * REPLICATIONS_PER_TASK) - min(
+        cell.replications, begin * REPLICATIONS_PER_TASK
+    )
+
+
+def _run_cell(
+    cell: _Cell, n_threads: int | None = None, bar: _Progress | None = None
+) -> npt.NDArray[np.float64]:
+    """All tasks of one cell, reduced in task order (the local run).
+
+    Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive.
+    """
+    total: npt.NDArray[np.float64] | None = None
+    for begin, end, part, _ in _chunks(cell, 0, n_threads or os.cpu_count() or 1, n_threads):
+        if total is None:
+            total = np.zeros(part.shape[1])
+        _add_in_task_order(total, part)
+        if bar is not None:
+            bar.update(_replications_in(cell, begin, end))
     assert total is not None
     return total
+
+
+def _run_slice(
+    cell: _Cell, begin: int, chunk: int, n_threads: int | None
+) -> tuple[npt.NDArray[np.float64], int, int]:
+    """What an executor worker runs: a cell's tasks from ``begin`` for about _SLICE_SECONDS.
+
+    Returns the tasks' rows (the caller adds them in task order, so slicing never changes
+    a result), the first task not run, and the chunk size to continue with. A work item
+    that ends within a second is what lets Ctrl-C stop an executor run: no executor can
+    stop a running item, and a process pool cannot shut down until its items end.
+    """
+    deadline = time.perf_counter() + _SLICE_SECONDS
+    parts: list[npt.NDArray[np.float64]] = []
+    end, next_chunk = begin, chunk
+    for _, end, part, next_chunk in _chunks(cell, begin, chunk, n_threads):  # noqa: B007
+        parts.append(part)
+        if time.perf_counter() > deadline:
+            break
+    return np.concatenate(parts), end, next_chunk
 
 
 class _Progress:
@@ -227,18 +266,36 @@ def _execute(
 def _execute_on(
     executor: Executor, cells: Sequence[_Cell], n_threads: int | None, bar: _Progress
 ) -> list[npt.NDArray[np.float64]]:
-    from concurrent.futures import FIRST_COMPLETED, wait
+    """Each cell as a sequence of slices, one slice of a cell on the executor at a time.
 
-    futures = [executor.submit(_run_cell, cell, n_threads) for cell in cells]
+    On any exception (Ctrl-C included) the slices not yet started are cancelled and no
+    new one is submitted; the running ones end within about _SLICE_SECONDS.
+    """
+    from concurrent.futures import FIRST_COMPLETED, Future, wait
+
+    first_chunk = n_threads or os.cpu_count() or 1
+    totals: list[npt.NDArray[np.float64] | None] = [None] * len(cells)
+    running: dict[Future[tuple[npt.NDArray[np.float64], int, int]], tuple[int, int]] = {}
     try:
-        pending = set(futures)
-        index = {f: i for i, f in enumerate(futures)}
-        while pending:
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            for f in done:
-                bar.update(cells[index[f]].replications)
-        return [np.asarray(f.result(), dtype=np.float64) for f in futures]
+        for c, cell in enumerate(cells):
+            running[executor.submit(_run_slice, cell, 0, first_chunk, n_threads)] = (c, 0)
+        while running:
+            done, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in done:
+                c, begin = running.pop(future)
+                rows, end, chunk = future.result()
+                rows = np.asarray(rows, dtype=np.float64)
+                total = totals[c]
+                if total is None:
+                    total = totals[c] = np.zeros(rows.shape[1])
+                _add_in_task_order(total, rows)
+                bar.update(_replications_in(cells[c], begin, end))
+                if end < cells[c].n_tasks:
+                    nxt = executor.submit(_run_slice, cells[c], end, chunk, n_threads)
+                    running[nxt] = (c, end)
     except BaseException:
-        for f in futures:
-            f.cancel()
+        for future in running:
+            future.cancel()
         raise
+    assert all(total is not None for total in totals)
+    return [total for total in totals if total is not None]

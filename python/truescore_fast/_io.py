@@ -9,6 +9,7 @@ import io
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,40 +18,108 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ALL_MODELS", "AuditData", "read_audit_table", "read_rows"]
+__all__ = ["ALL_MODELS", "AuditData", "check_input_file", "read_audit_table", "read_rows"]
+
+
+def check_input_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path if it names a regular file; otherwise an error saying what it is.
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        ValueError: a directory, a FIFO, a device or a socket (reading a FIFO or a
+            device could block for ever or never end).
+    """
+    file_path = Path(path)
+    try:
+        mode = file_path.stat().st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {file_path}") from None
+    if stat.S_ISREG(mode):
+        return file_path
+    if stat.S_ISDIR(mode):
+        what = "a directory"
+    elif stat.S_ISFIFO(mode):
+        what = "a FIFO (named pipe)"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        what = "a device"
+    elif stat.S_ISSOCK(mode):
+        what = "a socket"
+    else:
+        what = "not a regular file"
+    raise ValueError(f"{file_path} is {what}, not a file: give the path of a regular file")
+
+
+def _json_value(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        # the decoder recurses once per level; the limit is about 1,000 levels
+        raise ValueError(f"{where}: JSON nested too deeply to read") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Rows of a ``.csv`` or JSON Lines (``.jsonl``/``.ndjson``/``.json``) file as dicts.
 
+    A UTF-8 byte-order mark (Excel's "CSV UTF-8") is skipped. A ``.json`` file may also
+    hold one JSON array of objects.
+
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: unknown suffix, unparsable line (with its number), or no rows.
+        ValueError: not a regular file, unknown suffix, an unparsable line or field (with
+            its line number), a row that is not an object, or no rows.
     """
-    file_path = Path(path)
-    if not file_path.is_file():
-        raise FileNotFoundError(f"no such file: {file_path}")
+    file_path = check_input_file(path)
+    try:
+        rows = _read_rows(file_path)
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{file_path}: not UTF-8 text (byte {error.start} is {error.object[error.start]:#x}); "
+            "save it as UTF-8"
+        ) from None
+    if not rows:
+        raise ValueError(f"{file_path} has no rows")
+    return rows
+
+
+def _read_rows(file_path: Path) -> list[dict[str, Any]]:
     suffix = file_path.suffix.lower()
     if suffix == ".csv":
-        with file_path.open(newline="", encoding="utf-8") as handle:
-            rows = [dict(row) for row in csv.DictReader(handle)]
+        with file_path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            try:
+                rows = [dict(row) for row in reader]
+            except csv.Error as error:
+                # line_num counts the lines fully read: the bad row starts on the next one
+                start = reader.line_num + 1
+                raise ValueError(f"{file_path} row starting on line {start}: {error}") from None
     elif suffix in {".jsonl", ".ndjson", ".json"}:
-        text = file_path.read_text(encoding="utf-8").strip()
+        text = file_path.read_text(encoding="utf-8-sig").strip()
         if text.startswith("["):
-            loaded = json.loads(text)
-            rows = [dict(item) for item in loaded]
+            loaded = _json_value(text, str(file_path))
+            if not isinstance(loaded, list):  # pragma: no cover - "[" starts an array
+                raise ValueError(f"{file_path}: expected a JSON array of objects")
+            for number, item in enumerate(loaded, start=1):
+                if not isinstance(item, dict):
+                    raise ValueError(
+                        f"{file_path} item {number}: expected a JSON object (one row); "
+                        f"got {type(item).__name__}"
+                    )
+            rows = list(loaded)
         else:
             rows = []
             for number, line in enumerate(text.splitlines(), start=1):
                 if line.strip():
-                    try:
-                        rows.append(dict(json.loads(line)))
-                    except (json.JSONDecodeError, TypeError, ValueError) as error:
-                        raise ValueError(f"{file_path} line {number}: {error}") from error
+                    item = _json_value(line, f"{file_path} line {number}")
+                    if not isinstance(item, dict):
+                        raise ValueError(
+                            f"{file_path} line {number}: expected a JSON object (one row); "
+                            f"got {type(item).__name__}"
+                        )
+                    rows.append(item)
     else:
         raise ValueError(f"unsupported file type {suffix!r}: use .csv, .jsonl, .ndjson or .json")
-    if not rows:
-        raise ValueError(f"{file_path} has no rows")
     return rows
 
 

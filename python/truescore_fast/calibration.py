@@ -28,10 +28,11 @@ Execution. ``n_threads`` (default: every core) threads run inside the compiled c
 the GIL released. Tasks are run in chunks of about a tenth of a second, so a progress
 bar (tqdm when installed; ``progress=None`` shows one for runs longer than a second) can
 update and Ctrl-C stops a sweep within a second, with no thread left running.
-``executor=`` maps whole cells over any ``concurrent.futures.Executor`` (a process
-pool, Dask's ``Client.get_executor()``); results are identical to the local run. With an
-executor, Ctrl-C cancels the cells not yet started; cells already running on a worker
-finish there (an executor offers no way to stop them).
+``executor=`` maps the cells over any ``concurrent.futures.Executor`` (a process
+pool, Dask's ``Client.get_executor()``) in work items of about half a second; results
+are identical to the local run. With an executor, Ctrl-C cancels the work not yet
+started and the items already running end within about a second, so the interpreter
+can exit.
 
 This module holds the studies: each builds its grid of cells and turns the summed rows
 into a table. The engine that runs the cells (tasks, chunks, progress, interrupts,

@@ -19,6 +19,11 @@ Exit codes let a pipeline tell a finding from a failure:
 ``disclose validate`` exits 1 for an invalid record (there, 1 is the finding).
 
 argparse's own usage errors would exit 2, the code for a finding; this parser exits 1.
+Every error is one line on stderr, never a traceback. Two more codes, as shells use them:
+
+    130  interrupted (Ctrl-C); prints "interrupted"
+    141  stdout was closed before the output was written (``... --json | head``):
+         nothing more is printed; the code is not 0 because the result was not read
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -43,14 +50,46 @@ from truescore_fast.contamination import exchangeability_test, exchangeability_t
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_FINDING = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 
-__all__ = ["EXIT_ERROR", "EXIT_FINDING", "EXIT_OK", "main"]
+__all__ = [
+    "EXIT_CLOSED_PIPE",
+    "EXIT_ERROR",
+    "EXIT_FINDING",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "main",
+]
+
+# The library's error messages start with the name of the Python argument; the user
+# typed a flag. One table, applied to every message main() prints.
+_FLAG_OF_ARGUMENT = {
+    "alpha": "--alpha",
+    "fallback": "--fallback",
+    "guardrail": "--guardrail",
+    "method": "--method",
+    "n_threads": "--threads",
+    "population_size": "--population-size",
+    "replications": "--replications",
+    "seed": "--seed",
+    "transport_radius": "--radius",
+}
+_LEADING_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def _with_flag_names(message: str) -> str:
+    """``message`` with its leading Python argument name replaced by the CLI flag."""
+    match = _LEADING_NAME.match(message)
+    if match and match.group(1) in _FLAG_OF_ARGUMENT:
+        return _FLAG_OF_ARGUMENT[match.group(1)] + message[match.end() :]
+    return message
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+        # one line, like every other error of this command line (usage: --help)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _number(row: dict[str, Any], column: str, line: int) -> float:
@@ -75,6 +114,11 @@ def _emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
 
 def _cmd_contamination(args: argparse.Namespace) -> int:
     rows = read_rows(args.file)
+    if not any(args.kind_column in row for row in rows):
+        raise ValueError(
+            f"{args.file} has no column {args.kind_column!r}: it marks the canonical row "
+            f"({args.kind_column}=canonical); --kind-column names another column"
+        )
     if args.shard_column is None:
         canonical = [
             _number(r, args.loglik_column, i)
@@ -202,15 +246,42 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 nothing found, 2 finding, 1 error)."""
-    parser = _build_parser()
-    args = parser.parse_args(argv)
+    """Run the command line; returns the exit code (0 nothing found, 2 finding, 1 error,
+    130 interrupted, 141 stdout closed)."""
     try:
-        code: int = args.func(args)
+        parser = _build_parser()
+        args = parser.parse_args(argv)
+        try:
+            code: int = args.func(args)
+        except RecursionError:
+            raise ValueError(f"{args.file}: nested too deeply to read") from None
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code
-    except (ValueError, OSError, KeyError, UnicodeDecodeError, MissingExtraError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (
+        ValueError,
+        OverflowError,
+        OSError,
+        KeyError,
+        MissingExtraError,
+    ) as error:
+        if isinstance(error, BrokenPipeError):
+            return _closed_pipe()
+        print(f"error: {_with_flag_names(str(error))}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _closed_pipe() -> int:
+    # The reader went away. Point stdout at devnull so the interpreter's final flush
+    # does not raise again (the recipe of the Python docs' signal module notes).
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (e.g. captured)
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover
