@@ -377,3 +377,28 @@ def test_stouffer_with_several_shards_is_conservative_as_documented(
     se = math.sqrt(alpha * (1 - alpha) / reps)
     assert rate <= alpha + 3 * se
     assert abs(rate - documented) <= 3 * se
+
+
+# --- argument errors that used to escape as OverflowError, ZeroDivisionError, IndexError ---
+
+
+def test_plan_audit_size_at_the_edges():
+    gaps = np.array([0.1, -0.1, 0.2])
+    tiny = ts.plan_audit_size(gaps, deltas=1e-300)  # delta**2 underflows to 0
+    assert math.isinf(tiny["n_normal"][0]) and math.isinf(tiny["n_planned"][0])
+    capped = ts.plan_audit_size(gaps, deltas=1e-300, population_size=1000)
+    assert capped["n_normal"][0] == 1000  # no finite plan: the whole population
+    with pytest.raises(ValueError, match="gaps"):
+        ts.plan_audit_size(np.array(0.1))
+
+
+def test_transport_radius_beyond_every_double_is_a_value_error():
+    public, fresh = np.ones(5), np.zeros((5, 2))
+    with pytest.raises(ValueError, match="transport_radius"):
+        ts.matched_form_audit(public, fresh, control=(public, fresh), transport_radius=10**400)
+
+
+def test_validate_disclosure_names_a_directory(tmp_path):
+    pytest.importorskip("jsonschema")
+    with pytest.raises(ValueError, match="is a directory"):
+        ts.validate_disclosure(tmp_path)

@@ -318,11 +318,10 @@ def matched_form_audit(
     pub, fr = _forms(public, fresh)
     n, k = fr.shape
     pop = check_population_size(population_size, n)
-    if not (
-        isinstance(transport_radius, (int, float, np.integer, np.floating))
-        and math.isfinite(transport_radius)
-        and transport_radius >= 0
-    ):
+    is_number = isinstance(transport_radius, (int, float, np.integer, np.floating))
+    if is_number and isinstance(transport_radius, int) and abs(transport_radius) > 2**1023:
+        is_number = False  # an int beyond every double (10**400): not a usable radius
+    if not (is_number and math.isfinite(transport_radius) and transport_radius >= 0):
         raise ValueError(
             f"transport_radius must be a finite number >= 0; got {transport_radius!r}"
         )

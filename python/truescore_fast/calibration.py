@@ -867,6 +867,8 @@ def plan_audit_size(
     from scipy.stats import norm
 
     arr = float_array("gaps", gaps)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"gaps must be 1-D or 2-D (models, N); got shape {arr.shape}")
     matrix = check_gaps("gaps", arr if arr.ndim == 2 else arr[None, :], ndim=2)
     check_alpha(alpha)
     check_open_unit("power", power)
@@ -881,9 +883,16 @@ def plan_audit_size(
     z = upper_quantile(norm.ppf, alpha / 2) + float(norm.ppf(power))
     rows = []
     for delta in ds:
-        n0 = z * z * variance / (delta * delta)
-        n_norm = n0 if population_size is None else n0 * population_size / (n0 + population_size)
-        n_normal = max(2, math.ceil(n_norm))
+        squared = delta * delta  # 0.0 for deltas below ~1e-162: no finite plan
+        n0 = z * z * variance / squared if squared > 0.0 else math.inf
+        if population_size is None:
+            n_norm = n0
+        else:  # finite-population correction; n0 = inf needs the whole population
+            n_norm = (
+                n0 * population_size / (n0 + population_size) if n0 < math.inf else population_size
+            )
+        # A plan beyond 2**53 parents has no exact integer: report it as inf, as n_guardrail.
+        n_normal: float = max(2, math.ceil(n_norm)) if n_norm < 2.0**53 else math.inf
         n_guard = math.inf if share == 0 else math.ceil(guard / share)
         planned = max(n_normal, n_guard)
         rows.append((delta, math.sqrt(variance), n_normal, float(n_guard), float(planned)))

@@ -69,6 +69,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._intervals import percentile_interval
+from truescore_fast._io import check_input_file
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import check_alpha, check_positive_int, optional_module
@@ -238,10 +239,8 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
     )
 
     if isinstance(obj_or_path, (str, Path)):
-        path = Path(obj_or_path)
+        path = check_input_file(obj_or_path)  # a directory or FIFO is named as such
         source = str(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"no such file: {path}")
         try:
             record: Any = json.loads(
                 path.read_text(encoding="utf-8"),
