@@ -99,7 +99,11 @@ def float_array(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """``values`` as a non-empty, 1-D, all-finite float64 array."""
-    arr = float_array(name, values)
+    return _nonempty_finite_1d(name, float_array(name, values))
+
+
+def _nonempty_finite_1d(name: str, arr: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``arr`` itself if it is 1-D, non-empty and all finite (truescore's three checks)."""
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:
@@ -372,11 +376,4 @@ ALTERNATIVES: tuple[str, ...] = ("greater", "less", "two-sided")
 
 def dropin_1d(name: str, values: Any) -> npt.NDArray[np.float64]:
     """``values`` as a non-empty, 1-D, all-finite float array, checked as truescore does."""
-    arr: npt.NDArray[np.float64] = np.asarray(values, dtype=float)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must be non-empty")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite values")
-    return arr
+    return _nonempty_finite_1d(name, np.asarray(values, dtype=float))
