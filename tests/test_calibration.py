@@ -7,11 +7,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as tf
+from interrupting import interrupt_after
 from reference import (
     ref_budget_sums,
     ref_coverage_sums,
@@ -553,24 +551,10 @@ def test_ctrl_c_stops_a_sweep_within_a_second():
         print("finished", flush=True)
         """
     )
-    env = dict(os.environ)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(0.8)  # well inside the sweep
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
-        elapsed = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, (out, err)
+    code_, out, err, elapsed = interrupt_after(
+        [sys.executable, "-c", code], 0.8, env=dict(os.environ), timeout=10
+    )  # 0.8 s: well inside the sweep
+    assert code_ == 130, (out, err)
     assert out.split() == ["interrupted", "1"]  # KeyboardInterrupt surfaced, no thread left
     assert elapsed < 2.0, elapsed
 

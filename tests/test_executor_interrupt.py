@@ -4,13 +4,11 @@ interpreter exits within a few seconds and (threads) no core stays busy."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
+from interrupting import interrupt_after
 
 CHILD = textwrap.dedent(
     """
@@ -43,20 +41,8 @@ CHILD = textwrap.dedent(
 def test_ctrl_c_stops_an_executor_run_within_seconds(pool, tmp_path):
     script = tmp_path / "child.py"  # a file, so a spawned process pool can import __main__
     script.write_text(CHILD.format(pool=pool))
-    proc = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.5)  # the cells are running on the workers
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        elapsed = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, (out, err)
+    code, out, err, elapsed = interrupt_after([sys.executable, str(script)], 1.5)
+    assert code == 130, (out, err)  # 1.5 s: the cells are running on the workers
     word, threads, busy = out.split()
     assert word == "interrupted"
     assert elapsed < 5.0, elapsed

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import os
 import resource
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import truescore_fast as tf
+from interrupting import interrupt_after
 from truescore_fast import _core
 
 # Subprocesses import the package this process imported (tools/sanitize.sh's copy, say).
@@ -231,23 +230,10 @@ def test_ctrl_c_stops_a_long_kernel_within_a_second(kernel):
         "    sys.exit(130)\n"
         "print('finished', flush=True)\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.0)  # well inside the kernel
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        elapsed = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, (out, err)
+    code_, out, err, elapsed = interrupt_after(
+        [sys.executable, "-c", code], 1.0, env=_env()
+    )  # 1.0 s: well inside the kernel
+    assert code_ == 130, (out, err)
     assert out.split() == ["interrupted", "1"]  # KeyboardInterrupt surfaced, no thread left
     assert elapsed < 2.0, elapsed
 

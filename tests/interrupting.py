@@ -1,0 +1,32 @@
+"""One way for the tests to press Ctrl-C: start a child, wait, SIGINT, time the exit."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+
+
+def interrupt_after(
+    argv: Sequence[str], seconds: float, *, env: dict[str, str] | None = None, timeout: float = 30
+) -> tuple[int, str, str, float]:
+    """Run ``argv``, wait for it to print ``ready``, then ``seconds``, then send SIGINT.
+
+    Returns (exit code, stdout after "ready", stderr, seconds from the signal to the exit).
+    The child is killed whatever happens, so a hang fails the test instead of the run.
+    """
+    proc = subprocess.Popen(
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(seconds)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=timeout)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+    return proc.returncode, out, err, elapsed
