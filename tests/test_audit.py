@@ -666,3 +666,14 @@ def test_audit_table_reads_json_lines_like_csv(tmp_path):
     for model in from_csv:
         np.testing.assert_array_equal(from_csv[model].public, from_jsonl[model].public)
         np.testing.assert_array_equal(from_csv[model].fresh, from_jsonl[model].fresh)
+
+
+def test_names_moved_out_of_the_audit_module_still_import_from_it():
+    import truescore_fast.audit as audit
+    from truescore_fast import intervals, randomization
+
+    for name in intervals.__all__:
+        assert getattr(audit, name) is getattr(intervals, name)
+    assert audit.randomization_test is randomization.randomization_test
+    with pytest.raises(AttributeError):
+        audit.no_such_name  # noqa: B018

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast import intervals
 from truescore_fast._io import ALL_MODELS, AuditData, read_audit_table
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result
@@ -45,59 +46,28 @@ from truescore_fast._validation import (
     check_positive_int,
     check_unit_interval,
 )
-from truescore_fast.intervals import (  # the intervals re-exported: their home until 0.1
-    _FALLBACK_METHODS,
-    _TRAITS,
-    INTERVAL_METHODS,
-    Interval,
-    Intervals,
-    _methods_for,
-    _single,
-    bernstein_interval,
-    bernstein_intervals,
-    betting_interval,
-    betting_intervals,
-    hoeffding_interval,
-    hoeffding_intervals,
-    hoeffding_serfling_interval,
-    hoeffding_serfling_intervals,
-    matched_form_intervals,
-    wald_interval,
-    wald_intervals,
-)
+from truescore_fast.intervals import _FALLBACK_METHODS, _TRAITS, Interval, _methods_for, _single
 
 __all__ = [
-    "INTERVAL_METHODS",
     "AuditData",
     "ControlBank",
-    "Interval",
-    "Intervals",
     "MatchedFormAudit",
-    "bernstein_interval",
-    "bernstein_intervals",
-    "betting_interval",
-    "betting_intervals",
-    "hoeffding_interval",
-    "hoeffding_intervals",
-    "hoeffding_serfling_interval",
-    "hoeffding_serfling_intervals",
     "matched_form_audit",
     "matched_form_audits",
-    "matched_form_intervals",
     "read_audit_table",
-    "wald_interval",
-    "wald_intervals",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    # The randomization test lived here too; randomization.py imports this module, so it
-    # is re-exported lazily (PEP 562) to keep `from truescore_fast.audit import ...` working
-    # (not in __all__, which ruff checks statically).
+    # Names that lived here before the module was split stay importable from here
+    # (`from truescore_fast.audit import betting_interval`), looked up on first use
+    # (PEP 562); randomization.py imports this module, so it is imported only then.
     if name in ("RandomizationTest", "randomization_test"):
         from truescore_fast import randomization
 
         return getattr(randomization, name)
+    if name in intervals.__all__:
+        return getattr(intervals, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
