@@ -27,7 +27,7 @@ from reference import (
     ref_sign_flip_mc_count_two_sided,
 )
 from scipy import stats
-from truescore_fast._intervals import bca_interval
+from truescore_fast._bootstrap_intervals import bca_interval
 from truescore_fast._random import philox_key
 
 # ---------------------------------------------------------------------------------------

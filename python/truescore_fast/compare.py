@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._intervals import percentile_interval
+from truescore_fast._bootstrap_intervals import percentile_interval
 from truescore_fast._numeric import overflow_exponent
 from truescore_fast._random import dropin_philox_key
 from truescore_fast._validation import (

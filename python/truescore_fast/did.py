@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._intervals import bca_interval, percentile_interval
+from truescore_fast._bootstrap_intervals import bca_interval, percentile_interval
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import TabularResult
 from truescore_fast._table import StudyTable

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._intervals import percentile_interval
+from truescore_fast._bootstrap_intervals import percentile_interval
 from truescore_fast._io import check_input_file
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._intervals import percentile_interval
+from truescore_fast._bootstrap_intervals import percentile_interval
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
