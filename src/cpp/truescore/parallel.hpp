@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <system_error>
 #include <thread>
@@ -49,13 +52,16 @@ inline std::size_t min_blocks_for_steps(std::size_t block, std::size_t steps_per
 
 // ---- Cancellation ----------------------------------------------------------------------
 //
-// A caller that may want to stop a long kernel (the bindings, on Ctrl-C) installs a flag
-// with a CancelScope on the thread that calls the kernel; parallel_for_blocks hands it to
-// its workers, and the loops check it between blocks (throw_if_cancelled), so a kernel
-// stops within one block of the flag being set. Nothing else changes: without a scope the
-// checks are a null test, and a finished kernel's result never depends on the flag.
+// A caller that may want to stop a long kernel (the bindings, on Ctrl-C) installs a
+// CancelPoll on the thread that calls the kernel. That thread keeps computing: between its
+// blocks (throw_if_cancelled, inside every stream-block loop and the long serial loops)
+// and while it waits for its workers (parallel_for_blocks), it runs the poll about every
+// `interval`; when the poll says stop, the shared flag is set and every thread leaves at
+// its next block boundary with Cancelled. Workers see only the flag (parallel_for_blocks
+// hands it on). Nothing else changes: with no CancelPoll the checks are a null test, and a
+// finished kernel's result never depends on the flag.
 
-// Thrown by throw_if_cancelled; the caller that set the flag catches it.
+// Thrown by throw_if_cancelled; the caller that installed the CancelPoll catches it.
 struct Cancelled : std::exception {
     const char* what() const noexcept override { return "kernel cancelled"; }
 };
@@ -65,7 +71,56 @@ inline const std::atomic<bool>*& cancel_flag() {
     return flag;
 }
 
-// Installs `flag` for the current thread for the scope's lifetime.
+class CancelPoll;
+inline CancelPoll*& cancel_poll() {
+    thread_local CancelPoll* poll = nullptr;
+    return poll;
+}
+
+// Installs, for its lifetime, the flag and the poll of the current (calling) thread.
+// poll() returns true to stop the kernel; it runs on this thread only, at most once per
+// `interval` (clock read every kPollStride checks, so a check stays a few nanoseconds).
+class CancelPoll {
+public:
+    CancelPoll(bool (*poll)(), std::chrono::milliseconds interval)
+        : poll_(poll), interval_(interval), next_(std::chrono::steady_clock::now() + interval),
+          previous_flag_(cancel_flag()), previous_poll_(cancel_poll()) {
+        cancel_flag() = &flag_;
+        cancel_poll() = this;
+    }
+    ~CancelPoll() {
+        cancel_flag() = previous_flag_;
+        cancel_poll() = previous_poll_;
+    }
+    CancelPoll(const CancelPoll&) = delete;
+    CancelPoll& operator=(const CancelPoll&) = delete;
+
+    bool cancelled() const { return flag_.load(std::memory_order_relaxed); }
+    std::chrono::milliseconds interval() const { return interval_; }
+
+    // Runs the poll if `interval` has passed (force: whenever called); true when stopped.
+    bool check(bool force = false) {
+        if (flag_.load(std::memory_order_relaxed)) return true;
+        if (!force && (++calls_ % kPollStride) != 0) return false;
+        const auto now = std::chrono::steady_clock::now();
+        if (!force && now < next_) return false;
+        next_ = now + interval_;
+        if (poll_()) flag_.store(true, std::memory_order_relaxed);
+        return flag_.load(std::memory_order_relaxed);
+    }
+
+private:
+    static constexpr unsigned kPollStride = 8;
+    bool (*poll_)();
+    std::chrono::milliseconds interval_;
+    std::chrono::steady_clock::time_point next_;
+    unsigned calls_ = 0;
+    std::atomic<bool> flag_{false};
+    const std::atomic<bool>* previous_flag_;
+    CancelPoll* previous_poll_;
+};
+
+// Workers of a parallel loop: the calling thread's flag, no poll.
 class CancelScope {
 public:
     explicit CancelScope(const std::atomic<bool>* flag) : previous_(cancel_flag()) { cancel_flag() = flag; }
@@ -78,6 +133,10 @@ private:
 };
 
 inline void throw_if_cancelled() {
+    if (CancelPoll* poll = cancel_poll()) {
+        if (poll->check()) throw Cancelled();
+        return;
+    }
     const std::atomic<bool>* flag = cancel_flag();
     if (flag != nullptr && flag->load(std::memory_order_relaxed)) throw Cancelled();
 }
@@ -125,6 +184,9 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
     threads.reserve(workers - 1);
     const std::size_t chunk = n / workers, extra = n % workers;
     const std::atomic<bool>* flag = cancel_flag();
+    std::mutex finish_mutex;
+    std::condition_variable finished;
+    std::size_t running = 0;  // started workers still running (guarded by finish_mutex)
     auto run = [&, flag](std::size_t w, std::size_t begin, std::size_t end) {
         try {
             CancelScope scope(flag);  // workers see the caller's flag
@@ -133,6 +195,12 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
             errors[w] = std::current_exception();
         }
     };
+    auto run_worker = [&](std::size_t w, std::size_t begin, std::size_t end) {
+        run(w, begin, end);
+        std::lock_guard<std::mutex> lock(finish_mutex);
+        --running;
+        finished.notify_one();
+    };
     bool spawning = true;
     std::size_t begin = 0;
     for (std::size_t w = 0; w < workers; ++w) {
@@ -140,16 +208,34 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
         bool started = false;
         if (spawning && w + 1 < workers) {
             try {
-                threads.emplace_back(run, w, begin, end);
+                {
+                    std::lock_guard<std::mutex> lock(finish_mutex);
+                    ++running;
+                }
+                threads.emplace_back(run_worker, w, begin, end);
                 started = true;
             } catch (const std::system_error&) {
                 spawning = false;
             } catch (const std::bad_alloc&) {
                 spawning = false;
             }
+            if (!started) {  // counted above, never started
+                std::lock_guard<std::mutex> lock(finish_mutex);
+                --running;
+            }
         }
         if (!started) run(w, begin, end);
         begin = end;
+    }
+    // The calling thread has done its own block; while the workers finish theirs it keeps
+    // polling (a worker's block may take longer), at the poll's interval.
+    if (CancelPoll* poll = cancel_poll(); poll != nullptr && !threads.empty()) {
+        std::unique_lock<std::mutex> lock(finish_mutex);
+        while (!finished.wait_for(lock, poll->interval(), [&] { return running == 0; })) {
+            lock.unlock();
+            poll->check(/*force=*/true);  // sets the flag on a stop; workers leave soon
+            lock.lock();
+        }
     }
     for (auto& t : threads) t.join();
     for (auto& e : errors)
