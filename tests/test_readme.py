@@ -1,13 +1,18 @@
-"""Every ```python block in the README runs as written (the README stays true to the code).
+"""Every ```python block of the README and of docs/ runs on its own, as written.
 
-Blocks under one ``##`` heading run in order in one namespace, as a reader would run
-them one after the other. Each section runs once per session of this module: the
-calibration section's 36 x 4,000 stress grid (seconds) is also the grid whose summary
-the last test checks.
+Each block runs in a fresh namespace (a reader may copy any one block into a fresh
+interpreter), from the repository root (the blocks name files such as
+``examples/audit_example.csv`` relative to it). When a block is followed directly by a
+```text block, that block is the output the page shows: the printed output must equal it.
+Each block runs at most once per session of this module: the README's calibration block
+runs the 36 x 4,000 stress grid (seconds), and the last test checks the page's summary of
+that grid.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from pathlib import Path
 
@@ -15,47 +20,73 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = [
-    (section.splitlines()[0], re.findall(r"```python\n(.*?)```", section, re.S))
-    for section in (ROOT / "README.md").read_text().split("\n## ")
-]
-SECTIONS = [(title, blocks) for title, blocks in SECTIONS if blocks]
-CALIBRATION = "Calibration studies"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+# A fenced block: its language, its body, and what follows it up to the next fence.
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+
+
+def _blocks(page: Path) -> list[tuple[str, str, str | None]]:
+    """(id, code, shown output or None) for every python block of a page."""
+    text = page.read_text()
+    fences = list(FENCE.finditer(text))
+    blocks = []
+    for number, fence in enumerate(fences):
+        if fence.group(1) != "python":
+            continue
+        shown = None
+        after = fences[number + 1] if number + 1 < len(fences) else None
+        if after and after.group(1) == "text" and not text[fence.end() : after.start()].strip():
+            shown = after.group(2)
+        heading = re.findall(r"^#+ (.*)$", text[: fence.start()], re.M)
+        line = text.count("\n", 0, fence.start()) + 1
+        where = f"{page.relative_to(ROOT)}:{line} ({heading[-1] if heading else 'top'})"
+        blocks.append((where, fence.group(2), shown))
+    return blocks
+
+
+BLOCKS = [block for page in PAGES for block in _blocks(page)]
+CALIBRATION = "tsf.stress_grid(replications=4000, seed=2026)"
 
 
 @pytest.fixture(scope="module")
-def run_section():
-    """run_section(title) -> the namespace its blocks leave, each section run at most once."""
-    namespaces: dict[str, dict[str, object]] = {}
+def run_block():
+    """run_block(id) -> (namespace, printed output), each block run at most once."""
+    done: dict[str, tuple[dict[str, object], str]] = {}
+    code = {where: body for where, body, _ in BLOCKS}
 
-    def run(title: str) -> dict[str, object]:
-        if title not in namespaces:
-            namespace: dict[str, object] = {"__name__": "readme"}
-            with pytest.MonkeyPatch.context() as patch:
-                patch.chdir(ROOT)  # the blocks name files relative to the repository
-                for index, block in enumerate(dict(SECTIONS)[title]):
-                    exec(compile(block, f"README.md {title!r} block {index}", "exec"), namespace)
-            namespaces[title] = namespace
-        return namespaces[title]
+    def run(where: str) -> tuple[dict[str, object], str]:
+        if where not in done:
+            namespace: dict[str, object] = {"__name__": "__main__"}
+            printed = io.StringIO()
+            with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+                patch.chdir(ROOT)
+                exec(compile(code[where], where, "exec"), namespace)
+            done[where] = (namespace, printed.getvalue())
+        return done[where]
 
     return run
 
 
-def test_readme_has_examples():
-    assert sum(len(blocks) for _, blocks in SECTIONS) >= 8
-    assert CALIBRATION in dict(SECTIONS)
+def test_pages_have_examples():
+    pages = {where.split(":")[0] for where, _, _ in BLOCKS}
+    assert "README.md" in pages
+    for quickstart in (ROOT / "docs" / "quickstart").glob("*.md"):
+        assert str(quickstart.relative_to(ROOT)) in pages, quickstart
+    assert sum(1 for _, body, _ in BLOCKS if CALIBRATION in body) == 1
 
 
-@pytest.mark.parametrize("title", [t for t, _ in SECTIONS], ids=[t for t, _ in SECTIONS])
-def test_readme_section_runs(title, run_section, capsys):
-    run_section(title)
-    capsys.readouterr()
+@pytest.mark.parametrize("where", [b[0] for b in BLOCKS], ids=[b[0] for b in BLOCKS])
+def test_block_runs_alone(where, run_block):
+    _, printed = run_block(where)
+    shown = dict((w, s) for w, _, s in BLOCKS)[where]
+    if shown is not None:
+        assert printed == shown
 
 
-def test_readme_stress_grid_summary_holds(run_section, capsys):
+def test_readme_stress_grid_summary_holds(run_block):
     # The calibration section's notes summarise its 36 x 4,000 stress grid at seed 2026.
-    grid = run_section(CALIBRATION)["grid"]
-    capsys.readouterr()
+    (where,) = [w for w, body, _ in BLOCKS if CALIBRATION in body]
+    grid = run_block(where)[0]["grid"]
     assert grid.meta["replications"] == 4000 and grid.meta["seed"] == 2026
     for valid in ("hoeffding", "bernstein", "hoeffding_serfling", "betting"):
         assert (np.asarray(grid[valid]) >= 0.95).all(), valid

@@ -148,7 +148,7 @@ class MatchedFormAudit(Result):
         primary: The interval the claim uses, and ``primary_reason`` why it was chosen.
         control: The control bank, or None when there is none.
         control_reading: Which reading of the bank the claim uses.
-        transport_radius: r, the assumed bound |b - b_C| <= r.
+        transport_radius: r, the assumed bound ``|b - b_C| <= r``.
         tau: Sensitivity interval for tau = Delta - b: [L - (U_C + r), U - (L_C - r)],
             built from Delta's primary method and b_C's interval each at 1 - alpha/2.
         tau_intervals: tau under every reading of the bank.
@@ -261,7 +261,7 @@ def matched_form_audit(
             replacement; enables the finite-population corrections.
         control: ``(public, fresh)`` for a control bank of never-public items scored the
             same way, or None.
-        transport_radius: r >= 0, the assumed bound on |b - b_C|.
+        transport_radius: r >= 0, the assumed bound on ``|b - b_C|``.
         alpha: Error rate of every interval and of the claim.
         guardrail: When fewer than this many parents have a nonzero gap, the Wald
             interval is not trusted and ``fallback`` is primary.

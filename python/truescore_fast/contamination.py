@@ -167,7 +167,7 @@ def exchangeability_test(
     Returns:
         A :class:`ContaminationResult`; numbers identical to truescore 0.7.4's, except
         that the mean, sd and z stay finite where NumPy's squared deviations overflow
-        (|log-likelihoods| above about 1e154, where truescore reports sd = inf, z = 0).
+        (``|log-likelihoods|`` above about 1e154, where truescore reports sd = inf, z = 0).
 
     Raises:
         ValueError: alpha outside (0, 1); canonical_loglik not finite; permuted_logliks

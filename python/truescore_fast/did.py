@@ -55,7 +55,7 @@ class DiDResult(TabularResult):
         standard_error: Bootstrap standard deviation.
         percentile: (..., 2) percentile interval; bca: (..., 2) BCa interval.
         bias_correction, acceleration: BCa's z0 and a (z0 from the share of replicates
-            below the estimate, replicates within 1e-12 (1 + |estimate|) of it counted
+            below the estimate, replicates within ``1e-12 (1 + |estimate|)`` of it counted
             half, the share clipped to [1/(2B), 1 - 1/(2B)]; a from the jackknife).
         spread: Max minus min of the per-model estimates, per quantity (Table 21's
             "Spread" when the models are reruns).

@@ -8,14 +8,14 @@ pairs that most reinforce that signal until it is indistinguishable from chance.
 
 The six features of an answer (:data:`FEATURE_NAMES`):
 
-``length_chars``      number of characters.
-``length_words``      number of whitespace-separated words.
-``punctuation``       number of ASCII punctuation characters (``string.punctuation``).
-``digits``            number of decimal digit characters.
-``hedges``            number of hedging words (:data:`HEDGE_WORDS`, case-insensitive,
-                      whole words).
-``question_overlap``  share of the answer's distinct words (lower-cased ``[a-z0-9']+``
-                      tokens) that also occur in the question; 0 for an answer with none.
+* ``length_chars``: number of characters.
+* ``length_words``: number of whitespace-separated words.
+* ``punctuation``: number of ASCII punctuation characters (``string.punctuation``).
+* ``digits``: number of decimal digit characters.
+* ``hedges``: number of hedging words (:data:`HEDGE_WORDS`, case-insensitive,
+  whole words).
+* ``question_overlap``: share of the answer's distinct words (lower-cased ``[a-z0-9']+``
+  tokens) that also occur in the question; 0 for an answer with none.
 
 Each pair contributes ``d = features(correct) - features(incorrect)``. The classifier is a
 logistic regression without intercept on the pairs presented both ways round (``d``

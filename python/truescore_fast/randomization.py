@@ -44,7 +44,7 @@ class RandomizationTest(Result):
         statistic: T = sum of the gaps (public minus mean fresh).
         estimate: Delta-hat = T / n.
         p_value: The p-value for ``alternative``.
-        p_greater, p_less, p_two_sided: P(T* >= T), P(T* <= T), P(|T*| >= |T|) under the
+        p_greater, p_less, p_two_sided: P(T* >= T), P(T* <= T), ``P(|T*| >= |T|)`` under the
             null (T* has mean 0). The two-sided p is computed, never a doubled one-sided p.
         method: ``"exact-binary"``, ``"exact-lattice"`` or ``"monte-carlo"``.
         lattice_denominator: L when the scores lie on the lattice {0, 1/L, ..., 1}.
@@ -113,7 +113,7 @@ def randomization_test(
       correction, reproducible from ``seed`` (any seed ``philox_key`` accepts, default 0;
       the result records the int it used) and identical for any ``n_threads``.
 
-    The null distribution is skewed: the two-sided p is P(|T*| >= |T|), never a doubled
+    The null distribution is skewed: the two-sided p is ``P(|T*| >= |T|)``, never a doubled
     one-sided p. Exact p-values keep their relative precision down to the smallest
     double; below about 1e-300 they are reported as 0.
 

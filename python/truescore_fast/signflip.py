@@ -49,7 +49,7 @@ class SeedContrast(Result):
         low, high: Student-t interval estimate +- t_{n-1, 1-alpha/2} sd / sqrt(n).
         n_positive, n_negative: Seeds with contrast > 0 and < 0 ("seeds positive").
         p_value: Two-sided sign-flip p: the share of sign vectors s with
-            |sum s_i x_i| >= |sum x_i| (exact over all 2^n vectors, or Monte Carlo with the
+            ``|sum s_i x_i| >= |sum x_i|`` (exact over all 2^n vectors, or Monte Carlo with the
             +1 correction).
         method: ``"exact"`` or ``"monte-carlo"``; n_sign_vectors: 2^n or the draws.
 
@@ -107,7 +107,8 @@ def seed_contrast(
         n_threads: Threads for Monte Carlo (None: every core); never changes the result.
 
     Null: each seed's contrast is symmetric about 0, so its sign is a fair coin. The
-    statistic is |sum x_i|; sign vectors whose |sum| is within 16 m eps sum |x_i| (m the
+    statistic is ``|sum x_i|``; sign vectors whose ``|sum|`` is within 16 m eps sum
+    ``|x_i|`` (m the
     nonzero values, eps the float64 epsilon: a bound on the rounding of any signed sum) of
     the observed one count as ties (at least as extreme). Monte Carlo draws random sign
     vectors in blocks of 256 per Philox stream, as every sign-flip test of the package.
