@@ -36,6 +36,8 @@ from truescore_fast._validation import (
 
 __all__ = ["DID_COLUMNS", "DiDResult", "did_estimate"]
 
+#: The four columns of an arm, in order: correctness on the public and on the fresh forms,
+#: before and after training.
 DID_COLUMNS = ("public_before", "public_after", "fresh_before", "fresh_after")
 _QUANTITIES = ("public", "fresh", "visible_gap")
 

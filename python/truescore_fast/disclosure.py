@@ -83,6 +83,7 @@ __all__ = [
     "validate_disclosure",
 ]
 
+#: The five contamination types a record covers, each with what it is and what closes it.
 CONTAMINATION_TYPES: Mapping[str, str] = {
     "direct": "test items in training data; closed by a private held-out test set",
     "derivative": "derived copies of test items (rewrites, translations, solutions) in "

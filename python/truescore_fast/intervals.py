@@ -82,6 +82,7 @@ class _MethodTraits(NamedTuple):
 _TRAITS: dict[str, _MethodTraits] = {
     name: _MethodTraits(**row) for name, row in _core.interval_method_traits().items()
 }
+#: The five interval methods, in the order tables and audits list them.
 INTERVAL_METHODS: tuple[str, ...] = tuple(_TRAITS)
 _CODE = {name: t.code for name, t in _TRAITS.items()}
 _NEEDS_POPULATION = {m for m, t in _TRAITS.items() if t.needs_population}

@@ -75,6 +75,7 @@ __all__ = [
     "surface_features",
 ]
 
+#: The six surface features of an answer, in column order (the module docstring defines them).
 FEATURE_NAMES = (
     "length_chars",
     "length_words",
@@ -84,6 +85,7 @@ FEATURE_NAMES = (
     "question_overlap",
 )
 
+#: The hedging words counted by the ``hedges`` feature (whole words, case-insensitive).
 HEDGE_WORDS = frozenset(
     """
     may might could can perhaps possibly probably likely unlikely maybe often sometimes

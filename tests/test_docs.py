@@ -1,0 +1,70 @@
+"""The documentation builds without a warning, and its API reference covers the public API.
+
+Sphinx runs in a subprocess (as a user would run it) with warnings as errors, into a
+temporary directory, importing the same truescore_fast this test session imports: the
+installed package, or the development tree with its in-place build of the core.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import truescore_fast
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+pytest.importorskip("sphinx", reason="the docs build needs the test extra (Sphinx)")
+pytest.importorskip("myst_parser", reason="the docs build needs the test extra (MyST)")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Build the HTML docs once: (output directory, completed process)."""
+    out = tmp_path_factory.mktemp("docs")
+    package_parent = str(Path(truescore_fast.__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, env.get("PYTHONPATH", "")])
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html"]
+    command += ["-d", str(out / "doctrees"), str(DOCS), str(out / "html")]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    return out / "html", done
+
+
+def test_docs_build_without_warnings(built):
+    _, done = built
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # -q: anything printed is a warning or an error
+
+
+def test_docs_import_this_package(built):
+    html, _ = built
+    assert f"truescore-fast {truescore_fast.__version__}" in (html / "index.html").read_text()
+
+
+def test_every_public_name_is_documented_once(built):
+    html, _ = built
+    anchors: list[str] = []
+    for page in (html / "api").glob("*.html"):
+        anchors += re.findall(r'<dt class="[^"]*" id="truescore_fast\.([\w.]+)"', page.read_text())
+    documented = [anchor.rsplit(".", 1)[-1] for anchor in anchors if anchor.count(".") == 1]
+    public = [name for name in truescore_fast.__all__ if name != "__version__"]
+    missing = sorted(set(public) - set(documented))
+    assert not missing, f"public names without an API entry: {missing}"
+    twice = sorted({name for name in documented if documented.count(name) > 1})
+    assert not twice, f"public names documented on more than one page: {twice}"
+
+
+def test_every_page_is_reachable(built):
+    html, _ = built
+    index = (html / "index.html").read_text()
+    for page in ("install", "references", "api/index", *(
+        f"quickstart/{p.stem}" for p in (DOCS / "quickstart").glob("*.md")
+    )):
+        assert f'href="{page}.html"' in index, page
