@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import truescore_fast
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +63,10 @@ def test_every_public_name_is_documented_once(built):
 def test_every_page_is_reachable(built):
     html, _ = built
     index = (html / "index.html").read_text()
-    for page in ("install", "references", "api/index", *(
-        f"quickstart/{p.stem}" for p in (DOCS / "quickstart").glob("*.md")
-    )):
+    for page in (
+        "install",
+        "references",
+        "api/index",
+        *(f"quickstart/{p.stem}" for p in (DOCS / "quickstart").glob("*.md")),
+    ):
         assert f'href="{page}.html"' in index, page
