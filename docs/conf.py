@@ -7,8 +7,15 @@ development tree ``python/`` with the core built in place by ``tools/dev-build.s
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,3 +70,44 @@ autodoc_type_aliases = {
     "SeedLike": "truescore_fast._random.SeedLike",
     "Pattern": "truescore_fast.patterns.Pattern",
 }
+
+
+def _command_parsers(prog: str, parser: Any) -> Iterator[tuple[str, Any]]:
+    """(command line, parser) for a parser and, depth first, each of its subcommands."""
+    yield prog, parser
+    seen: set[int] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if id(sub) not in seen:  # an alias names the same parser again
+                    seen.add(id(sub))
+                    yield from _command_parsers(f"{prog} {name}", sub)
+
+
+class CommandLineHelp(SphinxDirective):
+    """``.. command-line-help::``: the ``--help`` of truescore-fast and every subcommand,
+    read from the parser the command runs, so the page cannot fall behind the code."""
+
+    def run(self) -> list[nodes.Node]:
+        from truescore_fast import cli
+
+        saved = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "90"  # argparse wraps to the terminal: fix the width
+        try:
+            found = list(_command_parsers("truescore-fast", cli._build_parser()))
+            result: list[nodes.Node] = []
+            for prog, parser in found:
+                result.append(nodes.rubric(text=prog))
+                help_text = parser.format_help().rstrip()
+                result.append(nodes.literal_block(help_text, help_text, language="text"))
+        finally:
+            if saved is None:
+                del os.environ["COLUMNS"]
+            else:
+                os.environ["COLUMNS"] = saved
+        return result
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.add_directive("command-line-help", CommandLineHelp)
+    return {"parallel_read_safe": True}

@@ -7,6 +7,8 @@ installed package, or the development tree with its in-place build of the core.
 
 from __future__ import annotations
 
+import argparse
+import html as html_module
 import os
 import re
 import subprocess
@@ -60,11 +62,23 @@ def test_every_public_name_is_documented_once(built):
     assert not twice, f"public names documented on more than one page: {twice}"
 
 
+def test_command_line_page_has_every_command(built):
+    from truescore_fast import cli
+
+    html, _ = built
+    page = html_module.unescape(re.sub(r"<[^>]+>", "", (html / "cli.html").read_text()))
+    parser = cli._build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name in commands.choices:
+        assert f"usage: truescore-fast {name}" in page, name
+
+
 def test_every_page_is_reachable(built):
     html, _ = built
     index = (html / "index.html").read_text()
     for page in (
         "install",
+        "cli",
         "references",
         "api/index",
         *(f"quickstart/{p.stem}" for p in (DOCS / "quickstart").glob("*.md")),
