@@ -52,7 +52,7 @@ autodoc_default_options = {"members": True, "member-order": "bysource"}
 # Type hints go into the parameter lists, where they sit beside the docstring's words,
 # instead of making the signatures several lines long.
 autodoc_typehints = "description"
-autodoc_typehints_description_target = "documented"
+autodoc_typehints_description_target = "documented_params"
 autodoc_preserve_defaults = True
 autoclass_content = "class"
 
