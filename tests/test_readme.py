@@ -64,3 +64,11 @@ def test_readme_stress_grid_summary_holds(run_section, capsys):
     assert round(float(wald.min()), 2) in (0.87, 0.88)  # "down to about 0.87"
     ratio = np.asarray(grid["bernstein/hoeffding"])
     assert (round(float(ratio.min()), 2), round(float(ratio.max()), 2)) == (0.69, 1.83)
+
+
+def test_readme_sequential_audit_example_holds(run_section, capsys):
+    # "prints a finding after 850 of the 3,000 parents (Delta's sequence [+0.006, +0.128])"
+    state = run_section("The matched-form audit (CleanScore)")["state"]
+    capsys.readouterr()
+    assert state.decision == "finding" and state.n_parents == 850
+    assert (round(state.delta.low, 3), round(state.delta.high, 3)) == (0.006, 0.128)

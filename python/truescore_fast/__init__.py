@@ -115,6 +115,16 @@ from truescore_fast.randomization import (
     RandomizationTest,
     randomization_test,
 )
+from truescore_fast.sequential import (
+    AuditState,
+    SequentialAudit,
+    SequentialExchangeabilityTest,
+    SequentialVerdict,
+    ShardState,
+    audit_order,
+    besag_clifford_p_value,
+    betting_confidence_sequence,
+)
 from truescore_fast.sharded import (
     ShardedLikelihoodResult,
     ShardOrders,
@@ -128,11 +138,15 @@ from truescore_fast.signflip import (
 
 __all__ = [
     "__version__",
+    "audit_order",
     "audit_prune",
     "AuditData",
+    "AuditState",
     "benjamini_hochberg",
     "bernstein_interval",
     "bernstein_intervals",
+    "besag_clifford_p_value",
+    "betting_confidence_sequence",
     "betting_interval",
     "betting_intervals",
     "BootstrapResult",
@@ -187,6 +201,7 @@ __all__ = [
     "pattern_permutation_test",
     "PatternTest",
     "plan_audit_size",
+    "PooledContamination",
     "PruneResult",
     "PruneStep",
     "randomization_test",
@@ -195,10 +210,14 @@ __all__ = [
     "REPLICATIONS_PER_TASK",
     "seed_contrast",
     "SeedContrast",
+    "SequentialAudit",
+    "SequentialExchangeabilityTest",
+    "SequentialVerdict",
     "shard_orders",
     "sharded_likelihood_test",
     "ShardedLikelihoodResult",
     "ShardOrders",
+    "ShardState",
     "stress_grid",
     "stress_population",
     "stress_settings",
@@ -209,5 +228,4 @@ __all__ = [
     "validate_disclosure",
     "wald_interval",
     "wald_intervals",
-    "PooledContamination",
 ]
