@@ -72,3 +72,27 @@ def test_readme_sequential_audit_example_holds(run_section, capsys):
     capsys.readouterr()
     assert state.decision == "finding" and state.n_parents == 850
     assert (round(state.delta.low, 3), round(state.delta.high, 3)) == (0.006, 0.128)
+
+
+def test_readme_sequential_study_table_holds(run_section, capsys):
+    # The table under the sequential study: rates in percent and mean parents.
+    namespace = run_section("The matched-form audit (CleanScore)")
+    capsys.readouterr()
+    study = namespace["study"]
+    assert [round(100 * v, 1) for v in study["claim_rate"]][::2] == [1.7, 96.0]
+    assert round(100 * study["claim_rate"][1]) == 39
+    assert round(100 * study["false_claim_rate"][0], 1) == 0.2
+    assert [round(100 * v, 1) for v in study["coverage_at_stop"]] == [97.4, 96.7, 96.4]
+    assert [round(v) for v in study["mean_parents"]] == [928, 980, 510]
+    assert [round(100 * v, 1) for v in study["fixed_claim_rate"]][:1] == [4.3]
+    assert round(100 * study["fixed_claim_rate"][1]) == 86
+    assert round(100 * study["wald_peek_claim_rate"][0], 1) == 16.8
+    assert round(100 * study["bounded_rate"][0]) == 47
+    orders = namespace["orders"]
+    assert round(100 * orders["rejection_rate"][0], 1) == 3.0
+    assert round(100 * orders["fixed_rate"][0], 2) == 3.05
+    assert [round(100 * v, 1) for v in (orders["rejection_rate"][1], orders["fixed_rate"][1])] == [
+        85.6,
+        87.1,
+    ]
+    assert round(orders["mean_orders"][0]) == 202 and round(100 * orders["saving"][0]) == 80

@@ -417,3 +417,124 @@ def test_canonical_cannot_change():
     test.update(0, [1.0], canonical_loglik=0.0)
     with pytest.raises(ValueError, match="already given"):
         test.update(0, [1.0], canonical_loglik=1.0)
+
+
+# --------------------------------------------------------------------------------------
+# The studies
+# --------------------------------------------------------------------------------------
+
+
+def test_first_hits_match_the_loop_reference():
+    from truescore_fast.sequential import _first_hits
+
+    rng = np.random.default_rng(21)
+    d = np.round(rng.uniform(-1, 1, (30, 80)) * 2) / 2
+    for m in (-0.2, 0.0, 0.15):
+        up, down = _first_hits((d + 1) / 2, np.full(30, (m + 1) / 2), 200, 0.1)
+        for row in range(30):
+            first = min(up[row], down[row])
+            assert ref_betting_sequence_rejects(d[row], m, 200, 0.1) == (first <= 80)
+            if first <= 80:  # rejected by then, not before
+                assert ref_betting_sequence_rejects(d[row, :first], m, 200, 0.1)
+                assert not ref_betting_sequence_rejects(d[row, : first - 1], m, 200, 0.1)
+
+
+@pytest.fixture(scope="module")
+def audit_study():
+    rng = np.random.default_rng(0)
+    public = (rng.random(800) < 0.6).astype(float)
+    fresh = (rng.random((800, 2)) < 0.6).astype(float)
+    table = tf.sequential_study(
+        public, fresh, deltas=(0.0, 0.15), max_parents=400, look_every=25, replications=500,
+        seed=4,
+    )  # fmt: skip
+    return public, fresh, table
+
+
+def test_sequential_study_keeps_its_guarantees(audit_study):
+    _, _, table = audit_study
+    reps, alpha = 500, 0.05
+    for row in range(2):
+        assert table["coverage_at_stop"][row] >= 1 - alpha - 3 * math.sqrt(alpha * 0.95 / reps)
+        assert table["false_claim_rate"][row] <= alpha / 2 + 3 * math.sqrt(0.025 * 0.975 / reps)
+    # no form effect: the sequence rarely claims; peeking at Wald every 25 parents does
+    assert table["claim_rate"][0] < table["wald_peek_claim_rate"][0]
+    assert table["wald_peek_claim_rate"][0] > alpha / 2 + 3 * math.sqrt(0.025 * 0.975 / reps)
+    # a large planted effect: found, and before max_parents on average
+    assert table["claim_rate"][1] > 0.8 and table["mean_parents"][1] < 400
+
+
+def test_sequential_study_is_reproducible(audit_study):
+    public, fresh, table = audit_study
+    again = tf.sequential_study(
+        public, fresh, deltas=(0.0, 0.15), max_parents=400, look_every=25, replications=500,
+        seed=4,
+    )  # fmt: skip
+    for name in table.columns:
+        assert np.array_equal(table[name], again[name]), name
+    other = tf.sequential_study(
+        public, fresh, deltas=(0.0,), max_parents=400, look_every=25, replications=500, seed=5
+    )
+    assert other["mean_parents"][0] != table["mean_parents"][0]
+
+
+def test_order_study_size_and_saving():
+    table = tf.sequential_order_study(shifts=(0.0, 2.5), replications=1000, seed=3)
+    reps, alpha = 1000, 0.05
+    assert table["rejection_rate"][0] <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / reps)
+    assert table["saving"][0] > 0.6  # a clean model: most orders are never scored
+    assert table["rejection_rate"][1] > 0.95
+    assert table["orders_fixed"][0] == 990
+
+
+def test_order_study_with_h_above_m_decides_as_the_fixed_test():
+    table = tf.sequential_order_study(
+        n_shards=4, max_permutations=19, h=20, shifts=(0.0, 1.0), replications=500, seed=2
+    )
+    assert np.array_equal(table["rejection_rate"], table["fixed_rate"])
+
+
+def test_order_study_replications_match_the_class():
+    from truescore_fast.sequential import _order_replications
+
+    rng = np.random.default_rng(5)
+    canonical = rng.standard_normal((40, 3, 1)) + 1.0
+    shuffled = rng.standard_normal((40, 3, 19))
+    verdict, _, scored = _order_replications(shuffled >= canonical, 4, 0.05)
+    for r in range(40):
+        test = tf.SequentialExchangeabilityTest(30, 3, max_permutations=19, h=4)
+        started = [False] * 3
+        while test.next_orders():
+            for shard, j, _ in test.next_orders():
+                kwargs = {} if started[shard] else {"canonical_loglik": canonical[r, shard, 0]}
+                started[shard] = True
+                test.update(shard, [shuffled[r, shard, j]], **kwargs)
+        result = test.verdict()
+        assert (result.decision == "finding") == verdict[r]
+        assert result.orders_scored == scored[r]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"deltas": (0.9,)}, "deltas"),
+        ({"max_parents": 10_000}, "max_parents"),
+        ({"look_every": 0}, "look_every"),
+        ({"relabel": "yes"}, "relabel"),
+        ({"effect_size": float("nan")}, "effect_size"),
+        ({"replications": 0}, "replications"),
+    ],
+)
+def test_sequential_study_refuses_bad_input(kwargs, match):
+    public = np.array([1.0, 0.0, 1.0, 1.0] * 10)
+    fresh = np.array([[1.0], [0.0], [0.0], [1.0]] * 10)
+    options = {"max_parents": 20, "replications": 10} | kwargs
+    with pytest.raises((ValueError, TypeError), match=match):
+        tf.sequential_study(public, fresh, **options)
+
+
+def test_order_study_refuses_bad_input():
+    with pytest.raises(ValueError, match="shifts"):
+        tf.sequential_order_study(shifts=(float("inf"),), replications=10)
+    with pytest.raises(ValueError, match="h"):
+        tf.sequential_order_study(h=0, replications=10)

@@ -124,6 +124,8 @@ from truescore_fast.sequential import (
     audit_order,
     besag_clifford_p_value,
     betting_confidence_sequence,
+    sequential_order_study,
+    sequential_study,
 )
 from truescore_fast.sharded import (
     ShardedLikelihoodResult,
@@ -212,6 +214,8 @@ __all__ = [
     "SeedContrast",
     "SequentialAudit",
     "SequentialExchangeabilityTest",
+    "sequential_order_study",
+    "sequential_study",
     "SequentialVerdict",
     "shard_orders",
     "sharded_likelihood_test",

@@ -25,6 +25,7 @@ known, so an evaluation team scores only as many items as the answer needs:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,8 +33,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from truescore_fast._random import SeedLike, seed_int
+from truescore_fast._random import SeedLike, philox_key, seed_int
 from truescore_fast._result import Result, TabularResult
+from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -42,7 +44,7 @@ from truescore_fast._validation import (
     float_array,
 )
 from truescore_fast.audit import _READINGS, control_bank
-from truescore_fast.intervals import Interval
+from truescore_fast.intervals import Interval, betting_intervals
 from truescore_fast.sharded import shard_orders
 
 __all__ = [
@@ -54,6 +56,8 @@ __all__ = [
     "audit_order",
     "besag_clifford_p_value",
     "betting_confidence_sequence",
+    "sequential_order_study",
+    "sequential_study",
 ]
 
 # Bets are truncated at _TRUNCATION / m (up) and _TRUNCATION / (1 - m) (down), as in the
@@ -841,3 +845,399 @@ class SequentialExchangeabilityTest:
             self._draws[i] += 1
             self._exceed[i] += int(v >= canonical)
         return self.shard_state(i)
+
+
+# ---------------------------------------------------------------------- the studies
+
+# Replications are simulated in tasks of this many, task i from Philox stream i of the
+# seed's key: the result does not depend on how the work is split.
+_STUDY_TASK = 250
+
+
+def _stream(key: tuple[int, int], task: int) -> np.random.Generator:
+    return np.random.Generator(
+        np.random.Philox(
+            key=np.array(key, dtype=np.uint64),
+            counter=np.array([0, 0, task, 0], dtype=np.uint64),
+        )
+    )
+
+
+def _first_hits(
+    x: npt.NDArray[np.float64],
+    m: npt.NDArray[np.float64],
+    population_size: int,
+    alpha: float,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """For each row of ``x`` (R, n) and its candidate ``m[r]``: the first step (1-based)
+    at which the up-betting half of the hedged capital reaches 1/alpha (m is then below
+    the sequence), and the same for the down-betting half (m above it); n + 1 for never.
+    A candidate made impossible by the data counts as reached by the matching half."""
+    r, n = x.shape
+    t = np.arange(1, n + 1, dtype=np.float64)
+    mu = (0.5 + np.cumsum(x, axis=1)) / (t + 1.0)
+    var = (0.25 + np.cumsum((x - mu) ** 2, axis=1)) / (t + 1.0)
+    var_prev = np.concatenate((np.full((r, 1), 0.25), var[:, :-1]), axis=1)
+    bet = np.sqrt(2.0 * (math.log(2.0) - math.log(alpha)) / (var_prev * t * np.log1p(t)))
+    before = np.concatenate((np.zeros((r, 1)), np.cumsum(x, axis=1)[:, :-1]), axis=1)
+    mt = (population_size * m[:, None] - before) / (population_size - (t - 1.0))
+    too_low = mt < 0.0  # the remaining mean would be negative: m is below the data
+    too_high = mt > 1.0
+    mt = np.clip(mt, 0.0, 1.0)
+    with np.errstate(divide="ignore"):
+        up = np.minimum(bet, _TRUNCATION / mt)
+        down = np.minimum(bet, _TRUNCATION / (1.0 - mt))
+    step = x - mt
+    threshold = math.log(2.0) - math.log(alpha)  # half the wealth reaching 1/alpha
+    hit_up = (np.cumsum(np.log1p(up * step), axis=1) >= threshold) | too_low
+    hit_down = (np.cumsum(np.log1p(-down * step), axis=1) >= threshold) | too_high
+
+    def first(hit: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+        return np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, n + 1).astype(np.int64)
+
+    return first(hit_up), first(hit_down)
+
+
+def sequential_study(
+    public: npt.ArrayLike,
+    fresh: npt.ArrayLike,
+    *,
+    deltas: float | Sequence[float] = (0.0, 0.05, 0.10),
+    max_parents: int = 1200,
+    look_every: int = 50,
+    effect_size: float | None = 0.05,
+    relabel: bool = True,
+    replications: int = 1000,
+    alpha: float = 0.05,
+    seed: SeedLike = 0,
+) -> StudyTable:
+    """How the sequential audit behaves under continuous monitoring, by simulation.
+
+    ``public`` (N,) and ``fresh`` (N, K) are binary correctness labels of a bank of N
+    parents. Each replication first (``relabel=True``) swaps every parent's public label
+    with one of its K + 1 labels chosen uniformly, so that no form effect holds by
+    construction (the null of :func:`~truescore_fast.detection_study`), then plants a
+    public-form advantage delta as that study does (each incorrect public label becomes
+    correct with probability delta / (1 - p)); the result fixes that replication's true
+    finite-population Delta_N. It scores the parents in a random order and reads a
+    :class:`SequentialAudit` (population_size N, no control bank) every ``look_every``
+    parents up to ``max_parents``, stopping at ``finding`` or ``bounded`` (Delta below
+    ``effect_size``). The audit's rule is read through the capital at the boundary
+    candidates (Delta = 0 at alpha and alpha/2, Delta = effect_size, the true Delta_N),
+    which is what its interval ends are.
+
+    Returns:
+        A :class:`~truescore_fast.StudyTable`, one row per delta: ``true_delta`` (mean
+        Delta_N), ``claim_rate`` and ``claim_se`` (findings by max_parents),
+        ``false_claim_rate`` (findings in replications whose Delta_N <= 0: the
+        finite-population type-I error under monitoring, at most alpha / 2 with no control
+        bank), ``bounded_rate``, ``coverage_at_stop``
+        (Delta_N inside the sequence when the audit stops), ``mean_parents``,
+        ``median_parents`` and ``p90_parents`` (parents scored when it stops),
+        ``fixed_claim_rate`` (the fixed-n audit with the betting interval at
+        n = max_parents, its power for comparison), ``wald_peek_claim_rate`` and
+        ``wald_peek_false_claim_rate`` (claiming whenever the finite-population Wald
+        interval at alpha/2 is above zero at a look: what naive peeking does).
+
+    With ``relabel=True`` and delta = 0, ``claim_rate`` is the error rate for "no form
+    effect", a super-population null: the sequence covers the realised Delta_N, which
+    is slightly positive in about half the replications, so at large sampling fractions
+    that rate can pass alpha / 2 a little, as it does for every finite-population
+    interval (see :func:`~truescore_fast.detection_study`).
+
+    What it does not mean: the rates are for this bank and this way of planting an
+    effect; a real leak that carries over to the fresh forms is invisible to every rule.
+    """
+    from truescore_fast.calibration import _floats, _models, _rate, _replications
+
+    banks = _models(public, fresh)
+    if len(banks) != 1:
+        raise ValueError("public must be one bank, shape (N,), with fresh (N, K)")
+    pub, fr = banks[0]
+    check_alpha(alpha)
+    ds = _floats("deltas", deltas)
+    reps = _replications(replications)
+    big_n = pub.shape[0]
+    n_max = check_positive_int("max_parents", max_parents, minimum=2)
+    if n_max > big_n:
+        raise ValueError(f"max_parents must not exceed the bank's {big_n} parents; got {n_max}")
+    every = check_positive_int("look_every", look_every)
+    effect = None if effect_size is None else _finite_real("effect_size", effect_size)
+    key = philox_key(seed)
+    if not isinstance(relabel, (bool, np.bool_)):
+        raise ValueError(f"relabel must be True or False; got {relabel!r}")
+    # mean public correctness (after relabelling, in expectation: the mean of all labels)
+    p_public = (
+        float((pub.sum() + fr.sum()) / (pub.size + fr.size)) if relabel else float(pub.mean())
+    )
+    looks = np.unique(np.append(np.arange(every, n_max + 1, every), n_max))
+    z_half = float(special.ndtri(1.0 - alpha / 4.0))  # Wald at alpha/2, two-sided
+    rows = []
+    tasks = -(-reps // _STUDY_TASK)
+    for row, delta in enumerate(ds):
+        if not 0.0 <= delta < 1.0 - p_public:
+            raise ValueError(
+                f"deltas must be in [0, 1 - mean public correctness = {1.0 - p_public:.4g}); "
+                f"got {delta}"
+            )
+        q = delta / (1.0 - p_public) if p_public < 1.0 else 0.0
+        parts = []
+        for task in range(tasks):
+            rng = _stream(key, row * tasks + task)  # stream per (row, task)
+            size = min(_STUDY_TASK, reps - task * _STUDY_TASK)
+            parts.append(
+                _audit_replications(
+                    pub, fr, q, bool(relabel), size, n_max, looks, effect, alpha, z_half, rng
+                )
+            )
+        sim = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        claim, claim_se = _rate(float(sim["claim"].sum()), reps)
+        stop = sim["stop"]
+        rows.append(
+            (
+                delta,
+                float(sim["truth"].mean()),
+                claim,
+                claim_se,
+                float(np.mean(sim["claim"] & (sim["truth"] <= 0.0))),
+                float(np.mean(sim["bounded"])),
+                float(np.mean(sim["covered"])),
+                float(stop.mean()),
+                float(np.median(stop)),
+                float(np.quantile(stop, 0.9)),
+                float(np.mean(sim["fixed_claim"])),
+                float(np.mean(sim["wald_claim"])),
+                float(np.mean(sim["wald_claim"] & (sim["truth"] <= 0.0))),
+            )
+        )
+    names = (
+        "delta", "true_delta", "claim_rate", "claim_se", "false_claim_rate", "bounded_rate",
+        "coverage_at_stop", "mean_parents", "median_parents", "p90_parents",
+        "fixed_claim_rate", "wald_peek_claim_rate", "wald_peek_false_claim_rate",
+    )  # fmt: skip
+    columns = {name: np.asarray([row[k] for row in rows]) for k, name in enumerate(names)}
+    return StudyTable(
+        title=(
+            f"Sequential audit under monitoring: N = {big_n}, looks every {every} parents "
+            f"up to {n_max}, alpha = {alpha:g}, effect size {effect}"
+        ),
+        columns=columns,
+        notes=(
+            f"{reps} replications per row, seed {seed!r}. false_claim_rate must stay at or "
+            "below alpha however often the audit is read; wald_peek_false_claim_rate shows "
+            "what reading the Wald interval at every look does instead.",
+            "Rates for this bank and this planting; a leak that carries over to the fresh "
+            "forms is invisible to every rule.",
+        ),
+        meta={"study": "sequential", "seed": repr(seed), "key": list(key), "replications": reps},
+    )
+
+
+def _audit_replications(
+    pub: npt.NDArray[np.float64],
+    fr: npt.NDArray[np.float64],
+    q: float,
+    relabel: bool,
+    size: int,
+    n_max: int,
+    looks: npt.NDArray[np.int64],
+    effect: float | None,
+    alpha: float,
+    z_half: float,
+    rng: np.random.Generator,
+) -> dict[str, npt.NDArray[Any]]:
+    big_n, k = fr.shape
+    labels = np.broadcast_to(np.concatenate((pub[:, None], fr), axis=1), (size, big_n, k + 1))
+    if relabel:  # swap the public label with a uniformly chosen one of the K + 1
+        pick = rng.integers(0, k + 1, size=(size, big_n))
+        rows = np.arange(size)[:, None]
+        cols = np.arange(big_n)[None, :]
+        labels = labels.copy()
+        chosen = labels[rows, cols, pick]
+        labels[rows, cols, pick] = labels[:, :, 0]
+        labels[:, :, 0] = chosen
+    public_now = labels[:, :, 0]
+    planted = np.where(rng.random((size, big_n)) < q, 1.0, public_now)
+    gaps = planted - labels[:, :, 1:].mean(axis=2)
+    truth = gaps.mean(axis=1)
+    order = np.argsort(rng.random((size, big_n)), axis=1)[:, :n_max]
+    d = np.take_along_axis(gaps, order, axis=1)
+    x = (d + 1.0) / 2.0
+    zero = np.full(size, 0.5)
+    above_zero, _ = _first_hits(x, zero, big_n, alpha)
+    above_zero_half, _ = _first_hits(x, zero, big_n, alpha / 2.0)
+    t_find = np.maximum(above_zero, above_zero_half)
+    if effect is None:
+        t_bound = np.full(size, n_max + 1)
+    else:
+        _, t_bound = _first_hits(x, np.full(size, (effect + 1.0) / 2.0), big_n, alpha)
+    miss_up, miss_down = _first_hits(x, (truth + 1.0) / 2.0, big_n, alpha)
+
+    # Decisions are read at the looks only: the first look at or after each event.
+    def at_look(t: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        i = np.searchsorted(looks, t)
+        return np.where(i < looks.shape[0], looks[np.minimum(i, looks.shape[0] - 1)], n_max + 1)
+
+    find_look, bound_look = at_look(t_find), at_look(t_bound)
+    claim = find_look <= bound_look
+    claim &= find_look <= n_max
+    stop = np.minimum(np.minimum(find_look, bound_look), n_max)
+    covered = np.minimum(miss_up, miss_down) > stop
+    # The fixed-n audit at n_max (no control bank: the claim is Delta's interval at
+    # alpha/2 above zero) with the fixed-time betting interval.
+    fixed = betting_intervals(np.ascontiguousarray(d), population_size=big_n, alpha=alpha / 2.0)
+    # Naive peeking: the finite-population Wald interval at alpha/2 read at every look.
+    t = looks.astype(np.float64)
+    s1 = np.cumsum(d, axis=1)[:, looks - 1]
+    s2 = np.cumsum(d * d, axis=1)[:, looks - 1]
+    mean = s1 / t
+    var = np.maximum(s2 - t * mean * mean, 0.0) / np.maximum(t - 1.0, 1.0)
+    half = z_half * np.sqrt(var / t * (1.0 - t / big_n))
+    wald_claim = ((mean - half) > 0.0).any(axis=1)
+    return {
+        "truth": truth,
+        "claim": claim,
+        "bounded": ~claim & (bound_look <= n_max),
+        "covered": covered,
+        "stop": stop,
+        "fixed_claim": np.asarray(fixed.low) > 0.0,
+        "wald_claim": wald_claim,
+    }
+
+
+def sequential_order_study(
+    *,
+    n_shards: int = 10,
+    max_permutations: int = 99,
+    h: int = 10,
+    shifts: float | Sequence[float] = (0.0, 1.0, 2.0, 3.0),
+    replications: int = 2000,
+    alpha: float = 0.05,
+    seed: SeedLike = 0,
+) -> StudyTable:
+    """Size, power and orders scored of :class:`SequentialExchangeabilityTest`, by simulation.
+
+    In each replication every shard's published-order log-likelihood is N(shift, 1) and
+    its shuffled orders' are N(0, 1) (shift = 0: a clean model, the orders exchangeable;
+    shift > 0: the published order is likelier, as memorisation makes it). Shards draw
+    their orders in lockstep, one per round, each stopping by Besag & Clifford's rule
+    with ``h``; the pooled Fisher verdict stops when decided.
+
+    Returns:
+        A :class:`~truescore_fast.StudyTable`, one row per shift: ``rejection_rate`` and
+        ``rejection_se`` (the sequential test; at shift 0 its size, at most alpha),
+        ``fixed_rate`` (the fixed test scoring all ``max_permutations`` orders, on the
+        same draws), ``mean_orders`` and ``median_orders`` (shuffled orders scored, over
+        all shards), ``orders_fixed`` (n_shards x max_permutations) and ``saving`` (the
+        fraction of the fixed design's orders not scored).
+
+    What it does not mean: real log-likelihoods are not normal and shards differ; the
+    saving for a clean model depends only on ranks, so it carries over, but the power
+    at a given shift does not.
+    """
+    from truescore_fast.calibration import _rate, _replications
+
+    r = check_positive_int("n_shards", n_shards)
+    m = check_positive_int("max_permutations", max_permutations)
+    hh = check_positive_int("h", h)
+    shift_values = _finite_floats("shifts", shifts)
+    reps = _replications(replications)
+    check_alpha(alpha)
+    key = philox_key(seed)
+    tasks = -(-reps // _STUDY_TASK)
+    rows = []
+    for row, shift in enumerate(shift_values):
+        seq_reject, fixed_reject, scored = [], [], []
+        for task in range(tasks):
+            rng = _stream(key, row * tasks + task)
+            size = min(_STUDY_TASK, reps - task * _STUDY_TASK)
+            canonical = rng.standard_normal((size, r, 1)) + shift
+            exceed = rng.standard_normal((size, r, m)) >= canonical
+            a, b, c = _order_replications(exceed, hh, alpha)
+            seq_reject.append(a)
+            fixed_reject.append(b)
+            scored.append(c)
+        seq = np.concatenate(seq_reject)
+        orders = np.concatenate(scored)
+        rate, se = _rate(float(seq.sum()), reps)
+        rows.append(
+            (
+                shift,
+                rate,
+                se,
+                float(np.mean(np.concatenate(fixed_reject))),
+                float(orders.mean()),
+                float(np.median(orders)),
+                r * m,
+                1.0 - float(orders.mean()) / (r * m),
+            )
+        )
+    names = (
+        "shift", "rejection_rate", "rejection_se", "fixed_rate", "mean_orders",
+        "median_orders", "orders_fixed", "saving",
+    )  # fmt: skip
+    columns = {name: np.asarray([row[k] for row in rows]) for k, name in enumerate(names)}
+    return StudyTable(
+        title=(
+            f"Sequential order test: {r} shards x up to {m} shuffled orders, h = {hh}, "
+            f"alpha = {alpha:g}"
+        ),
+        columns=columns,
+        notes=(
+            f"{reps} replications per row, seed {seed!r}. At shift 0 rejection_rate is the "
+            "size (at most alpha); saving is the share of the fixed design's orders not "
+            "scored.",
+            "Normal log-likelihoods are a model: the saving for a clean model depends only "
+            "on ranks and carries over; the power at a given shift does not.",
+        ),
+        meta={
+            "study": "sequential_order",
+            "seed": repr(seed),
+            "key": list(key),
+            "replications": reps,
+        },
+    )
+
+
+def _order_replications(
+    exceed: npt.NDArray[np.bool_], h: int, alpha: float
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+    """Sequential and fixed verdicts and orders scored for exceedance draws (R, S, m)."""
+    reps, shards, m = exceed.shape
+    counts = np.cumsum(exceed, axis=2)  # exceedances after each draw
+    reached = counts >= h
+    stop = np.where(reached.any(axis=2), reached.argmax(axis=2) + 1, m)  # BC stopping draw
+    fixed_p = (counts[:, :, -1] + 1.0) / (m + 1.0)
+    fixed = special.chdtrc(2 * shards, -2.0 * np.log(fixed_p).sum(axis=1)) < alpha
+    decided = np.zeros(reps, dtype=bool)
+    verdict = np.zeros(reps, dtype=bool)
+    scored = np.zeros(reps, dtype=np.int64)
+    for k in range(m + 1):  # k orders drawn by every open shard
+        draws = np.minimum(stop, k)
+        g = np.take_along_axis(
+            np.concatenate((np.zeros((reps, shards, 1), dtype=counts.dtype), counts), axis=2),
+            draws[:, :, None],
+            axis=2,
+        )[:, :, 0].astype(np.float64)
+        done = draws >= stop
+        p_stop = np.where(g >= h, h / np.maximum(draws, 1), (g + 1.0) / (m + 1.0))
+        earliest = draws + (h - g)
+        p_high_open = np.where(earliest <= m, h / earliest, (g + (m - draws) + 1.0) / (m + 1.0))
+        low = np.where(done, p_stop, (g + 1.0) / (m + 1.0))
+        high = np.where(done, p_stop, p_high_open)
+        f_low = special.chdtrc(2 * shards, -2.0 * np.log(low).sum(axis=1))
+        f_high = special.chdtrc(2 * shards, -2.0 * np.log(high).sum(axis=1))
+        now = ~decided & ((f_high < alpha) | (f_low >= alpha))
+        verdict[now] = f_high[now] < alpha
+        scored[now] = draws[now].sum(axis=1)
+        decided |= now
+        if decided.all():
+            break
+    return verdict, fixed, scored
+
+
+def _finite_floats(name: str, values: Any) -> tuple[float, ...]:
+    items = [values] if isinstance(values, (int, float, np.number)) else list(values)
+    if not items:
+        raise ValueError(f"{name} must hold at least one value")
+    return tuple(_finite_real(name, v) for v in items)
