@@ -538,3 +538,11 @@ def test_order_study_refuses_bad_input():
         tf.sequential_order_study(shifts=(float("inf"),), replications=10)
     with pytest.raises(ValueError, match="h"):
         tf.sequential_order_study(h=0, replications=10)
+
+
+def test_an_all_zero_remainder_does_not_rule_out_the_true_mean():
+    # Rounding in (N m - sum) / (N - t + 1) must not make the true mean impossible.
+    d = np.array([0.1, -0.3, 0.7] + [0.0] * 37)
+    for n in (10, 30, 39):
+        iv = tf.betting_confidence_sequence(d[:n], population_size=40)
+        assert iv.contains(float(d.mean())), n

@@ -68,6 +68,9 @@ _GRID = 65
 _SECTIONS = 16  # each refining pass cuts a bracket 16-fold ...
 _TOLERANCE = 1e-14  # ... until it is this narrow
 _MARGIN = 1e-12  # and the end is then moved this much further out
+# A remaining mean outside [0, 1] by more than this rules a candidate out (rounding in
+# (N m - sum) / (N - t + 1) must not rule out the true mean of an all-0 or all-1 rest).
+_SLACK = 1e-12
 
 Decision = Literal["finding", "bounded", "exhausted", "continue"]
 
@@ -115,7 +118,7 @@ def _log_capital_max(
         remaining = population_size - np.arange(n, dtype=np.float64)  # N - t + 1
         with np.errstate(divide="ignore", invalid="ignore"):
             mt = (population_size * mm - before) / remaining
-        impossible = np.asarray(((mt < 0.0) | (mt > 1.0)).any(axis=1))
+        impossible = np.asarray(((mt < -_SLACK) | (mt > 1.0 + _SLACK)).any(axis=1))
         mt = np.clip(mt, 0.0, 1.0)
     bet = np.exp(log_bet)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -881,8 +884,8 @@ def _first_hits(
     bet = np.sqrt(2.0 * (math.log(2.0) - math.log(alpha)) / (var_prev * t * np.log1p(t)))
     before = np.concatenate((np.zeros((r, 1)), np.cumsum(x, axis=1)[:, :-1]), axis=1)
     mt = (population_size * m[:, None] - before) / (population_size - (t - 1.0))
-    too_low = mt < 0.0  # the remaining mean would be negative: m is below the data
-    too_high = mt > 1.0
+    too_low = mt < -_SLACK  # the remaining mean would be negative: m is below the data
+    too_high = mt > 1.0 + _SLACK
     mt = np.clip(mt, 0.0, 1.0)
     with np.errstate(divide="ignore"):
         up = np.minimum(bet, _TRUNCATION / mt)
