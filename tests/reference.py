@@ -977,3 +977,61 @@ def ref_budget_sums(gaps, n, method, alpha, key, cell, replications, block):
             part += (half, half * half, float(correct == len(pairs)), share, share * share)
         totals += part
     return totals
+
+
+# ---------------------------------------------------------------------------------------
+# Sequential audits: the betting confidence sequence and Besag-Clifford p-values
+# ---------------------------------------------------------------------------------------
+
+
+def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05):
+    """True when the candidate mean gap ``m`` is rejected at some step by Waudby-Smith &
+    Ramdas's hedged betting sequence (horizon-free plug-in bets, c = 3/4, either half of
+    the wealth reaching 1/alpha). One plain loop per step, in exact float arithmetic."""
+    x = [(float(v) + 1.0) / 2.0 for v in d]
+    target = (m + 1.0) / 2.0
+    log_threshold = math.log(2.0 / alpha)  # log((1/alpha) / (1/2))
+    log_up = log_down = 0.0
+    total = 0.0
+    sq = 0.0
+    var_prev = 0.25
+    for i, xi in enumerate(x):
+        t = i + 1
+        if population_size is None:
+            mt = target
+        else:
+            mt = (population_size * target - total) / (population_size - i)
+            if mt < 0.0 or mt > 1.0:
+                return True
+        bet = math.sqrt(2.0 * math.log(2.0 / alpha) / (var_prev * t * math.log(1.0 + t)))
+        up = min(bet, 0.75 / mt) if mt > 0.0 else bet
+        down = min(bet, 0.75 / (1.0 - mt)) if mt < 1.0 else bet
+        log_up += math.log(1.0 + up * (xi - mt))
+        log_down += math.log(1.0 - down * (xi - mt))
+        if max(log_up, log_down) >= log_threshold:
+            return True
+        total += xi
+        mu = (0.5 + total) / (t + 1.0)
+        sq += (xi - mu) ** 2
+        var_prev = (0.25 + sq) / (t + 1.0)
+    return False
+
+
+def ref_besag_clifford_null(m: int, h: int) -> dict[float, float]:
+    """The exact null distribution {p: probability} of Besag & Clifford's sequential
+    p-value with at most m draws, for continuous (tie-free) scores: the published order's
+    rank among the m + 1 is uniform, so the number k of shuffled orders above it is
+    uniform on 0..m, and given k their positions are a uniform k-subset of the m draws."""
+    out: dict[float, float] = {}
+    for k in range(m + 1):
+        pk = 1.0 / (m + 1)
+        if k < h:
+            p = (k + 1) / (m + 1)
+            out[p] = out.get(p, 0.0) + pk
+            continue
+        for j in range(h, m + 1):  # the h-th exceedance falls on draw j
+            ways = math.comb(j - 1, h - 1) * math.comb(m - j, k - h)
+            prob = pk * ways / math.comb(m, k)
+            if prob:
+                out[h / j] = out.get(h / j, 0.0) + prob
+    return out

@@ -95,3 +95,38 @@ def test_readme_stress_grid_summary_holds(run_block):
     assert round(float(wald.min()), 2) in (0.87, 0.88)  # "down to about 0.87"
     ratio = np.asarray(grid["bernstein/hoeffding"])
     assert (round(float(ratio.min()), 2), round(float(ratio.max()), 2)) == (0.69, 1.83)
+
+
+def _readme_block(text: str) -> str:
+    (where,) = [w for w, body, _ in BLOCKS if w.startswith("README.md") and text in body]
+    return where
+
+
+def test_readme_sequential_audit_example_holds(run_block):
+    # "prints a finding after 850 of the 3,000 parents (Delta's sequence [+0.006, +0.128])"
+    state = run_block(_readme_block("tsf.SequentialAudit(3000"))[0]["state"]
+    assert state.decision == "finding" and state.n_parents == 850
+    assert (round(state.delta.low, 3), round(state.delta.high, 3)) == (0.006, 0.128)
+
+
+def test_readme_sequential_study_table_holds(run_block):
+    # The table under the sequential study: rates in percent and mean parents.
+    namespace = run_block(_readme_block("tsf.sequential_study("))[0]
+    study = namespace["study"]
+    assert [round(100 * v, 1) for v in study["claim_rate"]][::2] == [1.7, 96.0]
+    assert round(100 * study["claim_rate"][1]) == 39
+    assert round(100 * study["false_claim_rate"][0], 1) == 0.2
+    assert [round(100 * v, 1) for v in study["coverage_at_stop"]] == [97.4, 96.7, 96.4]
+    assert [round(v) for v in study["mean_parents"]] == [928, 980, 510]
+    assert [round(100 * v, 1) for v in study["fixed_claim_rate"]][:1] == [4.3]
+    assert round(100 * study["fixed_claim_rate"][1]) == 86
+    assert round(100 * study["wald_peek_claim_rate"][0], 1) == 16.8
+    assert round(100 * study["bounded_rate"][0]) == 47
+    orders = namespace["orders"]
+    assert round(100 * orders["rejection_rate"][0], 1) == 3.0
+    assert round(100 * orders["fixed_rate"][0], 2) == 3.05
+    assert [round(100 * v, 1) for v in (orders["rejection_rate"][1], orders["fixed_rate"][1])] == [
+        85.6,
+        87.1,
+    ]
+    assert round(orders["mean_orders"][0]) == 202 and round(100 * orders["saving"][0]) == 80

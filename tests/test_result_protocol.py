@@ -144,6 +144,20 @@ FACTORIES = {
         ("alpha",),
     ),
     "ShardOrders": (lambda: tf.shard_orders(20, 4, 3, seed=1), ("n_examples", "seed")),
+    "AuditState": (
+        lambda: tf.SequentialAudit(200).update(*_gaps(1, 60)),
+        ("n_parents", "estimate", "decision", "alpha"),
+    ),
+    "ShardState": (
+        lambda: tf.SequentialExchangeabilityTest(20, 2, max_permutations=9).update(
+            0, [1.0, -1.0], canonical_loglik=0.0
+        ),
+        ("shard", "draws", "exceedances", "p_low", "p_high"),
+    ),
+    "SequentialVerdict": (
+        lambda: tf.SequentialExchangeabilityTest(20, 2, max_permutations=9).verdict(),
+        ("decision", "p_low", "p_high", "orders_scored"),
+    ),
     "StudyTable": (
         lambda: tf.coverage_study(
             np.linspace(-1.0, 1.0, 40), [10], intervals=("hoeffding",), replications=50, seed=1

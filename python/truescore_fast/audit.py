@@ -327,22 +327,8 @@ def matched_form_audit(
         readings_c = {"none": (0.0, 0.0)}
         reading_used = "none"
     else:
-        if not isinstance(control, (tuple, list)) or len(control) != 2:
-            raise ValueError("control must be a (public, fresh) pair of arrays")
-        cpub, cfr = _forms(control[0], control[1], prefix="control ")
-        dc = np.ascontiguousarray(cpub - cfr.mean(axis=1))
-        b = float(np.mean(dc))
-        readings = _single(("wald", "hoeffding"), dc, None, half_alpha)
-        readings["fixed"] = Interval(b, b, b, "fixed", 0.0, 0.0)
-        bank = ControlBank(
-            estimate=b,
-            n=int(dc.shape[0]),
-            nonzero_gaps=int(np.count_nonzero(dc)),
-            public_score=float(np.mean(cpub)),
-            fresh_score=float(np.mean(cfr)),
-            readings=readings,
-        )
-        readings_c = {name: (iv.low, iv.high) for name, iv in readings.items()}
+        bank = control_bank(control, half_alpha)
+        readings_c = {name: (iv.low, iv.high) for name, iv in bank.readings.items()}
         reading_used = control_reading
     r = float(transport_radius)
     tau_intervals = {
@@ -380,6 +366,26 @@ def matched_form_audit(
         fallback=fallback,
         seed=seed_used,
         order=order,
+    )
+
+
+def control_bank(control: Any, alpha: float) -> ControlBank:
+    """The control bank ``(public, fresh)`` read at level 1 - ``alpha`` (the audits pass
+    alpha/2, so that Delta and b_C hold jointly at 1 - alpha)."""
+    if not isinstance(control, (tuple, list)) or len(control) != 2:
+        raise ValueError("control must be a (public, fresh) pair of arrays")
+    cpub, cfr = _forms(control[0], control[1], prefix="control ")
+    dc = np.ascontiguousarray(cpub - cfr.mean(axis=1))
+    b = float(np.mean(dc))
+    readings = _single(("wald", "hoeffding"), dc, None, alpha)
+    readings["fixed"] = Interval(b, b, b, "fixed", 0.0, 0.0)
+    return ControlBank(
+        estimate=b,
+        n=int(dc.shape[0]),
+        nonzero_gaps=int(np.count_nonzero(dc)),
+        public_score=float(np.mean(cpub)),
+        fresh_score=float(np.mean(cfr)),
+        readings=readings,
     )
 
 

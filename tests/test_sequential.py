@@ -1,0 +1,548 @@
+"""Sequential audits: the betting confidence sequence, SequentialAudit, Besag-Clifford.
+
+Validity under optional stopping is checked by simulation from known truth (rates within
+3 Monte Carlo standard errors of their bound), the sequence's ends against the loop
+reference in tests/reference.py, and the Besag-Clifford p-value exactly on small cases.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+from reference import ref_besag_clifford_null, ref_betting_sequence_rejects
+from truescore_fast.sequential import _log_bets, _log_capital_max
+
+# --------------------------------------------------------------------------------------
+# The betting confidence sequence
+# --------------------------------------------------------------------------------------
+
+
+def _gaps(rng, n, p_public=0.7, p_fresh=0.62, k=2):
+    public = (rng.random(n) < p_public).astype(float)
+    fresh = (rng.random((n, k)) < p_fresh).astype(float)
+    return public, fresh
+
+
+@pytest.mark.parametrize("population", [None, 150])
+def test_capital_matches_the_loop_reference(population):
+    rng = np.random.default_rng(11)
+    d = np.round(rng.uniform(-1, 1, 120) * 4) / 4
+    x = (d + 1) / 2
+    candidates = np.linspace(-1, 1, 41)
+    values = _log_capital_max(x, (candidates + 1) / 2, population, _log_bets(x, 0.05))
+    for m, v in zip(candidates, values, strict=True):
+        rejected = bool(v >= -math.log(0.05))
+        assert rejected == ref_betting_sequence_rejects(d, m, population, 0.05), m
+
+
+@pytest.mark.parametrize("population", [None, 400])
+@pytest.mark.parametrize("seed", range(4))
+def test_ends_are_rounded_outward_and_the_inside_is_kept(population, seed):
+    rng = np.random.default_rng(seed)
+    pub, fr = _gaps(rng, 200)
+    d = pub - fr.mean(axis=1)
+    iv = tf.betting_confidence_sequence(d, population_size=population)
+    assert not iv.empty and iv.low <= iv.estimate <= iv.high
+    # Each end is a rejected candidate (or the edge of [-1, 1]); just inside is kept.
+    for end, inward in ((iv.low, 1e-6), (iv.high, -1e-6)):
+        if abs(end) < 1.0:
+            assert ref_betting_sequence_rejects(d, end, population)
+            assert not ref_betting_sequence_rejects(d, end + inward, population)
+    for m in np.linspace(iv.low + 1e-6, iv.high - 1e-6, 7):
+        assert not ref_betting_sequence_rejects(d, m, population)
+
+
+def test_a_census_is_the_exact_mean():
+    rng = np.random.default_rng(3)
+    d = np.round(rng.uniform(-1, 1, 60) * 2) / 2
+    iv = tf.betting_confidence_sequence(d, population_size=60)
+    assert iv.low == iv.high == pytest.approx(d.mean(), abs=1e-15)
+
+
+def test_the_sequence_is_wider_than_the_fixed_time_interval():
+    # The price of looking at every n: at one fixed n the fixed-time interval is narrower.
+    rng = np.random.default_rng(5)
+    pub, fr = _gaps(rng, 800)
+    d = pub - fr.mean(axis=1)
+    seq = tf.betting_confidence_sequence(d)
+    fixed = tf.betting_interval(d)
+    assert seq.high - seq.low > fixed.high - fixed.low
+
+
+def _ever_rejects_truth(d, truth, population):
+    x = (d + 1) / 2
+    value = _log_capital_max(x, np.array([(truth + 1) / 2]), population, _log_bets(x, 0.1))[0]
+    return value >= -math.log(0.1)
+
+
+def test_time_uniform_coverage_with_replacement():
+    # Known truth: gaps in {-1, -1/2, 0, 1/2, 1} with mean 0.1. The sequence must exclude
+    # the truth at ANY of the first 300 steps in at most alpha = 0.1 of the runs.
+    rng = np.random.default_rng(2024)
+    values = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+    probs = np.array([0.1, 0.15, 0.4, 0.2, 0.15])
+    truth = float(values @ probs)
+    runs = 600
+    misses = sum(
+        _ever_rejects_truth(rng.choice(values, size=300, p=probs), truth, None)
+        for _ in range(runs)
+    )
+    bound = 0.1 + 3 * math.sqrt(0.1 * 0.9 / runs)
+    assert misses / runs <= bound, misses
+
+
+def test_time_uniform_coverage_without_replacement():
+    # A fixed population of N = 400 gaps, scored in random orders to the end: the
+    # population mean must be excluded at some step in at most alpha of the orders.
+    rng = np.random.default_rng(7)
+    population = np.round(rng.uniform(-1, 1, 400) * 2) / 2 * (rng.random(400) < 0.4)
+    truth = float(population.mean())
+    runs = 500
+    misses = sum(
+        _ever_rejects_truth(rng.permutation(population)[:399], truth, 400) for _ in range(runs)
+    )
+    bound = 0.1 + 3 * math.sqrt(0.1 * 0.9 / runs)
+    assert misses / runs <= bound, misses
+
+
+def test_peeking_at_the_wald_interval_is_not_valid_but_the_sequence_is():
+    # The contrast the sequential audit exists for: under Delta = 0, looking at the 95%
+    # Wald interval after every 10 parents up to 500 and stopping at the first exclusion
+    # of 0 errs far more than 5%; the betting sequence read at the same looks does not.
+    rng = np.random.default_rng(99)
+    runs, n = 400, 500
+    d = rng.choice([-1.0, 0.0, 1.0], size=(runs, n), p=[0.2, 0.6, 0.2])
+    looks = np.arange(10, n + 1, 10)
+    t = np.arange(1, n + 1)
+    mean = np.cumsum(d, axis=1) / t
+    var = (np.cumsum(d**2, axis=1) - t * mean**2) / np.maximum(t - 1, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # zero variance early on
+        z = np.nan_to_num(np.abs(mean) / np.sqrt(var / t), nan=0.0)
+    wald_errs = float(np.mean((z[:, looks - 1] > 1.959964).any(axis=1)))
+    seq_errs = float(np.mean([_ever_rejects_truth(row, 0.0, None) for row in d[:200]]))
+    assert wald_errs > 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs), wald_errs
+    assert seq_errs <= 0.1 + 3 * math.sqrt(0.1 * 0.9 / 200), seq_errs
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"d": [0.1, 2.0]}, "d must"),
+        ({"d": [[0.1, 0.2]]}, "d must"),
+        ({"d": []}, "d must"),
+        ({"d": [0.1, np.nan]}, "d must"),
+        ({"d": [0.1, 0.2], "population_size": 1}, "population_size"),
+        ({"d": [0.1, 0.2], "population_size": 2.5}, "population_size"),
+        ({"d": [0.1, 0.2], "alpha": 1.5}, "alpha"),
+    ],
+)
+def test_sequence_refuses_bad_input(kwargs, match):
+    d = kwargs.pop("d")
+    with pytest.raises((ValueError, TypeError), match=match):
+        tf.betting_confidence_sequence(d, **kwargs)
+
+
+# --------------------------------------------------------------------------------------
+# audit_order and SequentialAudit
+# --------------------------------------------------------------------------------------
+
+
+def test_audit_order_is_numpys_permutation_from_the_seed():
+    order = tf.audit_order(50, seed=8)
+    assert np.array_equal(order, np.random.default_rng(8).permutation(50))
+    assert order.dtype == np.int64
+    with pytest.raises(ValueError, match="population_size"):
+        tf.audit_order(0)
+
+
+def _run(audit, pub, fr, batch):
+    state = None
+    for start in range(0, pub.shape[0], batch):
+        state = audit.update(pub[start : start + batch], fr[start : start + batch])
+        if state.decision != "continue":
+            break
+    return state
+
+
+def test_a_large_gap_is_found_early():
+    rng = np.random.default_rng(1)
+    pub, fr = _gaps(rng, 3000, p_public=0.85, p_fresh=0.6)
+    state = _run(tf.SequentialAudit(3000), pub, fr, 25)
+    assert state.decision == "finding" and state.claim
+    assert state.n_parents < 600
+    assert state.delta.low > 0 and state.tau.low > 0
+
+
+def test_no_gap_is_bounded_below_an_effect_size():
+    rng = np.random.default_rng(2)
+    pub, fr = _gaps(rng, 5000, p_public=0.6, p_fresh=0.6)
+    state = _run(tf.SequentialAudit(effect_size=0.1), pub, fr, 50)
+    assert state.decision == "bounded" and not state.claim
+    assert state.delta.high < 0.1 and state.n_parents < 5000
+
+
+def test_a_target_half_width_bounds_the_audit():
+    rng = np.random.default_rng(3)
+    pub, fr = _gaps(rng, 4000, p_public=0.6, p_fresh=0.6)
+    state = _run(tf.SequentialAudit(target_half_width=0.08), pub, fr, 50)
+    assert state.decision == "bounded"
+    assert state.delta.half_width <= 0.08
+
+
+def test_max_parents_exhausts_and_the_projection_is_given_while_continuing():
+    rng = np.random.default_rng(4)
+    pub, fr = _gaps(rng, 400, p_public=0.66, p_fresh=0.6)
+    audit = tf.SequentialAudit(1000, max_parents=100, target_half_width=0.05)
+    first = audit.update(pub[:50], fr[:50])
+    assert first.decision == "continue"
+    assert first.more_parents is None or first.more_parents > 0
+    last = audit.update(pub[50:100], fr[50:100])
+    assert last.decision in ("exhausted", "finding", "bounded")
+    assert audit.n_parents == 100 and len(audit.history) == 2
+
+
+def test_the_intervals_never_widen_and_hold_the_census_value():
+    rng = np.random.default_rng(5)
+    pub, fr = _gaps(rng, 300)
+    audit = tf.SequentialAudit(300)
+    widths = []
+    for start in range(0, 300, 30):
+        state = audit.update(pub[start : start + 30], fr[start : start + 30])
+        widths.append(state.delta.high - state.delta.low)
+    assert all(b <= a + 1e-15 for a, b in zip(widths, widths[1:], strict=False))
+    exact = float(np.mean(pub - fr.mean(axis=1)))
+    assert state.delta.low == state.delta.high == pytest.approx(exact)
+
+
+def test_the_control_bank_and_radius_shift_tau():
+    rng = np.random.default_rng(6)
+    pub, fr = _gaps(rng, 400, p_public=0.8, p_fresh=0.6)
+    control = _gaps(rng, 200, p_public=0.62, p_fresh=0.6)
+    plain = tf.SequentialAudit().update(pub, fr)
+    banked = tf.SequentialAudit(control=control, transport_radius=0.02).update(pub, fr)
+    bank = tf.matched_form_audit(pub, fr, control=control).control
+    assert banked.delta == plain.delta
+    reading = bank.readings["wald"]
+    assert banked.tau.low == pytest.approx(plain.tau.low - (reading.high + 0.02))
+    assert banked.tau.estimate == pytest.approx(plain.estimate - bank.estimate)
+
+
+def test_sequential_audit_type_i_error_under_monitoring():
+    # Delta = 0 (public and fresh forms equally hard): claims made at any of the looks,
+    # over 100 audits of up to 200 parents read every 40, stay within alpha = 0.1. (The
+    # sequence's own time-uniform coverage is checked above with more runs; this checks
+    # the audit's wiring of it into the claim rule.)
+    rng = np.random.default_rng(12)
+    runs, claims = 100, 0
+    for _ in range(runs):
+        pub, fr = _gaps(rng, 200, p_public=0.6, p_fresh=0.6, k=1)
+        state = _run(tf.SequentialAudit(alpha=0.1), pub, fr, 40)
+        claims += state.claim
+    assert claims / runs <= 0.1 + 3 * math.sqrt(0.1 * 0.9 / runs), claims
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "update", "match"),
+    [
+        ({"alpha": 0.0}, None, "alpha"),
+        ({"population_size": 1}, None, "population_size"),
+        ({"transport_radius": -1.0}, None, "transport_radius"),
+        ({"transport_radius": float("inf")}, None, "transport_radius"),
+        ({"target_half_width": float("nan")}, None, "target_half_width"),
+        ({"effect_size": "0.1"}, None, "effect_size"),
+        ({"max_parents": 0}, None, "max_parents"),
+        ({"control_reading": "bayes"}, None, "control_reading"),
+        ({}, ([1.5], [0.0]), "public"),
+        ({}, ([1.0, 0.0], [0.0]), "fresh"),
+        ({}, ([], []), "public"),
+        ({"population_size": 3}, ([1.0] * 4, [0.0] * 4), "population_size"),
+    ],
+)
+def test_sequential_audit_refuses_bad_input(kwargs, update, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        audit = tf.SequentialAudit(**kwargs)
+        audit.update(*update)
+
+
+def test_fresh_form_count_cannot_change():
+    audit = tf.SequentialAudit()
+    audit.update([1.0, 0.0], [[0.0, 1.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="2 fresh forms"):
+        audit.update([1.0], [[0.0, 1.0, 1.0]])
+
+
+# --------------------------------------------------------------------------------------
+# Besag-Clifford and the sequential exchangeability test
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("m", "h"), [(19, 3), (99, 10), (39, 1), (10, 11)])
+def test_besag_clifford_is_valid_exactly(m, h):
+    law = ref_besag_clifford_null(m, h)
+    assert sum(law.values()) == pytest.approx(1.0, abs=1e-12)
+    for u in law:
+        assert sum(q for p, q in law.items() if p <= u) <= u + 1e-12
+    # Every support point is one the function returns for some stopped state.
+    for p in law:
+        if p * (m + 1) == round(p * (m + 1)) and round(p * (m + 1)) <= h:
+            g = round(p * (m + 1)) - 1
+            if g < h:
+                assert tf.besag_clifford_p_value(g, m, h=h, max_draws=m) == pytest.approx(p)
+
+
+def test_besag_clifford_with_h_above_m_is_the_fixed_test():
+    for g in range(6):
+        assert tf.besag_clifford_p_value(g, 5, h=7, max_draws=5) == (g + 1) / 6
+    assert tf.besag_clifford_p_value(3, 12, h=3, max_draws=99) == 3 / 12
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((3, 10), "exceedances cannot pass|not stopped"),
+        ((4, 10), "exceedances cannot pass"),
+        ((1, 5), "not stopped"),
+        ((5, 3), "draws"),
+        ((1, 200), "draws"),
+    ],
+)
+def test_besag_clifford_refuses_states_that_are_not_stopped(args, match):
+    g, n = args
+    with pytest.raises(ValueError, match=match):
+        tf.besag_clifford_p_value(g, n, h=3 if g != 3 else 2, max_draws=99)
+
+
+def _shard_scores(rng, orders, contaminated):
+    """Log-likelihoods of each shard's published order and its shuffled orders."""
+    canon, shuffled = [], []
+    for perms in orders.permutations:
+        base = rng.normal(-100.0, 3.0, size=perms.shape[0] + 1)
+        if contaminated:
+            base[0] += 25.0  # the published order is far likelier than any shuffle
+        canon.append(base[0])
+        shuffled.append(base[1:])
+    return canon, shuffled
+
+
+def _drive(test, canon, shuffled, batch=1):
+    given = [False] * len(canon)
+    while True:
+        todo = test.next_orders(batch)
+        if not todo:
+            return test.verdict()
+        for shard, j, _order in todo:
+            kwargs = {} if given[shard] else {"canonical_loglik": canon[shard]}
+            given[shard] = True
+            test.update(shard, [shuffled[shard][j]], **kwargs)
+
+
+def test_orders_handed_out_are_shard_orders_rows():
+    test = tf.SequentialExchangeabilityTest(40, 4, max_permutations=9, seed=5)
+    fixed = tf.shard_orders(40, 4, 9, seed=5)
+    for shard, j, order in test.next_orders(3):
+        assert np.array_equal(order, fixed.permutations[shard][j])
+
+
+def test_scoring_everything_is_the_fixed_test():
+    rng = np.random.default_rng(8)
+    test = tf.SequentialExchangeabilityTest(60, 5, max_permutations=19, h=20, seed=1)
+    canon, shuffled = _shard_scores(rng, test.orders, contaminated=False)
+    verdict = _drive(test, canon, shuffled, batch=19)
+    if verdict.decision != "continue" and not all(s.stopped for s in verdict.shards):
+        # decided early: finish the shards to compare with the fixed test
+        for i in range(5):
+            test.update(i, shuffled[i][test.shard_state(i).draws :])
+        verdict = test.verdict()
+    fixed = [tf.exchangeability_test(c, s).p_value for c, s in zip(canon, shuffled, strict=True)]
+    assert [s.p_value for s in verdict.shards] == pytest.approx(fixed)
+    assert verdict.p_value == pytest.approx(tf.combine_shards(fixed).p_value)
+
+
+def test_a_clean_model_scores_far_fewer_orders_and_the_early_verdict_is_the_final_one():
+    rng = np.random.default_rng(9)
+    scored, runs = [], 30
+    for r in range(runs):
+        test = tf.SequentialExchangeabilityTest(500, 10, max_permutations=99, h=5, seed=r)
+        canon, shuffled = _shard_scores(rng, test.orders, contaminated=False)
+        early = _drive(test, canon, shuffled, batch=2)
+        scored.append(early.orders_scored)
+        assert early.decision in ("finding", "no finding")
+        for i in range(10):  # score the rest of every shard's rule: same decision
+            test.update(i, shuffled[i][test.shard_state(i).draws :])
+        final = test.verdict()
+        assert final.decision == early.decision
+        assert early.p_low <= final.p_value <= early.p_high
+    assert np.mean(scored) < 0.3 * 10 * 99, np.mean(scored)
+
+
+def test_a_contaminated_model_is_found_with_the_fixed_tests_p_value():
+    rng = np.random.default_rng(10)
+    test = tf.SequentialExchangeabilityTest(200, 4, max_permutations=39, h=5, seed=2)
+    canon, shuffled = _shard_scores(rng, test.orders, contaminated=True)
+    verdict = _drive(test, canon, shuffled, batch=5)
+    assert verdict.decision == "finding"
+    # p_high already below alpha: the fixed test's p (every shard at 1/40) is below it.
+    fixed = tf.combine_shards([1 / 40] * 4).p_value
+    assert verdict.p_low <= fixed <= verdict.p_high < 0.05
+
+
+def test_values_after_a_shard_stops_are_not_used():
+    test = tf.SequentialExchangeabilityTest(20, 1, max_permutations=50, h=2)
+    state = test.update(0, [1.0, -5.0, 2.0, 3.0, 4.0], canonical_loglik=0.0)
+    assert state.stopped and state.draws == 3 and state.exceedances == 2
+    assert state.p_value == 2 / 3
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda t: t.update(0, [1.0]), "canonical_loglik"),
+        (lambda t: t.update(5, [1.0], canonical_loglik=0.0), "shard"),
+        (lambda t: t.update(0, [np.nan], canonical_loglik=0.0), "permuted_logliks"),
+        (lambda t: t.update(0, [1.0], canonical_loglik=np.inf), "canonical_loglik"),
+        (lambda t: t.next_orders(0), "count"),
+    ],
+)
+def test_sequential_test_refuses_bad_input(call, match):
+    test = tf.SequentialExchangeabilityTest(20, 2, max_permutations=9)
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(test)
+
+
+def test_canonical_cannot_change():
+    test = tf.SequentialExchangeabilityTest(20, 2, max_permutations=9)
+    test.update(0, [1.0], canonical_loglik=0.0)
+    with pytest.raises(ValueError, match="already given"):
+        test.update(0, [1.0], canonical_loglik=1.0)
+
+
+# --------------------------------------------------------------------------------------
+# The studies
+# --------------------------------------------------------------------------------------
+
+
+def test_first_hits_match_the_loop_reference():
+    from truescore_fast.sequential import _first_hits
+
+    rng = np.random.default_rng(21)
+    d = np.round(rng.uniform(-1, 1, (30, 80)) * 2) / 2
+    for m in (-0.2, 0.0, 0.15):
+        up, down = _first_hits((d + 1) / 2, np.full(30, (m + 1) / 2), 200, 0.1)
+        for row in range(30):
+            first = min(up[row], down[row])
+            assert ref_betting_sequence_rejects(d[row], m, 200, 0.1) == (first <= 80)
+            if first <= 80:  # rejected by then, not before
+                assert ref_betting_sequence_rejects(d[row, :first], m, 200, 0.1)
+                assert not ref_betting_sequence_rejects(d[row, : first - 1], m, 200, 0.1)
+
+
+@pytest.fixture(scope="module")
+def audit_study():
+    rng = np.random.default_rng(0)
+    public = (rng.random(800) < 0.6).astype(float)
+    fresh = (rng.random((800, 2)) < 0.6).astype(float)
+    table = tf.sequential_study(
+        public, fresh, deltas=(0.0, 0.15), max_parents=400, look_every=25, replications=500,
+        seed=4,
+    )  # fmt: skip
+    return public, fresh, table
+
+
+def test_sequential_study_keeps_its_guarantees(audit_study):
+    _, _, table = audit_study
+    reps, alpha = 500, 0.05
+    for row in range(2):
+        assert table["coverage_at_stop"][row] >= 1 - alpha - 3 * math.sqrt(alpha * 0.95 / reps)
+        assert table["false_claim_rate"][row] <= alpha / 2 + 3 * math.sqrt(0.025 * 0.975 / reps)
+    # no form effect: the sequence rarely claims; peeking at Wald every 25 parents does
+    assert table["claim_rate"][0] < table["wald_peek_claim_rate"][0]
+    assert table["wald_peek_claim_rate"][0] > alpha / 2 + 3 * math.sqrt(0.025 * 0.975 / reps)
+    # a large planted effect: found, and before max_parents on average
+    assert table["claim_rate"][1] > 0.8 and table["mean_parents"][1] < 400
+
+
+def test_sequential_study_is_reproducible(audit_study):
+    public, fresh, table = audit_study
+    again = tf.sequential_study(
+        public, fresh, deltas=(0.0, 0.15), max_parents=400, look_every=25, replications=500,
+        seed=4,
+    )  # fmt: skip
+    for name in table.columns:
+        assert np.array_equal(table[name], again[name]), name
+    other = tf.sequential_study(
+        public, fresh, deltas=(0.0,), max_parents=400, look_every=25, replications=500, seed=5
+    )
+    assert other["mean_parents"][0] != table["mean_parents"][0]
+
+
+def test_order_study_size_and_saving():
+    table = tf.sequential_order_study(shifts=(0.0, 2.5), replications=1000, seed=3)
+    reps, alpha = 1000, 0.05
+    assert table["rejection_rate"][0] <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / reps)
+    assert table["saving"][0] > 0.6  # a clean model: most orders are never scored
+    assert table["rejection_rate"][1] > 0.95
+    assert table["orders_fixed"][0] == 990
+
+
+def test_order_study_with_h_above_m_decides_as_the_fixed_test():
+    table = tf.sequential_order_study(
+        n_shards=4, max_permutations=19, h=20, shifts=(0.0, 1.0), replications=500, seed=2
+    )
+    assert np.array_equal(table["rejection_rate"], table["fixed_rate"])
+
+
+def test_order_study_replications_match_the_class():
+    from truescore_fast.sequential import _order_replications
+
+    rng = np.random.default_rng(5)
+    canonical = rng.standard_normal((40, 3, 1)) + 1.0
+    shuffled = rng.standard_normal((40, 3, 19))
+    verdict, _, scored = _order_replications(shuffled >= canonical, 4, 0.05)
+    for r in range(40):
+        test = tf.SequentialExchangeabilityTest(30, 3, max_permutations=19, h=4)
+        started = [False] * 3
+        while test.next_orders():
+            for shard, j, _ in test.next_orders():
+                kwargs = {} if started[shard] else {"canonical_loglik": canonical[r, shard, 0]}
+                started[shard] = True
+                test.update(shard, [shuffled[r, shard, j]], **kwargs)
+        result = test.verdict()
+        assert (result.decision == "finding") == verdict[r]
+        assert result.orders_scored == scored[r]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"deltas": (0.9,)}, "deltas"),
+        ({"max_parents": 10_000}, "max_parents"),
+        ({"look_every": 0}, "look_every"),
+        ({"relabel": "yes"}, "relabel"),
+        ({"effect_size": float("nan")}, "effect_size"),
+        ({"replications": 0}, "replications"),
+    ],
+)
+def test_sequential_study_refuses_bad_input(kwargs, match):
+    public = np.array([1.0, 0.0, 1.0, 1.0] * 10)
+    fresh = np.array([[1.0], [0.0], [0.0], [1.0]] * 10)
+    options = {"max_parents": 20, "replications": 10} | kwargs
+    with pytest.raises((ValueError, TypeError), match=match):
+        tf.sequential_study(public, fresh, **options)
+
+
+def test_order_study_refuses_bad_input():
+    with pytest.raises(ValueError, match="shifts"):
+        tf.sequential_order_study(shifts=(float("inf"),), replications=10)
+    with pytest.raises(ValueError, match="h"):
+        tf.sequential_order_study(h=0, replications=10)
+
+
+def test_an_all_zero_remainder_does_not_rule_out_the_true_mean():
+    # Rounding in (N m - sum) / (N - t + 1) must not make the true mean impossible.
+    d = np.array([0.1, -0.3, 0.7] + [0.0] * 37)
+    for n in (10, 30, 39):
+        iv = tf.betting_confidence_sequence(d[:n], population_size=40)
+        assert iv.contains(float(d.mean())), n
