@@ -546,3 +546,36 @@ def test_an_all_zero_remainder_does_not_rule_out_the_true_mean():
     for n in (10, 30, 39):
         iv = tf.betting_confidence_sequence(d[:n], population_size=40)
         assert iv.contains(float(d.mean())), n
+
+
+def test_order_verdict_from_scores_matches_the_class():
+    rng = np.random.default_rng(13)
+    test = tf.SequentialExchangeabilityTest(80, 4, max_permutations=29, h=3, seed=1)
+    canon, shuffled = _shard_scores(rng, test.orders, contaminated=False)
+    scored = [[], [], [], []]
+    for rounds in range(6):
+        for shard, j, _ in test.next_orders(2):
+            kwargs = {"canonical_loglik": canon[shard]} if j == 0 else {}
+            test.update(shard, [shuffled[shard][j]], **kwargs)
+            scored[shard].append(shuffled[shard][j])
+        from_scores = tf.sequential_order_verdict(canon, scored, max_permutations=29, h=3)
+        assert from_scores.to_dict() == test.verdict().to_dict(), rounds
+    # extra scores past a shard's stop are ignored, as by the class
+    padded = [s + [1e9] * 3 if test.shard_state(i).stopped else s for i, s in enumerate(scored)]
+    padded = [p[:29] for p in padded]
+    again = tf.sequential_order_verdict(canon, padded, max_permutations=29, h=3)
+    assert again.decision == test.verdict().decision
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (([0.0, 1.0], [[1.0]]), "one array per shard"),
+        (([np.nan], [[1.0]]), "canonical_logliks"),
+        (([0.0], [[np.inf]]), "permuted_logliks"),
+        (([0.0], [[1.0] * 100]), "more than max_permutations"),
+    ],
+)
+def test_order_verdict_refuses_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        tf.sequential_order_verdict(*args)

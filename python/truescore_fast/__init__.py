@@ -125,6 +125,7 @@ from truescore_fast.sequential import (
     besag_clifford_p_value,
     betting_confidence_sequence,
     sequential_order_study,
+    sequential_order_verdict,
     sequential_study,
 )
 from truescore_fast.sharded import (
@@ -215,6 +216,7 @@ __all__ = [
     "SequentialAudit",
     "SequentialExchangeabilityTest",
     "sequential_order_study",
+    "sequential_order_verdict",
     "sequential_study",
     "SequentialVerdict",
     "shard_orders",

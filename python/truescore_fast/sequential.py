@@ -57,6 +57,7 @@ __all__ = [
     "besag_clifford_p_value",
     "betting_confidence_sequence",
     "sequential_order_study",
+    "sequential_order_verdict",
     "sequential_study",
 ]
 
@@ -719,6 +720,87 @@ class SequentialVerdict(TabularResult):
         )
 
 
+def _shard_state(shard: int, draws: int, exceedances: int, h: int, m: int) -> ShardState:
+    """A shard's state after ``draws`` shuffled orders with ``exceedances`` >= published."""
+    if exceedances >= h or draws >= m:
+        p = besag_clifford_p_value(exceedances, draws, h=h, max_draws=m)
+        return ShardState(shard, draws, exceedances, True, p, p, p)
+    low = (exceedances + 1.0) / (m + 1.0)  # no further exceedance up to m
+    earliest = draws + (h - exceedances)  # every further order an exceedance
+    high = h / earliest if earliest <= m else (exceedances + (m - draws) + 1.0) / (m + 1.0)
+    return ShardState(shard, draws, exceedances, False, math.nan, low, high)
+
+
+def _pooled_verdict(states: tuple[ShardState, ...], m: int, alpha: float) -> SequentialVerdict:
+    low = _fisher(np.array([s.p_low for s in states]))
+    high = _fisher(np.array([s.p_high for s in states]))
+    if high < alpha:
+        decision: Literal["finding", "no finding", "continue"] = "finding"
+    elif low >= alpha:
+        decision = "no finding"
+    else:
+        decision = "continue"
+    done = all(s.stopped for s in states)
+    return SequentialVerdict(
+        decision=decision,
+        p_low=low,
+        p_high=high,
+        p_value=low if done else math.nan,
+        orders_scored=int(sum(s.draws for s in states)),
+        orders_fixed=len(states) * m,
+        alpha=alpha,
+        shards=states,
+    )
+
+
+def sequential_order_verdict(
+    canonical_logliks: npt.ArrayLike,
+    permuted_logliks: Sequence[npt.ArrayLike],
+    *,
+    max_permutations: int = 99,
+    h: int = 10,
+    alpha: float = 0.05,
+) -> SequentialVerdict:
+    """The verdict of :class:`SequentialExchangeabilityTest` from the scores so far.
+
+    ``canonical_logliks[i]`` is shard i's published-order log-likelihood and
+    ``permuted_logliks[i]`` its shuffled orders' log-likelihoods *in the order they were
+    scored* (the order :func:`~truescore_fast.shard_orders` lists them; possibly none
+    yet). Values after a shard's stopping point are not used. For a run whose scores
+    are in a table (the command line's ``contamination --sequential``).
+
+    Raises:
+        ValueError: lengths that differ, non-finite values, more than ``max_permutations``
+            scores for a shard, bad ``h``, ``max_permutations`` or ``alpha``.
+    """
+    check_alpha(alpha)
+    hh = check_positive_int("h", h)
+    m = check_positive_int("max_permutations", max_permutations)
+    canonical = np.atleast_1d(float_array("canonical_logliks", canonical_logliks))
+    if canonical.ndim != 1 or canonical.shape[0] == 0 or not np.isfinite(canonical).all():
+        raise ValueError("canonical_logliks must be a non-empty 1-D array of finite values")
+    if len(permuted_logliks) != canonical.shape[0]:
+        raise ValueError(
+            f"permuted_logliks must hold one array per shard ({canonical.shape[0]}); "
+            f"got {len(permuted_logliks)}"
+        )
+    states = []
+    for i, (c, values) in enumerate(zip(canonical, permuted_logliks, strict=True)):
+        arr = np.atleast_1d(float_array("permuted_logliks", values))
+        if arr.ndim != 1 or not np.isfinite(arr).all():
+            raise ValueError(f"permuted_logliks of shard {i} must be 1-D and finite")
+        if arr.shape[0] > m:
+            raise ValueError(
+                f"permuted_logliks of shard {i} holds {arr.shape[0]} scores, more than "
+                f"max_permutations ({m})"
+            )
+        exceed = np.cumsum(arr >= c)
+        hit = np.flatnonzero(exceed >= hh)
+        used = int(hit[0]) + 1 if hit.size else arr.shape[0]  # stop at the h-th
+        states.append(_shard_state(i, used, int(exceed[used - 1]) if used else 0, hh, m))
+    return _pooled_verdict(tuple(states), m, alpha)
+
+
 class SequentialExchangeabilityTest:
     """The sharded order-based test, scoring shuffled orders only while they matter.
 
@@ -761,20 +843,13 @@ class SequentialExchangeabilityTest:
         self._draws = [0] * r
         self._exceed = [0] * r
 
-    def _stopped(self, i: int) -> bool:
+    def _stopped(self, i: int) -> bool:  # the rule of _shard_state
         return self._exceed[i] >= self.h or self._draws[i] >= self.max_permutations
 
     def shard_state(self, shard: int) -> ShardState:
         """Shard ``shard``'s counts and the bounds on its final p-value."""
         i = self._shard_index(shard)
-        g, n, m, h = self._exceed[i], self._draws[i], self.max_permutations, self.h
-        if self._stopped(i):
-            p = besag_clifford_p_value(g, n, h=h, max_draws=m)
-            return ShardState(i, n, g, True, p, p, p)
-        low = (g + 1.0) / (m + 1.0)
-        earliest = n + (h - g)
-        high = h / earliest if earliest <= m else (g + (m - n) + 1.0) / (m + 1.0)
-        return ShardState(i, n, g, False, math.nan, low, high)
+        return _shard_state(i, self._draws[i], self._exceed[i], self.h, self.max_permutations)
 
     def _shard_index(self, shard: Any) -> int:
         r = self.orders.n_shards
@@ -786,25 +861,7 @@ class SequentialExchangeabilityTest:
     def verdict(self) -> SequentialVerdict:
         """The pooled verdict now."""
         states = tuple(self.shard_state(i) for i in range(self.orders.n_shards))
-        low = _fisher(np.array([s.p_low for s in states]))
-        high = _fisher(np.array([s.p_high for s in states]))
-        if high < self.alpha:
-            decision: Literal["finding", "no finding", "continue"] = "finding"
-        elif low >= self.alpha:
-            decision = "no finding"
-        else:
-            decision = "continue"
-        done = all(s.stopped for s in states)
-        return SequentialVerdict(
-            decision=decision,
-            p_low=low,
-            p_high=high,
-            p_value=low if done else math.nan,
-            orders_scored=int(sum(self._draws)),
-            orders_fixed=self.orders.n_shards * self.max_permutations,
-            alpha=self.alpha,
-            shards=states,
-        )
+        return _pooled_verdict(states, self.max_permutations, self.alpha)
 
     def next_orders(self, count: int = 1) -> list[tuple[int, int, npt.NDArray[np.int64]]]:
         """The next orders to score: up to ``count`` per open shard, as
