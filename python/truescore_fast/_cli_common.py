@@ -1,0 +1,60 @@
+"""Pieces the ``truescore-fast`` subcommands share: reading a number from a row, printing
+text or JSON, writing an output file or standard output.
+
+Standard library only: the command line imports this before it knows which subcommand
+runs, and ``--version``/``--help`` must not pay for NumPy or SciPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["emit", "number", "write_output"]
+
+
+def number(row: dict[str, Any], column: str, line: int) -> float:
+    """``row[column]`` as a finite float; the error names the row and the column."""
+    if column not in row:
+        raise ValueError(f"row {line} has no column {column!r}")
+    try:
+        value = float(row[column])
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"row {line}: {column}={row[column]!r} is not a number") from error
+    if not math.isfinite(value):
+        raise ValueError(f"row {line}: {column} is not finite")
+    return value
+
+
+def emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
+    """Print ``payload`` as JSON with ``--json``, else ``text``."""
+    print(json.dumps(payload, indent=2) if getattr(args, "json", False) else text)
+
+
+def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -> None:
+    """Write ``chunks`` to ``path``, or to standard output for ``None`` or ``"-"``.
+
+    An existing file is replaced only once everything is written (a temporary file
+    beside it, then an atomic rename), so an error or Ctrl-C never leaves half a file.
+    """
+    if path is None or path == "-":
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"{flag}: {path} is a directory; name a file")
+    partial = f"{path}.partial"
+    try:
+        with open(partial, "w", encoding="utf-8", newline="\n") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(partial, path)
+    except BaseException:
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
