@@ -72,6 +72,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "DisclosureValidation",
         "KappaResult",
         "disclosure_schema",
+        "disclosure_template",
         "linear_weighted_kappa",
         "validate_disclosure",
     ),
@@ -192,6 +193,7 @@ if TYPE_CHECKING:  # the names are re-exported through __all__, built from _EXPO
         DisclosureValidation,
         KappaResult,
         disclosure_schema,
+        disclosure_template,
         linear_weighted_kappa,
         validate_disclosure,
     )

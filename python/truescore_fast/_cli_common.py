@@ -54,7 +54,9 @@ def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -
             for chunk in chunks:
                 handle.write(chunk)
         os.replace(partial, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(partial):
             os.remove(partial)
+        if isinstance(error, OSError):
+            raise ValueError(f"{flag}: cannot write {path}: {error.strerror or error}") from None
         raise

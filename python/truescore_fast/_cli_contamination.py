@@ -208,7 +208,7 @@ def _pooled(
 
     from truescore_fast.contamination import exchangeability_tests
 
-    method = args.method or "fisher"
+    method: Any = args.method or "fisher"  # argparse checked it against the choices
     values = np.concatenate([np.asarray(perms[n], dtype=np.float64) for n in names])
     offsets = np.concatenate(([0], np.cumsum([len(perms[n]) for n in names])))
     batch = exchangeability_tests(
