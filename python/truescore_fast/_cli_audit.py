@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from truescore_fast._cli_calibrate import integer_flag, seed_flag
+from truescore_fast._cli_common import integer_flag, seed_flag
 from truescore_fast.audit import matched_form_audits, read_audit_table
 from truescore_fast.intervals import _FALLBACK_METHODS
 

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["emit", "number", "write_output"]
+__all__ = ["emit", "integer_flag", "number", "seed_flag", "write_output"]
 
 
 def number(row: dict[str, Any], column: str, line: int) -> float:
@@ -60,3 +60,26 @@ def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -
         if isinstance(error, OSError):
             raise ValueError(f"{flag}: cannot write {path}: {error.strerror or error}") from None
         raise
+
+
+def integer_flag(text: str) -> int:
+    """An integer flag's value (argparse ``type=``): beyond int64 is refused here, with the
+    flag's name, rather than deep in the compiled core."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (|value| < 2**63)")
+    return value
+
+
+def seed_flag(text: str) -> int:
+    """A ``--seed`` value: an integer >= 0 (any size NumPy accepts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}")
+    return value

@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from truescore_fast._cli_common import emit, number
+from truescore_fast._cli_common import emit, integer_flag, number, seed_flag
 
 __all__ = ["add_compare_parser", "run_compare"]
 
@@ -50,8 +50,6 @@ run (unreadable file, missing or non-numeric column, bad flag).
 def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``compare FILE --a-column A --b-column B [--cluster-column C]
     [--method bootstrap|permutation] [--alpha A] [--resamples R] [--seed S] [--json]``."""
-    from truescore_fast._cli_calibrate import integer_flag, seed_flag
-
     parser = subparsers.add_parser(
         "compare",
         help="paired comparison of two systems scored on the same examples",

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
-from truescore_fast._cli_common import emit, write_output
+from truescore_fast._cli_common import emit, integer_flag, seed_flag, write_output
 
 __all__ = ["add_shard_orders_parser", "estimated_bytes", "run_shard_orders"]
 
@@ -58,8 +58,6 @@ unwritable file).
 def add_shard_orders_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``shard-orders N_EXAMPLES --shards R --permutations P [--seed S]
     [-o FILE] [--max-bytes B] [--json]``."""
-    from truescore_fast._cli_calibrate import integer_flag, seed_flag
-
     parser = subparsers.add_parser(
         "shard-orders",
         help="write the shard orders to score for the sharded contamination tests",
