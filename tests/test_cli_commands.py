@@ -17,33 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from test_cli import assert_one_line_error, run_cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 COMPARE = str(EXAMPLES / "compare_example.csv")
 SHARDED = str(EXAMPLES / "contamination_sharded.csv")
 SCHEMA = Path(__file__).resolve().parents[1] / "python/truescore_fast/schemas"
-
-
-def run_cli(*argv: str, **kwargs):
-    """``python -m truescore_fast ARGV`` as a process: (exit code, stdout, stderr)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "truescore_fast", *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        **kwargs,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def assert_one_line_error(code, err, *words):
-    assert "Traceback" not in err, err
-    assert code == 1, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 def column(path, name, cast=float):

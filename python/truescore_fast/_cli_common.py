@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["emit", "integer_flag", "number", "seed_flag", "write_output"]
+__all__ = ["add_output_flag", "emit", "integer_flag", "number", "seed_flag", "write_output"]
 
 
 def number(row: dict[str, Any], column: str, line: int) -> float:
@@ -34,6 +34,17 @@ def number(row: dict[str, Any], column: str, line: int) -> float:
 def emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
     """Print ``payload`` as JSON with ``--json``, else ``text``."""
     print(json.dumps(payload, indent=2) if getattr(args, "json", False) else text)
+
+
+def add_output_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """``-o/--output FILE`` (default ``-``, standard output), read by :func:`write_output`."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        default="-",
+        help=f"where to write {what} (default -, standard output)",
+    )
 
 
 def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -> None:

@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from truescore_fast._cli_common import write_output
+from truescore_fast._cli_common import add_output_flag, write_output
 
 __all__ = [
     "add_disclose_parser",
@@ -120,13 +120,7 @@ def add_disclose_parser(subparsers: Any) -> argparse.ArgumentParser:
         "2020-12), as shipped in the package. Exit code 0 (1 if the file cannot be written).",
     )
     for action, func in ((template, run_disclose_template), (schema, run_disclose_schema)):
-        action.add_argument(
-            "-o",
-            "--output",
-            metavar="FILE",
-            default="-",
-            help="where to write it (default -, standard output)",
-        )
+        add_output_flag(action, "it")
         action.add_argument(
             "--json",
             action="store_true",

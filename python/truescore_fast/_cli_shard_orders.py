@@ -11,7 +11,13 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
-from truescore_fast._cli_common import emit, integer_flag, seed_flag, write_output
+from truescore_fast._cli_common import (
+    add_output_flag,
+    emit,
+    integer_flag,
+    seed_flag,
+    write_output,
+)
 
 __all__ = ["add_shard_orders_parser", "estimated_bytes", "run_shard_orders"]
 
@@ -78,13 +84,7 @@ def add_shard_orders_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="shuffled orders per shard",
     )
     parser.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
-    parser.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE",
-        default="-",
-        help="where to write the orders (default -, standard output)",
-    )
+    add_output_flag(parser, "the orders")
     parser.add_argument(
         "--max-bytes",
         metavar="B",
