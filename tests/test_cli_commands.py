@@ -549,3 +549,42 @@ def test_the_readme_command_lines_run_with_the_exit_codes_they_state(tmp_path):
         ]
         code, _, err = run_cli(*argv, cwd=tmp_path, env=env)
         assert code == int(comment), (line, err)
+
+
+# ---------------------------------------------------------------------------- library pieces
+
+
+def test_disclosure_template_validates_and_is_a_fresh_copy():
+    pytest.importorskip("jsonschema")
+    from truescore_fast import disclosure_template, validate_disclosure
+
+    record = disclosure_template()
+    assert validate_disclosure(record).valid
+    record["contamination"]["direct"] = "maybe"  # the caller's copy, not a shared one
+    assert disclosure_template()["contamination"]["direct"] == "unknown"
+    assert not validate_disclosure(record).valid
+
+
+def test_batch_summary_reports_the_pooling_it_is_given(tmp_path):
+    from truescore_fast import exchangeability_tests
+
+    canonical, shuffled = shards_of(SHARDED)
+    values = np.concatenate(shuffled)
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in shuffled])))
+    batch = exchangeability_tests(canonical, values, offsets=offsets)
+    assert batch.summary() == batch.summary("fisher") == str(batch)
+    for method in ("stouffer", "average"):
+        text = batch.summary(method)
+        assert batch.combine(method).summary() in text and "(Fisher)" not in text
+    with pytest.raises(ValueError, match="method"):
+        batch.summary("median")
+
+
+def test_matched_form_audits_accepts_a_table_read_once():
+    from truescore_fast import matched_form_audits, read_audit_table
+
+    path = str(EXAMPLES / "audit_example.csv")
+    data = read_audit_table(path)
+    once = matched_form_audits(data, population_size=1000)
+    again = matched_form_audits(path, population_size=1000)
+    assert {m: r.to_dict() for m, r in once.items()} == {m: r.to_dict() for m, r in again.items()}
