@@ -11,8 +11,8 @@ import argparse
 import json
 from typing import Any
 
-from truescore_fast._cli_calibrate import integer_flag, seed_flag
-from truescore_fast.audit import matched_form_audits
+from truescore_fast._cli_common import integer_flag, seed_flag
+from truescore_fast.audit import matched_form_audits, read_audit_table
 from truescore_fast.intervals import _FALLBACK_METHODS
 
 __all__ = ["add_audit_parser", "run_audit"]
@@ -32,7 +32,11 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
             "sensitivity interval for the exposure effect, one audit per model. Form 'public' "
             "is the public form; any other form name is a fresh form. Exit codes: 0 no claim, "
             "2 exposure claimed for some model, 1 could not run. A run without a claim is not "
-            "evidence of a clean score: most of a leak's effect can carry over to paraphrases."
+            "evidence of a clean score: most of a leak's effect can carry over to paraphrases. "
+            "--randomization adds, per model, the exact randomization test of 'no form "
+            "effect' (one-sided: public form above the fresh ones); it is reported, not used "
+            "for the exit code, since ordinary form mismatch is rejected as readily as "
+            "exposure."
         ),
     )
     parser.add_argument(
@@ -86,6 +90,12 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=0,
         help="seed of the recorded parent order for the betting interval (default 0)",
     )
+    parser.add_argument(
+        "--randomization",
+        action="store_true",
+        help="also run the exact randomization test of no form effect per model (reported; "
+        "the exit code stays the claim rule's)",
+    )
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     parser.set_defaults(func=run_audit)
     return parser
@@ -98,8 +108,9 @@ def run_audit(args: argparse.Namespace) -> int:
         ValueError: unreadable file or bad data (the main CLI turns it into exit 1).
     """
     try:
+        data = read_audit_table(args.file)  # read once: the audit and the exact test share it
         results = matched_form_audits(
-            args.file,
+            data,
             control=args.control,
             population_size=args.population_size,
             transport_radius=args.radius,
@@ -112,18 +123,26 @@ def run_audit(args: argparse.Namespace) -> int:
         raise ValueError(
             f"cannot read {error.filename or args.file}: {error.strerror or error}"
         ) from error
+    exact = {}
+    if getattr(args, "randomization", False):
+        from truescore_fast.randomization import randomization_test
+
+        exact = {m: randomization_test(d.public, d.fresh, seed=args.seed) for m, d in data.items()}
     claim = any(r.claim for r in results.values())
     if args.json:
-        print(
-            json.dumps(
-                {"claim": claim, "models": {m: r.to_dict() for m, r in results.items()}},
-                indent=2,
-            )
-        )
+        payload: dict[str, Any] = {
+            "claim": claim,
+            "models": {m: r.to_dict() for m, r in results.items()},
+        }
+        if exact:
+            payload["randomization"] = {m: t.to_dict() for m, t in exact.items()}
+        print(json.dumps(payload, indent=2))
     else:
         for model, result in results.items():
             print(f"== {model} ==")
             print(result.summary())
+            if model in exact:
+                print(exact[model].summary())
             print()
         claimed = [m for m, r in results.items() if r.claim]
         print(

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._cli_common import integer_flag, seed_flag
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import optional_module
 from truescore_fast.calibration import (
@@ -36,29 +37,6 @@ __all__ = ["STUDIES", "add_calibrate_parser", "run_calibrate"]
 EXIT_OK = 0
 STUDIES = ("coverage", "stress", "detection", "budget")
 _DEFAULT_REPLICATIONS = {"coverage": 5000, "stress": 4000, "detection": 2000, "budget": 2000}
-
-
-def integer_flag(text: str) -> int:
-    """An integer flag's value (argparse ``type=``): beyond int64 is refused here, with the
-    flag's name, rather than deep in the compiled core."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
-    if not -(2**63) <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (|value| < 2**63)")
-    return value
-
-
-def seed_flag(text: str) -> int:
-    """A ``--seed`` value: an integer >= 0 (any size NumPy accepts)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}")
-    return value
 
 
 def add_calibrate_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -401,12 +401,14 @@ def matched_form_audits(
 ) -> dict[str, MatchedFormAudit]:
     """:func:`matched_form_audit` for every model of a long-format table.
 
+    ``table`` is anything :func:`read_audit_table` reads, or what it returned (so a
+    table read once can be audited and tested without reading it again).
     ``control`` is a long-format table of the control bank. With a ``model`` column its
     rows are matched to the audited model (a model missing from it is an error);
     without one the same bank serves every model. Other keyword arguments go to
     :func:`matched_form_audit`.
     """
-    data = read_audit_table(table)
+    data = table if _is_read_table(table) else read_audit_table(table)
     banks = read_audit_table(control) if control is not None else None
     results: dict[str, MatchedFormAudit] = {}
     for model, item in data.items():
@@ -425,3 +427,12 @@ def matched_form_audits(
             **options,
         )
     return results
+
+
+def _is_read_table(table: Any) -> bool:
+    """True for the ``{model: AuditData}`` mapping :func:`read_audit_table` returns."""
+    return (
+        isinstance(table, dict)
+        and bool(table)
+        and all(isinstance(item, AuditData) for item in table.values())
+    )

@@ -1,8 +1,12 @@
 """The ``truescore-fast`` command line.
 
-    truescore-fast contamination FILE [--shard-column shard] [--json]
-    truescore-fast audit FILE [--control FILE] [--population-size N] [--radius R] [--json]
-    truescore-fast disclose validate FILE [--json]
+    truescore-fast contamination FILE [--shard-column shard] [--test exact|slct] [--json]
+    truescore-fast audit FILE [--control FILE] [--population-size N] [--radius R]
+        [--randomization] [--json]
+    truescore-fast compare FILE --a-column A --b-column B [--cluster-column C]
+        [--method bootstrap|permutation] [--json]
+    truescore-fast shard-orders N_EXAMPLES --shards R --permutations P [--seed S] [-o FILE]
+    truescore-fast disclose {validate FILE,template,schema} [--json]
     truescore-fast calibrate {coverage,stress,detection,budget} [--replications R]
         [--seed S] [--threads T] [--json] [--plot FILE.png]
 
@@ -19,33 +23,28 @@ Exit codes let a pipeline tell a finding from a failure:
 ``disclose validate`` exits 1 for an invalid record (there, 1 is the finding).
 
 argparse's own usage errors would exit 2, the code for a finding; this parser exits 1.
+Each subcommand's ``--help`` lists its input columns, defaults and exit codes.
 Every error is one line on stderr, never a traceback. Two more codes, as shells use them:
 
     130  interrupted (Ctrl-C); prints "interrupted"
     141  stdout was closed before the output was written (``... --json | head``):
          nothing more is printed; the code is not 0 because the result was not read
+
+Only the chosen subcommand's module is imported (and it imports the library inside its
+handler), so ``--version`` and ``--help`` load neither NumPy nor SciPy.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
+import importlib
 import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
-
-import numpy as np
+from typing import NoReturn
 
 from truescore_fast import __version__
-from truescore_fast._cli_audit import add_audit_parser
-from truescore_fast._cli_calibrate import add_calibrate_parser
-from truescore_fast._cli_disclose import add_disclose_parser
-from truescore_fast._io import read_rows
-from truescore_fast._validation import MissingExtraError
-from truescore_fast.contamination import exchangeability_test, exchangeability_tests
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -66,14 +65,21 @@ __all__ = [
 # typed a flag. One table, applied to every message main() prints.
 _FLAG_OF_ARGUMENT = {
     "alpha": "--alpha",
+    "clusters": "--cluster-column",
     "fallback": "--fallback",
     "guardrail": "--guardrail",
     "method": "--method",
+    "n_bootstrap": "--resamples",
+    "n_examples": "N_EXAMPLES",
+    "n_resamples": "--resamples",
+    "n_shards": "--shards",
     "n_threads": "--threads",
+    "permutations_per_shard": "--permutations",
     "population_size": "--population-size",
     "replications": "--replications",
     "seed": "--seed",
     "transport_radius": "--radius",
+    "variant": "--variant",
 }
 _LEADING_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\b")
 
@@ -92,156 +98,66 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _number(row: dict[str, Any], column: str, line: int) -> float:
-    if column not in row:
-        raise ValueError(f"row {line} has no column {column!r}")
-    try:
-        value = float(row[column])
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"row {line}: {column}={row[column]!r} is not a number") from error
-    if not math.isfinite(value):
-        raise ValueError(f"row {line}: {column} is not finite")
-    return value
+# Every subcommand: the module that defines it, the function there that registers its
+# parser, and the one line the top-level --help lists it with (a test checks that this
+# line is the one the module registers). Only the chosen command's module is imported.
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "contamination": (
+        "truescore_fast._cli_contamination",
+        "add_contamination_parser",
+        "exact exchangeability test or SLCT on published vs shuffled log-likelihoods",
+    ),
+    "audit": (
+        "truescore_fast._cli_audit",
+        "add_audit_parser",
+        "matched-form audit of a long-format table (parent, form, correct[, model])",
+    ),
+    "compare": (
+        "truescore_fast._cli_compare",
+        "add_compare_parser",
+        "paired comparison of two systems scored on the same examples",
+    ),
+    "shard-orders": (
+        "truescore_fast._cli_shard_orders",
+        "add_shard_orders_parser",
+        "write the shard orders to score for the sharded contamination tests",
+    ),
+    "disclose": (
+        "truescore_fast._cli_disclose",
+        "add_disclose_parser",
+        "contamination disclosure records for reported scores",
+    ),
+    "calibrate": (
+        "truescore_fast._cli_calibrate",
+        "add_calibrate_parser",
+        "run a Monte Carlo calibration study and print its table",
+    ),
+}
 
 
-def _is_canonical(row: dict[str, Any], kind_column: str) -> bool:
-    return str(row.get(kind_column, "")).strip().lower() == "canonical"
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    # The top-level parser takes no option with a value, so the first word that is not
+    # an option names the command.
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
-def _emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
-    print(json.dumps(payload, indent=2) if args.json else text)
-
-
-def _cmd_contamination(args: argparse.Namespace) -> int:
-    rows = read_rows(args.file)
-    if not any(args.kind_column in row for row in rows):
-        raise ValueError(
-            f"{args.file} has no column {args.kind_column!r}: it marks the canonical row "
-            f"({args.kind_column}=canonical); --kind-column names another column"
-        )
-    if args.shard_column is None:
-        canonical = [
-            _number(r, args.loglik_column, i)
-            for i, r in enumerate(rows, 1)
-            if _is_canonical(r, args.kind_column)
-        ]
-        permuted = [
-            _number(r, args.loglik_column, i)
-            for i, r in enumerate(rows, 1)
-            if not _is_canonical(r, args.kind_column)
-        ]
-        if len(canonical) != 1:
-            raise ValueError(
-                f"expected exactly one row with {args.kind_column}=canonical; "
-                f"found {len(canonical)} (use --shard-column for sharded files)"
-            )
-        if not permuted:
-            raise ValueError("the file has no permuted rows")
-        result = exchangeability_test(canonical[0], permuted, alpha=args.alpha)
-        _emit(
-            args,
-            result.explain(),
-            {
-                "test": "exchangeability",
-                "p_value": result.p_value,
-                "canonical_loglik": result.canonical_loglik,
-                "permutation_mean": result.permutation_mean,
-                "permutation_std": result.permutation_std,
-                "z_score": result.z_score,
-                "n_permutations": result.n_permutations,
-                "resolution": result.resolution,
-                "alpha": args.alpha,
-                "contaminated": result.contaminated,
-            },
-        )
-        return EXIT_FINDING if result.contaminated else EXIT_OK
-
-    canon: dict[str, float] = {}
-    perms: dict[str, list[float]] = {}
-    for i, row in enumerate(rows, 1):
-        if args.shard_column not in row:
-            raise ValueError(f"row {i} has no shard column {args.shard_column!r}")
-        shard = str(row[args.shard_column])
-        value = _number(row, args.loglik_column, i)
-        if _is_canonical(row, args.kind_column):
-            if shard in canon:
-                raise ValueError(f"shard {shard!r} has more than one canonical row")
-            canon[shard] = value
-        else:
-            perms.setdefault(shard, []).append(value)
-    names = sorted(set(canon) & set(perms))
-    skipped = sorted(set(canon) ^ set(perms))
-    if skipped:
-        print(
-            f"warning: skipping {len(skipped)} shard(s) without both a canonical row and "
-            f"permuted rows: {', '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}",
-            file=sys.stderr,
-        )
-    if not names:
-        raise ValueError("no shard has both a canonical row and permuted rows")
-    values = np.concatenate([np.asarray(perms[n], dtype=np.float64) for n in names])
-    offsets = np.concatenate(([0], np.cumsum([len(perms[n]) for n in names])))
-    batch = exchangeability_tests(
-        np.array([canon[n] for n in names]), values, offsets=offsets, alpha=args.alpha
-    )
-    pooled = batch.combine(args.method)
-    _emit(
-        args,
-        batch.summary() if args.method == "fisher" else batch.summary() + "\n" + pooled.summary(),
-        {
-            "test": "exchangeability, pooled",
-            "method": pooled.method,
-            "p_value": pooled.p_value,
-            "log_p_value": pooled.log_p_value,
-            "statistic": pooled.statistic,
-            "n_shards": pooled.n_shards,
-            "alpha": args.alpha,
-            "contaminated": pooled.contaminated,
-            "shards": [
-                {
-                    "shard": name,
-                    "p_value": float(batch.p_values[k]),
-                    "z_score": float(batch.z_scores[k]),
-                    "n_permutations": int(batch.n_permutations[k]),
-                }
-                for k, name in enumerate(names)
-            ],
-        },
-    )
-    return EXIT_FINDING if pooled.contaminated else EXIT_OK
-
-
-def _build_parser() -> argparse.ArgumentParser:
+def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with ``command``'s options; every other command is listed by name and
+    help line only, so its module is not imported."""
     parser = _Parser(
         prog="truescore-fast",
-        description="Contamination tests for language-model benchmark scores.",
+        description="Contamination tests for language-model benchmark scores. "
+        "Exit codes: 0 nothing found, 2 finding, 1 could not run, 130 interrupted.",
+        epilog="Run truescore-fast COMMAND --help for a command's input columns, defaults "
+        "and exit codes.",
     )
     parser.add_argument("--version", action="version", version=f"truescore-fast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    contamination = sub.add_parser(
-        "contamination",
-        help="exact exchangeability test on published vs shuffled log-likelihoods",
-        description="Rows with kind=canonical hold the published-order log-likelihood; "
-        "every other row is a shuffled order. With --shard-column, each shard is tested "
-        "exactly and the shards are pooled.",
-    )
-    contamination.add_argument("file", help=".csv or .jsonl file")
-    contamination.add_argument("--loglik-column", default="loglik")
-    contamination.add_argument("--kind-column", default="kind")
-    contamination.add_argument("--shard-column", help="pool independent shards by this column")
-    contamination.add_argument(
-        "--method",
-        choices=("fisher", "stouffer", "average"),
-        default="fisher",
-        help="how to pool shards (default: fisher)",
-    )
-    contamination.add_argument("--alpha", type=float, default=0.05, help="significance level")
-    contamination.add_argument("--json", action="store_true", help="print JSON instead of text")
-    contamination.set_defaults(func=_cmd_contamination)
-    add_audit_parser(sub)
-    add_disclose_parser(sub)
-    add_calibrate_parser(sub)
+    for name, (module, register, help_line) in _COMMANDS.items():
+        if name == command:
+            getattr(importlib.import_module(module), register)(sub)
+        else:
+            sub.add_parser(name, help=help_line)
     return parser
 
 
@@ -249,28 +165,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 nothing found, 2 finding, 1 error,
     130 interrupted, 141 stdout closed)."""
     try:
-        parser = _build_parser()
-        args = parser.parse_args(argv)
+        words = sys.argv[1:] if argv is None else list(argv)
+        parser = _build_parser(_chosen_command(words))
+        args = parser.parse_args(words)
         try:
             code: int = args.func(args)
         except RecursionError:
             raise ValueError(f"{args.file}: nested too deeply to read") from None
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code
-    except (
-        ValueError,
-        OverflowError,
-        OSError,
-        KeyError,
-        MissingExtraError,
-    ) as error:
+    except (ValueError, OverflowError, OSError, KeyError, ImportError) as error:
         if isinstance(error, BrokenPipeError):
             return _closed_pipe()
+        if isinstance(error, ImportError) and not _is_missing_extra(error):
+            raise
         print(f"error: {_with_flag_names(str(error))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _is_missing_extra(error: ImportError) -> bool:
+    # imported here: _validation needs NumPy, which --version and --help never load
+    from truescore_fast._validation import MissingExtraError
+
+    return isinstance(error, MissingExtraError)
 
 
 def _closed_pipe() -> int:

@@ -561,10 +561,11 @@ class ExchangeabilityTests(TabularResult):
             method="average",
         )
 
-    def summary(self) -> str:
-        """Per-batch overview: shard count, how many reject alone, the Fisher pool."""
+    def summary(self, method: CombineMethod = "fisher") -> str:
+        """Per-batch overview: shard count, how many reject alone, and one pooled verdict,
+        by ``method`` (see :meth:`combine`; Fisher's by default)."""
         alpha = self.alpha
-        pooled = self.combine("fisher")
+        pooled = self.combine(method)
         return "\n".join(
             [
                 f"Exchangeability tests on {len(self)} shards "

@@ -79,6 +79,7 @@ __all__ = [
     "DisclosureValidation",
     "KappaResult",
     "disclosure_schema",
+    "disclosure_template",
     "linear_weighted_kappa",
     "validate_disclosure",
 ]
@@ -106,6 +107,36 @@ def disclosure_schema() -> dict[str, Any]:
     )
     schema: dict[str, Any] = json.loads(text)
     return schema
+
+
+def disclosure_template() -> dict[str, Any]:
+    """A record to fill in: the schema's shape with ``"unknown"`` in every field.
+
+    Built from :func:`disclosure_schema`: an object field lists its required members
+    (all its members when none is required), each filled the same way; a field that
+    accepts ``"unknown"`` instead of a list or a number gets ``"unknown"``; a constant
+    (``schema_version``) gets its value. The template validates as it is
+    (:func:`validate_disclosure`: "unknown" is valid everywhere) -- a valid record that
+    discloses nothing. Replace the unknowns you can answer; leave the rest.
+    """
+    schema = disclosure_schema()
+    record: dict[str, Any] = {
+        name: _template_value(schema["properties"][name]) for name in schema["properties"]
+    }
+    return record
+
+
+def _template_value(node: Mapping[str, Any]) -> Any:
+    if "const" in node:
+        return node["const"]
+    if node.get("type") == "object" and "properties" in node:
+        names = node.get("required") or list(node["properties"])
+        return {name: _template_value(node["properties"][name]) for name in names}
+    # "unknown" or an object: the object's own fields, each unknown, are easier to fill
+    inner = node.get("else")
+    if isinstance(inner, Mapping) and inner.get("type") == "object":
+        return _template_value(inner)
+    return "unknown"
 
 
 @dataclass(frozen=True, repr=False)

@@ -1,0 +1,96 @@
+"""Pieces the ``truescore-fast`` subcommands share: reading a number from a row, printing
+text or JSON, writing an output file or standard output.
+
+Standard library only: the command line imports this before it knows which subcommand
+runs, and ``--version``/``--help`` must not pay for NumPy or SciPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["add_output_flag", "emit", "integer_flag", "number", "seed_flag", "write_output"]
+
+
+def number(row: dict[str, Any], column: str, line: int) -> float:
+    """``row[column]`` as a finite float; the error names the row and the column."""
+    if column not in row:
+        raise ValueError(f"row {line} has no column {column!r}")
+    try:
+        value = float(row[column])
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"row {line}: {column}={row[column]!r} is not a number") from error
+    if not math.isfinite(value):
+        raise ValueError(f"row {line}: {column} is not finite")
+    return value
+
+
+def emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
+    """Print ``payload`` as JSON with ``--json``, else ``text``."""
+    print(json.dumps(payload, indent=2) if getattr(args, "json", False) else text)
+
+
+def add_output_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """``-o/--output FILE`` (default ``-``, standard output), read by :func:`write_output`."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        default="-",
+        help=f"where to write {what} (default -, standard output)",
+    )
+
+
+def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -> None:
+    """Write ``chunks`` to ``path``, or to standard output for ``None`` or ``"-"``.
+
+    An existing file is replaced only once everything is written (a temporary file
+    beside it, then an atomic rename), so an error or Ctrl-C never leaves half a file.
+    """
+    if path is None or path == "-":
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"{flag}: {path} is a directory; name a file")
+    partial = f"{path}.partial"
+    try:
+        with open(partial, "w", encoding="utf-8", newline="\n") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(partial, path)
+    except BaseException as error:
+        if os.path.exists(partial):
+            os.remove(partial)
+        if isinstance(error, OSError):
+            raise ValueError(f"{flag}: cannot write {path}: {error.strerror or error}") from None
+        raise
+
+
+def integer_flag(text: str) -> int:
+    """An integer flag's value (argparse ``type=``): beyond int64 is refused here, with the
+    flag's name, rather than deep in the compiled core."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (|value| < 2**63)")
+    return value
+
+
+def seed_flag(text: str) -> int:
+    """A ``--seed`` value: an integer >= 0 (any size NumPy accepts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}")
+    return value
