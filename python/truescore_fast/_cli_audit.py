@@ -12,6 +12,11 @@ import json
 from typing import Any
 
 from truescore_fast._cli_common import integer_flag, seed_flag
+from truescore_fast._cli_sequential import (
+    add_sequential_audit_flags,
+    check_sequential_only,
+    run_sequential_audit,
+)
 from truescore_fast.audit import matched_form_audits, read_audit_table
 from truescore_fast.intervals import _FALLBACK_METHODS
 
@@ -19,6 +24,11 @@ __all__ = ["add_audit_parser", "run_audit"]
 
 EXIT_NO_CLAIM = 0
 EXIT_CLAIM = 2
+_SEQUENTIAL_FLAGS = {
+    "target_half_width": "--target-half-width",
+    "effect": "--effect",
+    "max_parents": "--max-parents",
+}
 
 
 def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -36,7 +46,8 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
             "--randomization adds, per model, the exact randomization test of 'no form "
             "effect' (one-sided: public form above the fresh ones); it is reported, not used "
             "for the exit code, since ordinary form mismatch is rejected as readily as "
-            "exposure."
+            "exposure. --sequential reads the table as the parents scored so far and says "
+            "whether to stop (exit 2 finding, 0 stop, 3 continue)."
         ),
     )
     parser.add_argument(
@@ -97,6 +108,7 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
         "the exit code stays the claim rule's)",
     )
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
+    add_sequential_audit_flags(parser)
     parser.set_defaults(func=run_audit)
     return parser
 
@@ -107,8 +119,11 @@ def run_audit(args: argparse.Namespace) -> int:
     Raises:
         ValueError: unreadable file or bad data (the main CLI turns it into exit 1).
     """
+    check_sequential_only(args, _SEQUENTIAL_FLAGS)
     try:
         data = read_audit_table(args.file)  # read once: the audit and the exact test share it
+        if args.sequential:
+            return run_sequential_audit(args, data)
         results = matched_form_audits(
             data,
             control=args.control,

@@ -17,6 +17,11 @@ import sys
 from typing import Any
 
 from truescore_fast._cli_common import emit, number
+from truescore_fast._cli_sequential import (
+    add_sequential_contamination_flags,
+    check_sequential_only,
+    run_sequential_contamination,
+)
 
 __all__ = ["add_contamination_parser", "run_contamination"]
 
@@ -47,7 +52,7 @@ pooling chosen). No finding does not clear the model: training on shuffled or
 paraphrased copies leaves the published order unremarkable.
 
 Exit codes: 0 no finding, 2 finding (evidence of contamination at --alpha), 1 could not
-run (unreadable file, bad column, bad flag).
+run (unreadable file, bad column, bad flag); with --sequential also 3, continue scoring.
 """
 
 
@@ -94,6 +99,7 @@ def add_contamination_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_sequential_contamination_flags(parser)
     parser.set_defaults(func=run_contamination)
     return parser
 
@@ -113,12 +119,15 @@ def run_contamination(args: argparse.Namespace) -> int:
             raise ValueError("--test slct compares shards: name the shard column")
     elif args.variant is not None:
         raise ValueError("--variant applies to --test slct only")
+    check_sequential_only(args, {"max_permutations": "--max-permutations", "h": "--h"})
     rows = read_rows(args.file)
     if not any(args.kind_column in row for row in rows):
         raise ValueError(
             f"{args.file} has no column {args.kind_column!r}: it marks the canonical row "
             f"({args.kind_column}=canonical); --kind-column names another column"
         )
+    if args.sequential:
+        return run_sequential_contamination(args, rows)
     if args.shard_column is None:
         return _unsharded(args, rows)
     names, canon, perms = _shards(args, rows)

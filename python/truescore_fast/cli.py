@@ -2,7 +2,7 @@
 
     truescore-fast contamination FILE [--shard-column shard] [--test exact|slct] [--json]
     truescore-fast audit FILE [--control FILE] [--population-size N] [--radius R]
-        [--randomization] [--json]
+        [--randomization] [--sequential [--target-half-width W] [--effect D]] [--json]
     truescore-fast compare FILE --a-column A --b-column B [--cluster-column C]
         [--method bootstrap|permutation] [--json]
     truescore-fast shard-orders N_EXAMPLES --shards R --permutations P [--seed S] [-o FILE]
@@ -21,6 +21,8 @@ Exit codes let a pipeline tell a finding from a failure:
        dependency (printed as one line: what needs it and the ``pip install`` that fixes it)
 
 ``disclose validate`` exits 1 for an invalid record (there, 1 is the finding).
+``audit --sequential`` and ``contamination --sequential`` read the rows scored so far
+and also exit 3: not decided yet, continue scoring (0 is then "stop without a finding").
 
 argparse's own usage errors would exit 2, the code for a finding; this parser exits 1.
 Each subcommand's ``--help`` lists its input columns, defaults and exit codes.

@@ -1,0 +1,148 @@
+"""``audit --sequential`` and ``contamination --sequential`` end to end, as processes on
+the shipped partial tables (examples/sequential_*_partial.csv). The expected decisions
+are recomputed from the files read with the csv module and fed to the library's
+sequential classes in file order: the test checks what the command reads and how it
+decides, the statistics being tested in tests/test_sequential.py."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+from test_cli import assert_one_line_error, run_cli
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+AUDIT = str(EXAMPLES / "sequential_audit_partial.csv")
+ORDERS = str(EXAMPLES / "sequential_orders_partial.csv")
+
+
+def _audit_arrays(model):
+    public, fresh = {}, {}
+    with open(AUDIT, newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["model"] != model:
+                continue
+            if row["form"] == "public":
+                public[row["parent"]] = float(row["correct"])
+            else:
+                fresh.setdefault(row["parent"], []).append(float(row["correct"]))
+    parents = list(public)  # file order = scoring order
+    return np.array([public[p] for p in parents]), np.array([fresh[p] for p in parents])
+
+
+def test_audit_part_way_says_continue_with_a_projection():
+    code, out, err = run_cli("audit", AUDIT, "--sequential", "--population-size", "2000", "--json")
+    assert code == 3, err
+    payload = json.loads(out)
+    assert payload["decision_exit_code"] == 3
+    for model in ("leaky", "clean"):
+        want = tf.SequentialAudit(2000).update(*_audit_arrays(model))
+        got = payload["models"][model]
+        assert got["decision"] == want.decision == "continue"
+        assert got["n_parents"] == 300
+        assert got["delta"]["low"] == want.delta.low and got["delta"]["high"] == want.delta.high
+        assert got["more_parents"] == want.more_parents
+    # the leak is projected to be found; with no effect size or target the clean model
+    # has no decision in reach, and the projection says so (None)
+    assert payload["models"]["leaky"]["more_parents"] > 0
+    assert payload["models"]["clean"]["more_parents"] is None
+    code, out, _ = run_cli("audit", AUDIT, "--sequential", "--population-size", "2000")
+    assert code == 3 and "Continue scoring" in out and "more parents" in out
+
+
+def test_audit_finding_exits_2_and_bounded_or_exhausted_exit_0():
+    argv = ["audit", AUDIT, "--sequential", "--population-size", "2000"]
+    code, out, err = run_cli(*argv, "--alpha", "0.3", "--json")
+    assert code == 2, err
+    decisions = {m: s["decision"] for m, s in json.loads(out)["models"].items()}
+    assert decisions == {"leaky": "finding", "clean": "continue"}
+    want = tf.SequentialAudit(2000, alpha=0.3).update(*_audit_arrays("leaky"))
+    assert want.claim
+    code, out, err = run_cli(*argv, "--effect", "0.2", "--json")
+    assert code == 0, err
+    assert {s["decision"] for s in json.loads(out)["models"].values()} == {"bounded"}
+    code, out, err = run_cli(*argv, "--max-parents", "300")
+    assert code == 0, err
+    assert "exhausted" in out
+
+
+def _order_scores():
+    canon, perms = {}, {}
+    with open(ORDERS, newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["kind"] == "canonical":
+                canon[row["shard"]] = float(row["loglik"])
+            else:
+                perms.setdefault(row["shard"], []).append(float(row["loglik"]))
+    return list(canon.values()), [perms[s] for s in canon]
+
+
+def test_contamination_part_way_stops_a_clean_model():
+    argv = ["contamination", ORDERS, "--shard-column", "shard", "--sequential"]
+    code, out, err = run_cli(*argv, "--max-permutations", "99", "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    want = tf.sequential_order_verdict(*_order_scores(), max_permutations=99, h=10)
+    assert payload["decision"] == want.decision == "no finding"
+    assert payload["p_low"] == want.p_low and payload["orders_scored"] == want.orders_scored
+    assert payload["shard_names"] == [str(i) for i in range(10)]
+    code, out, _ = run_cli(*argv, "--max-permutations", "99")
+    assert code == 0 and "no finding" in out and "of 990 shuffled orders scored" in out
+
+
+def test_contamination_continue_exits_3():
+    # With h above the 15 orders scored, no shard has stopped; at alpha 0.5 the pooled
+    # verdict is not decided yet.
+    argv = ["contamination", ORDERS, "--shard-column", "shard", "--sequential"]
+    code, out, err = run_cli(*argv, "--max-permutations", "99", "--h", "50", "--alpha", "0.5")
+    want = tf.sequential_order_verdict(*_order_scores(), max_permutations=99, h=50, alpha=0.5)
+    assert want.decision == "continue"
+    assert code == 3, err
+    assert "Continue" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["audit", AUDIT, "--effect", "0.1"], ["--effect", "--sequential"]),
+        (["audit", AUDIT, "--sequential", "--randomization"], ["--randomization"]),
+        (["audit", AUDIT, "--sequential", "--population-size", "100"], ["population_size"]),
+        (["contamination", ORDERS, "--shard-column", "shard", "--sequential"], ["--max-perm"]),
+        (["contamination", ORDERS, "--h", "3"], ["--h", "--sequential"]),
+        (
+            ["contamination", ORDERS, "--shard-column", "shard", "--sequential"]
+            + ["--max-permutations", "10"],
+            ["more than max_permutations"],
+        ),
+        (
+            ["contamination", ORDERS, "--shard-column", "shard", "--sequential"]
+            + ["--max-permutations", "99", "--method", "average"],
+            ["Fisher"],
+        ),
+    ],
+)
+def test_bad_sequential_use_is_one_line_exit_1(argv, words):
+    code, _, err = run_cli(*argv)
+    assert_one_line_error(code, err, *words)
+
+
+def test_shuffled_before_published_is_refused(tmp_path):
+    path = tmp_path / "orders.csv"
+    path.write_text("shard,kind,loglik\n0,shuffled,-3\n0,canonical,-2\n")
+    code, _, err = run_cli(
+        "contamination", str(path), "--shard-column", "shard", "--sequential",
+        "--max-permutations", "9",
+    )  # fmt: skip
+    assert_one_line_error(code, err, "row 1", "published order first")
+
+
+def test_the_readme_command_says_what_the_readme_says():
+    argv = ["audit", AUDIT, "--sequential", "--population-size", "2000", "--effect", "0.05"]
+    code, out, err = run_cli(*argv, "--json")
+    assert code == 3, err
+    more = {m: s["more_parents"] for m, s in json.loads(out)["models"].items()}
+    assert round(more["leaky"], -1) == 250 and round(more["clean"], -1) == 880
