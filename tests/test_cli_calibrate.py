@@ -221,9 +221,14 @@ def _slow_enough():
 
 def run_on_a_terminal(*argv):
     """Run with stderr on a pseudo-terminal: (exit code, stdout, what the terminal got)."""
+    import fcntl
     import pty
+    import struct
+    import termios
 
     leader, follower = pty.openpty()
+    # a terminal 24 x 100 (a fresh pseudo-terminal is 0 x 0: tqdm would draw no bar)
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     proc = subprocess.Popen(
         [sys.executable, "-m", "truescore_fast", "calibrate", *map(str, argv)],
         stdout=subprocess.PIPE,
