@@ -230,3 +230,10 @@ def test_two_runs_share_a_file_by_name(tmp_path):
 def test_checkpoint_must_be_a_path():
     with pytest.raises(TypeError, match="checkpoint must be a file path"):
         study(3)
+
+
+def test_a_checkpoint_that_cannot_be_written_is_an_os_error_naming_it(tmp_path):
+    with pytest.raises(OSError, match="checkpoint .*cannot be written"):
+        study(tmp_path / "missing-folder" / "sweep.jsonl")
+    with pytest.raises(ValueError, match="is a directory"):
+        study(tmp_path)

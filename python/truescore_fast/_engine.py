@@ -473,10 +473,15 @@ class _Checkpoint:
                 cell, tasks, total = self._record(line, number)
                 if tasks >= states[cell][0]:
                     states[cell] = (tasks, total)
-        if len(keep) != len(data):
-            with open(self.path, "r+b") as file:
-                file.truncate(len(keep))
-        self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        try:
+            if len(keep) != len(data):
+                with open(self.path, "r+b") as file:
+                    file.truncate(len(keep))
+            self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - see close()
+        except OSError as error:
+            raise OSError(
+                error.errno, f"checkpoint {self.path} cannot be written: {error.strerror}"
+            ) from None
         if not found_header:
             self._write(self.header, sync=True)
         return states
