@@ -124,6 +124,23 @@ def test_population_from_json_lines(tmp_path):
     assert json_table == json.loads(csv_out)["tables"][0]["columns"]
 
 
+def test_alpha_sets_the_nominal_level():
+    code, out, err = run_cli(
+        "coverage", "--population", POPULATION, "--n", 100, "--replications", 2000,
+        "--intervals", "hoeffding", "wald", "--alpha", 0.2, "--json",
+    )  # fmt: skip
+    assert code == EXIT_OK, err
+    (srs,) = json.loads(out)["tables"][0]["meta"]["tables"]
+    assert srs["meta"]["alpha"] == 0.2 and srs["title"].startswith("Coverage of 80% intervals")
+    cover = dict(zip(srs["columns"]["interval"], srs["columns"]["coverage"], strict=True))
+    se = max(srs["columns"]["coverage_se"])
+    # Wald near its nominal 80% (within 4 SE + a normal-approximation margin), far below
+    # the 95% it reaches at the default alpha
+    assert abs(cover["wald"] - 0.8) < 4 * se + 0.03, cover
+    code, _, err = run_cli("budget", "--alpha", 1.5)
+    one_line_error(code, err, "--alpha")
+
+
 @pytest.mark.parametrize(
     "extra, words",
     [
