@@ -521,7 +521,8 @@ def _wide_coverage(tables: list[StudyTable], intervals: tuple[str, ...], where: 
     reps = first.meta["replications"]
     se = max(float(np.max(t["coverage_se"])) for t in tables)
     return StudyTable(
-        title=f"Coverage and half-width in the finite-population calibration (N = "
+        title=f"Coverage and half-width of {1 - first.meta['alpha']:.0%} intervals in the "
+        "finite-population calibration (N = "
         f"{first.meta['population_size']:,}, {reps:,} replications per design and size)",
         columns=_columns(names, rows),
         notes=(f"Monte Carlo SE of a coverage at most {se:.4f}. {where}", *first.notes[1:]),
