@@ -12,10 +12,23 @@ or over a ``concurrent.futures.Executor`` in slices of about ``_SLICE_SECONDS``,
 Ctrl-C cancels what has not started and what runs ends within a second. The positions
 within a task's row of partial sums are named once, by :class:`CoverageSums`,
 :class:`DetectionSums` and :class:`BudgetSums`.
+
+Checkpoints (:class:`_Checkpoint`). A cell's total after its first t tasks is the same
+number however the run was split, so it can be saved and a later run can go on from it:
+the sweep's state is the list of (cell, tasks done, partial sums). A checkpoint file is
+JSON Lines, appended to and never rewritten: a header line per run (a study call) with a
+SHA-256 fingerprint of everything that determines its cells (kernel, arguments, Philox
+key, stream offsets, replications, block size, library version), then one record per
+saved state, ``{"run", "cell", "tasks", "sums"}``, with the sums as ``float.hex`` strings
+so they are read back bit for bit. The latest record of a cell wins; a last line cut off
+by an interruption is dropped; a header whose fingerprint differs from the run's is
+refused.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 import time
@@ -23,7 +36,8 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +47,7 @@ from truescore_fast import _core
 __all__ = [
     "REPLICATIONS_PER_TASK",
     "BudgetSums",
+    "CheckpointRun",
     "CoverageSums",
     "DetectionSums",
 ]
@@ -48,6 +63,9 @@ _SLICE_SECONDS = 0.5
 # chunk size bounds the memory a sweep needs; capping it keeps memory flat however many
 # replications are asked for (256 tasks is still only a few tens of milliseconds).
 _MAX_CHUNK_TASKS = 256
+# A cell's unfinished state is saved to a checkpoint at most this often (a finished cell
+# and the state at an interruption are always saved).
+_CHECKPOINT_SECONDS = 5.0
 
 
 # The positions in one task's row of partial sums, as the compiled kernels write them:
@@ -163,21 +181,48 @@ def _replications_in(cell: _Cell, begin: int, end: int) -> int:
 
 
 def _run_cell(
-    cell: _Cell, n_threads: int | None = None, bar: _Progress | None = None
+    cell: _Cell,
+    n_threads: int | None = None,
+    bar: _Progress | None = None,
+    start: tuple[int, npt.NDArray[np.float64] | None] = (0, None),
+    store: _Checkpoint | None = None,
+    index: int = 0,
 ) -> npt.NDArray[np.float64]:
-    """All tasks of one cell, reduced in task order (the local run).
+    """All tasks of one cell, reduced in task order (the local run), from ``start`` (the
+    first task not run and the sum of the tasks before it, from a checkpoint).
 
-    Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive.
+    Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive. With a
+    ``store``, the state is saved every _CHECKPOINT_SECONDS, at the end and on any
+    exception (Ctrl-C included): the sum then holds exactly the tasks before ``done``.
     """
-    total: npt.NDArray[np.float64] | None = None
-    for begin, end, part, _ in _chunks(cell, 0, n_threads or os.cpu_count() or 1, n_threads):
-        if total is None:
-            total = np.zeros(part.shape[1])
-        _add_in_task_order(total, part)
-        if bar is not None:
-            bar.update(_replications_in(cell, begin, end))
-    assert total is not None
-    return total
+    # (tasks done, their sum) changes in one assignment, so an exception (Ctrl-C) between
+    # any two statements leaves a consistent state to save
+    state = start
+    if state[1] is not None and state[0] >= cell.n_tasks:
+        return state[1]
+    try:
+        first_chunk = n_threads or os.cpu_count() or 1
+        for begin, end, part, _ in _chunks(cell, state[0], first_chunk, n_threads):
+            state = (end, _added(state[1], part))
+            if store is not None:
+                store.save(index, *state, final=end == cell.n_tasks)
+            if bar is not None:
+                bar.update(_replications_in(cell, begin, end))
+    except BaseException:
+        if store is not None:
+            store.save(index, *state, final=True)
+        raise
+    assert state[1] is not None
+    return state[1]
+
+
+def _added(
+    total: npt.NDArray[np.float64] | None, part: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """A new array: ``total`` (None: zeros) plus ``part``'s rows, in task order."""
+    out = np.zeros(part.shape[1]) if total is None else total.copy()
+    _add_in_task_order(out, part)
+    return out
 
 
 def _run_slice(
@@ -200,6 +245,16 @@ def _run_slice(
     return np.concatenate(parts), end, next_chunk
 
 
+def _auto_progress_after() -> float:
+    """Seconds before an automatic (``progress=None``) bar appears: 1, or the value of the
+    environment variable ``TRUESCORE_FAST_PROGRESS_AFTER`` (the tests set 0, so whether a
+    bar appears does not depend on how fast the machine is)."""
+    try:
+        return max(float(os.environ.get("TRUESCORE_FAST_PROGRESS_AFTER", "1")), 0.0)
+    except ValueError:
+        return 1.0
+
+
 class _Progress:
     """tqdm when installed (else a plain stderr line); ``None`` starts it after 1 s."""
 
@@ -209,6 +264,7 @@ class _Progress:
         self.start = time.perf_counter()
         self.bar: Any = None
         self.last_print = 0.0
+        self.after = _auto_progress_after()
 
     def _open(self) -> None:
         try:
@@ -223,7 +279,7 @@ class _Progress:
         if self.enabled is False:
             return
         now = time.perf_counter()
-        if self.bar is None and (self.enabled or now - self.start > 1.0):
+        if self.bar is None and (self.enabled or now - self.start >= self.after):
             self._open()
             if self.bar:
                 return
@@ -247,6 +303,7 @@ def _execute(
     progress: bool | None,
     executor: Executor | None,
     desc: str,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> list[npt.NDArray[np.float64]]:
     if progress not in (None, True, False):
         raise ValueError(f"progress must be True, False or None (auto); got {progress!r}")
@@ -254,41 +311,57 @@ def _execute(
         raise ValueError(
             f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}"
         )
-    bar = _Progress(progress, sum(c.replications for c in cells), desc)
+    store = None if checkpoint is None else _Checkpoint(checkpoint, cells, desc)
     try:
-        if executor is not None:
-            return _execute_on(executor, cells, n_threads, bar)
-        return [_run_cell(cell, n_threads, bar) for cell in cells]
+        starts = store.resume() if store is not None else [(0, None)] * len(cells)
+        bar = _Progress(progress, sum(c.replications for c in cells), desc)
+        bar.done = sum(_replications_in(c, 0, s[0]) for c, s in zip(cells, starts, strict=True))
+        try:
+            if executor is not None:
+                return _execute_on(executor, cells, n_threads, bar, starts, store)
+            return [
+                _run_cell(cell, n_threads, bar, start, store, c)
+                for c, (cell, start) in enumerate(zip(cells, starts, strict=True))
+            ]
+        finally:
+            bar.close()
     finally:
-        bar.close()
+        if store is not None:
+            store.close()
 
 
 def _execute_on(
-    executor: Executor, cells: Sequence[_Cell], n_threads: int | None, bar: _Progress
+    executor: Executor,
+    cells: Sequence[_Cell],
+    n_threads: int | None,
+    bar: _Progress,
+    starts: Sequence[tuple[int, npt.NDArray[np.float64] | None]],
+    store: _Checkpoint | None,
 ) -> list[npt.NDArray[np.float64]]:
     """Each cell as a sequence of slices, one slice of a cell on the executor at a time.
 
     On any exception (Ctrl-C included) the slices not yet started are cancelled and no
-    new one is submitted; the running ones end within about _SLICE_SECONDS.
+    new one is submitted; the running ones end within about _SLICE_SECONDS. The cells'
+    states are saved to ``store`` as slices come back, and all of them on an exception.
     """
     from concurrent.futures import FIRST_COMPLETED, Future, wait
 
     first_chunk = n_threads or os.cpu_count() or 1
-    totals: list[npt.NDArray[np.float64] | None] = [None] * len(cells)
+    states = list(starts)  # (tasks done, their sum) per cell, each replaced in one step
     running: dict[Future[tuple[npt.NDArray[np.float64], int, int]], tuple[int, int]] = {}
     try:
         for c, cell in enumerate(cells):
-            running[executor.submit(_run_slice, cell, 0, first_chunk, n_threads)] = (c, 0)
+            if states[c][1] is None or states[c][0] < cell.n_tasks:
+                future = executor.submit(_run_slice, cell, states[c][0], first_chunk, n_threads)
+                running[future] = (c, states[c][0])
         while running:
-            done, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
-            for future in done:
+            finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in finished:
                 c, begin = running.pop(future)
                 rows, end, chunk = future.result()
-                rows = np.asarray(rows, dtype=np.float64)
-                total = totals[c]
-                if total is None:
-                    total = totals[c] = np.zeros(rows.shape[1])
-                _add_in_task_order(total, rows)
+                states[c] = (end, _added(states[c][1], np.asarray(rows, dtype=np.float64)))
+                if store is not None:
+                    store.save(c, *states[c], final=end == cells[c].n_tasks)
                 bar.update(_replications_in(cells[c], begin, end))
                 if end < cells[c].n_tasks:
                     nxt = executor.submit(_run_slice, cells[c], end, chunk, n_threads)
@@ -296,6 +369,189 @@ def _execute_on(
     except BaseException:
         for future in running:
             future.cancel()
+        if store is not None:
+            for c, state in enumerate(states):
+                store.save(c, *state, final=True)
         raise
+    totals = [total for _, total in states]
     assert all(total is not None for total in totals)
     return [total for total in totals if total is not None]
+
+
+# ---------------------------------------------------------------------------- checkpoints
+
+_FORMAT = "truescore_fast calibration checkpoint"
+_FORMAT_VERSION = 1
+
+
+class CheckpointRun(os.PathLike[str]):
+    """A checkpoint path and the name of the run in it: a caller that makes several study
+    calls (the command line's ``calibrate detection``) keeps them in one file."""
+
+    def __init__(self, path: str | os.PathLike[str], run: str) -> None:
+        self.path, self.run = os.fspath(path), run
+
+    def __fspath__(self) -> str:
+        return self.path
+
+
+def _fingerprint(cells: Sequence[_Cell]) -> str:
+    """SHA-256 of everything that determines the cells' sums."""
+    digest = hashlib.sha256()
+
+    def feed(value: Any) -> None:
+        if isinstance(value, np.ndarray):
+            array = np.ascontiguousarray(value)
+            digest.update(f"array {array.dtype.str} {array.shape}\n".encode())
+            digest.update(array.tobytes())
+        else:
+            digest.update(f"{type(value).__name__} {value!r}\n".encode())
+
+    feed(_core.__version__)
+    feed(REPLICATIONS_PER_TASK)
+    for cell in cells:
+        for value in (cell.kernel, *cell.key, cell.task_offset, cell.replications, *cell.args):
+            feed(value)
+    return digest.hexdigest()
+
+
+class _Checkpoint:
+    """The saved states of one run's cells in an append-only JSON Lines file."""
+
+    def __init__(self, path: str | os.PathLike[str], cells: Sequence[_Cell], desc: str) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"checkpoint must be a file path; got {type(path).__name__}")
+        self.path = Path(path)
+        self.run = path.run if isinstance(path, CheckpointRun) else desc
+        self.cells = cells
+        self.header = {
+            "format": _FORMAT,
+            "version": _FORMAT_VERSION,
+            "run": self.run,
+            "fingerprint": _fingerprint(cells),
+            "truescore_fast": _core.__version__,
+            "study": desc,
+            "cells": len(cells),
+            "replications": sorted({c.replications for c in cells}),
+            "key": [str(k) for k in cells[0].key] if cells else [],
+        }
+        self.file: IO[str] | None = None
+        self.last_save = [time.perf_counter()] * len(cells)
+
+    def _where(self, line: int) -> str:
+        return f"checkpoint {self.path}, line {line}"
+
+    def resume(self) -> list[tuple[int, npt.NDArray[np.float64] | None]]:
+        """The saved state of every cell ((0, None): nothing saved), after checking the
+        file belongs to this run; opens the file for appending."""
+        states: list[tuple[int, npt.NDArray[np.float64] | None]] = [(0, None)] * len(self.cells)
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        except IsADirectoryError:
+            raise ValueError(f"checkpoint {self.path} is a directory, not a file") from None
+        # a last line without its newline was cut off by an interruption: drop it
+        keep = data[: data.rfind(b"\n") + 1]
+        found_header = False
+        for number, raw in enumerate(keep.splitlines(), 1):
+            try:
+                line = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                raise ValueError(
+                    f"{self._where(number)} is not JSON: the file is damaged"
+                ) from None
+            if not isinstance(line, dict):
+                raise ValueError(f"{self._where(number)} is not a JSON object")
+            if number == 1 and line.get("format") != _FORMAT:
+                raise ValueError(
+                    f"checkpoint {self.path} is not a truescore_fast calibration checkpoint "
+                    "(its first line is not a checkpoint header): name a new file"
+                )
+            if "format" in line:
+                if line.get("version") != _FORMAT_VERSION:
+                    raise ValueError(
+                        f"{self._where(number)}: checkpoint format version "
+                        f"{line.get('version')!r}; this truescore_fast reads version "
+                        f"{_FORMAT_VERSION}"
+                    )
+                if line.get("run") == self.run:
+                    self._check_header(line)
+                    found_header = True
+            elif line.get("run") == self.run:
+                if not found_header:
+                    raise ValueError(f"{self._where(number)}: a record before its run's header")
+                cell, tasks, total = self._record(line, number)
+                if tasks >= states[cell][0]:
+                    states[cell] = (tasks, total)
+        try:
+            if len(keep) != len(data):
+                with open(self.path, "r+b") as file:
+                    file.truncate(len(keep))
+            self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - see close()
+        except OSError as error:
+            raise OSError(
+                error.errno, f"checkpoint {self.path} cannot be written: {error.strerror}"
+            ) from None
+        if not found_header:
+            self._write(self.header, sync=True)
+        return states
+
+    def _check_header(self, line: dict[str, Any]) -> None:
+        if line.get("fingerprint") == self.header["fingerprint"]:
+            return
+        differ = [
+            f"{name} {line.get(name)!r} (this run: {self.header[name]!r})"
+            for name in ("truescore_fast", "cells", "replications", "key")
+            if line.get(name) != self.header[name]
+        ]
+        what = "; ".join(differ) if differ else "its populations, sizes or settings differ"
+        raise ValueError(
+            f"checkpoint {self.path} was written for a different {self.run} run ({what}): "
+            "its results cannot be reused; delete it or name another file"
+        )
+
+    def _record(
+        self, line: dict[str, Any], number: int
+    ) -> tuple[int, int, npt.NDArray[np.float64]]:
+        cell, tasks, sums = line.get("cell"), line.get("tasks"), line.get("sums")
+        if not (isinstance(cell, int) and 0 <= cell < len(self.cells)):
+            raise ValueError(f"{self._where(number)}: no cell {cell!r} in this run")
+        if not (isinstance(tasks, int) and 0 < tasks <= self.cells[cell].n_tasks):
+            raise ValueError(f"{self._where(number)}: {tasks!r} tasks done is out of range")
+        try:
+            total = np.array([float.fromhex(x) for x in sums], dtype=np.float64)  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            raise ValueError(f"{self._where(number)}: sums must be hexadecimal floats") from None
+        return cell, tasks, total
+
+    def _write(self, line: dict[str, Any], *, sync: bool) -> None:
+        assert self.file is not None
+        self.file.write(json.dumps(line, separators=(",", ":")) + "\n")
+        self.file.flush()
+        if sync:
+            os.fsync(self.file.fileno())
+
+    def save(
+        self, cell: int, tasks: int, total: npt.NDArray[np.float64] | None, *, final: bool
+    ) -> None:
+        """Record that cell ``cell``'s first ``tasks`` tasks sum to ``total``: always when
+        ``final``, else at most every _CHECKPOINT_SECONDS (None: nothing run yet)."""
+        now = time.perf_counter()
+        if total is None or tasks == 0:
+            return
+        if not final and now - self.last_save[cell] < _CHECKPOINT_SECONDS:
+            return
+        self.last_save[cell] = now
+        record = {
+            "run": self.run,
+            "cell": cell,
+            "tasks": tasks,
+            "sums": [float(x).hex() for x in total],
+        }
+        self._write(record, sync=final)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
