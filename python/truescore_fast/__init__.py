@@ -70,6 +70,7 @@ from truescore_fast.finite_population import (
     BootstrapResult,
     finite_population_bootstrap,
 )
+from truescore_fast.harness import HARNESSES, read_harness_runs
 from truescore_fast.intervals import (
     INTERVAL_METHODS,
     Interval,
@@ -128,6 +129,7 @@ from truescore_fast.signflip import (
 
 __all__ = [
     "__version__",
+    "HARNESSES",
     "audit_prune",
     "AuditData",
     "benjamini_hochberg",
@@ -192,6 +194,7 @@ __all__ = [
     "randomization_test",
     "RandomizationTest",
     "read_audit_table",
+    "read_harness_runs",
     "REPLICATIONS_PER_TASK",
     "seed_contrast",
     "SeedContrast",
