@@ -275,6 +275,8 @@ def _load(path: str | os.PathLike[str], harness: str) -> _Run:
     where, data = read_input_bytes(path)
     suffix = "" if isinstance(path, str) and path == STDIN else Path(path).suffix.lower()
     sniffed = sniff_format(data)
+    if suffix == ".eval" and sniffed != "zip":
+        raise ValueError(f"{where}: not a .eval archive (an Inspect .eval log is a zip file)")
     if sniffed == "zip":
         if harness not in ("auto", "inspect"):
             raise ValueError(f"{where} is a zip archive (an Inspect .eval log), not {harness}")
