@@ -6,8 +6,10 @@
     truescore-fast calibrate {coverage,stress,detection,budget} [--replications R]
         [--seed S] [--threads T] [--json] [--plot FILE.png]
 
-FILE is a ``.csv`` or JSON Lines (``.jsonl``, ``.ndjson``, ``.json``) table; a disclosure
-record is a ``.json`` document.
+FILE is a CSV (``.csv``), TSV (``.tsv``), JSON Lines (``.jsonl``, ``.ndjson``, ``.json``)
+or Parquet (``.parquet``, the ``parquet`` extra) table, or ``-`` for standard input; a
+disclosure record is a ``.json`` document. ``audit`` also reads evaluation-harness runs
+(``--public RUN --fresh RUN ...``: lm-evaluation-harness samples files, Inspect logs).
 
 Exit codes let a pipeline tell a finding from a failure:
 
@@ -234,7 +236,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "every other row is a shuffled order. With --shard-column, each shard is tested "
         "exactly and the shards are pooled.",
     )
-    contamination.add_argument("file", help=".csv or .jsonl file")
+    contamination.add_argument(
+        "file", help=".csv, .tsv, .jsonl or .parquet table, or - for standard input"
+    )
     contamination.add_argument("--loglik-column", default="loglik")
     contamination.add_argument("--kind-column", default="kind")
     contamination.add_argument("--shard-column", help="pool independent shards by this column")
