@@ -208,6 +208,34 @@ def test_cli_reads_one_run_from_standard_input():
     assert code == EXIT_OK and "K = 2" in out, err
 
 
+def test_readme_harness_commands_exit_as_the_readme_says():
+    import re
+    import shlex
+
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    commands = [
+        block.replace("\\\n", " ")
+        for block in re.findall(r"```\n(truescore-fast audit.*?)```", readme, re.S)
+        if "--public" in block
+    ]
+    assert len(commands) == 2
+    results = []
+    for command in commands:
+        argv = shlex.split(command)[1:]
+        proc = subprocess.run(
+            [sys.executable, "-m", "truescore_fast", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            cwd=EXAMPLES.parent,
+        )
+        results.append((proc.returncode, proc.stdout))
+    assert [code for code, _ in results] == [EXIT_FINDING, EXIT_OK]  # "exits 2", "exits 0"
+    # "public score 0.80, fresh 0.37"
+    assert "public score 0.8000, fresh score 0.3667" in results[0][1]
+
+
 def test_shipped_harness_examples_are_reproduced_by_their_seeded_script(tmp_path):
     spec = importlib.util.spec_from_file_location("make", EXAMPLES / "make_harness_example.py")
     module = importlib.util.module_from_spec(spec)
