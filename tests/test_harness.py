@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from truescore_fast.cli import EXIT_ERROR, EXIT_FINDING, EXIT_OK
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -591,3 +593,59 @@ def test_cli_control_runs_match_the_python_control_bank(tmp_path):
     )
     assert json.loads(out)["models"]["m"] == json.loads(json.dumps(expected.to_dict()))
     assert code == (EXIT_FINDING if expected.claim else EXIT_OK)
+
+
+# ------------------------------------------------------------------------ any input
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["C", "P", "I", "N", "yes", "No", "0.5", "2", "x", ""]),
+    st.lists(st.integers(0, 1), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 1), max_size=2),
+)
+_KEYS = st.one_of(
+    st.none(), st.booleans(), st.integers(0, 3), st.floats(0, 3), st.sampled_from(["a", "b", ""])
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    public=st.lists(st.tuples(_KEYS, _VALUES), min_size=0, max_size=5),
+    fresh=st.lists(st.tuples(_KEYS, _VALUES), min_size=0, max_size=5),
+    inspect=st.booleans(),
+)
+def test_property_any_run_gives_scores_in_the_unit_interval_or_value_error(public, fresh, inspect):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        paths = []
+        for name, rows in (("pub", public), ("fresh", fresh)):
+            if inspect:
+                samples = [
+                    {"id": i, "epoch": 1, "scores": {"s": {"value": v}}, "metadata": {"k": k}}
+                    for i, (k, v) in enumerate(rows)
+                ]
+                path = Path(folder) / f"{name}.json"
+                path.write_text(json.dumps({"eval": {"model": "m"}, "samples": samples}))
+            else:
+                path = Path(folder) / f"{name}.jsonl"
+                path.write_text(
+                    "".join(
+                        json.dumps({"doc_id": i, "doc": {"k": k}, "resps": [], "acc": v}) + "\n"
+                        for i, (k, v) in enumerate(rows)
+                    )
+                )
+            paths.append(path)
+        key = "metadata.k" if inspect else "doc.k"
+        try:
+            data = tf.read_harness_runs(
+                paths[0], paths[1], match_key=key, metric=None if inspect else "acc"
+            )
+        except ValueError:
+            return
+    assert data.public.shape == (len(data.parents),) and data.fresh.shape[1] == 1
+    for values in (data.public, data.fresh):
+        assert np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= 1))
