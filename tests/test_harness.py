@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -17,7 +15,10 @@ import pytest
 import truescore_fast as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from truescore_fast.cli import EXIT_ERROR, EXIT_FINDING, EXIT_OK
+from test_cli import assert_one_line_error
+from test_cli import run_cli as run_in_repo
+from test_input_formats import run_cli
+from truescore_fast.cli import EXIT_FINDING, EXIT_OK
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 LM_EVAL = EXAMPLES / "harness" / "lm_eval"
@@ -34,26 +35,16 @@ LM_FRESH = [lm_eval_file("fresh1"), lm_eval_file("fresh2")]
 IN_PUBLIC = INSPECT / "arith-public.json"
 IN_FRESH = [INSPECT / "arith-fresh1.json", INSPECT / "arith-fresh2.eval"]
 LM_ARGS = ["--public-match-key", "doc.id", "--match-key", "doc.parent_id"]
+IN_ARGS = [
+    *("--public", IN_PUBLIC, "--fresh", IN_FRESH[0], "--fresh", IN_FRESH[1]),
+    *("--match-key", "metadata.parent_id"),
+]
 
 
-def run_cli(*argv, stdin=None):
-    proc = subprocess.run(
-        [sys.executable, "-m", "truescore_fast", *map(str, argv)],
-        capture_output=True,
-        check=False,
-        timeout=120,
-        input=stdin,
+def read_lm_eval_example(metric="exact_match,strict-match"):
+    return tf.read_harness_runs(
+        LM_PUBLIC, LM_FRESH, public_match_key="doc.id", match_key="doc.parent_id", metric=metric
     )
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
-
-
-def assert_one_line_error(code, err, *words):
-    assert "Traceback" not in err, err
-    assert code == EXIT_ERROR, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 # ------------------------------------------------------------- references parsed here
@@ -93,13 +84,7 @@ def reference_inspect(path):
 
 @pytest.mark.parametrize("filter_name", ["strict-match", "flexible-extract"])
 def test_lm_eval_example_reads_the_chosen_filter(filter_name):
-    data = tf.read_harness_runs(
-        LM_PUBLIC,
-        LM_FRESH,
-        public_match_key="doc.id",
-        match_key="doc.parent_id",
-        metric=f"exact_match,{filter_name}",
-    )
+    data = read_lm_eval_example(f"exact_match,{filter_name}")
     public = reference_lm_eval(LM_PUBLIC, "id", filter_name)
     fresh = [reference_lm_eval(p, "parent_id", filter_name) for p in LM_FRESH]
     assert data.parents == tuple(public)  # the public run's order
@@ -110,12 +95,8 @@ def test_lm_eval_example_reads_the_chosen_filter(filter_name):
 
 
 def test_the_two_lm_eval_filters_differ_where_the_answer_line_is_missing():
-    read = [
-        tf.read_harness_runs(
-            LM_PUBLIC, LM_FRESH, public_match_key="doc.id", match_key="doc.parent_id", metric=m
-        )
-        for m in ("exact_match,strict-match", "exact_match,flexible-extract")
-    ]
+    metrics = ("exact_match,strict-match", "exact_match,flexible-extract")
+    read = [read_lm_eval_example(m) for m in metrics]
     # strict-match never scores an answer that flexible-extract misses
     assert np.all(read[0].public <= read[1].public)
     assert not np.array_equal(read[0].public, read[1].public)
@@ -132,13 +113,7 @@ def test_inspect_example_averages_epochs_and_reads_both_log_formats():
 
 
 def test_harness_audit_equals_the_audit_of_the_arrays():
-    data = tf.read_harness_runs(
-        LM_PUBLIC,
-        LM_FRESH,
-        public_match_key="doc.id",
-        match_key="doc.parent_id",
-        metric="exact_match,strict-match",
-    )
+    data = read_lm_eval_example()
     direct = tf.matched_form_audit(data.public, data.fresh, seed=0)
     (via_table,) = tf.matched_form_audits(data, seed=0).values()
     assert via_table.to_dict() == direct.to_dict()
@@ -161,19 +136,7 @@ def test_cli_lm_eval_example_is_a_claim():
 
 
 def test_cli_inspect_example_is_no_claim_and_json_matches_python():
-    argv = [
-        "audit",
-        "--public",
-        IN_PUBLIC,
-        "--fresh",
-        IN_FRESH[0],
-        "--fresh",
-        IN_FRESH[1],
-        "--match-key",
-        "metadata.parent_id",
-        "--metric",
-        "match",
-    ]
+    argv = ["audit", *IN_ARGS, "--metric", "match"]
     code, out, err = run_cli(*argv)
     assert code == EXIT_OK, err
     assert "== example/clean-model ==" in out and "No model meets the claim rule." in out
@@ -195,18 +158,8 @@ def test_cli_reads_one_run_from_standard_input():
     )
     assert (code, out) == (code_file, out_file), err
     # a .eval archive from standard input is recognised by its zip signature
-    code, out, err = run_cli(
-        "audit",
-        "--public",
-        IN_PUBLIC,
-        "--fresh",
-        IN_FRESH[0],
-        "--fresh",
-        "-",
-        "--match-key",
-        "metadata.parent_id",
-        stdin=IN_FRESH[1].read_bytes(),
-    )
+    argv = [{str(IN_FRESH[1]): "-"}.get(str(a), a) for a in IN_ARGS]
+    code, out, err = run_cli("audit", *argv, stdin=IN_FRESH[1].read_bytes())
     assert code == EXIT_OK and "K = 2" in out, err
 
 
@@ -221,18 +174,7 @@ def test_readme_harness_commands_exit_as_the_readme_says():
         if "--public" in block
     ]
     assert len(commands) == 2
-    results = []
-    for command in commands:
-        argv = shlex.split(command)[1:]
-        proc = subprocess.run(
-            [sys.executable, "-m", "truescore_fast", *argv],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-            cwd=EXAMPLES.parent,
-        )
-        results.append((proc.returncode, proc.stdout))
+    results = [run_in_repo(*shlex.split(c)[1:], cwd=EXAMPLES.parent)[:2] for c in commands]
     assert [code for code, _ in results] == [EXIT_FINDING, EXIT_OK]  # "exits 2", "exits 0"
     # "public score 0.80, fresh 0.37"
     assert "public score 0.8000, fresh score 0.3667" in results[0][1]

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as tf
+from test_cli import assert_one_line_error
 from truescore_fast._io import read_rows, sniff_format
-from truescore_fast.cli import EXIT_ERROR, EXIT_FINDING
+from truescore_fast.cli import EXIT_FINDING
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLE = EXAMPLES / "audit_example.csv"
@@ -32,15 +33,6 @@ def run_cli(*argv, stdin=None, pre=""):
         input=stdin,
     )
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
-
-
-def assert_one_line_error(code, err, *words):
-    assert "Traceback" not in err, err
-    assert code == EXIT_ERROR, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 def example_rows():
@@ -139,6 +131,17 @@ def renamed_rows():
     return out
 
 
+def read_renamed(path):
+    return tf.read_audit_table(
+        path,
+        parent_column="item",
+        form_column="variant",
+        correct_column="score",
+        model_column="system",
+        public_form="original",
+    )
+
+
 def test_column_flags_read_a_table_with_other_names(tmp_path):
     path = write_as(tmp_path / "renamed.csv", renamed_rows(), "csv")
     args = ["--population-size", "1000", "--radius", "0.02", "--json"]
@@ -158,14 +161,7 @@ def test_column_flags_read_a_table_with_other_names(tmp_path):
 
 def test_read_audit_table_column_arguments(tmp_path):
     path = write_as(tmp_path / "renamed.csv", renamed_rows(), "csv")
-    got = tf.read_audit_table(
-        path,
-        parent_column="item",
-        form_column="variant",
-        correct_column="score",
-        model_column="system",
-        public_form="original",
-    )
+    got = read_renamed(path)
     expected = tf.read_audit_table(EXAMPLE)
     for model in expected:
         np.testing.assert_array_equal(got[model].fresh, expected[model].fresh)
@@ -184,14 +180,7 @@ def test_read_audit_table_column_arguments(tmp_path):
 
 def test_a_table_read_with_columns_can_be_audited_directly(tmp_path):
     path = write_as(tmp_path / "renamed.csv", renamed_rows(), "csv")
-    data = tf.read_audit_table(
-        path,
-        parent_column="item",
-        form_column="variant",
-        correct_column="score",
-        model_column="system",
-        public_form="original",
-    )
+    data = read_renamed(path)
     got = tf.matched_form_audits(data, population_size=1000, seed=2)
     expected = tf.matched_form_audits(EXAMPLE, population_size=1000, seed=2)
     assert {m: r.to_dict() for m, r in got.items()} == {

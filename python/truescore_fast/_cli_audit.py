@@ -123,14 +123,15 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
         "lm-evaluation-harness --log_samples files (samples_<task>_<date>.jsonl), Inspect "
         "logs (.json or .eval) or per-run tables",
     )
-    runs.add_argument("--public", metavar="RUN", help="the run on the public forms")
-    runs.add_argument(
-        "--fresh",
-        metavar="RUN",
-        action="append",
-        default=None,
-        help="a run on fresh forms; repeat for every fresh form",
-    )
+    for prefix, whose in (("", "the audit's"), ("control-", "the control bank's")):
+        runs.add_argument(f"--{prefix}public", metavar="RUN", help=f"{whose} public-form run")
+        runs.add_argument(
+            f"--{prefix}fresh",
+            metavar="RUN",
+            action="append",
+            default=None,
+            help=f"{whose} fresh-form run; repeat for every fresh form",
+        )
     runs.add_argument(
         "--match-key",
         metavar="KEY",
@@ -156,14 +157,6 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
         choices=HARNESSES,
         default="auto",
         help="what wrote the runs (default auto: recognised from each file)",
-    )
-    runs.add_argument("--control-public", metavar="RUN", help="control bank's public-form run")
-    runs.add_argument(
-        "--control-fresh",
-        metavar="RUN",
-        action="append",
-        default=None,
-        help="control bank's fresh-form run; repeat for every fresh form",
     )
 
 

@@ -1,6 +1,7 @@
-"""Reading the tables the command line and the audit take: CSV or JSON Lines rows
-(:func:`read_rows`), and long-format audit tables (:func:`read_audit_table`, one
-:class:`AuditData` per model)."""
+"""Reading the tables the command line and the audit take: rows of a CSV, TSV, JSON Lines
+or Parquet file or of standard input (:func:`read_rows`), and long-format audit tables
+(:func:`read_audit_table`, one :class:`AuditData` per model). The evaluation-harness
+readers in :mod:`truescore_fast.harness` build on the same byte and text layer."""
 
 from __future__ import annotations
 
