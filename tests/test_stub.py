@@ -107,6 +107,7 @@ def test_every_public_module_is_reexported():
         "disclosure",
         "families",
         "finite_population",
+        "harness",
         "intervals",
         "pacost",
         "patch",

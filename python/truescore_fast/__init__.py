@@ -86,6 +86,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "BootstrapResult",
         "finite_population_bootstrap",
     ),
+    "harness": (
+        "HARNESSES",
+        "read_harness_runs",
+    ),
     "intervals": (
         "INTERVAL_METHODS",
         "Interval",
@@ -220,6 +224,7 @@ if TYPE_CHECKING:  # the names are re-exported through __all__, built from _EXPO
         BootstrapResult,
         finite_population_bootstrap,
     )
+    from truescore_fast.harness import HARNESSES, read_harness_runs
     from truescore_fast.intervals import (
         INTERVAL_METHODS,
         Interval,

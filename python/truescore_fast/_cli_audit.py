@@ -1,5 +1,7 @@
 """The ``truescore-fast audit`` subcommand: the matched-form audit of a long-format table
-(a ``.csv`` or JSON Lines file, read by :func:`truescore_fast._io.read_audit_table`).
+(CSV, TSV, JSON Lines or Parquet, or ``-`` for standard input, read by
+:func:`truescore_fast._io.read_audit_table`), or of evaluation-harness runs named with
+``--public RUN --fresh RUN ...`` (read by :func:`truescore_fast.harness.read_harness_runs`).
 
 Kept apart from the main CLI module so the audit's options live with the audit;
 ``cli.py`` calls :func:`add_audit_parser` and dispatches to :func:`run_audit`.
@@ -17,7 +19,9 @@ from truescore_fast._cli_sequential import (
     check_sequential_only,
     run_sequential_audit,
 )
-from truescore_fast.audit import matched_form_audits, read_audit_table
+from truescore_fast._io import ALL_MODELS, STDIN, AuditData, read_audit_table
+from truescore_fast.audit import matched_form_audits
+from truescore_fast.harness import HARNESSES, read_harness_runs
 from truescore_fast.intervals import _FALLBACK_METHODS
 
 __all__ = ["add_audit_parser", "run_audit"]
@@ -33,7 +37,9 @@ _SEQUENTIAL_FLAGS = {
 
 def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``audit FILE [--control FILE] [--population-size N] [--radius R]
-    [--alpha A] [--json]`` (plus ``--guardrail``, ``--fallback``, ``--seed``)."""
+    [--alpha A] [--json]`` (plus ``--guardrail``, ``--fallback``, ``--seed``, the table's
+    column names, and the harness runs ``--public RUN --fresh RUN ... --match-key KEY
+    [--metric NAME] [--harness H]`` in place of FILE)."""
     parser = subparsers.add_parser(
         "audit",
         help="matched-form audit of a long-format table (parent, form, correct[, model])",
@@ -47,13 +53,18 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
             "effect' (one-sided: public form above the fresh ones); it is reported, not used "
             "for the exit code, since ordinary form mismatch is rejected as readily as "
             "exposure. --sequential reads the table as the parents scored so far and says "
-            "whether to stop (exit 2 finding, 0 stop, 3 continue)."
+            "whether to stop (exit 2 finding, 0 stop, 3 continue). "
+            "Instead of a table, give the harness runs: --public RUN --fresh RUN [--fresh RUN] "
+            "--match-key KEY [--metric NAME]."
         ),
     )
     parser.add_argument(
         "file",
-        help=".csv or JSON Lines (.jsonl/.ndjson/.json) table with columns parent, form, "
-        "correct and optionally model",
+        nargs="?",
+        default=None,
+        help="long-format table, one row per (model, parent, form): .csv, .tsv, "
+        ".jsonl/.ndjson/.json or .parquet, or - for standard input; columns parent, form, "
+        "correct and optionally model (or give harness runs with --public/--fresh)",
     )
     parser.add_argument(
         "--control",
@@ -61,6 +72,7 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="control-bank table in the same format (never-public items)",
     )
+    _add_input_arguments(parser)
     parser.add_argument(
         "--population-size",
         metavar="N",
@@ -113,6 +125,125 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    columns = parser.add_argument_group(
+        "table columns", "names of the long-format table's columns (default: their names)"
+    )
+    for role in ("parent", "form", "correct", "model"):
+        columns.add_argument(
+            f"--{role}-column", metavar="NAME", default=role, help=f"default {role}"
+        )
+    columns.add_argument(
+        "--public-form",
+        metavar="NAME",
+        default="public",
+        help="the form value that marks the public form (default public)",
+    )
+    runs = parser.add_argument_group(
+        "harness runs",
+        "the audit's runs as an evaluation harness wrote them, one run per form: "
+        "lm-evaluation-harness --log_samples files (samples_<task>_<date>.jsonl), Inspect "
+        "logs (.json or .eval) or per-run tables",
+    )
+    for prefix, whose in (("", "the audit's"), ("control-", "the control bank's")):
+        runs.add_argument(f"--{prefix}public", metavar="RUN", help=f"{whose} public-form run")
+        runs.add_argument(
+            f"--{prefix}fresh",
+            metavar="RUN",
+            action="append",
+            default=None,
+            help=f"{whose} fresh-form run; repeat for every fresh form",
+        )
+    runs.add_argument(
+        "--match-key",
+        metavar="KEY",
+        help="field matching a record to its parent: doc_id, doc.parent_id (lm-eval), id, "
+        "metadata.parent (Inspect), a column (table)",
+    )
+    runs.add_argument(
+        "--public-match-key",
+        metavar="KEY",
+        default=None,
+        help="the public run's match key when it differs (default --match-key)",
+    )
+    runs.add_argument(
+        "--metric",
+        metavar="NAME",
+        default=None,
+        help="per-item correctness: lm-eval metric (acc; exact_match,strict-match to pick "
+        "a filter), Inspect scorer (match; scorer.key for a dict value) or a column; "
+        "default: the only one there is",
+    )
+    runs.add_argument(
+        "--harness",
+        choices=HARNESSES,
+        default="auto",
+        help="what wrote the runs (default auto: recognised from each file)",
+    )
+
+
+_TABLE_FLAGS = ("parent_column", "form_column", "correct_column", "model_column", "public_form")
+_RUN_FLAGS = ("match_key", "public_match_key", "metric", "control_public", "control_fresh")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _audit_inputs(
+    args: argparse.Namespace,
+) -> tuple[dict[str, AuditData], dict[str, AuditData] | None]:
+    """The audit's data and control bank, from the table or from the harness runs."""
+    if args.public is None:
+        if args.file is None:
+            raise ValueError(
+                "give a long-format table (audit FILE) or harness runs (audit --public RUN "
+                "--fresh RUN --match-key KEY)"
+            )
+        used = [f for f in (*_RUN_FLAGS, "fresh") if getattr(args, f) is not None]
+        if used:
+            raise ValueError(f"{_flag(used[0])} goes with --public (harness runs), not a table")
+        if args.file == STDIN and args.control == STDIN:
+            raise ValueError("standard input ('-') can be read once: give --control a file")
+        columns = {name: getattr(args, name) for name in _TABLE_FLAGS}
+        data = read_audit_table(args.file, **columns)
+        banks = read_audit_table(args.control, **columns) if args.control else None
+        return data, banks
+    if args.file is not None:
+        raise ValueError("give a table (FILE) or harness runs (--public/--fresh), not both")
+    changed = [n for n in _TABLE_FLAGS if getattr(args, n) != n.split("_")[0]]
+    if args.control is not None or changed:
+        flag = "--control" if args.control is not None else _flag(changed[0])
+        raise ValueError(
+            f"{flag} reads a long-format table; with harness runs the control bank is "
+            "--control-public RUN --control-fresh RUN"
+        )
+    if not args.fresh:
+        raise ValueError("--public needs at least one --fresh run")
+    if args.match_key is None:
+        raise ValueError("--match-key is required with harness runs (e.g. doc_id, id)")
+    if (args.control_public is None) != (args.control_fresh is None):
+        raise ValueError("--control-public and --control-fresh go together")
+    options = {
+        "match_key": args.match_key,
+        "metric": args.metric,
+        "harness": args.harness,
+        "public_match_key": args.public_match_key,
+    }
+    stdin_runs = [args.public, *args.fresh, args.control_public, *(args.control_fresh or [])]
+    if stdin_runs.count(STDIN) > 1:
+        raise ValueError("standard input ('-') can be read once: give the other runs as files")
+    runs = read_harness_runs(args.public, args.fresh, **options)
+    if args.control_public is None:
+        return {runs.model: runs}, None
+    bank = read_harness_runs(args.control_public, args.control_fresh, **options)
+    if ALL_MODELS not in (runs.model, bank.model) and runs.model != bank.model:
+        raise ValueError(
+            f"the control runs were scored by {bank.model}, the audited runs by {runs.model}"
+        )
+    return {runs.model: runs}, {runs.model: bank}
+
+
 def run_audit(args: argparse.Namespace) -> int:
     """Run the audit; 0 when no model meets the claim rule, 2 when one does.
 
@@ -121,12 +252,12 @@ def run_audit(args: argparse.Namespace) -> int:
     """
     check_sequential_only(args, _SEQUENTIAL_FLAGS)
     try:
-        data = read_audit_table(args.file)  # read once: the audit and the exact test share it
+        data, banks = _audit_inputs(args)  # read once: the audit and the exact test share it
         if args.sequential:
-            return run_sequential_audit(args, data)
+            return run_sequential_audit(args, data, banks)
         results = matched_form_audits(
             data,
-            control=args.control,
+            control=banks,
             population_size=args.population_size,
             transport_radius=args.radius,
             alpha=args.alpha,
@@ -135,9 +266,9 @@ def run_audit(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
     except OSError as error:
-        raise ValueError(
-            f"cannot read {error.filename or args.file}: {error.strerror or error}"
-        ) from error
+        if error.filename:
+            raise ValueError(f"cannot read {error.filename}: {error.strerror or error}") from error
+        raise ValueError(f"cannot read: {error}") from error
     exact = {}
     if getattr(args, "randomization", False):
         from truescore_fast.randomization import randomization_test

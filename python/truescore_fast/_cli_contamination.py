@@ -31,7 +31,8 @@ EXIT_FINDING = 2
 _DESCRIPTION = """\
 Is the published order of a benchmark favoured over shuffled orders of the same examples?
 
-Input: a .csv or JSON Lines (.jsonl, .ndjson, .json) table, one row per scored order.
+Input: a .csv, .tsv, JSON Lines (.jsonl, .ndjson, .json) or .parquet table, or - for
+standard input, one row per scored order.
   kind    "canonical" marks the published order; any other value is a shuffled order
           (--kind-column names another column)
   loglik  the model's log-likelihood of the examples in that order (--loglik-column)
@@ -65,7 +66,11 @@ def add_contamination_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("file", help=".csv or JSON Lines file (columns kind, loglik[, shard])")
+    parser.add_argument(
+        "file",
+        help=".csv, .tsv, JSON Lines or .parquet table (columns kind, loglik[, shard]), or - "
+        "for standard input",
+    )
     parser.add_argument(
         "--loglik-column", default="loglik", help="log-likelihood column (default loglik)"
     )

@@ -83,15 +83,16 @@ def check_sequential_only(args: argparse.Namespace, flags: dict[str, str]) -> No
             raise ValueError(f"{used[0]} applies to --sequential only")
 
 
-def run_sequential_audit(args: argparse.Namespace, data: dict[str, Any]) -> int:
-    """The sequential audit of every model in ``data`` (read_audit_table's output)."""
+def run_sequential_audit(
+    args: argparse.Namespace, data: dict[str, Any], bank: dict[str, Any] | None
+) -> int:
+    """The sequential audit of every model in ``data`` ({model: AuditData}, parents in
+    scoring order), with the control bank ``bank`` (the same form, or None)."""
     from truescore_fast._io import ALL_MODELS
-    from truescore_fast.audit import read_audit_table
     from truescore_fast.sequential import SequentialAudit
 
     if args.randomization:
         raise ValueError("--randomization is a fixed-sample test; not with --sequential")
-    bank = read_audit_table(args.control) if args.control is not None else None
     states = {}
     for model, item in data.items():
         control = None

@@ -1,6 +1,7 @@
-"""Reading the tables the command line and the audit take: CSV or JSON Lines rows
-(:func:`read_rows`), and long-format audit tables (:func:`read_audit_table`, one
-:class:`AuditData` per model)."""
+"""Reading the tables the command line and the audit take: rows of a CSV, TSV, JSON Lines
+or Parquet file or of standard input (:func:`read_rows`), and long-format audit tables
+(:func:`read_audit_table`, one :class:`AuditData` per model). The evaluation-harness
+readers in :mod:`truescore_fast.harness` build on the same byte and text layer."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import math
 import os
 import stat
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +20,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ALL_MODELS", "AuditData", "check_input_file", "read_audit_table", "read_rows"]
+from truescore_fast._validation import optional_module
+
+__all__ = [
+    "ALL_MODELS",
+    "STDIN",
+    "AuditData",
+    "check_input_file",
+    "decode_text",
+    "read_audit_table",
+    "read_input_bytes",
+    "read_rows",
+    "sniff_format",
+]
 
 
 def check_input_file(path: str | os.PathLike[str]) -> Path:
@@ -59,67 +73,163 @@ def _json_value(text: str, where: str) -> Any:
         raise ValueError(f"{where}: {error}") from None
 
 
+STDIN = "-"
+"""The name that reads standard input instead of a file (the convention of pandas, csv
+tools and most command lines)."""
+
+# suffix -> format; the formats read_rows reads
+_TABLE_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_PARQUET_MAGIC = b"PAR1"
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def read_input_bytes(path: str | os.PathLike[str]) -> tuple[str, bytes]:
+    """``(name for messages, content)`` of a regular file, or of standard input for ``-``.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: not a regular file, or no standard input to read.
+    """
+    if isinstance(path, str) and path == STDIN:
+        stdin = sys.stdin
+        if stdin is None:
+            raise ValueError("'-' reads standard input, but there is none")
+        buffer = getattr(stdin, "buffer", None)
+        data = buffer.read() if buffer is not None else stdin.read().encode("utf-8")
+        return "standard input", data
+    file_path = check_input_file(path)
+    return str(file_path), file_path.read_bytes()
+
+
+def sniff_format(data: bytes) -> str:
+    """The table format of ``data`` read without a file name (standard input): Parquet by
+    its magic bytes, JSON (Lines) by a leading ``{`` or ``[``, TSV when the first line has
+    more tabs than commas, else CSV. ``"zip"`` for a zip archive (an Inspect ``.eval``)."""
+    if data.startswith(_PARQUET_MAGIC):
+        return "parquet"
+    if data.startswith(_ZIP_MAGIC):
+        return "zip"
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head[:1] in (b"{", b"["):
+        return "json"
+    first = head.split(b"\n", 1)[0]
+    return "tsv" if first.count(b"\t") > first.count(b",") else "csv"
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """``data`` as UTF-8 text (a byte-order mark skipped), or a ValueError saying which byte
+    is not UTF-8."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{where}: not UTF-8 text (byte {error.start} is {error.object[error.start]:#x}); "
+            "save it as UTF-8"
+        ) from None
+
+
 def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a ``.csv`` or JSON Lines (``.jsonl``/``.ndjson``/``.json``) file as dicts.
+    """Rows of a table as dicts: CSV (``.csv``), TSV (``.tsv``/``.tab``), JSON Lines
+    (``.jsonl``/``.ndjson``/``.json``) or Parquet (``.parquet``/``.pq``, needs the
+    ``parquet`` extra: pyarrow); ``-`` reads standard input, its format recognised from the
+    content (Parquet's magic bytes, a leading ``{`` or ``[`` for JSON, tabs for TSV).
 
     A UTF-8 byte-order mark (Excel's "CSV UTF-8") is skipped. A ``.json`` file may also
-    hold one JSON array of objects.
+    hold one JSON array of objects. CSV and TSV fields are strings; JSON and Parquet keep
+    their types.
 
     Raises:
         FileNotFoundError: the file does not exist.
         ValueError: not a regular file, unknown suffix, an unparsable line or field (with
             its line number), a row that is not an object, or no rows.
+        MissingExtraError: a Parquet file without pyarrow installed.
     """
-    file_path = check_input_file(path)
-    try:
-        rows = _read_rows(file_path)
-    except UnicodeDecodeError as error:
-        raise ValueError(
-            f"{file_path}: not UTF-8 text (byte {error.start} is {error.object[error.start]:#x}); "
-            "save it as UTF-8"
-        ) from None
+    where, data, kind = _table_source(path)
+    if kind == "parquet":
+        rows = _parquet_rows(data, where)
+    else:
+        rows = _text_rows(decode_text(data, where), kind, where)
     if not rows:
-        raise ValueError(f"{file_path} has no rows")
+        raise ValueError(f"{where} has no rows")
     return rows
 
 
-def _read_rows(file_path: Path) -> list[dict[str, Any]]:
-    suffix = file_path.suffix.lower()
-    if suffix == ".csv":
-        with file_path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            try:
-                rows = [dict(row) for row in reader]
-            except csv.Error as error:
-                # line_num counts the lines fully read: the bad row starts on the next one
-                start = reader.line_num + 1
-                raise ValueError(f"{file_path} row starting on line {start}: {error}") from None
-    elif suffix in {".jsonl", ".ndjson", ".json"}:
-        text = file_path.read_text(encoding="utf-8-sig").strip()
-        if text.startswith("["):
-            loaded = _json_value(text, str(file_path))
-            if not isinstance(loaded, list):  # pragma: no cover - "[" starts an array
-                raise ValueError(f"{file_path}: expected a JSON array of objects")
-            for number, item in enumerate(loaded, start=1):
-                if not isinstance(item, dict):
-                    raise ValueError(
-                        f"{file_path} item {number}: expected a JSON object (one row); "
-                        f"got {type(item).__name__}"
-                    )
-            rows = list(loaded)
-        else:
-            rows = []
-            for number, line in enumerate(text.splitlines(), start=1):
-                if line.strip():
-                    item = _json_value(line, f"{file_path} line {number}")
-                    if not isinstance(item, dict):
-                        raise ValueError(
-                            f"{file_path} line {number}: expected a JSON object (one row); "
-                            f"got {type(item).__name__}"
-                        )
-                    rows.append(item)
-    else:
-        raise ValueError(f"unsupported file type {suffix!r}: use .csv, .jsonl, .ndjson or .json")
+def _table_source(path: str | os.PathLike[str]) -> tuple[str, bytes, str]:
+    if isinstance(path, str) and path == STDIN:
+        where, data = read_input_bytes(path)
+        kind = sniff_format(data)
+        if kind == "zip":
+            raise ValueError(f"{where} is a zip archive, not a table")
+        return where, data, kind
+    suffix = Path(path).suffix.lower()
+    kind = _TABLE_FORMATS.get(suffix, "")
+    if not kind:
+        check_input_file(path)  # a missing file is named before its suffix
+        raise ValueError(
+            f"unsupported file type {suffix!r}: use .csv, .tsv, .jsonl, .ndjson, .json or "
+            ".parquet (or - for standard input)"
+        )
+    where, data = read_input_bytes(path)
+    return where, data, kind
+
+
+def _parquet_rows(data: bytes, where: str) -> list[dict[str, Any]]:
+    pyarrow = optional_module(
+        "pyarrow", requirement="pyarrow>=14", extra="parquet", purpose="reading Parquet files"
+    )
+    parquet = optional_module(
+        "pyarrow.parquet", requirement="pyarrow>=14", extra="parquet", purpose="reading Parquet"
+    )
+    try:
+        table = parquet.read_table(pyarrow.BufferReader(data))
+    except (OSError, ValueError, pyarrow.ArrowException) as error:
+        raise ValueError(f"{where}: not a readable Parquet file ({error})") from None
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
+
+
+def _text_rows(text: str, kind: str, where: str) -> list[dict[str, Any]]:
+    if kind in ("csv", "tsv"):
+        reader = csv.DictReader(
+            io.StringIO(text, newline=""), delimiter="\t" if kind == "tsv" else ","
+        )
+        try:
+            return [dict(row) for row in reader]
+        except csv.Error as error:
+            # line_num counts the lines fully read: the bad row starts on the next one
+            start = reader.line_num + 1
+            raise ValueError(f"{where} row starting on line {start}: {error}") from None
+    text = text.strip()
+    if text.startswith("["):
+        loaded = _json_value(text, where)
+        if not isinstance(loaded, list):  # pragma: no cover - "[" starts an array
+            raise ValueError(f"{where}: expected a JSON array of objects")
+        for number, item in enumerate(loaded, start=1):
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"{where} item {number}: expected a JSON object (one row); "
+                    f"got {type(item).__name__}"
+                )
+        return list(loaded)
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            item = _json_value(line, f"{where} line {number}")
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"{where} line {number}: expected a JSON object (one row); "
+                    f"got {type(item).__name__}"
+                )
+            rows.append(item)
     return rows
 
 
@@ -162,68 +272,104 @@ def _columns_from_rows(rows: list[dict[str, Any]], where: str) -> dict[str, list
     return cols
 
 
-def read_audit_table(table: Any) -> dict[str, AuditData]:
+def read_audit_table(
+    table: Any,
+    *,
+    parent_column: str = "parent",
+    form_column: str = "form",
+    correct_column: str = "correct",
+    model_column: str = "model",
+    public_form: str = "public",
+) -> dict[str, AuditData]:
     """Read a long-format audit table: one row per (model, parent, form).
 
-    Columns ``parent``, ``form``, ``correct`` and optionally ``model``. A form named
-    ``public`` is the public form; any other name is a fresh form. Every parent needs
-    exactly one public row and the same number K >= 1 of fresh forms. ``table`` is a
-    path to a CSV or JSON Lines file, an open CSV text file, or a mapping of columns
-    (a pandas DataFrame works).
+    Columns ``parent``, ``form``, ``correct`` and optionally ``model`` (other names with
+    ``parent_column``, ``form_column``, ``correct_column``, ``model_column``). The form
+    named ``public`` (``public_form``) is the public form; any other name is a fresh form.
+    Every parent needs exactly one public row and the same number K >= 1 of fresh forms.
+    ``table`` is a path to a CSV, TSV, JSON Lines or Parquet file (see :func:`read_rows`;
+    ``"-"`` is standard input), an open CSV text file, or a mapping of columns (a pandas
+    DataFrame works).
 
     Returns:
-        ``{model: AuditData}`` in order of first appearance; without a ``model`` column
+        ``{model: AuditData}`` in order of first appearance; without a model column
         the single key is ``"all"``.
 
     Raises:
-        ValueError: a missing column, a non-numeric or out-of-range ``correct``, a
+        ValueError: a missing column, a non-numeric or out-of-range correctness, a
             duplicated (model, parent, form), a parent without its public form or
             without fresh forms, or parents with different numbers of fresh forms.
     """
+    for name, given in (
+        ("parent_column", parent_column),
+        ("form_column", form_column),
+        ("correct_column", correct_column),
+        ("model_column", model_column),
+        ("public_form", public_form),
+    ):
+        if not isinstance(given, str) or not given.strip():
+            raise ValueError(f"{name} must be a non-empty string; got {given!r}")
+    p_col, f_col, c_col, m_col = (
+        parent_column.strip(),
+        form_column.strip(),
+        correct_column.strip(),
+        model_column.strip(),
+    )
+    public_name = public_form.strip()
+    if len({p_col, f_col, c_col, m_col}) < 4:
+        raise ValueError(
+            "parent_column, form_column, correct_column and model_column must name four "
+            f"different columns; got {p_col!r}, {f_col!r}, {c_col!r}, {m_col!r}"
+        )
     cols = _columns(table)
-    for required in ("parent", "form", "correct"):
+    for required in (p_col, f_col, c_col):
         if required not in cols:
             raise ValueError(
-                f"table is missing the column {required!r} (need parent, form, correct; "
-                f"optional model); got {sorted(cols)}"
+                f"table is missing the column {required!r} (need {p_col}, {f_col}, {c_col}; "
+                f"optional {m_col}); got {sorted(cols)}"
             )
-    rows = len(cols["parent"])
+    has_model = m_col in cols
+    rows = len(cols[p_col])
     if rows == 0:
         raise ValueError("table has no rows")
-    models = cols.get("model", [ALL_MODELS] * rows)
+    models = cols[m_col] if has_model else [ALL_MODELS] * rows
     grouped: dict[str, dict[str, dict[str, float]]] = {}
     for i in range(rows):
         model = str(models[i]).strip() if models[i] is not None else ""
-        parent = str(cols["parent"][i]).strip() if cols["parent"][i] is not None else ""
-        form = str(cols["form"][i]).strip() if cols["form"][i] is not None else ""
-        if not parent or not form or (not model and "model" in cols):
+        parent = str(cols[p_col][i]).strip() if cols[p_col][i] is not None else ""
+        form = str(cols[f_col][i]).strip() if cols[f_col][i] is not None else ""
+        if not parent or not form or (not model and has_model):
             raise ValueError(f"table row {i + 1}: empty model, parent or form")
+        raw = cols[c_col][i]
         try:
-            value = float(cols["correct"][i])
+            value = float(raw.strip() if isinstance(raw, str) else raw)
         except (TypeError, ValueError) as error:
             raise ValueError(
-                f"table row {i + 1}: correct must be a number; got {cols['correct'][i]!r}"
+                f"table row {i + 1}: {c_col} must be a number; got {cols[c_col][i]!r}"
             ) from error
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise ValueError(f"table row {i + 1}: correct must lie in [0, 1]; got {value}")
+            raise ValueError(f"table row {i + 1}: {c_col} must lie in [0, 1]; got {value}")
         forms = grouped.setdefault(model, {}).setdefault(parent, {})
         if form in forms:
             raise ValueError(
                 f"table row {i + 1}: duplicate form {form!r} for parent {parent!r}"
-                + (f" (model {model!r})" if "model" in cols else "")
+                + (f" (model {model!r})" if has_model else "")
             )
         forms[form] = value
     out: dict[str, AuditData] = {}
     for model, parents in grouped.items():
-        where = f" (model {model!r})" if "model" in cols else ""
+        where = f" (model {model!r})" if has_model else ""
         k: int | None = None
         pub: list[float] = []
         fresh: list[list[float]] = []
         names: list[tuple[str, ...]] = []
         for parent, forms in parents.items():
-            if "public" not in forms:
-                raise ValueError(f"parent {parent!r}{where} is missing its public form")
-            fresh_names = tuple(sorted(f for f in forms if f != "public"))
+            if public_name not in forms:
+                raise ValueError(
+                    f"parent {parent!r}{where} is missing its public form "
+                    f"({f_col} = {public_name!r})"
+                )
+            fresh_names = tuple(sorted(f for f in forms if f != public_name))
             if not fresh_names:
                 raise ValueError(f"parent {parent!r}{where} has no fresh form")
             if k is None:
@@ -233,7 +379,7 @@ def read_audit_table(table: Any) -> dict[str, AuditData]:
                     f"parent {parent!r}{where} has {len(fresh_names)} fresh forms; earlier "
                     f"parents have {k}: every parent needs the same number"
                 )
-            pub.append(forms["public"])
+            pub.append(forms[public_name])
             fresh.append([forms[f] for f in fresh_names])
             names.append(fresh_names)
         out[model] = AuditData(

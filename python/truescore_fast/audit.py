@@ -29,6 +29,7 @@ References:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -396,20 +397,33 @@ def _tau_half_width(lo_d: float, hi_d: float, lc: float, uc: float, r: float) ->
     return width
 
 
+def _audit_data(table: Any) -> dict[str, AuditData]:
+    if isinstance(table, AuditData):
+        return {table.model: table}
+    if (
+        isinstance(table, Mapping)
+        and table
+        and all(isinstance(item, AuditData) for item in table.values())
+    ):
+        return dict(table)
+    return read_audit_table(table)
+
+
 def matched_form_audits(
     table: Any, *, control: Any = None, **options: Any
 ) -> dict[str, MatchedFormAudit]:
     """:func:`matched_form_audit` for every model of a long-format table.
 
-    ``table`` is anything :func:`read_audit_table` reads, or what it returned (so a
-    table read once can be audited and tested without reading it again).
-    ``control`` is a long-format table of the control bank. With a ``model`` column its
+    ``table`` is anything :func:`read_audit_table` reads with its default column names,
+    or data already read: an :class:`AuditData` (from :func:`read_harness_runs`, or
+    ``read_audit_table(..., parent_column=...)``) or a ``{model: AuditData}`` mapping.
+    ``control`` is the control bank in the same forms. With a ``model`` column its
     rows are matched to the audited model (a model missing from it is an error);
     without one the same bank serves every model. Other keyword arguments go to
     :func:`matched_form_audit`.
     """
-    data = table if _is_read_table(table) else read_audit_table(table)
-    banks = read_audit_table(control) if control is not None else None
+    data = _audit_data(table)
+    banks = _audit_data(control) if control is not None else None
     results: dict[str, MatchedFormAudit] = {}
     for model, item in data.items():
         bank = None
@@ -427,12 +441,3 @@ def matched_form_audits(
             **options,
         )
     return results
-
-
-def _is_read_table(table: Any) -> bool:
-    """True for the ``{model: AuditData}`` mapping :func:`read_audit_table` returns."""
-    return (
-        isinstance(table, dict)
-        and bool(table)
-        and all(isinstance(item, AuditData) for item in table.values())
-    )

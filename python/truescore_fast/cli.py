@@ -10,8 +10,10 @@
     truescore-fast calibrate {coverage,stress,detection,budget} [--replications R]
         [--seed S] [--threads T] [--json] [--plot FILE.png]
 
-FILE is a ``.csv`` or JSON Lines (``.jsonl``, ``.ndjson``, ``.json``) table; a disclosure
-record is a ``.json`` document.
+FILE is a CSV (``.csv``), TSV (``.tsv``), JSON Lines (``.jsonl``, ``.ndjson``, ``.json``)
+or Parquet (``.parquet``, the ``parquet`` extra) table, or ``-`` for standard input; a
+disclosure record is a ``.json`` document. ``audit`` also reads evaluation-harness runs
+(``--public RUN --fresh RUN ...``: lm-evaluation-harness samples files, Inspect logs).
 
 Exit codes let a pipeline tell a finding from a failure:
 
@@ -68,18 +70,31 @@ __all__ = [
 _FLAG_OF_ARGUMENT = {
     "alpha": "--alpha",
     "clusters": "--cluster-column",
+    "correct_column": "--correct-column",
     "fallback": "--fallback",
+    "form_column": "--form-column",
+    "effect_size": "--effect",
     "guardrail": "--guardrail",
+    "h": "--h",
+    "match_key": "--match-key",
     "method": "--method",
+    "max_parents": "--max-parents",
+    "max_permutations": "--max-permutations",
+    "metric": "--metric",
+    "model_column": "--model-column",
     "n_bootstrap": "--resamples",
     "n_examples": "N_EXAMPLES",
     "n_resamples": "--resamples",
     "n_shards": "--shards",
     "n_threads": "--threads",
+    "parent_column": "--parent-column",
     "permutations_per_shard": "--permutations",
     "population_size": "--population-size",
+    "public_form": "--public-form",
+    "public_match_key": "--public-match-key",
     "replications": "--replications",
     "seed": "--seed",
+    "target_half_width": "--target-half-width",
     "transport_radius": "--radius",
     "variant": "--variant",
 }

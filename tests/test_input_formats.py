@@ -1,0 +1,226 @@
+"""Table input for the command line and the audit: CSV, TSV, JSON Lines, Parquet and
+standard input give the same rows; the audit's column-mapping flags; the errors (file,
+line or row, problem) and the missing Parquet extra."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+from test_cli import assert_one_line_error
+from truescore_fast._io import read_rows, sniff_format
+from truescore_fast.cli import EXIT_FINDING
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLE = EXAMPLES / "audit_example.csv"
+CONTROL = EXAMPLES / "audit_control.csv"
+
+
+def run_cli(*argv, stdin=None, pre=""):
+    code = f"{pre}from truescore_fast.cli import main; import sys; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *map(str, argv)],
+        capture_output=True,
+        check=False,
+        timeout=120,
+        input=stdin,
+    )
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def example_rows():
+    with open(EXAMPLE, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def write_as(path: Path, rows, kind: str) -> Path:
+    """The rows written by the standard library / pyarrow, not by the code under test."""
+    if kind in ("csv", "tsv"):
+        with open(path, "w", newline="") as fh:
+            writer = csv.DictWriter(
+                fh, fieldnames=list(rows[0]), delimiter="\t" if kind == "tsv" else ","
+            )
+            writer.writeheader()
+            writer.writerows(rows)
+    elif kind == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elif kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        columns = {name: [r[name] for r in rows] for name in rows[0]}
+        pq.write_table(pa.table(columns), path)
+    return path
+
+
+def typed(rows):
+    """The example's rows with correctness as numbers, as JSON or Parquet would hold it."""
+    return [{**r, "correct": float(r["correct"])} for r in rows]
+
+
+@pytest.mark.parametrize(
+    "suffix, kind",
+    [(".tsv", "tsv"), (".tab", "tsv"), (".jsonl", "jsonl"), (".parquet", "parquet")],
+)
+def test_every_table_format_gives_the_same_audit_table(tmp_path, suffix, kind):
+    rows = typed(example_rows()) if kind in ("jsonl", "parquet") else example_rows()
+    path = write_as(tmp_path / f"audit{suffix}", rows, kind)
+    expected = tf.read_audit_table(EXAMPLE)
+    got = tf.read_audit_table(path)
+    assert list(got) == list(expected)
+    for model in expected:
+        assert got[model].parents == expected[model].parents
+        np.testing.assert_array_equal(got[model].public, expected[model].public)
+        np.testing.assert_array_equal(got[model].fresh, expected[model].fresh)
+
+
+def test_parquet_rows_keep_their_types(tmp_path):
+    rows = [{"parent": "a", "n": 3, "x": 0.5, "flag": True, "none": None}]
+    path = write_as(tmp_path / "t.parquet", rows, "parquet")
+    assert read_rows(path) == rows
+    assert read_rows(write_as(tmp_path / "t.tsv", rows, "tsv")) == [
+        {"parent": "a", "n": "3", "x": "0.5", "flag": "True", "none": ""}
+    ]
+
+
+@pytest.mark.parametrize("kind", ["csv", "tsv", "jsonl", "parquet"])
+def test_standard_input_is_recognised_by_its_content(tmp_path, kind):
+    rows = typed(example_rows()) if kind in ("jsonl", "parquet") else example_rows()
+    data = write_as(tmp_path / f"t.{kind}", rows, kind).read_bytes()
+    assert sniff_format(data) == {"jsonl": "json"}.get(kind, kind)
+    args = ["--control", CONTROL, "--population-size", "1000", "--radius", "0.02", "--json"]
+    code_file, out_file, _ = run_cli("audit", EXAMPLE, *args)
+    code, out, err = run_cli("audit", "-", *args, stdin=data)
+    assert code == code_file == EXIT_FINDING, err
+    assert json.loads(out) == json.loads(out_file)
+
+
+def test_read_rows_reads_a_text_stdin_without_a_buffer(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a\tb\n1\t2\n"))
+    assert read_rows("-") == [{"a": "1", "b": "2"}]
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    with pytest.raises(ValueError, match="standard input has no rows"):
+        read_rows("-")
+
+
+def test_contamination_reads_standard_input_too():
+    data = (EXAMPLES / "contamination_sharded.csv").read_bytes()
+    code, out, err = run_cli("contamination", "-", "--shard-column", "shard", stdin=data)
+    assert code == EXIT_FINDING, err
+    assert "pooled p = 0.002748" in out  # the README's figure, as from the file
+
+
+# ------------------------------------------------------------------------ column mapping
+
+RENAMED = {"model": "system", "parent": "item", "form": "variant", "correct": "score"}
+
+
+def renamed_rows():
+    out = []
+    for row in example_rows():
+        new = {RENAMED[k]: v for k, v in row.items()}
+        new["variant"] = "original" if new["variant"] == "public" else new["variant"]
+        out.append(new)
+    return out
+
+
+def read_renamed(path):
+    return tf.read_audit_table(
+        path,
+        parent_column="item",
+        form_column="variant",
+        correct_column="score",
+        model_column="system",
+        public_form="original",
+    )
+
+
+def test_column_flags_read_a_table_with_other_names(tmp_path):
+    path = write_as(tmp_path / "renamed.csv", renamed_rows(), "csv")
+    args = ["--population-size", "1000", "--radius", "0.02", "--json"]
+    flags = [f"--{k}-column" for k in RENAMED]
+    mapping = [a for flag, name in zip(flags, RENAMED.values(), strict=True) for a in (flag, name)]
+    code, out, err = run_cli("audit", path, *mapping, "--public-form", "original", *args)
+    code_ref, out_ref, _ = run_cli("audit", EXAMPLE, *args)
+    assert code == code_ref == EXIT_FINDING, err
+    assert json.loads(out) == json.loads(out_ref)
+    # without the flags the columns are missing: named, with what the table has
+    code, _, err = run_cli("audit", path)
+    assert_one_line_error(code, err, "missing the column 'parent'", "item")
+    # without --public-form no parent has a public form
+    code, _, err = run_cli("audit", path, *mapping)
+    assert_one_line_error(code, err, "missing its public form", "variant = 'public'")
+
+
+def test_read_audit_table_column_arguments(tmp_path):
+    path = write_as(tmp_path / "renamed.csv", renamed_rows(), "csv")
+    got = read_renamed(path)
+    expected = tf.read_audit_table(EXAMPLE)
+    for model in expected:
+        np.testing.assert_array_equal(got[model].fresh, expected[model].fresh)
+    with pytest.raises(ValueError, match="parent_column must be a non-empty string"):
+        tf.read_audit_table(path, parent_column="")
+    with pytest.raises(ValueError, match="four different columns"):
+        tf.read_audit_table(path, parent_column="item", form_column="item")
+    with pytest.raises(ValueError, match="row 1: score must be a number"):
+        tf.read_audit_table(
+            io.StringIO("item,variant,score\na,public,x\n"),
+            parent_column="item",
+            form_column="variant",
+            correct_column="score",
+        )
+
+
+def test_a_table_read_with_columns_can_be_audited_directly(tmp_path):
+    path = write_as(tmp_path / "renamed.csv", renamed_rows(), "csv")
+    data = read_renamed(path)
+    got = tf.matched_form_audits(data, population_size=1000, seed=2)
+    expected = tf.matched_form_audits(EXAMPLE, population_size=1000, seed=2)
+    assert {m: r.to_dict() for m, r in got.items()} == {
+        m: r.to_dict() for m, r in expected.items()
+    }
+
+
+# ------------------------------------------------------------------------------- errors
+
+
+def test_parquet_without_pyarrow_is_one_line(tmp_path):
+    path = write_as(tmp_path / "t.parquet", typed(example_rows()), "parquet")
+    pre = "import sys; sys.modules['pyarrow'] = None; sys.modules['pyarrow.parquet'] = None; "
+    code, _, err = run_cli("audit", path, pre=pre)
+    assert_one_line_error(code, err, "Parquet", "pip install 'truescore-fast[parquet]'")
+
+
+@pytest.mark.parametrize(
+    "name, content, words",
+    [
+        ("bad.parquet", b"PAR1 not really", ["bad.parquet", "not a readable Parquet file"]),
+        ("t.xlsx", b"x", ["unsupported file type '.xlsx'", ".parquet", "standard input"]),
+        ("t.tsv", b"a\tb\n", ["t.tsv has no rows"]),
+        ("big.tsv", b"a\tb\n1\t" + b"2" * 140_000 + b"\n", ["big.tsv", "line 2"]),
+        ("latin.tsv", "a\tb\n\xe9\t1\n".encode("latin-1"), ["latin.tsv", "not UTF-8"]),
+    ],
+    # short ids: pytest puts the id in the environment of the subprocess
+    ids=["bad-parquet", "xlsx", "empty-tsv", "big-field", "latin-1"],
+)
+def test_bad_tables_are_named(tmp_path, name, content, words):
+    path = tmp_path / name
+    path.write_bytes(content)
+    code, _, err = run_cli("audit", path)
+    assert_one_line_error(code, err, *words)
+
+
+def test_standard_input_is_read_once_and_a_zip_is_not_a_table(tmp_path):
+    code, _, err = run_cli("audit", "-", "--control", "-", stdin=b"")
+    assert_one_line_error(code, err, "standard input", "once")
+    code, _, err = run_cli("audit", "-", stdin=b"PK\x03\x04rest")
+    assert_one_line_error(code, err, "standard input is a zip archive, not a table")
+    code, _, err = run_cli("audit", "-", stdin=b"")
+    assert_one_line_error(code, err, "standard input has no rows")
