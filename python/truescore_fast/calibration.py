@@ -83,6 +83,7 @@ from truescore_fast._validation import (
     check_positive_int,
     float_array,
     group_offsets,
+    real_scalar,
 )
 from truescore_fast.intervals import _CODE, _FALLBACK_METHODS, _TRAITS, INTERVAL_METHODS
 
@@ -713,17 +714,17 @@ def detection_study(
 
 
 def _floats(name: str, values: float | Sequence[float]) -> tuple[float, ...]:
-    items = [values] if isinstance(values, (int, float, np.number)) else list(values)
+    if isinstance(values, np.ndarray) and values.ndim > 1:
+        raise ValueError(f"{name} must be a number or a 1-D sequence; got shape {values.shape}")
+    if isinstance(values, np.ndarray) or (
+        isinstance(values, Sequence) and not isinstance(values, str)
+    ):
+        items = list(np.reshape(values, -1)) if isinstance(values, np.ndarray) else list(values)
+    else:
+        items = [values]
     if not items:
         raise ValueError(f"{name} must hold at least one value")
-    out = []
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
-            raise ValueError(f"{name} must hold numbers; got {v!r}")
-        if not (math.isfinite(v) and 0.0 <= v < 1.0):
-            raise ValueError(f"{name} must lie in [0, 1); got {v}")
-        out.append(float(v))
-    return tuple(out)
+    return tuple(real_scalar(name, v, low=0.0, high=1.0, high_open=True) for v in items)
 
 
 # ---------------------------------------------------------------------------- budget
