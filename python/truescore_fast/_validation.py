@@ -99,7 +99,12 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
     :func:`real_scalar`'s checks, so never an array a binding would choke on."""
     if isinstance(alpha, np.ndarray) and alpha.ndim == 0:
         alpha = alpha[()]
-    real_scalar(name, alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    value = real_scalar(name, alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    if value / 2.0 == 0.0:
+        raise ValueError(
+            f"{name} must be at least 1e-323 (alpha / 2, a two-sided tail, underflows to 0 "
+            f"below it); got {value!r}"
+        )
     return alpha
 
 
@@ -157,12 +162,16 @@ def _nonempty_finite_1d(name: str, arr: npt.NDArray[np.float64]) -> npt.NDArray[
     return arr
 
 
-def p_values_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+def p_values_1d(
+    name: str, values: npt.ArrayLike, *, dropin: bool = False
+) -> npt.NDArray[np.float64]:
     """``values`` as a non-empty, 1-D float64 array of p-values, each in [0, 1].
 
-    Checked as truescore checks them (``holm`` and ``benjamini_hochberg`` are drop-ins).
+    ``dropin=True``: converted as truescore converts them (``holm`` and
+    ``benjamini_hochberg`` are drop-ins); otherwise as :func:`finite_1d` (non-real values
+    are a ``TypeError`` naming ``name``).
     """
-    arr = dropin_1d(name, values)
+    arr = dropin_1d(name, values) if dropin else finite_1d(name, values)
     if np.any((arr < 0.0) | (arr > 1.0)):
         raise ValueError(f"{name} must lie in [0, 1]")
     return arr

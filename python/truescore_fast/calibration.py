@@ -108,14 +108,20 @@ def _replications(replications: Any) -> int:
 
 
 def _sizes(name: str, values: int | Iterable[int], minimum: int = 2) -> tuple[int, ...]:
-    items = [values] if isinstance(values, (int, np.integer)) else list(values)  # type: ignore[list-item]
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        items: list[Any] = [values]  # one size (check_positive_int names what is wrong)
+    else:
+        items = list(values)
     if not items:
         raise ValueError(f"{name} must hold at least one sample size")
     return tuple(check_positive_int(name, v, minimum=minimum) for v in items)
 
 
 def _methods(intervals: Any) -> tuple[str, ...]:
-    items = (intervals,) if isinstance(intervals, str) else tuple(intervals)
+    if isinstance(intervals, str) or not isinstance(intervals, Iterable):
+        items: tuple[Any, ...] = (intervals,)
+    else:
+        items = tuple(intervals)
     if not items:
         raise ValueError("intervals must name at least one interval method")
     for m in items:
@@ -431,17 +437,22 @@ def stress_population(setting: StressSetting) -> npt.NDArray[np.float64]:
     """The deterministic population of a stress setting: round(share N) nonzero gaps
     split over (-1, -1/2, +1/2, +1) by the shape's weights (largest remainder), the rest
     zero, sorted."""
+    if not isinstance(setting, StressSetting):
+        raise TypeError(f"setting must be a StressSetting; got {type(setting).__name__}")
     big_n = check_positive_int("population_size", setting.population_size, minimum=2)
-    if setting.shape not in STRESS_SHAPES:
-        raise ValueError(f"shape must be one of {tuple(STRESS_SHAPES)}; got {setting.shape!r}")
-    if not 0.0 <= setting.nonzero_share <= 1.0:
-        raise ValueError(f"nonzero_share must lie in [0, 1]; got {setting.nonzero_share}")
+    check_choice("shape", setting.shape, tuple(STRESS_SHAPES))
+    real_scalar("nonzero_share", setting.nonzero_share, low=0.0, high=1.0)
     nonzero = int(round(setting.nonzero_share * big_n))
     weights = np.asarray(STRESS_SHAPES[setting.shape]) * nonzero
     counts = np.floor(weights).astype(np.int64)
     order = np.argsort(-(weights - counts), kind="stable")
     counts[order[: nonzero - int(counts.sum())]] += 1
-    values = np.concatenate((np.repeat(_STRESS_VALUES, counts), np.zeros(big_n - nonzero)))
+    try:
+        values = np.concatenate((np.repeat(_STRESS_VALUES, counts), np.zeros(big_n - nonzero)))
+    except MemoryError:
+        raise MemoryError(
+            f"population_size {big_n}: a population of that many gaps does not fit in memory"
+        ) from None
     return np.sort(values)
 
 
