@@ -173,3 +173,201 @@ def test_real_scalar_range_and_accepted_forms() -> None:
 def test_every_real_scalar_argument_is_checked_alike(call, name, value) -> None:
     with pytest.raises(TypeError, match=f"^{name} must be a real number"):
         call(value)
+
+
+# --- JSON Lines: one line-splitting rule, the right line number ---------------------------
+
+
+def _bad_line_error(tmp_path, text: str, name: str = "rows.jsonl") -> str:
+    from truescore_fast._io import read_rows
+
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    with pytest.raises(ValueError) as error:
+        read_rows(path)
+    return str(error.value)
+
+
+def test_json_lines_errors_count_blank_lines_and_crlf(tmp_path) -> None:
+    # line 1 blank, 2 a row, 3 blank, 4 a row, 5 a broken row
+    text = '\n{"a": 1}\r\n\r\n{"a": 2}\r\n{"a": \r\n'
+    assert "rows.jsonl line 5:" in _bad_line_error(tmp_path, text)
+
+
+def test_json_lines_do_not_end_inside_a_string(tmp_path) -> None:
+    # U+2028, U+0085 and U+000C-free strings are legal JSON; str.splitlines would split
+    # at the first two and number the broken row 6 instead of 4
+    text = '{"a": "x\u2028y"}\n{"a": "x\u0085y"}\n\n[1]\n'
+    message = _bad_line_error(tmp_path, text)
+    assert "rows.jsonl line 4:" in message and "JSON object" in message
+
+
+def test_a_lone_carriage_return_ends_a_line_as_in_csv(tmp_path) -> None:
+    assert "line 3:" in _bad_line_error(tmp_path, '{"a": 1}\r{"a": 2}\r{"a"\r')
+
+
+def test_a_json_array_file_reports_lines_of_the_file_itself(tmp_path) -> None:
+    # the leading blank lines are part of the file: the parser's line number counts them
+    message = _bad_line_error(tmp_path, '\n\n[{"a": 1},\n {"a": }]\n', "rows.json")
+    assert "line 4" in message
+
+
+# --- validate_disclosure: no RecursionError from any path, one reader ---------------------
+
+
+def _nested(levels: int) -> dict:
+    record: dict = {}
+    for _ in range(levels):
+        record = {"x": record}
+    return record
+
+
+@pytest.mark.parametrize("levels", [70, 5000])
+def test_a_deep_record_is_a_problem_not_a_recursion_error(tmp_path, levels) -> None:
+    pytest.importorskip("jsonschema")
+    for record in (_nested(levels), {"contamination": _nested(levels)}):
+        result = ts.validate_disclosure(record)
+        assert not result.valid and "nested more than 64 levels" in result.problems[0]
+    path = tmp_path / "deep.json"
+    path.write_text('{"x": ' * levels + "{}" + "}" * levels, encoding="utf-8")
+    result = ts.validate_disclosure(path)
+    assert not result.valid and "nested" in result.problems[0]
+    path.write_text('{"contamination": ' + "[" * levels + "]" * levels + "}", encoding="utf-8")
+    assert not ts.validate_disclosure(str(path)).valid
+
+
+def test_a_record_64_levels_deep_is_still_checked_against_the_schema() -> None:
+    pytest.importorskip("jsonschema")
+    result = ts.validate_disclosure({"contamination": _nested(62)})
+    assert not any("nested" in p for p in result.problems)  # schema problems only
+
+
+def test_the_command_line_reads_a_record_through_the_api_reader(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("jsonschema")
+    from truescore_fast import _io
+    from truescore_fast.cli import main
+
+    seen = []
+    real = _io.read_json_file
+
+    def spy(*args, **kwargs):
+        seen.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("truescore_fast.disclosure.read_json_file", spy)
+    path = tmp_path / "deep.json"
+    path.write_text('{"x": ' * 5000 + "{}" + "}" * 5000, encoding="utf-8")
+    assert main(["disclose", "validate", str(path)]) == 1
+    assert seen == [str(path)]
+
+
+# --- executor slices of no length: still bit-identical -----------------------------------
+
+
+def test_executor_slices_of_zero_seconds_give_identical_results(monkeypatch) -> None:
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    from truescore_fast import _engine
+
+    population = np.repeat([-1.0, -0.5, 0.0, 0.5, 1.0], [40, 60, 200, 60, 40])
+    kw = dict(intervals=("wald", "betting"), replications=700, seed=9, progress=False)
+    local = ts.coverage_study(population, [20, 60], n_threads=1, **kw)
+    slices = []
+    real = _engine._run_slice
+
+    def counted(cell, begin, chunk, n_threads):
+        out = real(cell, begin, chunk, n_threads)
+        slices.append((begin, out[1]))
+        return out
+
+    monkeypatch.setattr(_engine, "_SLICE_SECONDS", 0.0)  # every slice ends after one chunk
+    monkeypatch.setattr(_engine, "_CHUNK_SECONDS", 1e-9)  # of the smallest size
+    monkeypatch.setattr(_engine, "_run_slice", counted)
+    with ThreadPoolExecutor(2) as pool:
+        sliced = ts.coverage_study(population, [20, 60], executor=pool, **kw)
+    assert len(slices) > 2  # the two cells were cut into several slices each
+    assert {begin for begin, _ in slices} != {0}
+    assert json.dumps(sliced.to_dict(), sort_keys=True) == json.dumps(
+        local.to_dict(), sort_keys=True
+    )
+
+
+# --- Stouffer pooling: what its docstring says, tested ------------------------------------
+
+
+def _stouffer(counts, n_permutations):
+    from truescore_fast.contamination import ExchangeabilityTests
+
+    counts = np.asarray(counts, dtype=np.int64)
+    m = np.asarray(n_permutations, dtype=np.int64)
+    k = counts.size
+    tests = ExchangeabilityTests(
+        p_values=(1.0 + counts) / (m + 1.0),
+        counts=counts,
+        z_scores=np.zeros(k),
+        means=np.zeros(k),
+        sds=np.ones(k),
+        n_permutations=m,
+        canonical=np.zeros(k),
+        alpha=0.05,
+    )
+    return tests.combine("stouffer")
+
+
+def test_stouffer_weighs_every_shard_equally_and_is_one_sided() -> None:
+    from statistics import NormalDist
+
+    normal = NormalDist()
+    # two shards, 9 and 999 permutations: mid-p 0.05 and 0.5005; unweighted Z
+    pooled = _stouffer([0, 500], [9, 999])
+    z = (normal.inv_cdf(1 - 0.05) + normal.inv_cdf(1 - 0.5005)) / math.sqrt(2)
+    assert pooled.statistic == pytest.approx(z, rel=1e-12)
+    assert pooled.p_value == pytest.approx(1 - normal.cdf(z), rel=1e-12)
+    # swapping which shard has more permutations changes nothing but the mid-p values
+    assert _stouffer([0, 0], [9, 999]).statistic == pytest.approx(
+        (normal.inv_cdf(0.95) + normal.inv_cdf(1 - 0.5 / 1000)) / math.sqrt(2), rel=1e-12
+    )
+    # one-sided: published orders at the top give a small p, at the bottom a p near 1
+    assert _stouffer([0] * 5, [19] * 5).p_value < 1e-4
+    assert _stouffer([19] * 5, [19] * 5).p_value > 1 - 1e-4
+
+
+@pytest.mark.parametrize(("n_shards", "alpha", "size"), [(100, 0.05, 0.045), (3, 0.025, 0.021)])
+def test_stouffer_size_as_documented_up_to_100_shards(n_shards, alpha, size) -> None:
+    # under the null each shard's count is uniform on 0..19 (19 permutations)
+    rng = np.random.default_rng(n_shards)
+    reps = 3000
+    hits = sum(
+        _stouffer(rng.integers(0, 20, n_shards), [19] * n_shards).p_value <= alpha
+        for _ in range(reps)
+    )
+    se = math.sqrt(size * (1 - size) / reps)
+    assert abs(hits / reps - size) <= 3 * se
+    assert "size 0.045 at level 0.05 and 0.021 at 0.025 for 2 to 100 shards" in " ".join(
+        ts.ExchangeabilityTests.combine.__doc__.split()
+    )
+
+
+# --- alpha down to the smallest subnormal -------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["hoeffding", "bernstein", "wald", "betting"])
+def test_half_widths_stay_numbers_for_subnormal_alpha(method) -> None:
+    # log(4 / alpha) overflowed below alpha ~ 4e-308: inf, and inf * 0 = NaN at zero spread
+    fn = getattr(ts, f"{method}_interval")
+    for d in (np.zeros(6), np.array([0.0, 1.0, 0.0, -1.0, 0.0, 0.5])):
+        widths = [fn(d, alpha=a).half_width for a in (1e-300, 2.2250738585072014e-308, 1e-323)]
+        assert all(not math.isnan(w) for w in widths), widths
+        assert widths == sorted(widths)  # a smaller alpha never gives a narrower interval
+
+
+def test_an_alpha_whose_half_underflows_is_refused() -> None:
+    for call in (
+        lambda: ts.wald_interval(np.zeros(6), alpha=5e-324),
+        lambda: ts.seed_contrast(np.arange(6.0), alpha=5e-324),
+        lambda: ts.matched_form_audit(np.ones(6), np.zeros((6, 2)), alpha=5e-324),
+    ):
+        with pytest.raises(ValueError, match="alpha must be at least 1e-323"):
+            call()
+    assert ts.seed_contrast(np.zeros(6), alpha=1e-310).high == 0.0  # no spread, no width

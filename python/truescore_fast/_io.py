@@ -18,7 +18,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ALL_MODELS", "AuditData", "check_input_file", "read_audit_table", "read_rows"]
+__all__ = [
+    "ALL_MODELS",
+    "AuditData",
+    "NotJsonError",
+    "check_input_file",
+    "parse_json",
+    "read_audit_table",
+    "read_json_file",
+    "read_rows",
+]
 
 
 def check_input_file(path: str | os.PathLike[str]) -> Path:
@@ -49,14 +58,38 @@ def check_input_file(path: str | os.PathLike[str]) -> Path:
     raise ValueError(f"{file_path} is {what}, not a file: give the path of a regular file")
 
 
-def _json_value(text: str, where: str) -> Any:
+class NotJsonError(ValueError):
+    """Text that is not a JSON document this package reads (the message says where)."""
+
+
+def parse_json(text: str, where: str, **hooks: Any) -> Any:
+    """``json.loads(text, **hooks)``, the one JSON parser of the package (tables, rows,
+    disclosure records). Text that is not JSON, or that a hook refuses, or that is nested
+    too deeply for the parser (about 1,000 levels: it recurses once per level) is a
+    :class:`NotJsonError` starting with ``where``; never a ``RecursionError``."""
     try:
-        return json.loads(text)
+        return json.loads(text, **hooks)
     except RecursionError:
-        # the decoder recurses once per level; the limit is about 1,000 levels
-        raise ValueError(f"{where}: JSON nested too deeply to read") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{where}: {error}") from None
+        raise NotJsonError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError as error:  # json.JSONDecodeError, or a hook's refusal
+        raise NotJsonError(f"{where}: not valid JSON: {error}") from None
+
+
+def read_json_file(path: str | os.PathLike[str], where: str | None = None, **hooks: Any) -> Any:
+    """The JSON document in the file ``path`` (UTF-8, a byte-order mark skipped), parsed by
+    :func:`parse_json`; messages start with ``where`` (default: the path).
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`check_input_file` (not a regular file).
+        NotJsonError: not UTF-8, not JSON, or nested too deeply.
+    """
+    file_path = check_input_file(path)
+    where = str(file_path) if where is None else where
+    try:
+        text = file_path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise NotJsonError(f"{where}: not UTF-8 text: {error}") from None
+    return parse_json(text, where, **hooks)
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -95,9 +128,12 @@ def _read_rows(file_path: Path) -> list[dict[str, Any]]:
                 start = reader.line_num + 1
                 raise ValueError(f"{file_path} row starting on line {start}: {error}") from None
     elif suffix in {".jsonl", ".ndjson", ".json"}:
-        text = file_path.read_text(encoding="utf-8-sig").strip()
-        if text.startswith("["):
-            loaded = _json_value(text, str(file_path))
+        # Lines end at "\n", "\r\n" or "\r" (universal newlines, as the csv reader counts
+        # them) and nowhere else: str.splitlines would also split at U+2028, U+0085 or a
+        # form feed, which JSON allows inside a string, and misnumber every later line.
+        text = file_path.read_text(encoding="utf-8-sig")
+        if text.lstrip().startswith("["):
+            loaded = parse_json(text, str(file_path))
             if not isinstance(loaded, list):  # pragma: no cover - "[" starts an array
                 raise ValueError(f"{file_path}: expected a JSON array of objects")
             for number, item in enumerate(loaded, start=1):
@@ -109,9 +145,9 @@ def _read_rows(file_path: Path) -> list[dict[str, Any]]:
             rows = list(loaded)
         else:
             rows = []
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(text.split("\n"), start=1):
                 if line.strip():
-                    item = _json_value(line, f"{file_path} line {number}")
+                    item = parse_json(line, f"{file_path} line {number}")
                     if not isinstance(item, dict):
                         raise ValueError(
                             f"{file_path} line {number}: expected a JSON object (one row); "

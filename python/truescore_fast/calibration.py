@@ -799,7 +799,10 @@ def budget_study(
         np.ascontiguousarray(a, dtype=np.int64) for a in np.nonzero(full[:, None] > full[None, :])
     )
     if not pair_high.size:
-        raise ValueError("the full sample ties every model: there is no ordering to recover")
+        raise ValueError(
+            "gaps: the full sample ties every model (equal mean gaps): there is no ordering "
+            "to recover"
+        )
     if max(ns) > big_n:
         raise ValueError(f"sizes must not exceed the {big_n} audited parents; got {max(ns)}")
     cells = [

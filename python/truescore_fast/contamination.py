@@ -510,8 +510,12 @@ class ExchangeabilityTests(TabularResult):
         Args:
             method: ``"fisher"`` (default): ``-2 sum log p`` against chi-squared(2K).
                 ``"stouffer"``: ``Z = sum Phi^-1(1 - p_mid) / sqrt(K)`` on mid-p values
-                ``(0.5 + count) / (m + 1)``; the raw p = 1 that a permutation test gives
-                with probability 1/(m+1) would otherwise send Z to minus infinity. The
+                ``(0.5 + count) / (m + 1)``, every shard weighted equally whatever its
+                number of permutations m, and the one-sided ``p = Phi(-Z)``: small when
+                the published orders rank high (few shuffles at or above them), near 1
+                when they rank low (that is no finding, in either direction). The raw
+                p = 1 that a permutation test gives with probability 1/(m+1) would
+                otherwise send Z to minus infinity. The
                 mid-p scores have mean 0 and variance below 1 under the null, which makes
                 the normal reference conservative when several shards are pooled
                 (measured with 19 permutations per shard: size 0.045 at level 0.05 and
