@@ -371,3 +371,81 @@ def test_an_alpha_whose_half_underflows_is_refused() -> None:
         with pytest.raises(ValueError, match="alpha must be at least 1e-323"):
             call()
     assert ts.seed_contrast(np.zeros(6), alpha=1e-310).high == 0.0  # no spread, no width
+
+
+# --- the command line: numbers beyond every double name the flag --------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+AUDIT = [str(ROOT / "examples" / "audit_example.csv")]
+SHARDED = [str(ROOT / "examples" / "contamination_sharded.csv"), "--shard-column", "shard"]
+HUGE_FLAG_VALUES = [str(10**400), "1e400", "-" + str(10**400), "9" * 5000]
+NUMERIC_FLAGS = [
+    (["audit", *AUDIT], "--population-size"),
+    (["audit", *AUDIT], "--radius"),
+    (["audit", *AUDIT], "--alpha"),
+    (["audit", *AUDIT], "--guardrail"),
+    (["contamination", *SHARDED], "--alpha"),
+    (["calibrate", "coverage"], "--replications"),
+    (["calibrate", "coverage"], "--threads"),
+    (["calibrate", "coverage"], "--seed"),
+]
+
+
+def test_every_numeric_flag_beyond_every_double_is_one_line_naming_it() -> None:
+    import subprocess
+    import sys
+
+    # one child runs every case (a child per case would cost a second each)
+    code = """
+import contextlib, io, json, sys
+from truescore_fast.cli import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as stop:
+            code = stop.code
+    out.append([code, err.getvalue()])
+print(json.dumps(out))
+"""
+    cases = [
+        (command, flag, value)
+        for command, flag in NUMERIC_FLAGS
+        for value in HUGE_FLAG_VALUES
+        if not (flag == "--seed" and value[0] != "-" and "e" not in value)  # a valid seed
+    ]
+    argvs = [[*command, f"{flag}={value}"] for command, flag, value in cases]
+    child = subprocess.run(
+        [sys.executable, "-c", code, __import__("json").dumps(argvs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    results = __import__("json").loads(child.stdout.strip().splitlines()[-1])
+    for (command, flag, value), (exit_code, err) in zip(cases, results, strict=True):
+        lines = err.strip().splitlines()
+        where = f"{command[0]} {flag}={value[:12]}"
+        assert exit_code == 1, (where, exit_code, err[-300:])
+        assert len(lines) == 1 and flag in lines[0], (where, err[-300:])
+        assert "Traceback" not in err and len(lines[0]) < 300, (where, lines[0][:300])
+
+
+# --- the Wald quantile: where its bits are the classic ones (the CHANGELOG's claim) --------
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.05, 0.01, 0.002, 0.0019, 1e-3, 1e-10, 1e-300])
+def test_wald_uses_the_classic_quantile_from_alpha_2e_3_up(alpha) -> None:
+    from truescore_fast import _core
+
+    quantile = _core.testing.normal_quantile
+    d = np.array([0.5, -0.5, 0.0, 1.0, 0.5, 0.0, -1.0, 0.5])
+    root = math.sqrt(1.0 * float(np.var(d, ddof=1)) / d.size)
+    tail = alpha / 2
+    z = quantile(1.0 - tail) if tail >= _numeric.SMALL_TAIL else -quantile(tail)
+    assert ts.wald_interval(d, alpha=alpha).half_width == z * root
+    # the Python side switches at the same tail
+    assert _numeric.upper_quantile(quantile, tail) == z

@@ -628,20 +628,20 @@ def exchangeability_tests(
         if values.shape[1] == 0:
             raise ValueError("permuted must hold at least one permutation per shard")
         out = _core.rank_tests_dense(canon, values, n_threads=threads)
-        offs = None
+        bounds = None
         m = np.full(canon.shape[0], values.shape[1], dtype=np.int64)
     else:
         if values.ndim != 1:
             raise ValueError(f"permuted must be 1-D when offsets are given; got {values.shape}")
-        offs = _offsets(offsets)
-        out = _core.rank_tests_ragged(canon, values, offs, n_threads=threads)
-        m = np.diff(offs)
+        bounds = _offsets(offsets)
+        out = _core.rank_tests_ragged(canon, values, bounds, n_threads=threads)
+        m = np.diff(bounds)
     z_scores, sds = out["z_score"], out["sd"]
     # The direct formula overflows for huge values, and squared deviations underflow for
     # tiny ones (a spread of 1e-300 reads as sd = 0, z = 0): those shards are redone on
     # values scaled by a power of two (exact).
     for i in map(int, np.flatnonzero(~np.isfinite(z_scores) | (sds < _TINY_SD))):
-        z_scores[i], sds[i] = _scaled_z(i, canon[i], _shard(values, offs, i))
+        z_scores[i], sds[i] = _scaled_z(i, canon[i], _shard(values, bounds, i))
     return ExchangeabilityTests(
         p_values=out["p_value"],
         counts=out["count"],
@@ -658,12 +658,13 @@ _TINY_SD = 2.0**-400  # below it, squared deviations may have lost digits to und
 
 
 def _shard(
-    values: npt.NDArray[np.float64], offsets: npt.NDArray[np.int64] | None, i: int
+    values: npt.NDArray[np.float64], bounds: npt.NDArray[np.int64] | None, i: int
 ) -> npt.NDArray[np.float64]:
-    """Shard i's permuted values: row i, or the i-th ragged slice between offsets."""
-    if offsets is None:
+    """Shard i's permuted values: row i of a dense array (``bounds`` None), or the slice
+    between the validated offsets ``bounds[i]`` and ``bounds[i + 1]`` of a ragged one."""
+    if bounds is None:
         return values[i]
-    return values[offsets[i] : offsets[i + 1]]
+    return values[bounds[i] : bounds[i + 1]]
 
 
 def _scaled_z(i: int, canonical: float, permuted: npt.NDArray[np.float64]) -> tuple[float, float]:

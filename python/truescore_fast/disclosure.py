@@ -283,11 +283,11 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
             f"{type(obj_or_path).__name__}"
         )
     if _depth(record) > MAX_RECORD_DEPTH:  # the schema validator recurses once per level
-        problems = (
+        deep = (
             f"(record): nested more than {MAX_RECORD_DEPTH} levels deep; a disclosure "
-            "record is a few levels deep",
+            "record is a few levels deep"
         )
-        return DisclosureValidation(False, problems, source)
+        return DisclosureValidation(False, (deep,), source)
     validator = jsonschema.Draft202012Validator(disclosure_schema())
     errors = sorted(
         validator.iter_errors(record),
