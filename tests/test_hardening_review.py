@@ -449,3 +449,9 @@ def test_wald_uses_the_classic_quantile_from_alpha_2e_3_up(alpha) -> None:
     assert ts.wald_interval(d, alpha=alpha).half_width == z * root
     # the Python side switches at the same tail
     assert _numeric.upper_quantile(quantile, tail) == z
+
+
+def test_an_empty_object_array_of_population_sizes_names_the_argument() -> None:
+    # found by the fuzz module (500 examples): max() of no Python ints
+    with pytest.raises(ValueError, match="population_size must"):
+        ts.wald_intervals(np.zeros((3, 10)), population_size=np.array([], dtype=object))

@@ -338,8 +338,10 @@ def check_population_sizes(
     arr = np.asarray(sizes)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a scalar or a 1-D sequence; got shape {arr.shape}")
-    if arr.dtype.kind == "O" and all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in arr
+    if (
+        arr.dtype.kind == "O"
+        and arr.size
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in arr)
     ):  # Python ints beyond uint64
         if max(int(v) for v in arr) >= _INT64_LIMIT:
             raise ValueError(
