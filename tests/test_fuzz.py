@@ -1,17 +1,43 @@
-"""Fuzz the public functions (issue 10, "keep it so"): any input gives a result with no
-NaN in it, or one of the documented exceptions whose message names an argument.
+"""Fuzz every public function (issue 10, "keep it so"): any input gives a result with no
+NaN in it (p-values in [0, 1], interval ends in order), or one of the documented
+exceptions whose message names an argument of the function.
 
-Inputs mix bad dtypes (complex, datetime, strings, objects), shapes (0-d to 3-d, empty),
-NaN and infinities, magnitudes from the smallest subnormal to the largest double, extreme
-counts and every kind of seed. An interval end or a sum beyond the largest double may be
-infinite (that is a bound, and the library documents it); a NaN never is an answer.
+One hypothesis case per public function (``CASES``); ``test_every_public_function_has_
+a_fuzz_case`` finds the public functions by introspection, so a new one without a case
+fails the suite. Each argument of a case is either a valid value or, about one time in
+three, a hostile one: bad dtypes (complex, datetime, timedelta, strings, objects, bool),
+shapes (0-d, empty, 2-d where 1-d is expected, ragged), NaN and infinities, magnitudes
+from the smallest subnormal to the largest double (and -0.0), counts of every kind
+(negative, floats, strings, numpy ints, 2**63, 10**400) and every kind of seed. An
+interval end or a sum beyond the largest double may be infinite (a bound, documented);
+a NaN never is an answer. The truescore drop-ins are held to truescore itself instead:
+the same exception (type and message) or the same result.
+
+Counts a compiled kernel would be handed (2**63, 2**64, 10**400, n_threads beyond int)
+are also tried exhaustively, every count argument of every function against every such
+value, in ONE child process (``test_extreme_counts_in_one_subprocess``): a crash there
+fails that test instead of killing the run.
+
+Examples per case: ``TRUESCORE_FUZZ_EXAMPLES`` (default 25, 6 for the studies that
+simulate); the runs are derandomized, so the suite is reproducible, and a campaign is a
+larger setting of the variable.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
+import io
+import json
 import math
+import os
+import pkgutil
+import subprocess
+import sys
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,9 +46,43 @@ import truescore_fast as ts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+EXAMPLES = int(os.environ.get("TRUESCORE_FUZZ_EXAMPLES", "25"))
+SLOW = {  # functions that simulate: fewer examples
+    "audit_prune",
+    "budget_study",
+    "coverage_study",
+    "detection_study",
+    "did_estimate",
+    "leakage_audit",
+    "stress_grid",
+    "matched_form_audits",
+    "sequential_study",
+    "sequential_order_study",
+}
 
-DOCUMENTED = (ValueError, TypeError, OverflowError, MemoryError)
+
+def _settings(name: str) -> settings:
+    n = max(2, EXAMPLES // 4) if name in SLOW else EXAMPLES
+    return settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+# FileNotFoundError: a path that does not exist (the functions that read files say so).
+DOCUMENTED = (
+    ValueError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+    FileNotFoundError,
+    ts.MissingExtraError,
+)
+
+# --- hostile values --------------------------------------------------------------------
 
 SPECIAL = [
     0.0,
@@ -53,37 +113,37 @@ numbers = st.one_of(
     st.floats(min_value=-1.0, max_value=1.0),
 )
 
+BAD_DTYPES = [
+    np.float32,
+    np.int64,
+    np.uint8,
+    np.bool_,
+    np.complex128,
+    np.longdouble,
+    "M8[D]",
+    "m8[s]",
+    "<U4",
+    object,
+]
+
 
 @st.composite
-def arrays(draw: Any, min_side: int = 0, max_side: int = 8) -> Any:
-    """A value an array argument might be given: mostly 1-D float arrays, sometimes
-    other shapes, dtypes and Python containers."""
+def arrays(draw: Any, ndim: int = 1, max_side: int = 8) -> Any:
+    """A value an array argument might be given: mostly float arrays of ``ndim``
+    dimensions, sometimes other shapes, dtypes and Python containers."""
     kind = draw(st.sampled_from(["float", "float", "float", "shape", "dtype", "python"]))
-    n = draw(st.integers(min_side, max_side))
-    values = np.array(draw(st.lists(numbers, min_size=n, max_size=n)), dtype=np.float64)
+    shape = tuple(draw(st.integers(0, max_side)) for _ in range(ndim))
+    size = int(np.prod(shape))
+    values = np.array(draw(st.lists(numbers, min_size=size, max_size=size)), dtype=np.float64)
+    values = values.reshape(shape)
     if kind == "float":
         return values
     if kind == "shape":
-        shape = draw(st.sampled_from([(), (1, 1), (2, 2), (0,), (1, 2, 2)]))
-        size = int(np.prod(shape))
-        return np.resize(values if values.size else np.zeros(1), size).reshape(shape)
+        new = draw(st.sampled_from([(), (1, 1), (2, 2), (0,), (3,), (1, 2, 2), (2, 0)]))
+        flat = values.ravel() if values.size else np.zeros(1)
+        return np.resize(flat, int(np.prod(new))).reshape(new)
     if kind == "dtype":
-        dtype = draw(
-            st.sampled_from(
-                [
-                    np.float32,
-                    np.int64,
-                    np.uint8,
-                    np.bool_,
-                    np.complex128,
-                    np.longdouble,
-                    "M8[D]",
-                    "m8[s]",
-                    "<U4",
-                    object,
-                ]
-            )
-        )
+        dtype = draw(st.sampled_from(BAD_DTYPES))
         with np.errstate(all="ignore"):
             finite = np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=-1.0)
             if dtype in ("M8[D]", "m8[s]", "<U4"):
@@ -100,161 +160,1079 @@ def arrays(draw: Any, min_side: int = 0, max_side: int = 8) -> Any:
                 [1.0, [2.0]],
                 [1 + 2j, 3.0],
                 [10**400, 1],
+                [True, False],
+                3.0,
             ]
         )
     )
 
 
+@st.composite
+def scores(draw: Any, ndim: int = 1, low: float = 0.0) -> Any:
+    """Mostly valid scores in [low, 1] (so a case gets past validation), else hostile."""
+    if draw(st.booleans()):
+        return draw(arrays(ndim=ndim))
+    shape = tuple(draw(st.integers(1, 8)) for _ in range(ndim))
+    size = int(np.prod(shape))
+    unit = st.one_of(st.sampled_from([low, 1.0, 0.5, 5e-324, -0.0]), st.floats(low, 1.0))
+    return np.array(draw(st.lists(unit, min_size=size, max_size=size))).reshape(shape)
+
+
+HOSTILE_COUNTS = [
+    -1,
+    0,
+    2**63,
+    2**64,
+    10**400,
+    2.0,
+    2.5,
+    1e300,
+    math.nan,
+    math.inf,
+    np.int64(3),
+    np.uint8(2),
+    np.array(3),
+    True,
+    "3",
+    None,
+    [3],
+]
+
+
+def counts(low: int = 1, high: int = 30) -> Any:
+    return st.one_of(st.integers(low - 2, high), st.sampled_from(HOSTILE_COUNTS))
+
+
+HOSTILE_SEEDS = [
+    None,
+    True,
+    1.5,
+    "7",
+    -1,
+    2**64,
+    2**200,
+    np.int64(3),
+    np.uint64(2**64 - 1),
+    np.random.SeedSequence(5),
+    np.random.PCG64(3),
+    [1, 2, 3],
+    [-1],
+    np.array([2**40, 3], dtype=np.uint64),
+    {1: 2},
+]
+
 seeds = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**200),
-    st.sampled_from(
-        [None, True, 1.5, "7", np.int64(3), np.uint64(2**64 - 1), np.random.SeedSequence(5)]
-    ),
+    st.sampled_from(HOSTILE_SEEDS),
     st.builds(np.random.default_rng, st.integers(0, 2**32)),
 )
 
 alphas = st.one_of(
-    st.sampled_from([0.05, 1e-300, 1e-17, 0.999999, 0.0, 1.0, -0.1, math.nan, True]),
+    st.sampled_from(
+        [
+            0.05,
+            1e-300,
+            5e-324,
+            1e-17,
+            0.999999,
+            0.0,
+            -0.0,
+            1.0,
+            -0.1,
+            math.nan,
+            math.inf,
+            True,
+            np.float32(0.1),
+            np.array(0.05),
+            np.array([0.05]),
+            "0.05",
+            0.05j,
+            10**400,
+            None,
+        ]
+    ),
     st.floats(min_value=0.0, max_value=1.0),
 )
 
+threads = st.sampled_from([None, 1, 2, 0, -1, 2**31, 2**63, 2**64, 1.5, True, "2", np.int64(2)])
 
-def _no_nan(value: Any, path: str = "result") -> None:
-    if isinstance(value, float):
+populations = st.one_of(
+    st.integers(-3, 60),
+    st.sampled_from(
+        [None, 2**63, 2**64, 1e300, 10**400, math.nan, math.inf, 12.5, np.int64(40)]
+        + [np.array(40), "40", True, [40], 40.0]
+    ),
+)
+
+
+def choice(*valid: Any) -> Any:
+    return st.sampled_from(list(valid) + ["", "nope", valid[0].upper() if valid else "", None, 3])
+
+
+class Args:
+    """Draws each argument valid, or hostile about one time in three."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def __call__(self, valid: Any, hostile: Any) -> Any:
+        if self.data.draw(st.sampled_from([False, False, True])):
+            return self.data.draw(hostile)
+        return valid() if callable(valid) and not isinstance(valid, type) else valid
+
+
+# --- checking an outcome ----------------------------------------------------------------
+
+
+def _walk(value: Any, path: str = "result") -> None:
+    """No NaN anywhere; p-values in [0, 1]; interval ends in order."""
+    if isinstance(value, (float, np.floating)):
         assert not math.isnan(value), f"{path} is NaN"
+    elif isinstance(value, np.ndarray):
+        if value.dtype.kind in "fc":
+            assert not np.isnan(value).any(), f"{path} holds NaN"
+        elif value.dtype.kind == "O":
+            for i, item in enumerate(value.ravel()[:50]):
+                _walk(item, f"{path}[{i}]")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        _walk({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, path)
     elif isinstance(value, dict):
         for key, item in value.items():
-            _no_nan(item, f"{path}.{key}")
+            _walk(item, f"{path}.{key}")
+        p = value.get("p_value")
+        if isinstance(p, (float, np.floating)):
+            assert 0.0 <= p <= 1.0, f"{path}.p_value = {p}"
+        low, high = value.get("low"), value.get("high")
+        if isinstance(low, (float, np.floating)) and isinstance(high, (float, np.floating)):
+            assert low <= high, f"{path}: low {low} > high {high}"
     elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _no_nan(item, f"{path}[{index}]")
+        for index, item in enumerate(value[:200]):
+            _walk(item, f"{path}[{index}]")
 
 
-def check(call: Callable[[], Any], names: tuple[str, ...]) -> None:
+def _names(function: Callable[..., Any], aliases: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(inspect.signature(function).parameters) + aliases
+
+
+def check(function: Callable[..., Any], call: Callable[[], Any], aliases: tuple[str, ...]) -> Any:
     """``call()`` returns a result without NaN, or raises a documented exception whose
-    message names one of ``names``."""
+    message names an argument of ``function`` (or one of ``aliases``)."""
     try:
-        with np.errstate(over="raise"):  # a silent overflow inside is a finding too
+        with np.errstate(over="raise", invalid="raise"):  # a silent NaN or overflow is a finding
             result = call()
     except FloatingPointError as error:
         pytest.fail(f"unguarded floating-point error: {error}")
     except DOCUMENTED as error:
         message = str(error)
+        names = _names(function, aliases)
         assert any(name in message for name in names), (type(error).__name__, message)
+        return None
+    _walk(result)
+    return result
+
+
+def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "result", call()
+    except Exception as error:  # compared between the two libraries
+        return "error", (type(error).__name__, str(error))
+
+
+def _same(ours: Any, theirs: Any) -> bool:
+    if dataclasses.is_dataclass(ours):
+        return all(
+            _same(getattr(ours, f.name), getattr(theirs, f.name))
+            for f in dataclasses.fields(theirs)
+        )
+    if isinstance(ours, (np.ndarray, list, tuple)) or isinstance(theirs, np.ndarray):
+        a, b = np.asarray(ours), np.asarray(theirs)
+        return a.shape == b.shape and bool(np.all((a == b) | ((a != a) & (b != b))))
+    if isinstance(ours, float) and isinstance(theirs, float):
+        return ours == theirs or (math.isnan(ours) and math.isnan(theirs))
+    return bool(ours == theirs)
+
+
+def _finite(result: Any) -> bool:
+    fields = [getattr(result, f.name) for f in dataclasses.fields(result)]
+    return all(math.isfinite(v) for v in fields if isinstance(v, float))
+
+
+def dropin(name: str, *args: Any, same: tuple[str, ...] | None = None, **kwargs: Any) -> None:
+    """A truescore drop-in answers as truescore 0.7.4 does: the same exception, type and
+    message, or a result whose fields ``same`` (default: all) are equal. Documented
+    differences: where truescore's result is not finite (NaN from an overflow, sd = inf
+    beyond ~1e154), ours may be finite or a ValueError."""
+    truescore = pytest.importorskip("truescore")
+    assert not ts.is_patched()
+    with np.errstate(all="ignore"):
+        ours = _outcome(lambda: getattr(ts, name)(*args, **kwargs))
+        theirs = _outcome(lambda: getattr(truescore, name)(*args, **kwargs))
+    if theirs[0] == "result" and dataclasses.is_dataclass(theirs[1]) and not _finite(theirs[1]):
+        assert ours[0] == "result" or ours[1][0] == "ValueError", ours
+        if ours[0] == "result":
+            _walk(ours[1])
         return
-    _no_nan(result.to_dict() if hasattr(result, "to_dict") else dataclasses.asdict(result))
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert ours[1] == theirs[1]
+        return
+    if same is None:
+        assert _same(ours[1], theirs[1]), (ours[1], theirs[1])
+    else:
+        for field in same:
+            assert _same(getattr(ours[1], field), getattr(theirs[1], field)), field
+    _walk(ours[1])
 
 
-@FUZZ
-@given(values=arrays(), alpha=alphas, seed=seeds)
-def test_seed_contrast(values: Any, alpha: Any, seed: Any) -> None:
+# --- one case per public function ---------------------------------------------------------
+
+Case = Callable[[Args], None]
+CASES: dict[str, Case] = {}
+
+
+def case(*names: str) -> Callable[[Callable[[Args, str], None]], Callable[[Args, str], None]]:
+    def register(body: Callable[[Args, str], None]) -> Callable[[Args, str], None]:
+        for name in names:
+            CASES[name] = lambda a, body=body, name=name: body(a, name)
+        return body
+
+    return register
+
+
+def _shuffled() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(6)
+    shuffled = rng.normal(size=(6, 5))
+    return shuffled.mean(axis=1) + rng.normal(0.3, 1.0, size=6), shuffled
+
+
+def _gaps(n: int = 12, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=n)
+
+
+def _forms(n: int = 12, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(2)
+    return (rng.random(n) < 0.7).astype(float), (rng.random((n, k)) < 0.5).astype(float)
+
+
+@case("exchangeability_test")
+def _exchangeability_test(a: Args, name: str) -> None:
+    canonical = a(-3.0, st.one_of(numbers, st.sampled_from([np.float32(1.0), "1", 1j, None])))
+    permuted = a(lambda: np.arange(-5.0, 0.0), arrays())
+    dropin(name, canonical, permuted, alpha=a(0.05, alphas))
+
+
+@case("combine_shards")
+def _combine_shards(a: Args, name: str) -> None:
+    dropin(name, a(lambda: np.array([0.01, 0.3, 1.0]), arrays()), alpha=a(0.05, alphas))
+
+
+@case("paired_bootstrap", "paired_permutation")
+def _paired_dropins(a: Args, name: str) -> None:
+    x, y = _forms()
+    count = "n_bootstrap" if name == "paired_bootstrap" else "n_resamples"
+    kwargs = {count: a(40, counts(1, 60)), "alpha": a(0.05, alphas), "seed": a(0, seeds)}
+    if name == "paired_bootstrap" and a(False, st.booleans()):
+        kwargs["clusters"] = a(lambda: np.arange(12) // 3, arrays())
+    # Resampled with Philox streams: the random fields agree in distribution only
+    # (tests/test_compare.py), the others exactly.
+    same = ("difference", "level", "method", "n_pairs")
+    dropin(name, a(x, scores()), a(lambda: y[:, 0], scores()), same=same, **kwargs)
+
+
+@case("holm", "benjamini_hochberg")
+def _p_value_dropins(a: Args, name: str) -> None:
+    dropin(name, a(lambda: np.array([0.01, 0.04, 0.5]), arrays()))
+
+
+@case("exchangeability_tests")
+def _exchangeability_tests(a: Args, name: str) -> None:
+    canonical, permuted = _shuffled()
+    canonical = a(canonical, arrays())
+    ragged = a(False, st.booleans())
+    permuted = a(permuted.ravel() if ragged else permuted, arrays(ndim=2))
+    offsets = a([0, 5, 10, 15, 20, 25, 30] if ragged else None, arrays())
+    method = a("fisher", choice("fisher", "stouffer", "average"))
+    fn = ts.exchangeability_tests
+
+    def call() -> Any:
+        batch = fn(
+            canonical, permuted, offsets=offsets, alpha=a(0.05, alphas), n_threads=a(1, threads)
+        )
+        return batch, batch.combine(method)
+
+    check(fn, call, ("shard", "method", "z overflows"))
+
+
+@case("sharded_likelihood_test")
+def _sharded(a: Args, name: str) -> None:
+    canonical, shuffled = _shuffled()
+    canonical, shuffled = a(canonical, arrays()), a(shuffled, arrays(ndim=2))
+    fn = ts.sharded_likelihood_test
     check(
-        lambda: ts.seed_contrast(values, alpha=alpha, method="monte_carlo", draws=50, seed=seed),
-        ("values", "alpha", "seed", "draws"),
-    )
-
-
-@FUZZ
-@given(
-    a=arrays(),
-    b=arrays(),
-    method=st.sampled_from(["t", "wilcoxon", "sign_flip"]),
-    alpha=alphas,
-)
-def test_paired_confidence_test(a: Any, b: Any, method: str, alpha: Any) -> None:
-    check(
-        lambda: ts.paired_confidence_test(a, b, method=method, alpha=alpha, n_resamples=64),
-        ("confidence_original", "confidence_rephrased", "alpha", "n_resamples"),
-    )
-
-
-@FUZZ
-@given(
-    values=arrays(),
-    population_size=st.one_of(
-        st.integers(-5, 2**70), st.sampled_from([None, 1e300, 2**63, math.nan, 12.5])
-    ),
-    replicates=st.sampled_from([0, 1, 2, 20, True, 2.0]),
-    seed=seeds,
-)
-def test_finite_population_bootstrap(
-    values: Any, population_size: Any, replicates: Any, seed: Any
-) -> None:
-    check(
-        lambda: ts.finite_population_bootstrap(
-            values, population_size=population_size, replicates=replicates, seed=seed
+        fn,
+        lambda: fn(
+            canonical,
+            shuffled,
+            variant=a("corrected", choice("corrected", "published")),
+            alpha=a(0.05, alphas),
+            n_threads=a(1, threads),
         ),
-        ("values", "population_size", "replicates", "seed", "Rao-Wu", "stratum"),
+        ("shard differences", "t statistic", "SLCT"),
     )
 
 
-@FUZZ
-@given(canonical=arrays(), shuffled=arrays(), variant=st.sampled_from(["corrected", "published"]))
-def test_sharded_likelihood_test(canonical: Any, shuffled: Any, variant: str) -> None:
-    if isinstance(shuffled, np.ndarray) and shuffled.ndim == 1 and shuffled.dtype.kind == "f":
-        shuffled = np.resize(
-            shuffled, (max(canonical.size if isinstance(canonical, np.ndarray) else 2, 1), 3)
-        )
+@case("shard_orders")
+def _shard_orders(a: Args, name: str) -> None:
+    fn = ts.shard_orders
     check(
-        lambda: ts.sharded_likelihood_test(canonical, shuffled, variant=variant),
-        ("canonical", "shuffled", "shard differences", "t statistic"),
+        fn,
+        lambda: fn(a(20, counts(1, 40)), a(4, counts(1, 8)), a(3, counts(1, 5)), seed=a(0, seeds)),
+        (),
     )
 
 
-@FUZZ
-@given(canonical=arrays(), permuted=arrays(), alpha=alphas)
-def test_exchangeability_tests(canonical: Any, permuted: Any, alpha: Any) -> None:
-    if isinstance(permuted, np.ndarray) and permuted.ndim == 1 and permuted.dtype.kind == "f":
-        permuted = np.resize(
-            permuted, (max(canonical.size if isinstance(canonical, np.ndarray) else 2, 1), 4)
-        )
-    check(
-        lambda: ts.exchangeability_tests(canonical, permuted, alpha=alpha).combine("stouffer"),
-        ("canonical", "permuted", "alpha"),
-    )
+@case("hoeffding_interval", "bernstein_interval")
+def _iid_interval(a: Args, name: str) -> None:
+    fn = getattr(ts, name)
+    d = a(_gaps, scores(low=-1.0))
+    check(fn, lambda: fn(d, alpha=a(0.05, alphas)), ())
 
 
-@FUZZ
-@given(
-    d=arrays(),
-    method=st.sampled_from(ts.INTERVAL_METHODS),
-    population_size=st.one_of(st.none(), st.integers(-3, 50), st.sampled_from([2**63, 1e300])),
-    alpha=alphas,
+@case("wald_interval", "betting_interval", "hoeffding_serfling_interval")
+def _population_interval(a: Args, name: str) -> None:
+    fn = getattr(ts, name)
+    d = a(_gaps, scores(low=-1.0))
+    size = a(40, populations)
+    check(fn, lambda: fn(d, population_size=size, alpha=a(0.05, alphas)), ())
+
+
+@case(
+    "hoeffding_intervals",
+    "bernstein_intervals",
+    "wald_intervals",
+    "betting_intervals",
+    "hoeffding_serfling_intervals",
+    "matched_form_intervals",
 )
-def test_interval(d: Any, method: str, population_size: Any, alpha: Any) -> None:
-    fn = getattr(ts, f"{method}_interval")
-    if method in ("hoeffding", "bernstein"):
-        check(lambda: fn(d, alpha=alpha), ("d", "alpha"))
+def _batched_intervals(a: Args, name: str) -> None:
+    fn = getattr(ts, name)
+    d = a(lambda: np.vstack([_gaps(10, s) for s in range(3)]), scores(ndim=2, low=-1.0))
+    kwargs: dict[str, Any] = {"alpha": a(0.05, alphas), "n_threads": a(1, threads)}
+    if "population_size" in inspect.signature(fn).parameters:
+        kwargs["population_size"] = a(40, st.one_of(populations, arrays()))
+    if name == "matched_form_intervals":
+        kwargs["methods"] = a(None, st.sampled_from([("wald",), ("nope",), (), "wald", [1]]))
+    check(fn, lambda: fn(d, **kwargs), ("methods",))
+
+
+@case("matched_form_audit")
+def _matched_form_audit(a: Args, name: str) -> None:
+    public, fresh = _forms()
+    fn = ts.matched_form_audit
+    radius = st.sampled_from([0.0, 0.04, 1e308, math.inf, -1.0, math.nan, 10**400, -0.0, 5e-324])
+    kwargs = {
+        "population_size": a(None, populations),
+        "control": a(None, st.sampled_from([_forms(8), (np.ones(3),), ([1, 0], [[0], [1]])])),
+        "transport_radius": a(0.0, radius),
+        "alpha": a(0.05, alphas),
+        "guardrail": a(30, counts(0, 40)),
+        "fallback": a("betting", choice("betting", "hoeffding", "bernstein")),
+        "seed": a(0, seeds),
+        "control_reading": a("wald", choice("wald", "hoeffding", "fixed")),
+    }
+    check(fn, lambda: fn(a(public, scores()), a(fresh, scores(ndim=2)), **kwargs), ("control",))
+
+
+def _table_text(a: Args) -> Any:
+    rows = ["model,parent,form,correct"]
+    for model in ("m1", "m2"):
+        for parent in range(6):
+            for form in ("public", "f1", "f2"):
+                rows.append(f"{model},{parent},{form},{(parent + len(form)) % 2}")
+    good = "\n".join(rows) + "\n"
+    hostile = st.sampled_from(
+        [
+            good.replace(",1\n", ",nan\n", 1),
+            good.replace(",1\n", ",2\n", 1),
+            good.replace("correct", "score"),
+            "\ufeff" + good.replace("\n", "\r\n"),
+            good + "m1,0,public,1\n",
+            "model,parent,form,correct\n",
+            "",
+            good.replace(",f2,", ",public,", 1),
+        ]
+    )
+    return io.StringIO(a(good, hostile))
+
+
+@case("read_audit_table", "matched_form_audits")
+def _tables(a: Args, name: str) -> None:
+    fn = getattr(ts, name)
+    table = _table_text(a)
+    if name == "read_audit_table":
+        check(fn, lambda: fn(table), ("column", "parent", "correct", "form", "row"))
     else:
         check(
-            lambda: fn(d, population_size=population_size, alpha=alpha),
-            ("d", "alpha", "population_size"),
+            fn,
+            lambda: fn(table, seed=a(0, seeds), alpha=a(0.05, alphas)),
+            ("column", "parent", "correct", "form", "row", "seed", "alpha"),
         )
 
 
-@FUZZ
-@given(
-    public=arrays(min_side=2),
-    radius=st.sampled_from([0.0, 0.04, 1e308, math.inf, -1.0, math.nan, 10**400]),
-    population_size=st.one_of(st.none(), st.integers(0, 40)),
-    alpha=alphas,
-    seed=seeds,
-)
-def test_matched_form_audit(
-    public: Any, radius: Any, population_size: Any, alpha: Any, seed: Any
-) -> None:
-    if isinstance(public, np.ndarray) and public.dtype.kind == "f":
-        fresh = np.stack([np.abs(np.nan_to_num(public, nan=0.5)) % 1.0] * 2, axis=-1)
-    else:
-        fresh = np.zeros((3, 2))
-    check(
-        lambda: ts.matched_form_audit(
-            public,
-            fresh,
-            transport_radius=radius,
-            population_size=population_size,
-            alpha=alpha,
-            seed=seed,
+@case("randomization_test")
+def _randomization(a: Args, name: str) -> None:
+    public, fresh = _forms()
+    fn = ts.randomization_test
+    kwargs = {
+        "alternative": a("greater", choice("greater", "less", "two-sided")),
+        "method": a("auto", choice("auto", "exact", "monte_carlo")),
+        "n_resamples": a(99, counts(1, 200)),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    check(fn, lambda: fn(a(public, scores()), a(fresh, scores(ndim=2)), **kwargs), ())
+
+
+@case("seed_contrast")
+def _seed_contrast(a: Args, name: str) -> None:
+    fn = ts.seed_contrast
+    values = a(lambda: np.array([0.1, 0.3, -0.05, 0.2, 0.15, 0.25]), arrays())
+    kwargs = {
+        "alpha": a(0.05, alphas),
+        "method": a("auto", choice("auto", "exact", "monte_carlo")),
+        "draws": a(50, counts(1, 100)),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    check(fn, lambda: fn(values, **kwargs), ())
+
+
+@case("paired_confidence_test")
+def _pacost(a: Args, name: str) -> None:
+    fn = ts.paired_confidence_test
+    original = a(lambda: np.array([0.9, 0.8, 0.7, 0.95, 0.6]), arrays())
+    rephrased = a(lambda: np.array([0.7, 0.8, 0.5, 0.9, 0.65]), arrays())
+    kwargs = {
+        "alternative": a("greater", choice("greater", "less", "two-sided")),
+        "method": a("t", choice("t", "wilcoxon", "sign_flip")),
+        "alpha": a(0.05, alphas),
+        "n_resamples": a(64, counts(1, 100)),
+        "exact": a(None, st.sampled_from([True, False, None, 1, "yes"])),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    check(fn, lambda: fn(original, rephrased, **kwargs), ())
+
+
+@case("finite_population_bootstrap")
+def _fpb(a: Args, name: str) -> None:
+    fn = ts.finite_population_bootstrap
+    values = a(lambda: np.arange(12.0), arrays())
+    stratified = a(False, st.booleans())
+    kwargs = {
+        "population_size": a(
+            [30, 40] if stratified else 100, st.one_of(populations, arrays(), st.just({0: 30}))
         ),
-        ("public", "fresh", "transport_radius", "population_size", "alpha", "seed"),
+        "strata": a(lambda: np.arange(12) % 2 if stratified else None, arrays()),
+        "method": a("rao_wu", choice("rao_wu", "bbh")),
+        "replicates": a(20, counts(1, 40)),
+        "resample_size": a(None, counts(1, 20)),
+        "alpha": a(0.05, alphas),
+        "statistic": a(None, st.sampled_from([np.median, lambda v: math.nan, len, "mean"])),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    check(fn, lambda: fn(values, **kwargs), ("Rao-Wu", "stratum", "strata"))
+
+
+@case("pattern_permutation_test")
+def _patterns(a: Args, name: str) -> None:
+    fn = ts.pattern_permutation_test
+    gaps = a(lambda: np.random.default_rng(5).choice([-0.5, 0.0, 0.5], (3, 20)), arrays(ndim=2))
+    kwargs = {
+        "pattern": a("harder", st.sampled_from(["harder", "easier", "nope", None, np.zeros(3)])),
+        "min_models": a(2, counts(1, 4)),
+        "draws": a(50, counts(1, 100)),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    check(fn, lambda: fn(gaps, **kwargs), ())
+
+
+@case("did_estimate")
+def _did(a: Args, name: str) -> None:
+    fn = ts.did_estimate
+    rng = np.random.default_rng(4)
+    exposed = a(lambda: (rng.random((12, 4)) < 0.5).astype(float), arrays(ndim=2))
+    unexposed = a(lambda: (rng.random((12, 4)) < 0.45).astype(float), arrays(ndim=2))
+    kwargs = {
+        "models": a(None, st.sampled_from([["a"], [], "a", [1, 2]])),
+        "shared_parents": a(False, st.sampled_from([True, 1, "yes", None])),
+        "replicates": a(30, counts(1, 40)),
+        "alpha": a(0.05, alphas),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    check(fn, lambda: fn(exposed, unexposed, **kwargs), ("column", "parents"))
+
+
+@case("family_bootstrap_difference")
+def _families(a: Args, name: str) -> None:
+    fn = ts.family_bootstrap_difference
+    kwargs = {
+        "families": a(lambda: np.arange(6) // 2, arrays()),
+        "control_families": a(None, arrays()),
+        "alpha": a(0.05, alphas),
+        "n_resamples": a(50, counts(1, 100)),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    treated = a(lambda: np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0]), arrays())
+    control = a(lambda: np.array([0.0, 0.0, 1.0, 0.0, 0.0, 1.0]), arrays())
+    check(fn, lambda: fn(treated, control, **kwargs), ("famil",))
+
+
+@case("holm_correction")
+def _holm_correction(a: Args, name: str) -> None:
+    fn = ts.holm_correction
+    p = a(lambda: [0.01, 0.04, 0.3], arrays())
+    names = a(None, st.sampled_from([["a", "b", "c"], ["a"], "abc", [1, 2, 3]]))
+    check(fn, lambda: fn(p, alpha=a(0.05, alphas), names=names), ())
+
+
+@case("linear_weighted_kappa")
+def _kappa(a: Args, name: str) -> None:
+    fn = ts.linear_weighted_kappa
+    x = a(lambda: [0, 1, 2, 2, 1, 0, 1], arrays())
+    y = a(lambda: [0, 1, 2, 1, 1, 0, 2], arrays())
+    kwargs = {
+        "categories": a([0, 1, 2], st.sampled_from([[0], [], [0, 0, 1], "abc", None, [0.0, 1.5]])),
+        "alpha": a(0.05, alphas),
+        "n_resamples": a(50, counts(1, 100)),
+        "seed": a(0, seeds),
+    }
+    check(fn, lambda: fn(x, y, **kwargs), ())
+
+
+@case("validate_disclosure")
+def _disclosure(a: Args, name: str) -> None:
+    pytest.importorskip("jsonschema")
+    fn = ts.validate_disclosure
+    deep: Any = {}
+    for _ in range(3000):
+        deep = {"x": deep}
+    record = a(
+        lambda: {"contamination": {}},
+        st.sampled_from(
+            [
+                deep,
+                [deep],
+                {"contamination": {"p_value": math.nan}},
+                {"contamination": {"p_value": 10**400}},
+                "/no/such/file.json",
+                "",
+                Path("."),
+                None,
+                3,
+                b"{}",
+                {"contamination": {"p_value": "0.5"}},
+                {1: 2},
+            ]
+        ),
     )
+    check(fn, lambda: fn(record), ("record", "disclosure", "file", "JSON", "directory"))
+
+
+@case("disclosure_schema", "disclosure_template", "stress_settings", "is_patched")
+def _no_arguments(a: Args, name: str) -> None:
+    fn = getattr(ts, name)
+    check(fn, fn, ())
+
+
+@case("audit_order")
+def _audit_order(a: Args, name: str) -> None:
+    fn = ts.audit_order
+    check(fn, lambda: fn(a(40, populations), seed=a(0, seeds)), ())
+
+
+@case("betting_confidence_sequence")
+def _confidence_sequence(a: Args, name: str) -> None:
+    fn = ts.betting_confidence_sequence
+    d = a(_gaps, scores(low=-1.0))
+    size = a(40, populations)
+    check(fn, lambda: fn(d, population_size=size, alpha=a(0.05, alphas)), ())
+
+
+@case("besag_clifford_p_value")
+def _besag_clifford(a: Args, name: str) -> None:
+    fn = ts.besag_clifford_p_value
+    check(
+        fn,
+        lambda: fn(
+            a(3, counts(0, 12)),
+            a(9, counts(0, 30)),
+            h=a(3, counts(1, 12)),
+            max_draws=a(19, counts(1, 30)),
+        ),  # fmt: skip
+        (),
+    )
+
+
+@case("sequential_order_verdict")
+def _order_verdict(a: Args, name: str) -> None:
+    fn = ts.sequential_order_verdict
+    canonical, shuffled = _shuffled()
+    rows = a(lambda: [row[:3] for row in shuffled], st.sampled_from([[], [[1.0]], "x", [[]]]))
+    check(
+        fn,
+        lambda: fn(
+            a(canonical, arrays()),
+            rows,
+            max_permutations=a(9, counts(1, 12)),
+            h=a(2, counts(1, 5)),
+            alpha=a(0.05, alphas),
+        ),  # fmt: skip
+        (),
+    )
+
+
+@case("sequential_study")
+def _sequential_study(a: Args, name: str) -> None:
+    fn = ts.sequential_study
+    public, fresh = _forms(40)
+    kwargs = {
+        "deltas": a(0.1, st.sampled_from([(), 0.9, -0.1, math.nan, "0.1", (0.0, 0.2)])),
+        "max_parents": a(30, counts(2, 40)),
+        "look_every": a(10, counts(1, 20)),
+        "effect_size": a(0.05, st.one_of(numbers, st.sampled_from([None, "x", 10**400]))),
+        "relabel": a(True, st.sampled_from([False, 1, "yes", None])),
+        "replications": a(20, counts(1, 30)),
+        "alpha": a(0.05, alphas),
+        "seed": a(0, seeds),
+    }
+    check(fn, lambda: fn(a(public, scores()), a(fresh, scores(ndim=2)), **kwargs), ("bank",))
+
+
+@case("sequential_order_study")
+def _sequential_order_study(a: Args, name: str) -> None:
+    fn = ts.sequential_order_study
+    kwargs = {
+        "n_shards": a(3, counts(1, 5)),
+        "max_permutations": a(9, counts(1, 12)),
+        "h": a(2, counts(1, 5)),
+        "shifts": a((0.0, 1.0), st.one_of(numbers, st.sampled_from([(), "x", [math.inf]]))),
+        "replications": a(20, counts(1, 30)),
+        "alpha": a(0.05, alphas),
+        "seed": a(0, seeds),
+    }
+    check(fn, lambda: fn(**kwargs), ())
+
+
+@case("read_harness_runs")
+def _harness(a: Args, name: str) -> None:
+    fn = ts.read_harness_runs
+    here = Path(__file__).resolve().parents[1] / "examples" / "harness" / "inspect"
+    paths = st.sampled_from(
+        ["/no/such/run.json", ".", str(here), 3, None, str(here / "arith-fresh2.eval"), []]
+    )
+    public = a(str(here / "arith-public.json"), paths)
+    fresh = a([str(here / "arith-fresh1.json")], st.one_of(paths, st.lists(paths, max_size=2)))
+    kwargs = {
+        "match_key": a("metadata.parent_id", st.sampled_from(["", "id", "nope", 3, None])),
+        "metric": a("match", st.sampled_from([None, "nope", "", 1])),
+        "harness": a("auto", choice("auto", "lm-eval", "inspect", "table")),
+    }
+    check(fn, lambda: fn(public, fresh, **kwargs), ("run", "file", "key", "metric", "harness"))
+
+
+@case("patch_truescore", "unpatch_truescore")
+def _patching(a: Args, name: str) -> None:
+    pytest.importorskip("truescore")
+    try:
+        patched = ts.patch_truescore()
+        assert patched and ts.is_patched()
+        if a(False, st.booleans()):
+            ts.patch_truescore()  # twice is harmless
+    finally:
+        ts.unpatch_truescore()
+    assert not ts.is_patched()
+    ts.unpatch_truescore()  # unpatching twice too
+
+
+@case("stress_population")
+def _stress_population(a: Args, name: str) -> None:
+    fn = ts.stress_population
+    setting = a(
+        lambda: ts.stress_settings()[0],
+        st.sampled_from(
+            [
+                ts.StressSetting(population_size=10, n=20, shape="symmetric", nonzero_share=0.5),
+                ts.StressSetting(population_size=2**63, n=5, shape="symmetric", nonzero_share=0.5),
+                ts.StressSetting(population_size=100, n=5, shape="nope", nonzero_share=0.5),
+                ts.StressSetting(population_size=100, n=5, shape="symmetric", nonzero_share=2.0),
+                ts.StressSetting(population_size=100, n=5, shape="skewed", nonzero_share=math.nan),
+                None,
+                (100, 5, "symmetric", 0.1),
+            ]
+        ),
+    )
+    check(fn, lambda: fn(setting), ("population_size", "shape", "nonzero_share", "n"))
+
+
+@case("stress_grid")
+def _stress_grid(a: Args, name: str) -> None:
+    fn = ts.stress_grid
+    kwargs = {
+        "replications": a(20, counts(1, 30)),
+        "intervals": a("wald", st.sampled_from(["nope", (), ("wald", "wald"), None, 3])),
+        "alpha": a(0.05, alphas),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+        "progress": a(False, st.sampled_from([True, "yes", None])),
+    }
+    check(fn, lambda: fn(a(lambda: ts.stress_settings()[:1], st.just([])), **kwargs), ())
+
+
+@case("coverage_study")
+def _coverage(a: Args, name: str) -> None:
+    fn = ts.coverage_study
+    kwargs = {
+        "design": a("srs", choice("srs", "stratified")),
+        "intervals": a(("hoeffding",), st.sampled_from(["nope", (), ("wald", "wald"), None])),
+        "replications": a(20, counts(1, 30)),
+        "alpha": a(0.05, alphas),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+        "progress": a(False, st.sampled_from([True, "yes", None])),
+        "sampler": a("auto", choice("auto")),
+    }
+    population = a(lambda: np.linspace(-1.0, 1.0, 40), scores(low=-1.0))
+    n = a([10], st.one_of(counts(1, 50), st.sampled_from([[], [10, 10**400], [2.5]])))
+    check(fn, lambda: fn(population, n, **kwargs), ("strata", "allocation", "sample"))
+
+
+@case("budget_study")
+def _budget(a: Args, name: str) -> None:
+    fn = ts.budget_study
+    gaps = a(lambda: np.vstack([_gaps(30, s) for s in range(2)]), scores(ndim=2, low=-1.0))
+    kwargs = {
+        "sizes": a(10, st.one_of(counts(1, 40), st.sampled_from([[], [10, 2**63]]))),
+        "interval": a("wald", choice("wald", "betting")),
+        "replications": a(20, counts(1, 30)),
+        "alpha": a(0.05, alphas),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    check(fn, lambda: fn(gaps, **kwargs), ("models",))
+
+
+@case("detection_study")
+def _detection(a: Args, name: str) -> None:
+    fn = ts.detection_study
+    public, fresh = _forms(30)
+    kwargs = {
+        "sizes": a(12, st.one_of(counts(1, 40), st.sampled_from([[], [12, 2**63]]))),
+        "deltas": a(0.2, st.one_of(st.sampled_from([[], 1.0, -0.1, math.nan, [0.1, 2]]), alphas)),
+        "form_gaps": a((0.0,), st.sampled_from([[], 1.0, -0.1, math.nan, "0"])),
+        "relabel": a(False, st.sampled_from([True, "yes"])),
+        "replications": a(10, counts(1, 20)),
+        "alpha": a(0.05, alphas),
+        "guardrail": a(30, counts(0, 40)),
+        "fallback": a("betting", choice("betting", "hoeffding")),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    check(fn, lambda: fn(a(public, scores()), a(fresh, scores(ndim=2)), **kwargs), ())
+
+
+@case("plan_audit_size")
+def _plan(a: Args, name: str) -> None:
+    fn = ts.plan_audit_size
+    gaps = a(lambda: _gaps(20), scores(low=-1.0))
+    kwargs = {
+        "deltas": a((0.05,), st.one_of(alphas, st.sampled_from([[], [0.1, 5e-324], 1e-300]))),
+        "power": a(0.8, alphas),
+        "alpha": a(0.05, alphas),
+        "population_size": a(None, populations),
+        "guardrail": a(30, counts(0, 40)),
+    }
+    check(fn, lambda: fn(gaps, **kwargs), ())
+
+
+def _texts() -> Any:
+    return st.one_of(
+        st.lists(st.text(max_size=30), min_size=0, max_size=12),
+        st.sampled_from([None, "abc", [1, 2], ["a", None], np.array(["a", "b"]), [b"x"]]),
+    )
+
+
+@case("surface_features")
+def _surface(a: Args, name: str) -> None:
+    fn = ts.surface_features
+    answers = a(["yes, because 2 + 2 = 4", "maybe"], _texts())
+    check(fn, lambda: fn(answers, a(["what is 2 + 2?", "why?"], _texts())), ())
+
+
+@case("feature_differences")
+def _feature_differences(a: Args, name: str) -> None:
+    fn = ts.feature_differences
+    q = a(["what is 2 + 2?", "why?"], _texts())
+    check(fn, lambda: fn(q, a(["4", "because"], _texts()), a(["5", "no"], _texts())), ())
+
+
+def _pairs(n: int = 20) -> tuple[list[str], list[str], list[str]]:
+    q = [f"question {i} about topic {i % 3}?" for i in range(n)]
+    c = [f"the answer is {i} because {'reasons ' * (i % 4)}" for i in range(n)]
+    i_ = [f"perhaps {i + 1}, probably" for i in range(n)]
+    return q, c, i_
+
+
+@case("leakage_audit", "audit_prune")
+def _prune(a: Args, name: str) -> None:
+    pytest.importorskip("sklearn")
+    fn = getattr(ts, name)
+    q, c, i_ = _pairs()
+    kwargs: dict[str, Any] = {
+        "n_splits": a(2, counts(1, 25)),
+        "alpha": a(0.05, alphas),
+        "seed": a(0, seeds),
+    }
+    if name == "audit_prune":
+        kwargs["step"] = a(0.2, alphas)
+        kwargs["max_fraction"] = a(0.5, alphas)
+    check(fn, lambda: fn(a(q, _texts()), a(c, _texts()), a(i_, _texts()), **kwargs), ())
+
+
+# --- the tests ----------------------------------------------------------------------------
+
+
+def _public_functions() -> dict[str, Callable[..., Any]]:
+    """Every public function: ``truescore_fast.__all__`` and the ``__all__`` of every
+    public submodule (the command line excluded)."""
+    found: dict[str, Callable[..., Any]] = {}
+    modules = [ts] + [
+        importlib.import_module(f"truescore_fast.{m.name}")
+        for m in pkgutil.iter_modules(ts.__path__)
+        if not m.name.startswith("_") and m.name != "cli"
+    ]
+    for module in modules:
+        for attr in getattr(module, "__all__", ()):
+            obj = getattr(module, attr)
+            if callable(obj) and not inspect.isclass(obj):
+                found[attr] = obj
+    return found
+
+
+def test_every_public_function_has_a_fuzz_case() -> None:
+    public = _public_functions()
+    assert len(public) >= 45  # a sanity check of the introspection itself
+    missing = sorted(set(public) - set(CASES))
+    assert not missing, f"public functions without a fuzz case: {missing}"
+    stale = sorted(set(CASES) - set(public))
+    assert not stale, f"fuzz cases of no public function: {stale}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fuzz(name: str) -> None:
+    @_settings(name)
+    @given(data=st.data())
+    def run(data: Any) -> None:
+        CASES[name](Args(data))
+
+    run()
+
+
+# --- extreme counts, in one child process -------------------------------------------------
+
+EXTREME = [2**63, 2**64, -1, 10**400, -(2**63) - 1, 2.5, 1e300, math.inf, math.nan]
+EXTREME += [np.int64(-1), np.uint64(2**64 - 1), "8", None, True, np.array([4])]
+
+# function -> (a valid call's keyword arguments, the count arguments to push)
+_P, _F = _forms()
+_C, _S = _shuffled()
+COUNT_CALLS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
+    "shard_orders": (
+        ts.shard_orders,
+        {"n_examples": 20, "n_shards": 4, "permutations_per_shard": 3},
+    ),
+    "exchangeability_tests": (ts.exchangeability_tests, {"canonical": _C, "permuted": _S}),
+    "sharded_likelihood_test": (ts.sharded_likelihood_test, {"canonical": _C, "shuffled": _S}),
+    "wald_intervals": (ts.wald_intervals, {"d": np.zeros((2, 10)), "population_size": 20}),
+    "matched_form_intervals": (ts.matched_form_intervals, {"d": np.zeros((2, 10))}),
+    "matched_form_audit": (
+        ts.matched_form_audit,
+        {"public": _P, "fresh": _F, "population_size": 40, "guardrail": 30},
+    ),
+    "randomization_test": (
+        ts.randomization_test,
+        {"public": _P, "fresh": _F, "method": "monte_carlo", "n_resamples": 9},
+    ),
+    "seed_contrast": (
+        ts.seed_contrast,
+        {"values": np.arange(1.0, 7.0), "method": "monte_carlo", "draws": 9},
+    ),
+    "paired_confidence_test": (
+        ts.paired_confidence_test,
+        {
+            "confidence_original": np.arange(6.0),
+            "confidence_rephrased": np.zeros(6),
+            "method": "sign_flip",
+            "n_resamples": 9,
+            "exact": False,
+        },
+    ),
+    "finite_population_bootstrap": (
+        ts.finite_population_bootstrap,
+        {"values": np.arange(12.0), "population_size": 50, "replicates": 9, "resample_size": 6},
+    ),
+    "pattern_permutation_test": (
+        ts.pattern_permutation_test,
+        {"gaps": np.random.default_rng(5).choice([-0.5, 0.5], (3, 20)), "draws": 9},
+    ),
+    "did_estimate": (ts.did_estimate, {"exposed": np.ones((8, 4)), "unexposed": np.ones((8, 4))}),
+    "family_bootstrap_difference": (
+        ts.family_bootstrap_difference,
+        {"treated": np.arange(6.0), "control": np.ones(6), "families": np.arange(6) // 2},
+    ),
+    "linear_weighted_kappa": (
+        ts.linear_weighted_kappa,
+        {"a": [0, 1, 2, 1], "b": [0, 2, 2, 1], "categories": [0, 1, 2], "n_resamples": 9},
+    ),
+    "paired_bootstrap": (ts.paired_bootstrap, {"a": _P, "b": _F[:, 0], "n_bootstrap": 9}),
+    "paired_permutation": (ts.paired_permutation, {"a": _P, "b": _F[:, 0], "n_resamples": 9}),
+    "plan_audit_size": (ts.plan_audit_size, {"gaps": np.linspace(-0.5, 0.5, 20)}),
+    "coverage_study": (
+        ts.coverage_study,
+        {"population": np.linspace(-1, 1, 40), "n": 10, "intervals": "wald", "replications": 9},
+    ),
+    "budget_study": (
+        ts.budget_study,
+        {"gaps": np.zeros((2, 30)) + [[0.1], [-0.1]], "sizes": 10, "replications": 9},
+    ),
+    "detection_study": (
+        ts.detection_study,
+        {"public": _P, "fresh": _F, "sizes": 10, "deltas": 0.1, "replications": 9},
+    ),
+    "stress_grid": (
+        ts.stress_grid,
+        {"settings": ts.stress_settings()[:1], "replications": 9, "intervals": "wald"},
+    ),
+}
+COUNT_CALLS["audit_order"] = (ts.audit_order, {"population_size": 40})
+COUNT_CALLS["betting_confidence_sequence"] = (
+    ts.betting_confidence_sequence,
+    {"d": np.zeros(10), "population_size": 20},
+)
+COUNT_CALLS["besag_clifford_p_value"] = (
+    ts.besag_clifford_p_value,
+    {"exceedances": 3, "draws": 9, "h": 3, "max_draws": 19},
+)
+COUNT_CALLS["sequential_order_verdict"] = (
+    ts.sequential_order_verdict,
+    {"canonical_logliks": _C[:2], "permuted_logliks": [_S[0], _S[1]], "max_permutations": 9},
+)
+COUNT_CALLS["sequential_study"] = (
+    ts.sequential_study,
+    {"public": _P, "fresh": _F, "max_parents": 10, "look_every": 5, "replications": 9},
+)
+COUNT_CALLS["sequential_order_study"] = (
+    ts.sequential_order_study,
+    {"n_shards": 2, "max_permutations": 9, "h": 2, "replications": 9},
+)
+for _name in ("hoeffding_intervals", "bernstein_intervals", "betting_intervals"):
+    COUNT_CALLS[_name] = (getattr(ts, _name), {"d": np.zeros((2, 10))})
+COUNT_CALLS["hoeffding_serfling_intervals"] = COUNT_CALLS["wald_intervals"]
+
+COUNT_PARAMETERS = {
+    "n_examples",
+    "n_shards",
+    "permutations_per_shard",
+    "n_resamples",
+    "n_bootstrap",
+    "replicates",
+    "replications",
+    "resample_size",
+    "draws",
+    "min_models",
+    "guardrail",
+    "n_threads",
+    "n",
+    "sizes",
+    "population_size",
+    "max_parents",
+    "look_every",
+    "max_permutations",
+    "h",
+    "exceedances",
+    "max_draws",
+}
+
+
+DROPINS = {"paired_bootstrap", "paired_permutation"}
+
+
+def run_extreme_counts() -> list[str]:
+    """Every count argument of every COUNT_CALLS function, set to every EXTREME value:
+    the findings (empty when all is well). Run in a child process."""
+    findings = []
+    for name, (fn, valid) in COUNT_CALLS.items():
+        for param in inspect.signature(fn).parameters:
+            if param not in COUNT_PARAMETERS:
+                continue
+            for value in EXTREME:
+                kwargs = {**valid, param: value}
+                if name in DROPINS:  # truescore's exception, type and message
+                    import truescore
+
+                    with np.errstate(all="ignore"):
+                        ours = _outcome(partial(fn, **kwargs))
+                        theirs = _outcome(partial(getattr(truescore, name), **kwargs))
+                    if ours[0] != theirs[0] or (ours[0] == "error" and ours[1] != theirs[1]):
+                        findings.append(f"{name}({param}={value!r:.30}): {ours} != {theirs}")
+                    continue
+                try:
+                    with np.errstate(all="ignore"):
+                        result = fn(**kwargs)
+                except DOCUMENTED as error:
+                    if param not in str(error):
+                        findings.append(f"{name}({param}={value!r:.30}): {error!r:.200}")
+                    continue
+                except Exception as error:
+                    findings.append(f"{name}({param}={value!r:.30}): {error!r:.200}")
+                    continue
+                try:
+                    _walk(result)
+                except AssertionError as error:
+                    findings.append(f"{name}({param}={value!r:.30}): {error}")
+    return findings
+
+
+def test_every_count_argument_is_pushed_to_the_extremes() -> None:
+    public = _public_functions()
+    expected = {
+        name
+        for name, fn in public.items()
+        if COUNT_PARAMETERS & set(inspect.signature(fn).parameters)
+    }
+    covered = set(COUNT_CALLS) | {
+        # a scalar population size is pushed by the hypothesis cases (``populations``);
+        # these take no other count
+        "wald_interval",
+        "betting_interval",
+        "hoeffding_serfling_interval",
+    }
+    assert expected <= covered, sorted(expected - covered)
+
+
+def test_extreme_counts_in_one_subprocess() -> None:
+    tests = str(Path(__file__).parent)
+    code = (
+        f"import json, sys; sys.path.insert(0, {tests!r}); import test_fuzz; "
+        "print(json.dumps(test_fuzz.run_extreme_counts()))"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    findings = json.loads(child.stdout.strip().splitlines()[-1])
+    assert findings == [], "\n".join(findings)

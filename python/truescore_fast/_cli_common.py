@@ -15,7 +15,15 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["add_output_flag", "emit", "integer_flag", "number", "seed_flag", "write_output"]
+__all__ = [
+    "add_output_flag",
+    "emit",
+    "integer_flag",
+    "number",
+    "seed_flag",
+    "shown",
+    "write_output",
+]
 
 
 def number(row: dict[str, Any], column: str, line: int) -> float:
@@ -73,15 +81,23 @@ def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -
         raise
 
 
+def shown(text: str, keep: int = 24) -> str:
+    """A flag's text for an error line: as typed, or its first characters and its length
+    when longer (a 400-digit number is not worth a screenful)."""
+    if len(text) <= 2 * keep:
+        return repr(text)
+    return f"{text[:keep]!r}... ({len(text):,} characters)"
+
+
 def integer_flag(text: str) -> int:
     """An integer flag's value (argparse ``type=``): beyond int64 is refused here, with the
     flag's name, rather than deep in the compiled core."""
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+    except ValueError:  # not an integer, or more digits than int() converts (4,300)
+        raise argparse.ArgumentTypeError(f"expected an integer; got {shown(text)}") from None
     if not -(2**63) <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (|value| < 2**63)")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is out of range (|value| < 2**63)")
     return value
 
 
@@ -90,7 +106,9 @@ def seed_flag(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a non-negative integer; got {shown(text)}"
+        ) from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}")
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {shown(text)}")
     return value

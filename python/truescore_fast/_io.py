@@ -26,10 +26,13 @@ __all__ = [
     "ALL_MODELS",
     "STDIN",
     "AuditData",
+    "NotJsonError",
     "check_input_file",
     "decode_text",
+    "parse_json",
     "read_audit_table",
     "read_input_bytes",
+    "read_json_file",
     "read_rows",
     "sniff_format",
 ]
@@ -63,14 +66,38 @@ def check_input_file(path: str | os.PathLike[str]) -> Path:
     raise ValueError(f"{file_path} is {what}, not a file: give the path of a regular file")
 
 
-def _json_value(text: str, where: str) -> Any:
+class NotJsonError(ValueError):
+    """Text that is not a JSON document this package reads (the message says where)."""
+
+
+def parse_json(text: str, where: str, **hooks: Any) -> Any:
+    """``json.loads(text, **hooks)``, the one JSON parser of the package (tables, rows,
+    disclosure records). Text that is not JSON, or that a hook refuses, or that is nested
+    too deeply for the parser (about 1,000 levels: it recurses once per level) is a
+    :class:`NotJsonError` starting with ``where``; never a ``RecursionError``."""
     try:
-        return json.loads(text)
+        return json.loads(text, **hooks)
     except RecursionError:
-        # the decoder recurses once per level; the limit is about 1,000 levels
-        raise ValueError(f"{where}: JSON nested too deeply to read") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{where}: {error}") from None
+        raise NotJsonError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError as error:  # json.JSONDecodeError, or a hook's refusal
+        raise NotJsonError(f"{where}: not valid JSON: {error}") from None
+
+
+def read_json_file(path: str | os.PathLike[str], where: str | None = None, **hooks: Any) -> Any:
+    """The JSON document in the file ``path`` (UTF-8, a byte-order mark skipped), parsed by
+    :func:`parse_json`; messages start with ``where`` (default: the path).
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`check_input_file` (not a regular file).
+        NotJsonError: not UTF-8, not JSON, or nested too deeply.
+    """
+    file_path = check_input_file(path)
+    where = str(file_path) if where is None else where
+    try:
+        text = file_path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise NotJsonError(f"{where}: not UTF-8 text: {error}") from None
+    return parse_json(text, where, **hooks)
 
 
 STDIN = "-"
@@ -208,9 +235,8 @@ def _text_rows(text: str, kind: str, where: str) -> list[dict[str, Any]]:
             # line_num counts the lines fully read: the bad row starts on the next one
             start = reader.line_num + 1
             raise ValueError(f"{where} row starting on line {start}: {error}") from None
-    text = text.strip()
-    if text.startswith("["):
-        loaded = _json_value(text, where)
+    if text.lstrip().startswith("["):
+        loaded = parse_json(text, where)
         if not isinstance(loaded, list):  # pragma: no cover - "[" starts an array
             raise ValueError(f"{where}: expected a JSON array of objects")
         for number, item in enumerate(loaded, start=1):
@@ -220,10 +246,14 @@ def _text_rows(text: str, kind: str, where: str) -> list[dict[str, Any]]:
                     f"got {type(item).__name__}"
                 )
         return list(loaded)
+    # Lines end at "\n", "\r\n" or "\r" (as the csv reader counts them) and nowhere else:
+    # str.splitlines would also split at U+2028, U+0085 or a form feed, which JSON allows
+    # inside a string, and misnumber every later line; leading blank lines are counted.
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for number, line in enumerate(lines, start=1):
         if line.strip():
-            item = _json_value(line, f"{where} line {number}")
+            item = parse_json(line, f"{where} line {number}")
             if not isinstance(item, dict):
                 raise ValueError(
                     f"{where} line {number}: expected a JSON object (one row); "

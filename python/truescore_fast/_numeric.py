@@ -34,6 +34,11 @@ def overflow_exponent(largest: float, headroom: float) -> int:
     0 when ``largest <= headroom`` (nothing to do, the usual case); otherwise
     ``floor(log2(headroom)) - ceil(log2(largest))``. Scale values by ``2.0**e`` (or
     ``ldexp(x, e)``) and results back by ``2.0**-e``.
+
+    Downward only, for the truescore drop-ins (``paired_bootstrap``,
+    ``paired_permutation``): their deterministic fields must equal truescore's bit for
+    bit, which computes subnormal values as they are; scaling those up would round
+    differently. Everything else uses :func:`scale_exponent`.
     """
     if largest <= headroom:
         return 0

@@ -9,6 +9,7 @@ somebody's report.
 from __future__ import annotations
 
 import importlib
+import math
 import numbers
 from collections.abc import Sequence
 from decimal import Decimal
@@ -45,18 +46,66 @@ __all__ = [
     "float_array",
     "p_values_1d",
     "paired_1d",
+    "real_scalar",
+    "short_int",
 ]
 
 
+def real_scalar(
+    name: str,
+    value: Any,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = False,
+    what: str = "",
+) -> float:
+    """``value`` as a float: one finite real number in the range ``low``..``high``
+    (``low_open`` / ``high_open``: that end excluded). The one check for real scalar
+    arguments (alpha, levels, steps, radii, effect sizes).
+
+    A 0-d array counts as its element; a bool, a string, a complex number, ``None``, an
+    array of one element (``np.array([0.05])``) or anything else that is not a real
+    number is a ``TypeError`` naming ``name``; NaN, an infinity, an int beyond the
+    largest double (``10**400``) or a value out of range is a ``ValueError`` naming it.
+    ``what`` is appended to the range message (what the number means).
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating, Decimal)
+    ):
+        raise TypeError(f"{name} must be a real number; got {value!r:.60}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError(
+            f"{name} is beyond the largest double; got {short_int(int(value))}"
+        ) from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number; got {value!r}")
+    too_low = number <= low if low_open else number < low
+    too_high = number >= high if high_open else number > high
+    if too_low or too_high:
+        left, right = "(" if low_open else "[", ")" if high_open else "]"
+        span = f"{left}{low:g}, {high:g}{right}"
+        raise ValueError(f"{name} must lie in {span}{what}; got {value!r}")
+    return number
+
+
 def check_alpha(alpha: float, name: str = "alpha") -> float:
-    """``alpha`` as a float strictly between 0 and 1: one real number (a bool, a string,
-    an array or a complex number is a ``TypeError``), never an array a binding would
-    choke on."""
+    """``alpha`` (returned as given) if it is one real number strictly between 0 and 1:
+    :func:`real_scalar`'s checks, so never an array a binding would choke on."""
     if isinstance(alpha, np.ndarray) and alpha.ndim == 0:
         alpha = alpha[()]
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number; got {alpha!r}")
-    return dropin_alpha(alpha, name)
+    value = real_scalar(name, alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    if value / 2.0 == 0.0:
+        raise ValueError(
+            f"{name} must be at least 1e-323 (alpha / 2, a two-sided tail, underflows to 0 "
+            f"below it); got {value!r}"
+        )
+    return alpha
 
 
 def dropin_alpha(alpha: Any, name: str = "alpha") -> Any:
@@ -113,12 +162,16 @@ def _nonempty_finite_1d(name: str, arr: npt.NDArray[np.float64]) -> npt.NDArray[
     return arr
 
 
-def p_values_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+def p_values_1d(
+    name: str, values: npt.ArrayLike, *, dropin: bool = False
+) -> npt.NDArray[np.float64]:
     """``values`` as a non-empty, 1-D float64 array of p-values, each in [0, 1].
 
-    Checked as truescore checks them (``holm`` and ``benjamini_hochberg`` are drop-ins).
+    ``dropin=True``: converted as truescore converts them (``holm`` and
+    ``benjamini_hochberg`` are drop-ins); otherwise as :func:`finite_1d` (non-real values
+    are a ``TypeError`` naming ``name``).
     """
-    arr = dropin_1d(name, values)
+    arr = dropin_1d(name, values) if dropin else finite_1d(name, values)
     if np.any((arr < 0.0) | (arr > 1.0)):
         raise ValueError(f"{name} must lie in [0, 1]")
     return arr
@@ -185,6 +238,8 @@ def check_population_size(
     """``None`` or an integer N no smaller than the sample size ``n``."""
     if population_size is None:
         return None
+    if isinstance(population_size, np.ndarray) and population_size.ndim == 0:
+        population_size = population_size[()]
     if isinstance(population_size, (float, np.floating)) and float(population_size).is_integer():
         population_size = int(population_size)
     if isinstance(population_size, bool) or not isinstance(population_size, (int, np.integer)):
@@ -195,7 +250,22 @@ def check_population_size(
         raise ValueError(
             f"{name} must be at least the number of sampled parents n = {n}; got {population_size}"
         )
+    if population_size >= _INT64_LIMIT:
+        raise ValueError(
+            f"{name} must be below 2**63 (sizes are counted in 64-bit integers); "
+            f"got {short_int(int(population_size))}"
+        )
     return int(population_size)
+
+
+def short_int(value: int) -> str:
+    """An int for a message: as is up to 19 digits, else like ``1.00000e+400`` (which
+    ``f"{value:.6g}"`` cannot do beyond the largest double)."""
+    digits = str(abs(value))
+    if len(digits) <= 19:
+        return str(value)
+    sign = "-" if value < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:6]}e+{len(digits) - 1}"
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -253,13 +323,7 @@ def check_open_unit(name: str, value: Any) -> float:
 
     (:func:`check_alpha` is for error rates; this is for everything else in (0, 1).)
     """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float, np.integer, np.floating))
-        or not 0.0 < value < 1.0
-    ):
-        raise ValueError(f"{name} must lie in (0, 1); got {value!r}")
-    return float(value)
+    return real_scalar(name, value, low=0.0, high=1.0, low_open=True, high_open=True)
 
 
 def check_population_sizes(
@@ -274,13 +338,23 @@ def check_population_sizes(
     arr = np.asarray(sizes)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a scalar or a 1-D sequence; got shape {arr.shape}")
+    if (
+        arr.dtype.kind == "O"
+        and arr.size
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in arr)
+    ):  # Python ints beyond uint64
+        if max(int(v) for v in arr) >= _INT64_LIMIT:
+            raise ValueError(
+                f"{name} must be below 2**63 (sizes are counted in 64-bit integers); "
+                f"got {short_int(max(int(v) for v in arr))}"
+            )
     if arr.dtype.kind not in "iuf" or (
         arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
     ):
-        raise ValueError(f"{name} must hold integers (population sizes N); got {sizes!r}")
+        raise ValueError(f"{name} must hold integers (population sizes N); got {sizes!r:.80}")
     if arr.size and arr.max() >= _INT64_LIMIT:
         raise ValueError(
-            f"{name} must be below 2**63 (the sizes are counted in 64-bit integers); "
+            f"{name} must be below 2**63 (sizes are counted in 64-bit integers); "
             f"got {arr.max():.6g}"
         )
     need = np.broadcast_to(np.asarray(n, dtype=np.int64), arr.shape)

@@ -46,6 +46,7 @@ from truescore_fast._validation import (
     check_population_size,
     check_positive_int,
     check_unit_interval,
+    real_scalar,
 )
 from truescore_fast.intervals import _FALLBACK_METHODS, _TRAITS, Interval, _methods_for, _single
 
@@ -289,13 +290,7 @@ def matched_form_audit(
     pub, fr = _forms(public, fresh)
     n, k = fr.shape
     pop = check_population_size(population_size, n)
-    is_number = isinstance(transport_radius, (int, float, np.integer, np.floating))
-    if is_number and isinstance(transport_radius, int) and abs(transport_radius) > 2**1023:
-        is_number = False  # an int beyond every double (10**400): not a usable radius
-    if not (is_number and math.isfinite(transport_radius) and transport_radius >= 0):
-        raise ValueError(
-            f"transport_radius must be a finite number >= 0; got {transport_radius!r}"
-        )
+    radius = real_scalar("transport_radius", transport_radius, low=0.0)
     guard = check_positive_int("guardrail", guardrail, minimum=0)
     check_choice("fallback", fallback, _FALLBACK_METHODS)
     if _TRAITS[fallback].needs_population and pop is None:
@@ -331,7 +326,7 @@ def matched_form_audit(
         bank = control_bank(control, half_alpha)
         readings_c = {name: (iv.low, iv.high) for name, iv in bank.readings.items()}
         reading_used = control_reading
-    r = float(transport_radius)
+    r = radius  # validated above
     tau_intervals = {
         name: Interval(
             low=lo_d - (uc + r),

@@ -94,6 +94,7 @@ from truescore_fast._validation import (
     check_positive_int,
     float_array,
     group_offsets,
+    real_scalar,
 )
 from truescore_fast.intervals import _CODE, _FALLBACK_METHODS, _TRAITS, INTERVAL_METHODS
 
@@ -118,14 +119,24 @@ def _replications(replications: Any) -> int:
 
 
 def _sizes(name: str, values: int | Iterable[int], minimum: int = 2) -> tuple[int, ...]:
-    items = [values] if isinstance(values, (int, np.integer)) else list(values)  # type: ignore[list-item]
+    if (
+        isinstance(values, (str, bytes))
+        or not isinstance(values, Iterable)
+        or (isinstance(values, np.ndarray) and values.ndim == 0)
+    ):
+        items: list[Any] = [values]  # one size (check_positive_int names what is wrong)
+    else:
+        items = list(values)
     if not items:
         raise ValueError(f"{name} must hold at least one sample size")
     return tuple(check_positive_int(name, v, minimum=minimum) for v in items)
 
 
 def _methods(intervals: Any) -> tuple[str, ...]:
-    items = (intervals,) if isinstance(intervals, str) else tuple(intervals)
+    if isinstance(intervals, str) or not isinstance(intervals, Iterable):
+        items: tuple[Any, ...] = (intervals,)
+    else:
+        items = tuple(intervals)
     if not items:
         raise ValueError("intervals must name at least one interval method")
     for m in items:
@@ -449,17 +460,22 @@ def stress_population(setting: StressSetting) -> npt.NDArray[np.float64]:
     """The deterministic population of a stress setting: round(share N) nonzero gaps
     split over (-1, -1/2, +1/2, +1) by the shape's weights (largest remainder), the rest
     zero, sorted."""
+    if not isinstance(setting, StressSetting):
+        raise TypeError(f"setting must be a StressSetting; got {type(setting).__name__}")
     big_n = check_positive_int("population_size", setting.population_size, minimum=2)
-    if setting.shape not in STRESS_SHAPES:
-        raise ValueError(f"shape must be one of {tuple(STRESS_SHAPES)}; got {setting.shape!r}")
-    if not 0.0 <= setting.nonzero_share <= 1.0:
-        raise ValueError(f"nonzero_share must lie in [0, 1]; got {setting.nonzero_share}")
+    check_choice("shape", setting.shape, tuple(STRESS_SHAPES))
+    real_scalar("nonzero_share", setting.nonzero_share, low=0.0, high=1.0)
     nonzero = int(round(setting.nonzero_share * big_n))
     weights = np.asarray(STRESS_SHAPES[setting.shape]) * nonzero
     counts = np.floor(weights).astype(np.int64)
     order = np.argsort(-(weights - counts), kind="stable")
     counts[order[: nonzero - int(counts.sum())]] += 1
-    values = np.concatenate((np.repeat(_STRESS_VALUES, counts), np.zeros(big_n - nonzero)))
+    try:
+        values = np.concatenate((np.repeat(_STRESS_VALUES, counts), np.zeros(big_n - nonzero)))
+    except MemoryError:
+        raise MemoryError(
+            f"population_size {big_n}: a population of that many gaps does not fit in memory"
+        ) from None
     return np.sort(values)
 
 
@@ -750,17 +766,17 @@ def detection_study(
 
 
 def _floats(name: str, values: float | Sequence[float]) -> tuple[float, ...]:
-    items = [values] if isinstance(values, (int, float, np.number)) else list(values)
+    if isinstance(values, np.ndarray) and values.ndim > 1:
+        raise ValueError(f"{name} must be a number or a 1-D sequence; got shape {values.shape}")
+    if isinstance(values, np.ndarray) or (
+        isinstance(values, Sequence) and not isinstance(values, str)
+    ):
+        items = list(np.reshape(values, -1)) if isinstance(values, np.ndarray) else list(values)
+    else:
+        items = [values]
     if not items:
         raise ValueError(f"{name} must hold at least one value")
-    out = []
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
-            raise ValueError(f"{name} must hold numbers; got {v!r}")
-        if not (math.isfinite(v) and 0.0 <= v < 1.0):
-            raise ValueError(f"{name} must lie in [0, 1); got {v}")
-        out.append(float(v))
-    return tuple(out)
+    return tuple(real_scalar(name, v, low=0.0, high=1.0, high_open=True) for v in items)
 
 
 # ---------------------------------------------------------------------------- budget
@@ -828,7 +844,10 @@ def budget_study(
         np.ascontiguousarray(a, dtype=np.int64) for a in np.nonzero(full[:, None] > full[None, :])
     )
     if not pair_high.size:
-        raise ValueError("the full sample ties every model: there is no ordering to recover")
+        raise ValueError(
+            "gaps: the full sample ties every model (equal mean gaps): there is no ordering "
+            "to recover"
+        )
     if max(ns) > big_n:
         raise ValueError(f"sizes must not exceed the {big_n} audited parents; got {max(ns)}")
     cells = [

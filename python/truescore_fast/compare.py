@@ -305,6 +305,7 @@ def _check_permutation_args(
     """
     if arr_a.shape[0] >= 2:
         if isinstance(n_resamples, (int, np.integer)) and n_resamples >= 1:
+            math.isinf(n_resamples)  # beyond every double: SciPy's OverflowError, as here
             return int(n_resamples)
         if isinstance(n_resamples, (float, np.floating)):
             if n_resamples == math.inf:
@@ -435,7 +436,7 @@ def holm(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
             numbers.
         TypeError: values NumPy cannot convert to float (a set, a dict, complex numbers).
     """
-    p = p_values_1d("p_values", p_values)
+    p = p_values_1d("p_values", p_values, dropin=True)
     m = p.shape[0]
     order = np.argsort(p)
     scaled = (m - np.arange(m)) * p[order]
@@ -459,7 +460,7 @@ def benjamini_hochberg(p_values: npt.ArrayLike) -> npt.NDArray[Any]:
             numbers.
         TypeError: values NumPy cannot convert to float (a set, a dict, complex numbers).
     """
-    p = p_values_1d("p_values", p_values)
+    p = p_values_1d("p_values", p_values, dropin=True)
     m = p.shape[0]
     order = np.argsort(p)[::-1]
     factors = m / (m - np.arange(m))

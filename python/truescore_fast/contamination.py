@@ -33,7 +33,7 @@ import numpy.typing as npt
 from scipy import special
 
 from truescore_fast import _core
-from truescore_fast._numeric import overflow_exponent, scale_exponent
+from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
@@ -510,8 +510,12 @@ class ExchangeabilityTests(TabularResult):
         Args:
             method: ``"fisher"`` (default): ``-2 sum log p`` against chi-squared(2K).
                 ``"stouffer"``: ``Z = sum Phi^-1(1 - p_mid) / sqrt(K)`` on mid-p values
-                ``(0.5 + count) / (m + 1)``; the raw p = 1 that a permutation test gives
-                with probability 1/(m+1) would otherwise send Z to minus infinity. The
+                ``(0.5 + count) / (m + 1)``, every shard weighted equally whatever its
+                number of permutations m, and the one-sided ``p = Phi(-Z)``: small when
+                the published orders rank high (few shuffles at or above them), near 1
+                when they rank low (that is no finding, in either direction). The raw
+                p = 1 that a permutation test gives with probability 1/(m+1) would
+                otherwise send Z to minus infinity. The
                 mid-p scores have mean 0 and variance below 1 under the null, which makes
                 the normal reference conservative when several shards are pooled
                 (measured with 19 permutations per shard: size 0.045 at level 0.05 and
@@ -625,16 +629,20 @@ def exchangeability_tests(
         if values.shape[1] == 0:
             raise ValueError("permuted must hold at least one permutation per shard")
         out = _core.rank_tests_dense(canon, values, n_threads=threads)
+        bounds = None
         m = np.full(canon.shape[0], values.shape[1], dtype=np.int64)
     else:
         if values.ndim != 1:
             raise ValueError(f"permuted must be 1-D when offsets are given; got {values.shape}")
-        offs = _offsets(offsets)
-        out = _core.rank_tests_ragged(canon, values, offs, n_threads=threads)
-        m = np.diff(offs)
-    z_scores = out["z_score"]
-    for i in map(int, np.flatnonzero(~np.isfinite(z_scores))):
-        z_scores[i] = _scaled_z(i, canon[i], _shard(values, offsets, i))
+        bounds = _offsets(offsets)
+        out = _core.rank_tests_ragged(canon, values, bounds, n_threads=threads)
+        m = np.diff(bounds)
+    z_scores, sds = out["z_score"], out["sd"]
+    # The direct formula overflows for huge values, and squared deviations underflow for
+    # tiny ones (a spread of 1e-300 reads as sd = 0, z = 0): those shards are redone on
+    # values scaled by a power of two (exact).
+    for i in map(int, np.flatnonzero(~np.isfinite(z_scores) | (sds < _TINY_SD))):
+        z_scores[i], sds[i] = _scaled_z(i, canon[i], _shard(values, bounds, i))
     return ExchangeabilityTests(
         p_values=out["p_value"],
         counts=out["count"],
@@ -647,29 +655,37 @@ def exchangeability_tests(
     )
 
 
-def _shard(values: npt.NDArray[np.float64], offsets: Any, i: int) -> npt.NDArray[np.float64]:
-    if offsets is None:
+_TINY_SD = 2.0**-400  # below it, squared deviations may have lost digits to underflow
+
+
+def _shard(
+    values: npt.NDArray[np.float64], bounds: npt.NDArray[np.int64] | None, i: int
+) -> npt.NDArray[np.float64]:
+    """Shard i's permuted values: row i of a dense array (``bounds`` None), or the slice
+    between the validated offsets ``bounds[i]`` and ``bounds[i + 1]`` of a ragged one."""
+    if bounds is None:
         return values[i]
-    offs = np.asarray(offsets, dtype=np.int64)
-    return values[offs[i] : offs[i + 1]]
+    return values[bounds[i] : bounds[i + 1]]
 
 
-def _scaled_z(i: int, canonical: float, permuted: npt.NDArray[np.float64]) -> float:
-    """Shard i's z = (canonical - mean) / sd where the direct formula overflowed: mean and
-    sd on permutations scaled by a power of two, canonical - mean scaled by another, and
-    the quotient's exponents added (each step exact or correctly rounded). A z beyond the
-    largest double is an error, never an infinity."""
+def _scaled_z(i: int, canonical: float, permuted: npt.NDArray[np.float64]) -> tuple[float, float]:
+    """Shard i's z = (canonical - mean) / sd, and sd, where the direct formula overflowed
+    or underflowed: mean and sd on permutations scaled by a power of two, canonical -
+    mean scaled by another, and the quotient's exponents added (each step exact or
+    correctly rounded). A z beyond the largest double is an error, never an infinity."""
+    if permuted.shape[0] < 2:
+        return 0.0, 0.0  # one permutation has no spread (the core's convention)
     down = scale_exponent(float(np.max(np.abs(permuted))), 2.0**400)
     x = np.ldexp(permuted, down)
     sd = float(np.std(x, ddof=1))
     if not sd > 0.0:
-        return 0.0
-    mean = math.ldexp(float(np.mean(x)), -down)
-    shift = overflow_exponent(max(abs(canonical), abs(mean)), 2.0**1000)
-    gap = math.ldexp(canonical, shift) - math.ldexp(mean, shift)
+        return 0.0, 0.0
+    largest = max(abs(canonical), math.ldexp(float(np.max(np.abs(x))), -down))
+    shift = scale_exponent(largest, 2.0**1000)  # |mean| <= largest
+    gap = math.ldexp(canonical, shift) - math.ldexp(float(np.mean(x)), shift - down)
     (gap_m, gap_e), (sd_m, sd_e) = math.frexp(gap), math.frexp(sd)
     try:
-        return math.ldexp(gap_m / sd_m, gap_e - sd_e + down - shift)
+        return math.ldexp(gap_m / sd_m, gap_e - sd_e + down - shift), unscale(sd, down)
     except OverflowError:
         raise ValueError(
             f"canonical[{i}] lies more than the largest double of standard deviations from "

@@ -69,7 +69,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._bootstrap_intervals import percentile_interval
-from truescore_fast._io import check_input_file
+from truescore_fast._io import NotJsonError, read_json_file
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import check_alpha, check_positive_int, optional_module
@@ -245,6 +245,32 @@ def _non_finite_numbers(record: Any) -> list[str]:
     return problems
 
 
+# Deeper records are refused before schema validation, which recurses once per level
+# (a RecursionError at a few hundred levels); a valid record is at most a few levels deep.
+MAX_RECORD_DEPTH = 64
+
+
+def _depth(record: Any) -> int:
+    """How many levels of objects and arrays ``record`` nests, counted up to
+    ``MAX_RECORD_DEPTH + 1`` (iteratively: the depth of a record is the caller's); 0 for
+    a scalar."""
+    deepest = 0
+    stack: list[tuple[int, Any]] = [(0, record)]
+    while stack:
+        level, value = stack.pop()
+        if isinstance(value, Mapping):
+            children: Any = value.values()
+        elif isinstance(value, (list, tuple)):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        if deepest > MAX_RECORD_DEPTH:
+            return deepest  # deep enough to refuse; counting further costs time
+        stack.extend((level + 1, child) for child in children)
+    return deepest
+
+
 def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> DisclosureValidation:
     """Validate a disclosure record against the shipped JSON Schema, listing every problem.
 
@@ -271,18 +297,16 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
     )
 
     if isinstance(obj_or_path, (str, Path)):
-        path = check_input_file(obj_or_path)  # a directory or FIFO is named as such
-        source = str(path)
-        try:
-            record: Any = json.loads(
-                path.read_text(encoding="utf-8"),
+        source = str(obj_or_path)
+        try:  # the reader the command line uses too; a directory or FIFO is named as such
+            record: Any = read_json_file(
+                obj_or_path,
+                "(file)",
                 object_pairs_hook=_unique_keys,
                 parse_constant=_refuse_constant,
             )
-        except (json.JSONDecodeError, _NotJsonError) as error:
-            return DisclosureValidation(False, (f"(file): not valid JSON: {error}",), source)
-        except UnicodeDecodeError as error:
-            return DisclosureValidation(False, (f"(file): not UTF-8 text: {error}",), source)
+        except NotJsonError as error:
+            return DisclosureValidation(False, (str(error),), source)
     elif isinstance(obj_or_path, Mapping):
         record, source = dict(obj_or_path), "<object>"
     else:
@@ -290,6 +314,12 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
             f"obj_or_path must be a mapping or the path of a JSON file; got "
             f"{type(obj_or_path).__name__}"
         )
+    if _depth(record) > MAX_RECORD_DEPTH:  # the schema validator recurses once per level
+        deep = (
+            f"(record): nested more than {MAX_RECORD_DEPTH} levels deep; a disclosure "
+            "record is a few levels deep"
+        )
+        return DisclosureValidation(False, (deep,), source)
     validator = jsonschema.Draft202012Validator(disclosure_schema())
     errors = sorted(
         validator.iter_errors(record),

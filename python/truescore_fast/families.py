@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import percentile_interval
-from truescore_fast._numeric import overflow_exponent, unscale
+from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
@@ -191,13 +191,14 @@ def family_bootstrap_difference(
         raise ValueError("families must contain at least 2 distinct families to resample")
     t_sum = np.bincount(t_codes, weights=t, minlength=n_fam)
     c_sum = np.bincount(c_codes, weights=c, minlength=n_fam)
-    # A resample sums n_fam family sums: with sums this large, work in units of a power
-    # of two (exact) so no replicate, quantile or variance overflows; scale back at the end.
+    # A resample sums n_fam family sums: with sums this large (or this small), work in
+    # units of a power of two (exact) so no replicate, quantile or variance overflows (or
+    # underflows to a false zero); scale back at the end.
     with np.errstate(over="ignore"):
         bound = n_fam * max(float(np.max(np.abs(t_sum))), float(np.max(np.abs(c_sum))))
     if not math.isfinite(bound):
         raise ValueError("treated and control values are too large to sum in float64")
-    exponent = overflow_exponent(bound, 2.0**400)
+    exponent = scale_exponent(bound, 2.0**400)
     t_sum, c_sum = np.ldexp(t_sum, exponent), np.ldexp(c_sum, exponent)
     key0, key1 = philox_key(seed)
     reps = _core.cluster_bootstrap_difference(

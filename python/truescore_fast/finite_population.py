@@ -216,15 +216,18 @@ def finite_population_bootstrap(
         weight = big / total_pop
         frac = counts / big
     key = philox_key(seed)
-    s2 = np.array(
-        [
-            np.var(ys[offsets[h] : offsets[h + 1]], ddof=1) if counts[h] > 1 else 0.0
-            for h in range(counts.size)
-        ]
-    )
-    variance = float(np.sum(weight**2 * (1 - frac) * s2 / counts))
-    means = np.array([np.mean(ys[offsets[h] : offsets[h + 1]]) for h in range(counts.size)])
-    estimate = float(np.sum(weight * means))
+    # With a user statistic the values are never summed (it sees weights), so they are
+    # not rescaled: the mean and variance below are unused then and may overflow.
+    with np.errstate(over="ignore" if statistic is not None else None):
+        s2 = np.array(
+            [
+                np.var(ys[offsets[h] : offsets[h + 1]], ddof=1) if counts[h] > 1 else 0.0
+                for h in range(counts.size)
+            ]
+        )
+        variance = float(np.sum(weight**2 * (1 - frac) * s2 / counts))
+        means = np.array([np.mean(ys[offsets[h] : offsets[h + 1]]) for h in range(counts.size)])
+        estimate = float(np.sum(weight * means))
     sizes: tuple[int, ...] | None = None
     if method == "rao_wu":
         if counts.min() < 2:

@@ -89,10 +89,10 @@ from truescore_fast._io import (
     ALL_MODELS,
     STDIN,
     AuditData,
-    _json_value,
     _parquet_rows,
     _text_rows,
     decode_text,
+    parse_json,
     read_input_bytes,
     sniff_format,
 )
@@ -408,7 +408,7 @@ def _archive_json(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -
         raw = archive.read(info)
     except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as error:
         raise ValueError(f"{member}: cannot read ({error})") from None
-    return _json_value(decode_text(raw, member), member)
+    return parse_json(decode_text(raw, member), member)
 
 
 # ------------------------------------------------------------------------ key and metric

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +109,8 @@ def _sklearn() -> Any:
 def _texts(name: str, values: Sequence[str]) -> list[str]:
     if isinstance(values, str):
         raise ValueError(f"{name} must be a sequence of strings, not a single string")
+    if not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a sequence of strings; got {type(values).__name__}")
     out = list(values)
     for i, v in enumerate(out):
         if not isinstance(v, str):

@@ -644,13 +644,14 @@ class ShardState(Result):
 
     ``p_low`` and ``p_high`` bound the p-value the shard will end with, whatever the
     orders not yet scored give; they are equal (to ``p_value``) once it has stopped.
+    ``p_value`` is None while the shard is open.
     """
 
     shard: int
     draws: int
     exceedances: int
     stopped: bool
-    p_value: float
+    p_value: float | None
     p_low: float
     p_high: float
 
@@ -679,7 +680,7 @@ class SequentialVerdict(TabularResult):
         p_low, p_high: Bounds on the pooled p-value the test will end with. The decision
             is the one scoring every order the rule asks for would give: stopping early
             changes how many orders are scored, not the answer.
-        p_value: The pooled p-value once every shard has stopped (NaN before).
+        p_value: The pooled p-value once every shard has stopped (None before).
         orders_scored: Shuffled orders scored so far, over all shards.
         orders_fixed: What the fixed design scores (shards x max_permutations).
         shards: Each shard's state.
@@ -688,7 +689,7 @@ class SequentialVerdict(TabularResult):
     decision: Literal["finding", "no finding", "continue"]
     p_low: float
     p_high: float
-    p_value: float
+    p_value: float | None
     orders_scored: int
     orders_fixed: int
     alpha: float
@@ -709,7 +710,7 @@ class SequentialVerdict(TabularResult):
     def summary(self) -> str:
         p = (
             f"pooled p = {self.p_value:.4g}"
-            if not math.isnan(self.p_value)
+            if self.p_value is not None
             else f"pooled p in [{self.p_low:.4g}, {self.p_high:.4g}]"
         )
         return (
@@ -728,7 +729,7 @@ def _shard_state(shard: int, draws: int, exceedances: int, h: int, m: int) -> Sh
     low = (exceedances + 1.0) / (m + 1.0)  # no further exceedance up to m
     earliest = draws + (h - exceedances)  # every further order an exceedance
     high = h / earliest if earliest <= m else (exceedances + (m - draws) + 1.0) / (m + 1.0)
-    return ShardState(shard, draws, exceedances, False, math.nan, low, high)
+    return ShardState(shard, draws, exceedances, False, None, low, high)
 
 
 def _pooled_verdict(states: tuple[ShardState, ...], m: int, alpha: float) -> SequentialVerdict:
@@ -745,7 +746,7 @@ def _pooled_verdict(states: tuple[ShardState, ...], m: int, alpha: float) -> Seq
         decision=decision,
         p_low=low,
         p_high=high,
-        p_value=low if done else math.nan,
+        p_value=low if done else None,
         orders_scored=int(sum(s.draws for s in states)),
         orders_fixed=len(states) * m,
         alpha=alpha,

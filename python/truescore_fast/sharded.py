@@ -30,7 +30,7 @@ import numpy.typing as npt
 from scipy import special, stats
 
 from truescore_fast import _core
-from truescore_fast._numeric import overflow_exponent, unscale
+from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result
 from truescore_fast._validation import (
@@ -181,10 +181,15 @@ def sharded_likelihood_test(
     values, offsets = _shuffled_rows(shuffled, r)
     means = _core.row_means_ragged(values, offsets, n_threads=threads)
     # t is scale-free: log-likelihoods large enough for a row sum or a squared difference
-    # to overflow are scaled by a power of two first (exact), and mean and sd scaled back.
+    # to overflow, or small enough for a squared difference to underflow (a spread of
+    # 1e-300 would read as zero variance), are scaled by a power of two first (exact), and
+    # mean and sd scaled back.
     exponent = 0
-    if not (np.isfinite(means).all() and max(_largest(canon), _largest(means)) <= _HEADROOM):
-        exponent = overflow_exponent(max(_largest(canon), _largest(values)), _HEADROOM)
+    if not (
+        np.isfinite(means).all()
+        and 1.0 / _HEADROOM <= max(_largest(canon), _largest(means)) <= _HEADROOM
+    ):
+        exponent = scale_exponent(max(_largest(canon), _largest(values)), _HEADROOM)
         canon = np.ldexp(canon, exponent)
         means = _core.row_means_ragged(np.ldexp(values, exponent), offsets, n_threads=threads)
     d = canon - means

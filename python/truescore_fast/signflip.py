@@ -131,7 +131,9 @@ def seed_contrast(
         x = np.ldexp(x, exponent)
     mean = float(np.mean(x))
     sd = float(np.std(x, ddof=1))
-    half = upper_quantile(lambda p: student_t_quantile(p, n - 1), alpha / 2) * sd / math.sqrt(n)
+    # No spread, no width (the quantile may be infinite for a subnormal alpha: inf * 0).
+    quantile = upper_quantile(lambda p: student_t_quantile(p, n - 1), alpha / 2)
+    half = quantile * sd / math.sqrt(n) if sd > 0.0 else 0.0
     low, high = unscale(mean - half, exponent), unscale(mean + half, exponent)
     mean, sd = unscale(mean, exponent), unscale(sd, exponent)
     if not math.isfinite(sd):

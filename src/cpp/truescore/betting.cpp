@@ -94,7 +94,7 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
         const double mean = numpy_mean(d, n);
         return {mean, mean, mean, 0.0};
     }
-    const double log_term = std::log(2.0 / alpha);
+    const double log_term = log_ratio(2.0, alpha);
     const bool finite = population_size > 0.0;
     double s = 0.0, sq = 0.0, var_prev = 0.25;
     for (std::size_t i = 0; i < n; ++i) {

@@ -40,7 +40,7 @@ std::string check_gaps(const double* d, std::size_t n, double population_size, c
 }
 
 IntervalConstants::IntervalConstants(double a, bool with_z)
-    : alpha(a), log_2_alpha(std::log(2.0 / a)), log_4_alpha(std::log(4.0 / a)),
+    : alpha(a), log_2_alpha(log_ratio(2.0, a)), log_4_alpha(log_ratio(4.0, a)),
       z(with_z ? upper_normal_quantile(a / 2.0) : std::numeric_limits<double>::quiet_NaN()) {}
 
 double hoeffding_half_width(std::size_t n, const IntervalConstants& c) {

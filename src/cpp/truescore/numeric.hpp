@@ -1,6 +1,7 @@
 // Small numeric helpers shared by the interval formulas and the calibration engine.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 #include "truescore/summation.hpp"
@@ -18,6 +19,14 @@ double normal_quantile(double p);
 constexpr double kSmallTail = 1e-3;
 inline double upper_normal_quantile(double tail) {
     return tail < kSmallTail ? -normal_quantile(tail) : normal_quantile(1.0 - tail);
+}
+
+// log(k / a) for k > 0 and a in (0, 1): as written where k / a is finite (its bits are the
+// ones results always had), log(k) - log(a) where k / a overflows (a below ~4e-308): the
+// log stays finite, so a half-width is a finite number or +inf, never inf * 0 = NaN.
+inline double log_ratio(double k, double a) {
+    const double r = k / a;
+    return r <= 1.7976931348623157e308 ? std::log(r) : std::log(k) - std::log(a);
 }
 
 // np.mean(d): numpy_sum / n.
