@@ -20,6 +20,7 @@ from reference import (
     ref_bernstein_interval,
     ref_betting_interval,
     ref_randomization_binomial,
+    ref_randomization_convolution,
     ref_wald_interval,
 )
 
@@ -131,3 +132,60 @@ def test_five_intervals_python_loop(benchmark, audits, record_role):
     for m, ivs in got.items():
         for a in (0, LOOP_SUBSET - 1):
             assert ivs[a] == batched[m][a]
+
+
+def _lattice_grid(n, seed):
+    """K = 2 graded scores on the 5-level grid {0, 1/4, 1/2, 3/4, 1}, as integers."""
+    rng = np.random.default_rng(seed)
+    pub = rng.choice(5, size=n, p=[0.1, 0.15, 0.3, 0.25, 0.2])
+    fr = rng.choice(5, size=(n, 2), p=[0.12, 0.18, 0.3, 0.22, 0.18])
+    return pub, fr
+
+
+@pytest.fixture(scope="module")
+def lattice20000():
+    return _lattice_grid(20_000, 13)
+
+
+@pytest.mark.benchmark(group="audit: exact lattice test, K = 2, 5-level grid, n = 20,000")
+def test_lattice_test_compiled(benchmark, lattice20000, record_role):
+    record_role("ours", "truescore_fast.randomization_test")
+    pub, fr = lattice20000
+    res = benchmark(tf.randomization_test, pub / 4, fr / 4, alternative="two-sided")
+    assert res.method == "exact-lattice"
+    want = ref_randomization_convolution(pub, fr)
+    np.testing.assert_allclose([res.p_greater, res.p_less, res.p_two_sided], want, rtol=1e-9)
+
+
+@pytest.mark.benchmark(group="audit: exact lattice test, K = 2, 5-level grid, n = 20,000")
+def test_lattice_numpy_convolution(benchmark, lattice20000, record_role):
+    record_role("baseline", "np.convolve of the 20,000 per-parent nulls (tests/reference.py)")
+    pub, fr = lattice20000
+    want = benchmark.pedantic(ref_randomization_convolution, args=(pub, fr), rounds=1)
+    res = tf.randomization_test(pub / 4, fr / 4, alternative="two-sided")
+    np.testing.assert_allclose([res.p_greater, res.p_less, res.p_two_sided], want, rtol=1e-9)
+
+
+@pytest.mark.benchmark(group="audit: exact lattice test, K = 2, 5-level grid, n = 100,000")
+def test_lattice_test_compiled_100000(benchmark, record_role):
+    # near-linear: compare with the n = 20,000 row of this group (5x the parents)
+    record_role("ours", "truescore_fast.randomization_test")
+    pub, fr = _lattice_grid(100_000, 14)
+    res = benchmark(tf.randomization_test, pub / 4, fr / 4, alternative="two-sided")
+    assert res.method == "exact-lattice"
+    # the two one-sided tails overlap in exactly P(U = u_obs), at most the smaller tail
+    overlap = res.p_greater + res.p_less - 1.0
+    assert -1e-12 <= overlap <= min(res.p_greater, res.p_less) + 1e-12
+    mc = tf.randomization_test(
+        pub / 4, fr / 4, alternative="two-sided", method="monte_carlo", n_resamples=2000, seed=1
+    )
+    se = (res.p_two_sided * (1 - res.p_two_sided) / 2000) ** 0.5
+    assert abs(mc.p_two_sided - res.p_two_sided) <= 4 * se + 1 / 2001
+
+
+@pytest.mark.benchmark(group="audit: exact lattice test, K = 2, 5-level grid, n = 100,000")
+def test_lattice_test_compiled_20000_for_scaling(benchmark, lattice20000, record_role):
+    record_role("ours-variant", "the same test at n = 20,000 (x5 would be linear)", 5.0)
+    pub, fr = lattice20000
+    res = benchmark(tf.randomization_test, pub / 4, fr / 4, alternative="two-sided")
+    assert res.method == "exact-lattice"

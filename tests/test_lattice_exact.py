@@ -148,7 +148,7 @@ def test_n_20000_far_upper_tail_matches_mpmath():
             i2 = (x - 4 * i1) // 2
             assert 4 * i1 + 2 * i2 == x and i2 <= c2
             pub = np.concatenate([np.where(np.arange(c1) < i1, 4, 0), np.where(np.arange(c2) < i2, 3, 1), np.full(2000, 2)])
-            fr = np.concatenate([np.zeros((c1, 2)), np.tile([3, 3], (c2, 1)), np.full((2000, 2), 2)])
+            fr = np.concatenate([np.zeros((c1, 2)), np.tile([1, 3], (c2, 1)), np.full((2000, 2), 2)])
             fr[np.arange(c1)[np.arange(c1) >= i1], 0] = 4  # the 4 sits in a fresh form
             fr[c1 + np.arange(c2)[np.arange(c2) >= i2], 0] = 3
             fr[c1 + np.arange(c2)[np.arange(c2) >= i2], 1] = 3

@@ -212,6 +212,7 @@ struct TiltedPower {
     double dropped = 0.0;     // bound on the dropped mass, relative to the total
     double z = 1.0;
     long double log_z = 0.0L;
+    long double log_mass = 0.0L;  // log of F's exact total mass, sum_t c_t log sum_k m_t(k) z^k
 };
 
 // Drop the ends holding at most `tol` of the mass (relative), rescale by a power of two.
@@ -258,11 +259,14 @@ TiltedPower tilted_power(const std::vector<LatticeType>& types, int grid_bits, s
         tilted[t].resize(m.size());
         double zk = 1.0;
         double peak = 0.0;
+        long double mass = 0.0L;
         for (std::size_t k = 0; k < m.size(); ++k) {
-            tilted[t][k] = m[k] * zk;
+            tilted[t][k] = m[k] * zk;  // exact
             peak = std::max(peak, tilted[t][k]);
+            mass += static_cast<long double>(tilted[t][k]);
             zk *= out.z;
         }
+        out.log_mass += static_cast<long double>(types[t].count) * std::log(mass);
         // peak near 1 (an exact power-of-two factor), so products of many cannot overflow
         type_scale[t] = std::ilogb(peak);
         const double factor = std::ldexp(1.0, static_cast<int>(-type_scale[t]));
@@ -313,10 +317,11 @@ TiltedPower tilted_power(const std::vector<LatticeType>& types, int grid_bits, s
 }
 
 // sum_{v >= x} F(v) z^{-(v - x)} (upper) or sum_{v <= x} F(v) z^{(x - v)} (lower), and the
-// total mass of F (both in the scaled units of `tp`).
+// total mass of F (both in the scaled units of `tp`). O(width), in long double: these
+// sums run over thousands of entries and must not add their own rounding drift.
 struct WeightedTail {
-    double tail;
-    double mass;
+    long double tail;
+    long double mass;
 };
 
 WeightedTail weighted_tail(const TiltedPower& tp, std::int64_t x, bool upper) {
@@ -324,9 +329,9 @@ WeightedTail weighted_tail(const TiltedPower& tp, std::int64_t x, bool upper) {
     const std::vector<double>& h = tp.h;
     const std::int64_t nh = static_cast<std::int64_t>(h.size());
     // th[k] = sum_{k' >= k} h[k'] z^{-(k' - k)} (upper) / sum_{k' <= k} h[k'] z^{(k - k')} (lower)
-    std::vector<double> th(h.size());
-    const double r = upper ? 1.0 / tp.z : tp.z;
-    double s = 0.0, mass_h = 0.0, mass_g = 0.0;
+    std::vector<long double> th(h.size());
+    const long double r = upper ? 1.0L / static_cast<long double>(tp.z) : static_cast<long double>(tp.z);
+    long double s = 0.0L, mass_h = 0.0L, mass_g = 0.0L;
     if (upper) {
         for (std::int64_t k = nh - 1; k >= 0; --k) { s = h[k] + s * r; th[k] = s; }
     } else {
@@ -334,28 +339,21 @@ WeightedTail weighted_tail(const TiltedPower& tp, std::int64_t x, bool upper) {
     }
     for (double v : h) mass_h += v;
     for (double v : g) mass_g += v;
-    // F(v) with v = g_off + j + h_off + k. Upper: need k >= x - g_off - h_off - j.
-    double tail = 0.0;
+    // F(v) with v = g_off + j + h_off + k: entry j of g meets entry k = x - g_off - h_off - j
+    // of h at v = x; beyond h's ends the weighted tail continues geometrically.
+    long double tail = 0.0L;
     const std::int64_t base = x - tp.g_off - tp.h_off;
     const std::int64_t ng = static_cast<std::int64_t>(g.size());
     for (std::int64_t j = 0; j < ng; ++j) {
         const std::int64_t k = base - j;
-        double t;
+        long double t;
         if (upper) {
             if (k >= nh) continue;
-            // k < 0: every h entry counts, weighted z^{-(k' - k)} = z^{k} * z^{-k'} ... fold in below
-            if (k < 0) {
-                t = th[0] * std::pow(r, static_cast<double>(-k));
-            } else {
-                t = th[static_cast<std::size_t>(k)];
-            }
+            t = k < 0 ? th[0] * std::pow(r, static_cast<long double>(-k)) : th[static_cast<std::size_t>(k)];
         } else {
             if (k < 0) continue;
-            if (k >= nh) {
-                t = th[static_cast<std::size_t>(nh - 1)] * std::pow(r, static_cast<double>(k - (nh - 1)));
-            } else {
-                t = th[static_cast<std::size_t>(k)];
-            }
+            t = k >= nh ? th[static_cast<std::size_t>(nh - 1)] * std::pow(r, static_cast<long double>(k - (nh - 1)))
+                        : th[static_cast<std::size_t>(k)];
         }
         tail += g[static_cast<std::size_t>(j)] * t;
     }
@@ -410,10 +408,12 @@ public:
         for (double tol : {1e-40, 0.0}) {
             const TiltedPower& tp = power(z_exp, z_frac, tol);
             const WeightedTail wt = weighted_tail(tp, x, upper);
-            if (tol > 0.0 && !(tp.dropped * wt.mass <= 1e-15 * wt.tail)) continue;  // certificate failed
+            if (tol > 0.0 && !(tp.dropped * wt.mass <= 1e-15L * wt.tail)) continue;  // certificate failed
             if (wt.tail <= 0.0) return 0.0;
-            const long double log_p = std::log(static_cast<long double>(wt.tail)) +
-                                      static_cast<long double>(tp.scale2) * std::log(2.0L) -
+            // P = (tail / mass of F) * (exact mass of F) / (K + 1)^n * z^-x: dividing by the
+            // computed mass cancels the rounding drift the squarings share across entries.
+            const long double log_p = std::log(static_cast<long double>(wt.tail)) -
+                                      std::log(static_cast<long double>(wt.mass)) + tp.log_mass -
                                       static_cast<long double>(n_inf_) * std::log(static_cast<long double>(kp1_)) -
                                       static_cast<long double>(x) * tp.log_z;
             return std::min(1.0, static_cast<double>(std::exp(log_p)));
