@@ -396,32 +396,64 @@ public:
         while ((std::int64_t{1} << bits_m) <= kp1_) ++bits_m;
         grid_bits_ = w_max_ > 0 ? static_cast<int>(std::max<std::int64_t>(0, (53 - bits_m) / w_max_ - 1)) : 0;
         max_exp_ = w_max_ > 0 ? 900 / w_max_ - 1 : 0;
-        if (max_exp_ > 0) mean0_ = tilted_mean(types_, 0.0);
+        for (const auto& t : types_) {  // mean and variance of V untilted
+            double m1 = 0.0, m2 = 0.0, tot = 0.0;
+            for (std::size_t k = 0; k < t.mult.size(); ++k) {
+                const double kd = static_cast<double>(k);
+                tot += t.mult[k];
+                m1 += t.mult[k] * kd;
+                m2 += t.mult[k] * kd * kd;
+            }
+            m1 /= tot;
+            mean0_ += static_cast<double>(t.count) * m1;
+            sd0_ += static_cast<double>(t.count) * (m2 / tot - m1 * m1);
+        }
+        sd0_ = std::sqrt(sd0_);
     }
 
     // P(V >= x) (upper) or P(V <= x) (lower).
     double tail(std::int64_t x, bool upper) {
         if (upper ? x <= 0 : x >= v_max_) return 1.0;
         if (upper ? x > v_max_ : x < 0) return 0.0;
-        std::int64_t z_exp = 0, z_frac = 0;
-        if (max_exp_ > 0) choose_tilt(static_cast<double>(x), upper, z_exp, z_frac);
-        for (double tol : {1e-40, 0.0}) {
-            const TiltedPower& tp = power(z_exp, z_frac, tol);
-            const WeightedTail wt = weighted_tail(tp, x, upper);
-            if (tol > 0.0 && !(tp.dropped * wt.mass <= 1e-15L * wt.tail)) continue;  // certificate failed
-            if (wt.tail <= 0.0) return 0.0;
-            // P = (tail / mass of F) * (exact mass of F) / (K + 1)^n * z^-x: dividing by the
-            // computed mass cancels the rounding drift the squarings share across entries.
-            const long double log_p = std::log(static_cast<long double>(wt.tail)) -
-                                      std::log(static_cast<long double>(wt.mass)) + tp.log_mass -
-                                      static_cast<long double>(n_inf_) * std::log(static_cast<long double>(kp1_)) -
-                                      static_cast<long double>(x) * tp.log_z;
-            return std::min(1.0, static_cast<double>(std::exp(log_p)));
+        double p = 0.0;
+        // Any tilt gives the exact identity; a power already built serves when its weights
+        // do not grow over the tail (z >= 1 for an upper tail) and its certificate holds.
+        for (const auto& c : cache_)
+            if ((upper ? c.tp.z >= 1.0 : c.tp.z <= 1.0) && evaluate(c.tp, c.tol, x, upper, p)) return p;
+        const double xd = static_cast<double>(x);
+        const bool near = std::fabs(xd - mean0_) <= 4.0 * sd0_;
+        if (max_exp_ > 0 && !near && (upper ? xd <= mean0_ : xd >= mean0_)) {
+            // The far probable side: 1 - the opposite tail (tilted, and usually sharing its
+            // tilt with a query already made). Complements of at most 1/2 keep the relative
+            // precision of the tail they come from.
+            const double q = tail(upper ? x - 1 : x + 1, !upper);
+            if (q <= 0.5) return 1.0 - q;
         }
-        return 0.0;  // unreachable: the untruncated pass always returns
+        std::int64_t z_exp = 0, z_frac = 0;
+        if (max_exp_ > 0 && !near) choose_tilt(xd, upper, z_exp, z_frac);
+        if (evaluate(power(z_exp, z_frac, kTrimMass), kTrimMass, x, upper, p)) return p;
+        evaluate(power(z_exp, z_frac, 0.0), 0.0, x, upper, p);  // untruncated: always holds
+        return p;
     }
 
 private:
+    static constexpr double kTrimMass = 1e-40;  // mass share each truncation may drop
+
+    // The tail from one tilted power; false when its truncation certificate fails.
+    bool evaluate(const TiltedPower& tp, double tol, std::int64_t x, bool upper, double& p) const {
+        const WeightedTail wt = weighted_tail(tp, x, upper);
+        // the dropped mass can move the tail by at most dropped * mass (weights <= 1)
+        if (tol > 0.0 && !(tp.dropped * wt.mass <= 1e-15L * wt.tail)) return false;
+        if (wt.tail <= 0.0L) { p = 0.0; return true; }
+        // P = (tail / mass of F) * (exact mass of F) / (K + 1)^n * z^-x: dividing by the
+        // computed mass cancels the rounding drift the squarings share across entries.
+        const long double log_p = std::log(wt.tail) - std::log(wt.mass) + tp.log_mass -
+                                  static_cast<long double>(n_inf_) * std::log(static_cast<long double>(kp1_)) -
+                                  static_cast<long double>(x) * tp.log_z;
+        p = std::min(1.0, static_cast<double>(std::exp(log_p)));
+        return true;
+    }
+
     void choose_tilt(double x, bool upper, std::int64_t& z_exp, std::int64_t& z_frac) const {
         if (upper ? x <= mean0_ : x >= mean0_) return;  // the probable side: no tilt
         const double theta_max = (static_cast<double>(max_exp_) + 0.5) * std::log(2.0);
@@ -457,7 +489,7 @@ private:
     std::int64_t kp1_;
     std::int64_t w_max_ = 0, v_max_ = 0, n_inf_ = 0, max_exp_ = 0;
     int grid_bits_ = 0;
-    double mean0_ = 0.0;
+    double mean0_ = 0.0, sd0_ = 0.0;
     std::deque<Cached> cache_;  // references into it stay valid
 };
 
