@@ -52,3 +52,15 @@ def test_batched_intervals_use_the_same_endpoints():
     for a in range(50):
         want = ref_betting_interval(gaps[a], 1000)
         assert (out["betting"].low[a], out["betting"].high[a]) == want[:2]
+
+
+def test_matches_the_compiled_bisection_on_many_inputs():
+    # the pre-issue-13 bisection, kept in the core as _core.testing.betting_interval_bisection
+    from truescore_fast import _core
+
+    bisect = _core.testing.betting_interval_bisection
+    for d, pop, alpha in _cases(9, 3000):
+        iv = tf.betting_interval(d, population_size=pop, alpha=alpha)
+        low, high = bisect(d, 0.0 if pop is None else float(pop), alpha)
+        assert iv.low <= low and iv.high >= high, (d, pop, alpha)
+        assert (iv.low, iv.high) == (low, high)

@@ -190,8 +190,25 @@ private:
 
 }  // namespace
 
-GapInterval betting_interval(const double* d, std::size_t n, double population_size, double alpha,
-                             double* scratch) {
+namespace {
+
+// The plain bisection to 1e-9 from [0, 1] (the search before issue 13), kept as the
+// reference the grid search must reproduce: the outer, last rejected, point.
+template <class Rejects>
+double bisection_edge(const Rejects& rejects, double rejected_end) {
+    const double kept_end = 1.0 - rejected_end;
+    if (!rejects(rejected_end)) return rejected_end;
+    if (rejects(kept_end)) return kept_end;
+    double rejected = rejected_end, kept = kept_end;
+    while (std::abs(kept - rejected) > 1e-9) {
+        const double mid = 0.5 * (rejected + kept);
+        if (rejects(mid)) rejected = mid; else kept = mid;
+    }
+    return rejected;
+}
+
+GapInterval betting_interval_impl(const double* d, std::size_t n, double population_size, double alpha,
+                                  double* scratch, bool bisection) {
     std::vector<double> own;
     if (scratch == nullptr) {
         own.resize(kBettingScratchPerParent * n);
@@ -229,6 +246,12 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
         var_prev = (0.25 + sq) / (t + 1.0);
     }
     const BettingPath path{x, lam, slope, offset, n, alpha};
+    if (bisection) {
+        const double lower = bisection_edge([&](double m) { return path.pass<true, true>(m).rejected; }, 0.0);
+        const double upper = bisection_edge([&](double m) { return path.pass<false, true>(m).rejected; }, 1.0);
+        const double low = 2.0 * lower - 1.0, high = 2.0 * upper - 1.0;
+        return {low, high, numpy_mean(d, n), lower > upper ? 0.0 : 0.5 * (high - low)};
+    }
     // Where the edges are expected: about a hedged normal half-width from the mean.
     const double mean_x = s / nd;
     const double spread = std::sqrt(2.0 * log_term * std::max(sq / nd, 1e-4) / nd);
@@ -252,6 +275,18 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
     // (reported as such, low > high and width 0; it supports no claim about the mean).
     if (lower > upper) return {low, high, numpy_mean(d, n), 0.0};
     return {low, high, numpy_mean(d, n), 0.5 * (high - low)};
+}
+
+}  // namespace
+
+GapInterval betting_interval(const double* d, std::size_t n, double population_size, double alpha,
+                             double* scratch) {
+    return betting_interval_impl(d, n, population_size, alpha, scratch, false);
+}
+
+GapInterval betting_interval_bisection(const double* d, std::size_t n, double population_size,
+                                       double alpha) {
+    return betting_interval_impl(d, n, population_size, alpha, nullptr, true);
 }
 
 }  // namespace truescore

@@ -19,4 +19,9 @@ constexpr std::size_t kBettingScratchPerParent = 4;
 GapInterval betting_interval(const double* d, std::size_t n, double population_size, double alpha,
                              double* scratch = nullptr);
 
+// The same interval by the plain bisection to 1e-9 (one pass per step, ~64 in all): the
+// reference the search in betting_interval reproduces, for tests and benchmarks.
+GapInterval betting_interval_bisection(const double* d, std::size_t n, double population_size,
+                                       double alpha);
+
 }  // namespace truescore
