@@ -387,12 +387,16 @@ def ref_lattice_null_counts(rows: Any) -> tuple[list[int], int, int]:
     n_inf = len(informative)
     width = (n_inf * kp1.bit_length() + 16 + 7) // 8 * 8
     poly, degree = 1, 0
-    for row, count in sorted(Counter(tuple(sorted(int(v) for v in r)) for r in informative).items()):
+    for row, count in sorted(
+        Counter(tuple(sorted(int(v) for v in r)) for r in informative).items()
+    ):
         poly *= sum(1 << (width * v) for v in row) ** count  # parents with equal rows at once
         degree += max(row) * count
     nbytes = width // 8
     raw = poly.to_bytes((degree + 1) * nbytes + 8, "little")
-    counts = [int.from_bytes(raw[k * nbytes : (k + 1) * nbytes], "little") for k in range(degree + 1)]
+    counts = [
+        int.from_bytes(raw[k * nbytes : (k + 1) * nbytes], "little") for k in range(degree + 1)
+    ]
     assert sum(counts) == kp1**n_inf
     return counts, int(lows.sum()), n_inf
 

@@ -24,8 +24,8 @@ REL = 1e-12
 
 def _assign_public(rows: np.ndarray, target: int) -> np.ndarray:
     """Reorder each row so that the public values (column 0) sum, above the row minima,
-    to `target`: greedy, the smallest value that leaves the rest reachable. The null (the multisets) is
-    unchanged by the reordering."""
+    to `target`: greedy, the smallest value that leaves the rest reachable. The null (the
+    multisets) is unchanged by the reordering."""
     out = rows.copy()
     remaining = target
     spans = rows.max(axis=1) - rows.min(axis=1)
@@ -86,7 +86,9 @@ def test_five_level_grid_matches_exact_integer_counts_down_to_1e_300():
     assert smallest < 1e-299
 
 
-@pytest.mark.parametrize(("k", "den", "n", "seed"), [(3, 3, 300, 1), (1, 5, 500, 2), (4, 2, 250, 3)])
+@pytest.mark.parametrize(
+    ("k", "den", "n", "seed"), [(3, 3, 300, 1), (1, 5, 500, 2), (4, 2, 250, 3)]
+)
 def test_other_forms_and_grids_match_exact_integer_counts(k, den, n, seed):
     rng = np.random.default_rng(seed)
     rows = rng.integers(0, den + 1, (n, k + 1))
@@ -106,7 +108,9 @@ def test_wide_spans_match_exact_integer_counts():
     smallest = 1.0
     for q in (0.97, 0.8, 0.5, 0.3, 0.03):  # public = the row's larger value with probability q
         take = rng.random(150) < q
-        case = np.column_stack([np.where(take, rows.max(1), rows.min(1)), np.where(take, rows.min(1), rows.max(1))])
+        case = np.column_stack(
+            [np.where(take, rows.max(1), rows.min(1)), np.where(take, rows.min(1), rows.max(1))]
+        )
         smallest = min(smallest, _check(case, 60, ref_lattice_p_values(*null, 2, case)))
     assert smallest < 1e-20
 
@@ -147,8 +151,16 @@ def test_n_20000_far_upper_tail_matches_mpmath():
             i1 = min(c1, x // 4)
             i2 = (x - 4 * i1) // 2
             assert 4 * i1 + 2 * i2 == x and i2 <= c2
-            pub = np.concatenate([np.where(np.arange(c1) < i1, 4, 0), np.where(np.arange(c2) < i2, 3, 1), np.full(2000, 2)])
-            fr = np.concatenate([np.zeros((c1, 2)), np.tile([1, 3], (c2, 1)), np.full((2000, 2), 2)])
+            pub = np.concatenate(
+                [
+                    np.where(np.arange(c1) < i1, 4, 0),
+                    np.where(np.arange(c2) < i2, 3, 1),
+                    np.full(2000, 2),
+                ]
+            )
+            fr = np.concatenate(
+                [np.zeros((c1, 2)), np.tile([1, 3], (c2, 1)), np.full((2000, 2), 2)]
+            )
             fr[np.arange(c1)[np.arange(c1) >= i1], 0] = 4  # the 4 sits in a fresh form
             fr[c1 + np.arange(c2)[np.arange(c2) >= i2], 0] = 3
             fr[c1 + np.arange(c2)[np.arange(c2) >= i2], 1] = 3

@@ -20,9 +20,10 @@ Intervals (level 1 - alpha, range R = 2):
 * ``betting``: Waudby-Smith & Ramdas's betting confidence interval (hedged capital,
   predictable plug-in bets for a fixed n, truncation 3/4, without-replacement
   conditional means when N is given), endpoints those of a bisection to 1e-9 on the
-  [0, 1] scale x = (d + 1)/2 (found in ~10 passes by a search on the bisection's grid). Valid at every n and usually far narrower than Hoeffding. **The
-  result depends on the order of the gaps** (the bets are predictable); the audit fixes
-  the order with a recorded seed so it is never an accident of the file.
+  [0, 1] scale x = (d + 1)/2 (found in ~10 passes by a search on the bisection's grid).
+  Valid at every n and usually far narrower than Hoeffding. **The result depends on the
+  order of the gaps** (the bets are predictable); the audit fixes the order with a
+  recorded seed so it is never an accident of the file.
 
 References:
     Waudby-Smith & Ramdas (2020, 2023), "Confidence sequences for sampling without
