@@ -2,6 +2,10 @@
 
 Groups (compare the rows within a group; the README quotes the ratios):
 * betting_interval: betting_interval at n = 200 vs the NumPy reference (target >= 30x);
+* betting_interval kernel, n = 200 / 400 / 5,000: the endpoint search vs the compiled
+  bisection it replaced, both through the same thin testing call (no validation);
+* exact lattice test: K = 2 scores on the 5-level grid, n = 20,000 vs np.convolve of the
+  per-parent nulls, and n = 100,000 vs 5x the n = 20,000 time (1x would be linear);
 * randomization test: the exact randomization test at n = 20,000, K = 2, vs a NumPy
   convolution of the same null (target >= 10x);
 * five intervals: all five intervals for 10^4 audits of n = 200 in one call, vs the
@@ -20,6 +24,7 @@ from reference import (
     ref_bernstein_interval,
     ref_betting_interval,
     ref_randomization_binomial,
+    ref_randomization_convolution,
     ref_wald_interval,
 )
 
@@ -48,6 +53,29 @@ def test_betting_interval_numpy_reference(benchmark, gaps200, record_role):
     want = benchmark(ref_betting_interval, gaps200, N_POP)
     iv = tf.betting_interval(gaps200, population_size=N_POP)
     assert abs(iv.low - want[0]) <= 1e-9 and abs(iv.high - want[1]) <= 1e-9
+
+
+def _betting_gaps(n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=n, p=[0.05, 0.1, 0.6, 0.1, 0.15])
+
+
+@pytest.mark.parametrize("n", [200, 400, 5000])
+def test_betting_interval_search_kernel_n(benchmark, n, record_role):
+    benchmark.group = f"audit: betting_interval kernel, n = {n:,}"
+    record_role("ours", "the grid search, through the same thin testing call")
+    d = _betting_gaps(n, n)
+    got = benchmark(tf._core.testing.betting_interval_bisection, d, 20.0 * n, 0.05, False)
+    assert got == tf._core.testing.betting_interval_bisection(d, 20.0 * n, 0.05)
+
+
+@pytest.mark.parametrize("n", [200, 400, 5000])
+def test_betting_interval_bisection_kernel_n(benchmark, n, record_role):
+    benchmark.group = f"audit: betting_interval kernel, n = {n:,}"
+    record_role("baseline", "the compiled bisection to 1e-9 (the search before issue 13)")
+    d = _betting_gaps(n, n)
+    want = benchmark(tf._core.testing.betting_interval_bisection, d, 20.0 * n, 0.05)
+    assert want == tf._core.testing.betting_interval_bisection(d, 20.0 * n, 0.05, False)
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +159,60 @@ def test_five_intervals_python_loop(benchmark, audits, record_role):
     for m, ivs in got.items():
         for a in (0, LOOP_SUBSET - 1):
             assert ivs[a] == batched[m][a]
+
+
+def _lattice_grid(n, seed):
+    """K = 2 graded scores on the 5-level grid {0, 1/4, 1/2, 3/4, 1}, as integers."""
+    rng = np.random.default_rng(seed)
+    pub = rng.choice(5, size=n, p=[0.1, 0.15, 0.3, 0.25, 0.2])
+    fr = rng.choice(5, size=(n, 2), p=[0.12, 0.18, 0.3, 0.22, 0.18])
+    return pub, fr
+
+
+@pytest.fixture(scope="module")
+def lattice20000():
+    return _lattice_grid(20_000, 13)
+
+
+@pytest.mark.benchmark(group="audit: exact lattice test, K = 2, 5-level grid, n = 20,000")
+def test_lattice_test_compiled(benchmark, lattice20000, record_role):
+    record_role("ours", "truescore_fast.randomization_test")
+    pub, fr = lattice20000
+    res = benchmark(tf.randomization_test, pub / 4, fr / 4, alternative="two-sided")
+    assert res.method == "exact-lattice"
+    want = ref_randomization_convolution(pub, fr)
+    np.testing.assert_allclose([res.p_greater, res.p_less, res.p_two_sided], want, rtol=1e-9)
+
+
+@pytest.mark.benchmark(group="audit: exact lattice test, K = 2, 5-level grid, n = 20,000")
+def test_lattice_numpy_convolution(benchmark, lattice20000, record_role):
+    record_role("baseline", "np.convolve of the 20,000 per-parent nulls (tests/reference.py)")
+    pub, fr = lattice20000
+    want = benchmark.pedantic(ref_randomization_convolution, args=(pub, fr), rounds=1)
+    res = tf.randomization_test(pub / 4, fr / 4, alternative="two-sided")
+    np.testing.assert_allclose([res.p_greater, res.p_less, res.p_two_sided], want, rtol=1e-9)
+
+
+@pytest.mark.benchmark(group="audit: exact lattice test, K = 2, 5-level grid, n = 100,000")
+def test_lattice_test_compiled_100000(benchmark, record_role):
+    # near-linear: compare with the n = 20,000 row of this group (5x the parents)
+    record_role("ours", "truescore_fast.randomization_test")
+    pub, fr = _lattice_grid(100_000, 14)
+    res = benchmark(tf.randomization_test, pub / 4, fr / 4, alternative="two-sided")
+    assert res.method == "exact-lattice"
+    # the two one-sided tails overlap in exactly P(U = u_obs), at most the smaller tail
+    overlap = res.p_greater + res.p_less - 1.0
+    assert -1e-12 <= overlap <= min(res.p_greater, res.p_less) + 1e-12
+    mc = tf.randomization_test(
+        pub / 4, fr / 4, alternative="two-sided", method="monte_carlo", n_resamples=2000, seed=1
+    )
+    se = (res.p_two_sided * (1 - res.p_two_sided) / 2000) ** 0.5
+    assert abs(mc.p_two_sided - res.p_two_sided) <= 4 * se + 1 / 2001
+
+
+@pytest.mark.benchmark(group="audit: exact lattice test, K = 2, 5-level grid, n = 100,000")
+def test_lattice_test_compiled_20000_for_scaling(benchmark, lattice20000, record_role):
+    record_role("ours-variant", "the same test at n = 20,000 (x5 would be linear)", 5.0)
+    pub, fr = lattice20000
+    res = benchmark(tf.randomization_test, pub / 4, fr / 4, alternative="two-sided")
+    assert res.method == "exact-lattice"

@@ -131,6 +131,50 @@ def test_coverage_numpy_loop(benchmark, population, record_role):
     assert got[1] == 1.0 and got[2] == 1.0
 
 
+GROUP_BET = f"coverage_study n = {N} of N = {BIG_N:,}, betting only, 1 thread"
+BET_REPS = 5_000
+BET_LOOP_REPS = 500
+
+
+@pytest.mark.benchmark(group=GROUP_BET)
+def test_coverage_betting_one_thread(benchmark, population, record_role):
+    record_role("ours", "coverage_study(intervals=('betting',))", replications=BET_REPS)
+    table = benchmark.pedantic(
+        tf.coverage_study,
+        args=(population, N),
+        kwargs=dict(
+            intervals=("betting",), replications=BET_REPS, seed=1, n_threads=1, progress=False
+        ),
+        rounds=5,
+    )
+    # valid: coverage at least 95% within 4 Monte Carlo SEs
+    assert table["coverage"][0] >= 0.95 - 4 * table["coverage_se"][0]
+
+
+@pytest.mark.benchmark(group=GROUP_BET)
+def test_coverage_betting_bisection_loop(benchmark, population, record_role):
+    record_role(
+        "baseline",
+        "loop: rng.choice + the compiled bisection (the search before issue 13)",
+        scale=BET_REPS / BET_LOOP_REPS,
+        replications=BET_LOOP_REPS,
+    )
+    bisect = tf._core.testing.betting_interval_bisection
+    truth = population.mean()
+
+    def loop():
+        rng = np.random.default_rng(7)
+        hits = 0
+        for _ in range(BET_LOOP_REPS):
+            d = rng.choice(population, size=N, replace=False)
+            low, high = bisect(d, float(BIG_N), 0.05)
+            hits += low <= truth <= high
+        return hits / BET_LOOP_REPS
+
+    got = benchmark.pedantic(loop, rounds=3)
+    assert got >= 0.95 - 4 * math.sqrt(0.05 * 0.95 / BET_LOOP_REPS)
+
+
 GROUP2 = f"coverage_study n = {N} of N = {BIG_N:,}, 2 threads vs 1"
 THREAD_REPS = 1_000_000
 

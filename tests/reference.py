@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
+from fractions import Fraction
 from typing import Any
 
 import mpmath
@@ -370,6 +372,54 @@ def ref_randomization_convolution(public, fresh):
         float(pmf[u <= u_obs].sum()),
         float(pmf[np.abs(stat) >= abs(obs)].sum()),
     )
+
+
+def ref_lattice_null_counts(rows: Any) -> tuple[list[int], int, int]:
+    """Exact null of the informative sum V = U - shift for integer lattice rows (n, K + 1):
+    counts[v] = number of the (K + 1)^n_informative equally likely public choices with
+    V = v, by Python integers (each row's value polynomial, multiplied out by Kronecker
+    substitution: coefficient k in bits [k B, (k + 1) B) of one big integer). Returns
+    (counts, shift, n_informative)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    kp1 = rows.shape[1]
+    lows = rows.min(axis=1)
+    informative = rows[rows.max(axis=1) > lows] - lows[rows.max(axis=1) > lows, None]
+    n_inf = len(informative)
+    width = (n_inf * kp1.bit_length() + 16 + 7) // 8 * 8
+    poly, degree = 1, 0
+    for row, count in sorted(
+        Counter(tuple(sorted(int(v) for v in r)) for r in informative).items()
+    ):
+        poly *= sum(1 << (width * v) for v in row) ** count  # parents with equal rows at once
+        degree += max(row) * count
+    nbytes = width // 8
+    raw = poly.to_bytes((degree + 1) * nbytes + 8, "little")
+    counts = [
+        int.from_bytes(raw[k * nbytes : (k + 1) * nbytes], "little") for k in range(degree + 1)
+    ]
+    assert sum(counts) == kp1**n_inf
+    return counts, int(lows.sum()), n_inf
+
+
+def ref_lattice_p_values(counts: list[int], shift: int, n_inf: int, kp1: int, rows: Any):
+    """(p_greater, p_less, p_two_sided) of the lattice test from exact counts (see
+    ref_lattice_null_counts), each correctly rounded from an exact fraction."""
+    rows = np.asarray(rows, dtype=np.int64)
+    total, u_obs = int(rows.sum()), int(rows[:, 0].sum())
+    den = kp1**n_inf
+
+    def at_least(x: int) -> Fraction:
+        return Fraction(sum(counts[max(x - shift, 0) :]), den)
+
+    def at_most(x: int) -> Fraction:
+        return Fraction(sum(counts[: max(x - shift + 1, 0)]), den)
+
+    a = abs(kp1 * u_obs - total)
+    if a == 0:
+        two = Fraction(1)
+    else:
+        two = min(Fraction(1), at_least(-(-(total + a) // kp1)) + at_most((total - a) // kp1))
+    return float(at_least(u_obs)), float(at_most(u_obs)), float(two)
 
 
 def ref_randomization_binomial(n_by_sum, k, u_obs):

@@ -257,6 +257,10 @@ def budget_tasks(
 # 0 srs, 1 stratified, 2 with replacement, 3 Bernoulli)
 class _Testing(ModuleType):
     @staticmethod
+    def betting_interval_bisection(
+        d: npt.ArrayLike, population_size: float, alpha: float, bisection: bool = True
+    ) -> tuple[float, float]: ...
+    @staticmethod
     def binomial_sample(
         n: int, p: float, size: int, key0: int, key1: int
     ) -> npt.NDArray[np.int64]: ...

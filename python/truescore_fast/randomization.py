@@ -106,9 +106,13 @@ def randomization_test(
       Bin(n_s, s/(K+1)) over the parents whose K + 1 labels sum to s (two binomials for
       K = 2; for K = 1 this is McNemar's exact test);
     * averaged labels on a lattice {0, 1/L, ..., 1} (L <= 1000): exact convolution of the
-      per-parent distributions on the integer lattice;
-      The direct convolution costs about (n L)^2 (K + 1) / 2 operations: a quarter of a
-      second at n = 5,000 with L = 4, growing quadratically;
+      per-parent distributions on the integer lattice. Parents with the same multiset of
+      values share one distribution; each tail is computed under an exponential tilt
+      centred on it, so only a few standard deviations of the convolution are needed
+      (the dropped ends are bounded against the answer, else nothing is dropped):
+      near-linear in n for small spans (about 6 ms at n = 20,000 and 30-70 ms at
+      n = 100,000 with L = 4, K = 2); wide spans (L in the hundreds) approach the
+      quadratic cost of a direct convolution;
     * otherwise (``method="auto"``) Monte Carlo with ``n_resamples`` draws and the +1
       correction, reproducible from ``seed`` (any seed ``philox_key`` accepts, default 0;
       the result records the int it used) and identical for any ``n_threads``.

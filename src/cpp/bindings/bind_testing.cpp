@@ -11,6 +11,7 @@
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "truescore/betting.hpp"
 #include "truescore/compare.hpp"
 #include "truescore/numeric.hpp"
 #include "truescore/parallel.hpp"
@@ -124,6 +125,24 @@ void bind_testing(py::module_& m) {
     t.def("binomial_sample", &binomial_sample, py::arg("n"), py::arg("p"), py::arg("size"),
           py::arg("key0"), py::arg("key1"),
           "size Binomial(n, p) variates from Philox task 0 (the bootstrap's sampler; for tests).");
+    t.def(
+        "betting_interval_bisection",
+        [](const truescore::bindings::ArrayD& d, double population_size, double alpha, bool bisection) {
+            if (d.ndim() != 1 || d.size() < 2) throw std::invalid_argument("d must be 1-D with at least 2 gaps");
+            const double* p = d.data();
+            const std::size_t n = static_cast<std::size_t>(d.size());
+            truescore::GapInterval iv{};
+            {
+                py::gil_scoped_release release;
+                iv = bisection ? truescore::betting_interval_bisection(p, n, population_size, alpha)
+                               : truescore::betting_interval(p, n, population_size, alpha);
+            }
+            return py::make_tuple(iv.low, iv.high);
+        },
+        py::arg("d"), py::arg("population_size"), py::arg("alpha"), py::arg("bisection") = true,
+        "(low, high) of the betting interval by the plain bisection to 1e-9 (population_size 0: "
+        "none), the reference betting_interval's faster search reproduces; bisection=False runs "
+        "that search through this same thin call (no validation), for kernel-to-kernel timing.");
     t.def("normal_quantile", &truescore::normal_quantile, py::arg("p"),
           "The core's standard normal quantile Phi^{-1}(p) (NaN outside (0, 1)).");
     t.def("resolved_threads", &truescore::resolve_threads, py::arg("n_threads"),

@@ -1,0 +1,66 @@
+"""The betting interval's endpoints (issue 13): found by a safeguarded Illinois search on
+the bisection's grid, they never move inward relative to the exact bisection.
+
+The reference is tests/reference.py's NumPy bisection to 1e-9 (the outer, last rejected,
+point on each side), sharing none of the compiled search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+from reference import ref_betting_interval
+
+
+def _cases(seed: int, count: int):
+    rng = np.random.default_rng(seed)
+    for trial in range(count):
+        n = int(rng.integers(2, 400))
+        kind = trial % 5
+        if kind == 0:
+            d = rng.choice([-1, -0.5, 0, 0.5, 1], size=n, p=[0.05, 0.1, 0.6, 0.1, 0.15])
+        elif kind == 1:
+            d = rng.uniform(-1, 1, n)
+        elif kind == 2:
+            d = np.clip(rng.normal(rng.uniform(-0.9, 0.9), 0.2, n), -1, 1)
+        elif kind == 3:
+            d = rng.choice([-1.0, 1.0], size=n, p=[0.03, 0.97])  # edges near the bounds
+        else:
+            d = np.full(n, rng.choice([-1.0, 0.0, 1.0]))  # constant gaps
+        pop = None if trial % 3 == 0 else int(n + rng.integers(0, 3 * n))
+        alpha = (0.05, 0.1, 0.01, 0.2, 0.5)[trial % 5]
+        yield d, pop, alpha
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_endpoints_never_move_inward_of_the_exact_bisection(seed):
+    same = 0
+    for d, pop, alpha in _cases(seed, 300):
+        iv = tf.betting_interval(d, population_size=pop, alpha=alpha)
+        low, high = ref_betting_interval(d, pop, alpha)[:2]
+        assert iv.low <= low and iv.high >= high, (d, pop, alpha, iv, low, high)
+        same += (iv.low, iv.high) == (low, high)
+    # the search visits the bisection's grid: with monotone rejections it lands on the
+    # very same grid points
+    assert same == 300
+
+
+def test_batched_intervals_use_the_same_endpoints():
+    rng = np.random.default_rng(3)
+    gaps = rng.choice([-1, -0.5, 0, 0.5, 1], size=(50, 120), p=[0.05, 0.1, 0.6, 0.1, 0.15])
+    out = tf.matched_form_intervals(gaps, population_size=1000)
+    for a in range(50):
+        want = ref_betting_interval(gaps[a], 1000)
+        assert (out["betting"].low[a], out["betting"].high[a]) == want[:2]
+
+
+def test_matches_the_compiled_bisection_on_many_inputs():
+    # the pre-issue-13 bisection, kept in the core as _core.testing.betting_interval_bisection
+    from truescore_fast import _core
+
+    bisect = _core.testing.betting_interval_bisection
+    for d, pop, alpha in _cases(9, 3000):
+        iv = tf.betting_interval(d, population_size=pop, alpha=alpha)
+        low, high = bisect(d, 0.0 if pop is None else float(pop), alpha)
+        assert iv.low <= low and iv.high >= high, (d, pop, alpha)
+        assert (iv.low, iv.high) == (low, high)
