@@ -110,6 +110,21 @@ py::array_t<std::int64_t> binomial_sample(std::int64_t n, double p, std::int64_t
     return out;
 }
 
+// sum(sizes) words, written by take(out, count) for each run count = sizes[i] in turn.
+template <class Take>
+py::array_t<std::uint64_t> in_runs(const ArrayI64& sizes, Take take) {
+    const auto parts = nonnegative_sizes(sizes, "sizes");
+    std::size_t total = 0;
+    for (auto c : parts) total += c;
+    py::array_t<std::uint64_t> out(static_cast<py::ssize_t>(total));
+    std::uint64_t* p = out.mutable_data();
+    for (auto c : parts) {
+        take(p, c);
+        p += c;
+    }
+    return out;
+}
+
 }  // namespace
 
 void bind_testing(py::module_& m) {
@@ -156,17 +171,8 @@ void bind_testing(py::module_& m) {
     t.def(
         "philox_words",
         [](std::uint64_t key0, std::uint64_t key1, std::uint64_t task, const ArrayI64& sizes) {
-            const auto parts = nonnegative_sizes(sizes, "sizes");
-            std::size_t total = 0;
-            for (auto c : parts) total += c;
-            py::array_t<std::uint64_t> out(static_cast<py::ssize_t>(total));
-            std::uint64_t* p = out.mutable_data();
             truescore::Philox gen = truescore::Philox::for_task(key0, key1, task);
-            for (auto c : parts) {
-                gen.next_words(p, c);
-                p += c;
-            }
-            return out;
+            return in_runs(sizes, [&](std::uint64_t* p, std::size_t c) { gen.next_words(p, c); });
         },
         py::arg("key0"), py::arg("key1"), py::arg("task"), py::arg("sizes"),
         "Raw words of task `task`'s stream taken by Philox::next_words in runs of sizes[i].");
@@ -174,18 +180,9 @@ void bind_testing(py::module_& m) {
         "packed_draws",
         [](std::uint64_t n, std::uint64_t key0, std::uint64_t key1, std::uint64_t task, const ArrayI64& sizes) {
             if (n < 1) throw std::invalid_argument("n must be at least 1");
-            const auto parts = nonnegative_sizes(sizes, "sizes");
-            std::size_t total = 0;
-            for (auto c : parts) total += c;
-            py::array_t<std::uint64_t> out(static_cast<py::ssize_t>(total));
-            std::uint64_t* p = out.mutable_data();
             truescore::Philox gen = truescore::Philox::for_task(key0, key1, task);
             truescore::PackedIndexSampler pick(gen, n);
-            for (auto c : parts) {
-                pick.fill(p, c);
-                p += c;
-            }
-            return out;
+            return in_runs(sizes, [&](std::uint64_t* p, std::size_t c) { pick.fill(p, c); });
         },
         py::arg("n"), py::arg("key0"), py::arg("key1"), py::arg("task"), py::arg("sizes"),
         "Uniform integers on [0, n) from one PackedIndexSampler on task `task`'s stream, "
