@@ -10,7 +10,9 @@ speed-up = (baseline median x scale) / ours median, where ``scale`` extrapolates
 baseline timed on a subset of the job (e.g. a Python loop over 1,000 of 10,000 shards) to
 the whole job. A speed-up below 1 means the baseline is faster (expected for the memory
 floor, which computes nothing but a sum). Entries with role "ours-variant" are listed
-with their ratio to "ours" for information.
+with their ratio to "ours" for information. Groups of role "scaling" (the same job at
+several thread counts, each recording ``threads``) get a second table: the speed-up over
+one thread and the efficiency per thread count.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ def table(data: dict) -> str:
         "|---|---|---:|---:|---:|",
     ]
     for group, benches in groups.items():
+        if all(b.get("extra_info", {}).get("role") == "scaling" for b in benches):
+            continue  # printed by scaling_table()
         ours = [b for b in benches if b.get("extra_info", {}).get("role") == "ours"]
         if len(ours) != 1:
             print(
@@ -60,6 +64,36 @@ def table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def scaling_table(data: dict) -> str:
+    """Speed-up over one thread, per thread count, of every group of "scaling" entries
+    (each records ``threads``); efficiency = speed-up / threads. Empty if there are none."""
+    groups: dict[str, dict[int, float]] = defaultdict(dict)
+    for bench in data["benchmarks"]:
+        info = bench.get("extra_info", {})
+        if info.get("role") == "scaling":
+            group = bench.get("group") or bench["name"]
+            groups[group][int(info["threads"])] = bench["stats"]["median"]
+    lines = []
+    for group, medians in groups.items():
+        if 1 not in medians:
+            print(
+                f"warning: scaling group {group!r} has no 1-thread entry; skipped", file=sys.stderr
+            )
+            continue
+        if not lines:
+            lines += [
+                "| Job | Threads | Median | Speed-up over 1 thread | Efficiency |",
+                "|---|---:|---:|---:|---:|",
+            ]
+        for threads in sorted(medians):
+            speed_up = medians[1] / medians[threads]
+            lines.append(
+                f"| {group} | {threads} | {_fmt_time(medians[threads])} | {speed_up:.2f}× "
+                f"| {speed_up / threads:.0%} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json_file", help="output of pytest --benchmark-json=FILE")
@@ -70,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     cpu = machine.get("cpu", {})
     print(table(data))
     print()
+    scaling = scaling_table(data)
+    if scaling:
+        print(scaling)
+        print()
     # The README names the machine of the run it quotes: this line says what to write.
     print(
         f"Medians from one run on {data.get('datetime', '?')[:10]}: "

@@ -635,8 +635,37 @@ def ref_pattern_null(indicator, min_models, draws, key):
     return out
 
 
+def ref_packed_draws(stream: RefStream, n: int, count: int) -> list[int]:
+    """``count`` uniform integers on [0, n) from the next words of ``stream``, several a
+    word: k-bit chunks lowest first (k = 21, three a word, for n <= 2^16; k = 32, two a
+    word, for n <= 2^26; one ``below(n)`` a word beyond), chunk x giving (x * n) >> k
+    unless (x * n) mod 2^k < 2^k mod n. The chunks left in the last word are dropped."""
+    if n > 2**26:
+        return [stream.below(n) for _ in range(count)]
+    k, per_word = (21, 3) if n <= 2**16 else (32, 2)
+    out: list[int] = []
+    while len(out) < count:
+        word = stream.raw()
+        for c in range(per_word):
+            if len(out) == count:
+                break
+            product = ((word >> (k * c)) % 2**k) * n
+            if product % 2**k >= 2**k % n:
+                out.append(product >> k)
+    return out
+
+
+def _four_accumulator_sum(values) -> float:
+    """Value i added to accumulator i mod 4 in order; ((a0 + a1) + (a2 + a3))."""
+    acc = [0.0, 0.0, 0.0, 0.0]
+    for i, v in enumerate(values):
+        acc[i % 4] += float(v)
+    return (acc[0] + acc[1]) + (acc[2] + acc[3])
+
+
 def ref_rao_wu_replicates(strata_values, resample_sizes, lambdas, weights, replicates, key):
-    """Rao-Wu replicates: per stratum, m_h draws with replacement, rescaled by lambda_h."""
+    """Rao-Wu replicates: per stratum, m_h packed draws with replacement (a fresh word for
+    each stratum), their mean rescaled by lambda_h."""
     means = [np.sum(y) / y.size for y in strata_values]
     out = np.empty(replicates)
     for b in range(replicates):
@@ -645,8 +674,8 @@ def ref_rao_wu_replicates(strata_values, resample_sizes, lambdas, weights, repli
         for y, m, lam, w, ybar in zip(
             strata_values, resample_sizes, lambdas, weights, means, strict=True
         ):
-            picked = np.array([y[stream.below(y.size)] for _ in range(m)])
-            total += w * (ybar + lam * (np.sum(picked) / m - ybar))
+            picked = [y[i] for i in ref_packed_draws(stream, y.size, m)]
+            total += w * (ybar + lam * (_four_accumulator_sum(picked) / m - ybar))
         out[b] = total
     return out
 

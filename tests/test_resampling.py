@@ -27,6 +27,7 @@ from reference import (
     ref_sign_flip_mc_count_two_sided,
 )
 from scipy import stats
+from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import bca_interval
 from truescore_fast._random import philox_key
 
@@ -177,6 +178,38 @@ def test_rao_wu_equals_numpy_reference_draw_for_draw():
     assert np.array_equal(result.replicates, expected)
 
 
+@pytest.mark.parametrize("avx512", [True, False], ids=["avx512-if-available", "portable"])
+def test_rao_wu_large_strata_equal_the_reference_on_both_kernel_paths(avx512):
+    # Strata big enough for the bulk draws (and their AVX-512 kernels): 3,001 units (three
+    # 21-bit draws a word) and 70,001 (two 32-bit draws a word, n > 2^16); m = n - 1 and
+    # an m past the 1,024-index batches that is not a multiple of 4.
+    rng = np.random.default_rng(14)
+    groups = [rng.normal(size=3001), rng.exponential(size=70_001)]
+    values = np.concatenate(groups)
+    labels = np.repeat([0, 1], [3001, 70_001])
+    big = np.array([9000, 700_000])
+    n = np.array([g.size for g in groups])
+    previous = _core.testing.set_avx512(avx512)
+    try:
+        for m in (None, 2051):
+            result = tf.finite_population_bootstrap(
+                values,
+                population_size=list(big),
+                strata=labels,
+                replicates=3,
+                resample_size=m,
+                seed=15,
+            )
+            sizes = n - 1 if m is None else np.array([m, m])
+            lam = np.sqrt(sizes * (1 - n / big) / (n - 1))
+            expected = ref_rao_wu_replicates(
+                groups, sizes, lam, big / big.sum(), 3, philox_key(15)
+            )
+            assert np.array_equal(result.replicates, expected)
+    finally:
+        _core.testing.set_avx512(previous)
+
+
 def test_bbh_equals_numpy_reference_draw_for_draw():
     rng = np.random.default_rng(6)
     values, labels = _stratified_sample(rng)
@@ -316,8 +349,6 @@ def test_rao_wu_weights_have_the_documented_base_sum_and_sign():
 def test_rao_wu_kernels_reject_a_non_finite_design(bad):
     # Both Rao-Wu entry points validate the same design: a NaN lambda or weight is a
     # ValueError naming it, never NaN weights or replicates.
-    from truescore_fast import _core
-
     offsets = np.array([0, 3, 6], dtype=np.int64)
     design = {
         "resample_size": np.array([2, 2], dtype=np.int64),

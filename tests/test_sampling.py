@@ -14,8 +14,10 @@ from reference import (
     RefStream,
     ref_bernoulli_sample,
     ref_partial_fisher_yates,
+    ref_philox_words,
     ref_proportional_allocation,
     ref_stratified_sample,
+    ref_uniform_indices,
     ref_with_replacement_sample,
 )
 from scipy import stats
@@ -199,3 +201,42 @@ def test_sampler_errors():
         draw(3, 10, 0, p=1.5)
     with pytest.raises(ValueError, match="n must"):
         _core.testing.hypergeometric_counts(np.array([2, 3]), 6, 0, 0, 0, 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Bulk draws (issue 13): Philox::next_words and PackedIndexSampler::fill, on the AVX-512
+# kernels (where the CPU has them) and on the portable code
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=[True, False], ids=["avx512-if-available", "portable"])
+def kernel_path(request):
+    previous = _core.testing.set_avx512(request.param)
+    yield request.param
+    _core.testing.set_avx512(previous)
+
+
+# Runs that start mid-block, span many 16-block batches, and end on every word of a block.
+RUNS = [1, 3, 64, 65, 2, 127, 1000, 5, 0, 640, 33]
+
+
+def test_bulk_philox_words_equal_numpy_for_any_runs(kernel_path):
+    got = _core.testing.philox_words(KEY[0], KEY[1], 9, np.array(RUNS, np.int64))
+    assert np.array_equal(got, ref_philox_words(KEY, 9, sum(RUNS)))
+
+
+@pytest.mark.parametrize(
+    "n",
+    [1, 2, 3, 1000, 10_000, 43_691, 2**16, 2**16 + 1, 1_000_003, 2**25 + 1, 2**26],
+)
+def test_packed_draws_equal_the_reference_for_any_runs(kernel_path, n):
+    # 43,691 and 2^25 + 1 reject about 2% and 1% of their chunks (2^k mod n is large).
+    got = _core.testing.packed_draws(n, KEY[0], KEY[1], n % 1000, np.array(RUNS, np.int64))
+    assert np.array_equal(got.astype(np.int64), ref_uniform_indices(KEY, n % 1000, n, sum(RUNS)))
+
+
+def test_packed_draws_beyond_two_to_the_26_use_one_word_each(kernel_path):
+    n = 2**26 + 1
+    got = _core.testing.packed_draws(n, KEY[0], KEY[1], 4, np.array([5, 300], np.int64))
+    stream = RefStream(KEY, 4)
+    assert got.tolist() == [stream.below(n) for _ in range(305)]

@@ -271,6 +271,16 @@ class _Testing(ModuleType):
     @staticmethod
     def philox_raw(key0: int, key1: int, task: int, n: int) -> npt.NDArray[np.uint64]: ...
     @staticmethod
+    def set_avx512(on: bool) -> bool: ...
+    @staticmethod
+    def philox_words(
+        key0: int, key1: int, task: int, sizes: npt.ArrayLike
+    ) -> npt.NDArray[np.uint64]: ...
+    @staticmethod
+    def packed_draws(
+        n: int, key0: int, key1: int, task: int, sizes: npt.ArrayLike
+    ) -> npt.NDArray[np.uint64]: ...
+    @staticmethod
     def sample_indices(
         design: int,
         population_size: int,

@@ -111,6 +111,21 @@ py::array_t<std::int64_t> binomial_sample(std::int64_t n, double p, std::int64_t
     return out;
 }
 
+// sum(sizes) words, written by take(out, count) for each run count = sizes[i] in turn.
+template <class Take>
+py::array_t<std::uint64_t> in_runs(const ArrayI64& sizes, Take take) {
+    const auto parts = nonnegative_sizes(sizes, "sizes");
+    std::size_t total = 0;
+    for (auto c : parts) total += c;
+    py::array_t<std::uint64_t> out(static_cast<py::ssize_t>(total));
+    std::uint64_t* p = out.mutable_data();
+    for (auto c : parts) {
+        take(p, c);
+        p += c;
+    }
+    return out;
+}
+
 }  // namespace
 
 void bind_testing(py::module_& m) {
@@ -160,4 +175,35 @@ void bind_testing(py::module_& m) {
         py::arg("key0"), py::arg("key1"), py::arg("task"), py::arg("n"),
         "First n raw 64-bit outputs of task `task`'s Philox4x64-10 stream: "
         "numpy.random.Philox(key=[key0, key1], counter=[0, 0, task, 0]).random_raw(n).");
+    t.def(
+        "set_avx512",
+        [](bool on) {
+            // Only ever switches the AVX-512 kernels off, or back on where the CPU has them.
+            static const bool available = truescore::simd::avx512();
+            const bool previous = truescore::simd::avx512_switch();
+            truescore::simd::avx512_switch() = on && available;
+            return previous;
+        },
+        py::arg("on"),
+        "Use the AVX-512 kernels (where the CPU has them) or the portable code; returns the "
+        "previous setting. Both give identical numbers; for tests only, never while a kernel runs.");
+    t.def(
+        "philox_words",
+        [](std::uint64_t key0, std::uint64_t key1, std::uint64_t task, const ArrayI64& sizes) {
+            truescore::Philox gen = truescore::Philox::for_task(key0, key1, task);
+            return in_runs(sizes, [&](std::uint64_t* p, std::size_t c) { gen.next_words(p, c); });
+        },
+        py::arg("key0"), py::arg("key1"), py::arg("task"), py::arg("sizes"),
+        "Raw words of task `task`'s stream taken by Philox::next_words in runs of sizes[i].");
+    t.def(
+        "packed_draws",
+        [](std::uint64_t n, std::uint64_t key0, std::uint64_t key1, std::uint64_t task, const ArrayI64& sizes) {
+            if (n < 1) throw std::invalid_argument("n must be at least 1");
+            truescore::Philox gen = truescore::Philox::for_task(key0, key1, task);
+            truescore::PackedIndexSampler pick(gen, n);
+            return in_runs(sizes, [&](std::uint64_t* p, std::size_t c) { pick.fill(p, c); });
+        },
+        py::arg("n"), py::arg("key0"), py::arg("key1"), py::arg("task"), py::arg("sizes"),
+        "Uniform integers on [0, n) from one PackedIndexSampler on task `task`'s stream, "
+        "taken by fill() in runs of sizes[i].");
 }

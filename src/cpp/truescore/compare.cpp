@@ -118,21 +118,12 @@ void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::ui
     if (n == 0) throw std::invalid_argument("bootstrap needs at least one value");
     const double dn = static_cast<double>(n);
     const StreamBlocks streams{key0, key1, n_boot, kBootstrapBlock};
-    for_each_stream_block(streams, n_threads, min_blocks_for_steps(kBootstrapBlock, n), no_state,
-                          [&](NoState&, Philox& gen, std::size_t, std::size_t r_begin, std::size_t r_end) {
+    for_each_stream_block(streams, n_threads, min_blocks_for_steps(kBootstrapBlock, n),
+                          [] { return std::vector<std::uint64_t>(kIndexChunk); },
+                          [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t, std::size_t r_begin,
+                              std::size_t r_end) {
         PackedIndexSampler pick(gen, n);
-        for (std::size_t r = r_begin; r < r_end; ++r) {
-            double acc[4] = {0.0, 0.0, 0.0, 0.0};
-            std::size_t i = 0;
-            for (; i + 4 <= n; i += 4) {
-                acc[0] += d[pick.draw()];
-                acc[1] += d[pick.draw()];
-                acc[2] += d[pick.draw()];
-                acc[3] += d[pick.draw()];
-            }
-            for (; i < n; ++i) acc[i & 3] += d[pick.draw()];
-            out[r] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) / dn;
-        }
+        for (std::size_t r = r_begin; r < r_end; ++r) out[r] = gathered_sum(pick, d, n, idx.data()) / dn;
     });
 }
 

@@ -63,10 +63,7 @@ bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* c
         z = r.z;
     } else if (m > 1) {
         // numpy.std(ddof=1): squared deviations from the mean, pairwise-summed.
-        const double ss = 0.0 + pairwise_sum(m, [x, mu](std::size_t i) {
-                              const double d = x[i] - mu;
-                              return d * d;
-                          });
+        const double ss = 0.0 + numpy_sum_sq_dev(x, m, mu);
         s = std::sqrt(ss / static_cast<double>(m - 1));
         if (std::isfinite(s)) {
             z = s > 0.0 ? (canonical - mu) / s : 0.0;

@@ -7,9 +7,50 @@
 // machine runs a task never changes what it draws.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
+// AVX-512 kernels (bulk Philox here, index cutting in sampling.hpp) are compiled with
+// function target attributes, so the library still runs on any x86-64 CPU, and chosen at
+// run time. They compute with integers only: their output is bit-identical to the
+// portable code's, which every other platform runs.
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define TRUESCORE_AVX512 1
+#include <immintrin.h>
+#define TRUESCORE_TARGET_AVX512 __attribute__((target("avx512f,popcnt")))
+#endif
+// GCC 12 warns about its own intrinsics (_mm512_undefined_epi32 in avx512fintrin.h) when
+// they are inlined: silence exactly that around the AVX-512 code.
+#if defined(TRUESCORE_AVX512) && defined(__GNUC__) && !defined(__clang__)
+#define TRUESCORE_AVX512_BEGIN \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
+        _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define TRUESCORE_AVX512_END _Pragma("GCC diagnostic pop")
+#else
+#define TRUESCORE_AVX512_BEGIN
+#define TRUESCORE_AVX512_END
+#endif
+
 namespace truescore {
+
+namespace simd {
+
+// Whether the AVX-512 kernels run: the CPU's answer, read once. The testing hooks switch
+// it off to check that both paths give the same numbers (never while a kernel runs).
+inline bool& avx512_switch() {
+#ifdef TRUESCORE_AVX512
+    static bool on = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
+    }();
+#else
+    static bool on = false;
+#endif
+    return on;
+}
+inline bool avx512() { return avx512_switch(); }
+
+}  // namespace simd
 
 class Philox {
 public:
@@ -27,6 +68,43 @@ public:
     std::uint64_t next_u64() {
         if (pos_ == 4) refill();
         return buf_[pos_++];
+    }
+
+    // The next `count` raw words, exactly the words `count` calls of next_u64() would
+    // return (and the generator ends in the same state). Whole blocks are generated
+    // kLanes at a time: their multiply chains are independent, so they overlap in the
+    // pipeline instead of waiting on each other's latency.
+    void next_words(std::uint64_t* out, std::size_t count) {
+        while (count > 0 && pos_ < 4) {
+            *out++ = buf_[pos_++];
+            --count;
+        }
+#ifdef TRUESCORE_AVX512
+        if (count >= 4 * kWideBlocks && simd::avx512()) {
+            std::uint64_t c0[kWideBlocks], c1[kWideBlocks], c2[kWideBlocks], c3[kWideBlocks];
+            while (count >= 4 * kWideBlocks) {
+                for (std::size_t l = 0; l < kWideBlocks; ++l) {
+                    increment();
+                    c0[l] = ctr_[0];
+                    c1[l] = ctr_[1];
+                    c2[l] = ctr_[2];
+                    c3[l] = ctr_[3];
+                }
+                wide_blocks(c0, c1, c2, c3, key_[0], key_[1], out);
+                out += 4 * kWideBlocks;
+                count -= 4 * kWideBlocks;
+            }
+        }
+#endif
+        while (count >= 4 * kLanes) {
+            blocks(out);
+            out += 4 * kLanes;
+            count -= 4 * kLanes;
+        }
+        while (count > 0) {
+            *out++ = next_u64();
+            --count;
+        }
     }
 
     // Uniform on [0, 1) with 53 random bits, as numpy.random.Generator.random().
@@ -53,6 +131,107 @@ private:
         const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
         *hi = static_cast<std::uint64_t>(p >> 64);
         *lo = static_cast<std::uint64_t>(p);
+    }
+
+    static constexpr std::size_t kLanes = 2;
+
+#ifdef TRUESCORE_AVX512
+    TRUESCORE_AVX512_BEGIN
+    static constexpr std::size_t kWideBlocks = 16;  // two registers of eight blocks
+
+    // hi:lo = x * m for eight 64-bit lanes, from four 32 x 32-bit products.
+    TRUESCORE_TARGET_AVX512 static void mulhilo8(__m512i x, std::uint64_t m, __m512i* hi, __m512i* lo) {
+        const __m512i low32 = _mm512_set1_epi64(0xFFFFFFFFLL);
+        const __m512i ml = _mm512_set1_epi64(static_cast<long long>(m & 0xFFFFFFFFu));
+        const __m512i mh = _mm512_set1_epi64(static_cast<long long>(m >> 32));
+        const __m512i xh = _mm512_srli_epi64(x, 32);
+        const __m512i ll = _mm512_mul_epu32(x, ml), lh = _mm512_mul_epu32(xh, ml);
+        const __m512i hl = _mm512_mul_epu32(x, mh), hh = _mm512_mul_epu32(xh, mh);
+        const __m512i t = _mm512_add_epi64(lh, _mm512_srli_epi64(ll, 32));  // < 2^64
+        const __m512i u = _mm512_add_epi64(hl, _mm512_and_si512(t, low32));  // < 2^64
+        *hi = _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(t, 32)), _mm512_srli_epi64(u, 32));
+        *lo = _mm512_or_si512(_mm512_slli_epi64(u, 32), _mm512_and_si512(ll, low32));
+    }
+
+    // The blocks of counters (c0[l], c1[l], c2[l], c3[l]), l < 16, into out[0 .. 64) in
+    // block order: refill()'s rounds with one block per 64-bit lane.
+    TRUESCORE_TARGET_AVX512 static void wide_blocks(const std::uint64_t* c0, const std::uint64_t* c1,
+                                                    const std::uint64_t* c2, const std::uint64_t* c3,
+                                                    std::uint64_t k0, std::uint64_t k1, std::uint64_t* out) {
+        __m512i x[2][4];
+        for (int v = 0; v < 2; ++v) {
+            x[v][0] = _mm512_loadu_si512(c0 + 8 * v);
+            x[v][1] = _mm512_loadu_si512(c1 + 8 * v);
+            x[v][2] = _mm512_loadu_si512(c2 + 8 * v);
+            x[v][3] = _mm512_loadu_si512(c3 + 8 * v);
+        }
+        for (int round = 0; round < 10; ++round) {
+            if (round > 0) {
+                k0 += 0x9E3779B97F4A7C15ULL;
+                k1 += 0xBB67AE8584CAA73BULL;
+            }
+            const __m512i kk0 = _mm512_set1_epi64(static_cast<long long>(k0));
+            const __m512i kk1 = _mm512_set1_epi64(static_cast<long long>(k1));
+            for (int v = 0; v < 2; ++v) {
+                __m512i hi0, lo0, hi1, lo1;
+                mulhilo8(x[v][0], 0xD2E7470EE14C6C93ULL, &hi0, &lo0);
+                mulhilo8(x[v][2], 0xCA5A826395121157ULL, &hi1, &lo1);
+                x[v][0] = _mm512_ternarylogic_epi64(hi1, x[v][1], kk0, 0x96);  // three-way xor
+                x[v][1] = lo1;
+                x[v][2] = _mm512_ternarylogic_epi64(hi0, x[v][3], kk1, 0x96);
+                x[v][3] = lo0;
+            }
+        }
+        // Transpose to block order: out[4 l + w] = word w of block l.
+        for (int v = 0; v < 2; ++v) {
+            const __m512i t0 = _mm512_unpacklo_epi64(x[v][0], x[v][1]);  // w0 w1 of blocks 0, 2, 4, 6
+            const __m512i t1 = _mm512_unpackhi_epi64(x[v][0], x[v][1]);  // w0 w1 of blocks 1, 3, 5, 7
+            const __m512i t2 = _mm512_unpacklo_epi64(x[v][2], x[v][3]);  // w2 w3 of blocks 0, 2, 4, 6
+            const __m512i t3 = _mm512_unpackhi_epi64(x[v][2], x[v][3]);  // w2 w3 of blocks 1, 3, 5, 7
+            const __m512i a = _mm512_shuffle_i64x2(t0, t2, 0x44), b = _mm512_shuffle_i64x2(t1, t3, 0x44);
+            const __m512i c = _mm512_shuffle_i64x2(t0, t2, 0xEE), d = _mm512_shuffle_i64x2(t1, t3, 0xEE);
+            std::uint64_t* o = out + 32 * v;
+            _mm512_storeu_si512(o, _mm512_shuffle_i64x2(a, b, 0x88));       // blocks 0, 1
+            _mm512_storeu_si512(o + 8, _mm512_shuffle_i64x2(a, b, 0xDD));   // blocks 2, 3
+            _mm512_storeu_si512(o + 16, _mm512_shuffle_i64x2(c, d, 0x88));  // blocks 4, 5
+            _mm512_storeu_si512(o + 24, _mm512_shuffle_i64x2(c, d, 0xDD));  // blocks 6, 7
+        }
+    }
+    TRUESCORE_AVX512_END
+#endif
+
+    // The 256-bit counter, one step on.
+    void increment() {
+        if (++ctr_[0] == 0 && ++ctr_[1] == 0 && ++ctr_[2] == 0) ++ctr_[3];
+    }
+
+    // kLanes blocks into out[0 .. 4 kLanes), buffer empty (pos_ == 4) before and after:
+    // the same rounds as refill(), interleaved across the blocks.
+    void blocks(std::uint64_t* out) {
+        std::uint64_t x[kLanes][4];
+        for (std::size_t l = 0; l < kLanes; ++l) {
+            increment();
+            for (int w = 0; w < 4; ++w) x[l][w] = ctr_[w];
+        }
+        std::uint64_t k0 = key_[0], k1 = key_[1];
+        for (int round = 0; round < 10; ++round) {
+            if (round > 0) {
+                k0 += 0x9E3779B97F4A7C15ULL;
+                k1 += 0xBB67AE8584CAA73BULL;
+            }
+            for (std::size_t l = 0; l < kLanes; ++l) {
+                std::uint64_t hi0, lo0, hi1, lo1;
+                mulhilo(0xD2E7470EE14C6C93ULL, x[l][0], &hi0, &lo0);
+                mulhilo(0xCA5A826395121157ULL, x[l][2], &hi1, &lo1);
+                const std::uint64_t y0 = hi1 ^ x[l][1] ^ k0, y2 = hi0 ^ x[l][3] ^ k1;
+                x[l][0] = y0;
+                x[l][1] = lo1;
+                x[l][2] = y2;
+                x[l][3] = lo0;
+            }
+        }
+        for (std::size_t l = 0; l < kLanes; ++l)
+            for (int w = 0; w < 4; ++w) out[4 * l + w] = x[l][w];
     }
 
     void refill() {

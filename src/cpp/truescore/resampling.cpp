@@ -121,15 +121,14 @@ void rao_wu_replicates(const double* y, const std::int64_t* offsets, std::size_t
                        const double* weight, std::size_t replicates, std::uint64_t key0,
                        std::uint64_t key1, int n_threads, double* out) {
     const std::vector<double> ysum = stratum_sums(y, offsets, n_strata);
-    std::size_t biggest_m = 0;
-    for (std::size_t h = 0; h < n_strata; ++h)
-        biggest_m = std::max(biggest_m, static_cast<std::size_t>(resample_size[h]));
+    // Only the resampled mean is needed: the draws are summed as they come (no weights,
+    // no gathered copy), O(1) memory per thread whatever m_h.
     stratified_replicates(y, offsets, n_strata, weight, ysum, replicates, key0, key1, n_threads, out, [&] {
-        return [&, buf = std::vector<double>(biggest_m)](Philox& gen, std::size_t h, const double* yh,
-                                                         std::uint64_t nh, double ybar) mutable {
+        return [&, idx = std::vector<std::uint64_t>(kIndexChunk)](Philox& gen, std::size_t h, const double* yh,
+                                                                  std::uint64_t nh, double ybar) mutable {
             const std::size_t mh = static_cast<std::size_t>(resample_size[h]);
-            for (std::size_t i = 0; i < mh; ++i) buf[i] = yh[gen.below(nh)];
-            const double mean = numpy_sum(buf.data(), mh) / static_cast<double>(mh);
+            PackedIndexSampler pick(gen, nh);
+            const double mean = gathered_sum(pick, yh, mh, idx.data()) / static_cast<double>(mh);
             return lambda[h] * (mean - ybar);
         };
     });
@@ -141,14 +140,21 @@ void rao_wu_weights(const std::int64_t* offsets, std::size_t n_strata,
                     std::uint64_t key0, std::uint64_t key1, double* out) {
     const std::size_t n = static_cast<std::size_t>(offsets[n_strata]);
     std::vector<std::int64_t> draws(n);
+    std::vector<std::uint64_t> idx(kIndexChunk);
     // Replicate first + r reads stream first + r; one thread (the caller chunks the work).
     const StreamBlocks streams{key0, key1, count, kReplicateBlock, first};
     for_each_stream_block(streams, 1, 1, no_state, [&](NoState&, Philox& gen, std::size_t r, std::size_t, std::size_t) {
         std::fill(draws.begin(), draws.end(), 0);
         for (std::size_t h = 0; h < n_strata; ++h) {
             const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
-            const std::int64_t mh = resample_size[h];
-            for (std::int64_t i = 0; i < mh; ++i) ++draws[static_cast<std::size_t>(offsets[h]) + gen.below(nh)];
+            const std::size_t mh = static_cast<std::size_t>(resample_size[h]);
+            std::int64_t* dh = draws.data() + offsets[h];
+            PackedIndexSampler pick(gen, nh);
+            for (std::size_t done = 0; done < mh; done += kIndexChunk) {
+                const std::size_t c = std::min(kIndexChunk, mh - done);
+                pick.fill(idx.data(), c);
+                for (std::size_t i = 0; i < c; ++i) ++dh[idx[i]];
+            }
         }
         double* row = out + r * n;
         for (std::size_t h = 0; h < n_strata; ++h) {

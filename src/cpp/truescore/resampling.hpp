@@ -6,9 +6,11 @@
 // Philox::for_task(key0, key1, b), so a result never depends on the thread count, and a
 // NumPy reference reading numpy.random.Philox(key=[key0, key1], counter=[0, 0, b, 0])
 // in the documented order reproduces every replicate bit for bit. Uniform integers on
-// [0, n) are Philox::below(n) (Lemire's multiply-and-reject on one raw 64-bit word).
-// Means are numpy_sum(gathered values) / count, i.e. NumPy's pairwise order on a
-// contiguous gather. Memory per thread is O(n); no kernel ever holds B x n numbers.
+// [0, n) are Philox::below(n) (Lemire's multiply-and-reject on one raw 64-bit word),
+// except Rao-Wu's, which are PackedIndexSampler's (several a word). Means are
+// numpy_sum(gathered values) / count, i.e. NumPy's pairwise order on a contiguous
+// gather, except Rao-Wu's (gathered_sum, sampling.hpp). Memory per thread is O(n); no
+// kernel ever holds B x n numbers.
 //
 // None of these validate their inputs beyond what they need to avoid undefined
 // behaviour: the bindings check shapes and ranges (with the GIL held) first.
@@ -47,7 +49,9 @@ void pattern_null_histogram(const std::uint8_t* indicator, std::size_t n_models,
 // n_h >= 1 units. The estimate is sum_h weight[h] * ybar_h (weight[h] = N_h / N).
 
 // Rao-Wu rescaling bootstrap. Replicate b: for each stratum in order draw m_h indices
-// with below(n_h), gather, ybar'_h = numpy_sum / m_h; the replicate is
+// from a fresh PackedIndexSampler(gen, n_h) (sampling.hpp: several draws per 64-bit word;
+// the chunks left in the word that completes a stratum are dropped), ybar'_h =
+// gathered_sum (four accumulators, draw i to i mod 4) / m_h; the replicate is
 // sum_h weight[h] * (ybar_h + lambda[h] * (ybar'_h - ybar_h)) (a sequential sum over h).
 // With lambda_h = sqrt(m_h (1 - f_h) / (n_h - 1)) the bootstrap variance of the
 // replicate has expectation sum_h weight_h^2 (1 - f_h) s_h^2 / n_h exactly.
@@ -56,7 +60,8 @@ void rao_wu_replicates(const double* y, const std::int64_t* offsets, std::size_t
                        const double* weight, std::size_t replicates, std::uint64_t key0,
                        std::uint64_t key1, int n_threads, double* out);
 
-// The same replicates [first, first + count) as unit weights: out is count x n (row-major,
+// The same replicates [first, first + count) as unit weights (the same draws): out is
+// count x n (row-major,
 // units in y's stratum-grouped order), w_hi = weight[h] / n_h * (1 - lambda_h +
 // lambda_h * (n_h / m_h) * r_hi) with r_hi unit i's draw count; sum_i w_i y_i equals the
 // replicate of rao_wu_replicates up to rounding, and the weights of a replicate sum to

@@ -69,7 +69,114 @@ public:
         }
     }
 
+    // The next `count` draws into out: exactly what `count` calls of draw() return, and
+    // the sampler (and its stream) end in the same state. Whole words are taken in
+    // batches (Philox::next_words) and cut branch-free, a rejected chunk simply not
+    // advancing the output; a batch never holds more chunks than draws still wanted, so
+    // no chunk is cut ahead of its turn and the few last draws go through draw().
+    void fill(std::uint64_t* out, std::size_t count) {
+        if (bits_ == 64) {
+            for (std::size_t i = 0; i < count; ++i) out[i] = gen_.below(n_);
+            return;
+        }
+        while (count > 0 && left_ > 0) {  // the current word's chunks come first
+            *out++ = draw();
+            --count;
+        }
+        const std::size_t per_word = static_cast<std::size_t>(per_word_);
+        std::uint64_t words[kBatchWords];
+        while (count >= per_word) {
+            const std::size_t w = std::min(kBatchWords, count / per_word);
+            gen_.next_words(words, w);
+            std::size_t got;
+#ifdef TRUESCORE_AVX512
+            if (simd::avx512())
+                got = per_word == 3 ? cut_wide<21, 3>(words, w, n_, threshold_, out)
+                                    : cut_wide<32, 2>(words, w, n_, threshold_, out);
+            else
+#endif
+                got = per_word == 3 ? cut<21, 3>(words, w, n_, threshold_, out)
+                                    : cut<32, 2>(words, w, n_, threshold_, out);
+            out += got;
+            count -= got;
+        }
+        for (std::size_t i = 0; i < count; ++i) out[i] = draw();
+    }
+
 private:
+    static constexpr std::size_t kBatchWords = 128;
+
+    // Every chunk of words[0 .. w), lowest bits first; returns the draws written.
+    template <int Bits, int PerWord>
+    static std::size_t cut(const std::uint64_t* words, std::size_t w, std::uint64_t n, std::uint64_t threshold,
+                           std::uint64_t* out) {
+        constexpr std::uint64_t mask = (std::uint64_t{1} << Bits) - 1;
+        std::size_t j = 0;
+        for (std::size_t i = 0; i < w; ++i) {
+            std::uint64_t word = words[i];
+            for (int c = 0; c < PerWord; ++c) {
+                const std::uint64_t m = (word & mask) * n;
+                word >>= Bits;
+                out[j] = m >> Bits;
+                j += (m & mask) >= threshold;
+            }
+        }
+        return j;
+    }
+
+#ifdef TRUESCORE_AVX512
+    TRUESCORE_AVX512_BEGIN
+    // cut() eight words at a time: the chunks' products (x * n, 32 x 32-bit multiplies)
+    // are permuted into draw order, word by word, lowest chunk first; each register of
+    // eight then keeps its accepted draws in order (compress) and stores them at j.
+    template <int Bits, int PerWord>
+    TRUESCORE_TARGET_AVX512 static std::size_t cut_wide(const std::uint64_t* words, std::size_t w,
+                                                        std::uint64_t n, std::uint64_t threshold,
+                                                        std::uint64_t* out) {
+        const __m512i mask = _mm512_set1_epi64(static_cast<long long>((std::uint64_t{1} << Bits) - 1));
+        const __m512i vn = _mm512_set1_epi64(static_cast<long long>(n));
+        const __m512i vt = _mm512_set1_epi64(static_cast<long long>(threshold));
+        std::size_t j = 0, i = 0;
+#define TRUESCORE_KEEP(q) j += keep<Bits>(q, mask, vt, out + j)
+        for (; i + 8 <= w; i += 8) {
+            const __m512i word = _mm512_loadu_si512(words + i);
+            if constexpr (PerWord == 3) {
+                const __m512i p0 = _mm512_mul_epu32(_mm512_and_si512(word, mask), vn);
+                const __m512i p1 = _mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(word, Bits), mask), vn);
+                const __m512i p2 = _mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(word, 2 * Bits), mask), vn);
+                // Draw order: p0[0] p1[0] p2[0] p0[1] p1[1] p2[1] ... p2[7].
+                const __m512i a = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 8, 0, 1, 9, 0, 2, 10), p1);
+                TRUESCORE_KEEP(_mm512_mask_permutexvar_epi64(a, 0x24, _mm512_setr_epi64(0, 0, 0, 0, 0, 1, 0, 0), p2));
+                const __m512i b = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 3, 11, 0, 4, 12, 0, 5), p1);
+                TRUESCORE_KEEP(_mm512_mask_permutexvar_epi64(b, 0x49, _mm512_setr_epi64(2, 0, 0, 3, 0, 0, 4, 0), p2));
+                const __m512i c = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(13, 0, 6, 14, 0, 7, 15, 0), p1);
+                TRUESCORE_KEEP(_mm512_mask_permutexvar_epi64(c, 0x92, _mm512_setr_epi64(0, 5, 0, 0, 6, 0, 0, 7), p2));
+            } else {
+                static_assert(PerWord == 2 && Bits == 32, "two 32-bit chunks a word");
+                const __m512i p0 = _mm512_mul_epu32(word, vn);  // the low 32 bits of each lane
+                const __m512i p1 = _mm512_mul_epu32(_mm512_srli_epi64(word, 32), vn);
+                TRUESCORE_KEEP(_mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), p1));
+                TRUESCORE_KEEP(_mm512_permutex2var_epi64(p0, _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), p1));
+            }
+        }
+#undef TRUESCORE_KEEP
+        return j + cut<Bits, PerWord>(words + i, w - i, n, threshold, out + j);
+    }
+
+    // The accepted draws of eight products q (in draw order) to out, in order; returns
+    // how many.
+    template <int Bits>
+    TRUESCORE_TARGET_AVX512 static std::size_t keep(__m512i q, __m512i mask, __m512i threshold,
+                                                    std::uint64_t* out) {
+        const __mmask8 ok = _mm512_cmpge_epu64_mask(_mm512_and_si512(q, mask), threshold);
+        const __m512i v = _mm512_maskz_compress_epi64(ok, _mm512_srli_epi64(q, Bits));
+        const unsigned got = static_cast<unsigned>(__builtin_popcount(ok));
+        _mm512_mask_storeu_epi64(out, static_cast<__mmask8>((1u << got) - 1u), v);
+        return got;
+    }
+    TRUESCORE_AVX512_END
+#endif
+
     Philox& gen_;
     std::uint64_t n_;
     int bits_ = 64;
@@ -79,6 +186,44 @@ private:
     std::uint64_t word_ = 0;
     int left_ = 0;
 };
+
+// Scratch per thread for gathered_sum: indices drawn (and summed) per batch, a multiple
+// of 4 (so draw i of a run still goes to accumulator i mod 4).
+inline constexpr std::size_t kIndexChunk = 1024;
+
+// The sum of y[i] over `count` draws of `pick`, in four accumulators (draw i to
+// accumulator i mod 4, added in draw order), combined as ((a0 + a1) + (a2 + a3)).
+// scratch holds kIndexChunk indices.
+inline double gathered_sum(PackedIndexSampler& pick, const double* y, std::size_t count,
+                           std::uint64_t* scratch) {
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    if (!simd::avx512()) {
+        // Without the AVX-512 kernels, drawing one index at a time is the faster of the
+        // two (the same draws: fill() is count draw()s).
+        std::size_t i = 0;
+        for (; i + 4 <= count; i += 4) {
+            acc[0] += y[pick.draw()];
+            acc[1] += y[pick.draw()];
+            acc[2] += y[pick.draw()];
+            acc[3] += y[pick.draw()];
+        }
+        for (; i < count; ++i) acc[i & 3] += y[pick.draw()];
+        return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    }
+    for (std::size_t first = 0; first < count; first += kIndexChunk) {
+        const std::size_t c = std::min(kIndexChunk, count - first);
+        pick.fill(scratch, c);
+        std::size_t i = 0;
+        for (; i + 4 <= c; i += 4) {
+            acc[0] += y[scratch[i]];
+            acc[1] += y[scratch[i + 1]];
+            acc[2] += y[scratch[i + 2]];
+            acc[3] += y[scratch[i + 3]];
+        }
+        for (; i < c; ++i) acc[i & 3] += y[scratch[i]];
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
 
 // With replacement: out[i] = below(N).
 void draw_with_replacement(Philox& rng, std::size_t population_size, std::size_t n,
