@@ -116,7 +116,7 @@ def test_huge_thread_counts_are_refused_by_name(n_threads):
 
 # ------------------------------------------------- callers that mutate arrays mid-call
 
-MUTATE = """
+MUTATE_PRELUDE = """
 import threading, time
 import numpy as np
 import truescore_fast as tf
@@ -152,7 +152,11 @@ def during(arrays, call, seconds=0.6):
         for t in threads:
             t.join()
     return calls
+"""
 
+MUTATE = (
+    MUTATE_PRELUDE
+    + """
 S, m = 2000, 50
 canon = rng.normal(size=S)
 values = rng.normal(size=S * m)
@@ -187,10 +191,53 @@ during([(pub, 5, np.nan), (fresh, (6, 0), 7.0)],
        lambda: _core.randomization_test(pub, fresh, 0, 1000, 200, 1, 2))
 print("ok")
 """
+)
 
 
 def test_mutating_index_arrays_during_calls_never_crashes():
     proc = _run(MUTATE, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    assert proc.stdout.split() == ["ok"]
+
+
+# Arrays whose values (not only their shape) a binding checks and the kernel then relies
+# on without the GIL: labels that index a table, values it sorts or selects from, counts
+# it divides by, the matrix both the statistic and its null are computed from. Each is
+# rewritten to a value the check refuses while calls run.
+MUTATE_VALUES = (
+    MUTATE_PRELUDE
+    + """
+N, K = 400, 2
+pub = (rng.random(N) < 0.5).astype(float)
+fresh = (rng.random((N, K)) < 0.5).astype(float)
+during([(pub, 3, 1e9), (fresh, (5, 1), -9.0), (pub, 11, np.nan)],
+       lambda: tf.detection_study(pub, fresh, sizes=[50], deltas=[0.0], replications=300,
+                                  fallback="betting", progress=False))
+during([(pub, 3, 1e9), (fresh, (5, 1), 3.0)],
+       lambda: _core.detection_tasks(pub, fresh, 50, True, 0.0, 0.0, 1, 4, 0.05,
+                                     1, 2, 0, 200, 50, 0, 4))
+d = rng.normal(size=16)
+during([(d, 3, np.nan)], lambda: _core.sign_flip_test(
+    d, exact=True, n_resamples=0, key0=1, key1=2, alpha_tail=0.025))
+d40 = rng.normal(size=30)
+during([(d40, 20, np.nan)], lambda: _core.sign_flip_count_two_sided(d40))
+fam = np.full(300, 2.0)
+during([(fam, 4, 0.0)], lambda: _core.cluster_bootstrap_difference(
+    rng.normal(size=300), fam, rng.normal(size=300), fam.copy(), n_resamples=3000,
+    key0=1, key1=2))
+ind = (rng.random((5, 300)) < 0.3).astype(np.uint8)
+during([(ind, (2, 7), 9)], lambda: _core.pattern_test(ind, 2, 3000, 1, 2))
+gaps = rng.choice([-1.0, 0.0, 1.0], size=(40, 200))
+popn = np.full(40, 1000.0)
+during([(popn, 5, 3.0)], lambda: _core.gap_intervals(gaps, np.array([2, 3, 4]),
+                                                     population_size=popn))
+print("ok")
+"""
+)
+
+
+def test_mutating_checked_values_during_calls_never_crashes():
+    proc = _run(MUTATE_VALUES, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
     assert proc.stdout.split() == ["ok"]
 
