@@ -25,36 +25,70 @@ struct BettingPath {
     const double* offset;
     std::size_t n;
     double alpha;
+    // 2/alpha, the capital that rejects (0.5 * capital >= 1/alpha, exactly), and its log
+    // ln 2 - ln alpha. For alpha below ~1.1e-308 the quotient overflows to inf: the capital
+    // is then tracked as a mantissa and a power of two (tracked_capital_reaches) and
+    // compared in logs, so a subnormal alpha still rejects what its threshold rejects.
+    double threshold;
+    double log_threshold;
+    bool huge() const { return !std::isfinite(threshold); }
 
-    // True when m lies below the interval: the capital betting on "mean > m" reaches
-    // 2/alpha (hedged with weight 1/2) at some t, or m is infeasible given the draws.
-    bool rejects_from_below(double m) const {
-        const double threshold = 2.0 / alpha;  // 0.5 * capital >= 1/alpha, exactly
+    // Whether the product of factor(0), ..., factor(t) reaches the threshold at some t;
+    // factor(i) < 0 stands for "m is infeasible at step i" (rejects at once).
+    template <class Factor>
+    bool capital_reaches(Factor factor) const {
+        if (huge()) return tracked_capital_reaches(factor);
         double capital = 1.0;
         for (std::size_t i = 0; i < n; ++i) {
-            const double mt = slope[i] * m - offset[i];
-            if (mt < 0.0) return true;
-            double l = lam[i];
-            // min(lam, c / mt) without the division unless the truncation binds
-            if (l * mt > kBetTruncation) l = kBetTruncation / mt;
-            capital *= 1.0 + l * (x[i] - mt);
+            const double f = factor(i);
+            if (f < 0.0) return true;
+            capital *= f;
             if (capital >= threshold) return true;
         }
         return false;
     }
 
-    bool rejects_from_above(double m) const {
-        const double threshold = 2.0 / alpha;
-        double capital = 1.0;
+    template <class Factor>
+    bool tracked_capital_reaches(Factor factor) const {
+        constexpr double kLn2 = 0.69314718055994530942;
+        // capital = mantissa * 2^exponent, mantissa in [0.5, 1): a finite factor never overflows it.
+        double mantissa = 0.5;
+        long long exponent = 1;
+        const long long below = static_cast<long long>(std::floor(log_threshold / kLn2));
         for (std::size_t i = 0; i < n; ++i) {
-            const double mt = slope[i] * m - offset[i];
-            if (mt > 1.0) return true;
-            double l = lam[i];
-            if (l * (1.0 - mt) > kBetTruncation) l = kBetTruncation / (1.0 - mt);
-            capital *= 1.0 - l * (x[i] - mt);
-            if (capital >= threshold) return true;
+            const double f = factor(i);
+            if (f < 0.0) return true;
+            if (f == 0.0) return false;  // the capital is gone for good
+            int e = 0;
+            mantissa = std::frexp(mantissa * f, &e);
+            exponent += e;
+            if (exponent >= below && std::log(mantissa) + static_cast<double>(exponent) * kLn2 >= log_threshold)
+                return true;
         }
         return false;
+    }
+
+    // True when m lies below the interval: the capital betting on "mean > m" reaches
+    // 2/alpha (hedged with weight 1/2) at some t, or m is infeasible given the draws.
+    bool rejects_from_below(double m) const {
+        return capital_reaches([&](std::size_t i) {
+            const double mt = slope[i] * m - offset[i];
+            if (mt < 0.0) return -1.0;
+            double l = lam[i];
+            // min(lam, c / mt) without the division unless the truncation binds
+            if (l * mt > kBetTruncation) l = kBetTruncation / mt;
+            return 1.0 + l * (x[i] - mt);
+        });
+    }
+
+    bool rejects_from_above(double m) const {
+        return capital_reaches([&](std::size_t i) {
+            const double mt = slope[i] * m - offset[i];
+            if (mt > 1.0) return -1.0;
+            double l = lam[i];
+            if (l * (1.0 - mt) > kBetTruncation) l = kBetTruncation / (1.0 - mt);
+            return 1.0 - l * (x[i] - mt);
+        });
     }
 };
 
@@ -94,7 +128,7 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
         const double mean = numpy_mean(d, n);
         return {mean, mean, mean, 0.0};
     }
-    const double log_term = std::log(2.0 / alpha);
+    const double log_term = log_ratio(2.0, alpha);
     const bool finite = population_size > 0.0;
     double s = 0.0, sq = 0.0, var_prev = 0.25;
     for (std::size_t i = 0; i < n; ++i) {
@@ -115,7 +149,7 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
         sq += dev * dev;
         var_prev = (0.25 + sq) / (t + 1.0);
     }
-    const BettingPath path{x, lam, slope, offset, n, alpha};
+    const BettingPath path{x, lam, slope, offset, n, alpha, 2.0 / alpha, log_term};
 
     double lower = rejection_edge([&](double m) { return path.rejects_from_below(m); }, 0.0);
     double upper = rejection_edge([&](double m) { return path.rejects_from_above(m); }, 1.0);

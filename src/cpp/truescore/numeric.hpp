@@ -1,6 +1,7 @@
 // Small numeric helpers shared by the interval formulas and the calibration engine.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 #include "truescore/summation.hpp"
@@ -11,6 +12,10 @@ namespace truescore {
 // for subnormal p (below ~2.2e-308) to ~1e-9 relative.
 double normal_quantile(double p);
 
+// Acklam's lower-tail approximation Phi^{-1}(p) for p < 0.02425 given ln p (~1e-9 relative):
+// the quantile of a tail too small for a double (half the smallest subnormal).
+double lower_tail_quantile_from_log(double log_p);
+
 // The 1 - tail quantile Phi^{-1}(1 - tail). Below kSmallTail it is -Phi^{-1}(tail):
 // 1 - tail would round (to 1 below ~1.1e-16, where the quantile is infinite) and lose the
 // tail's digits. From kSmallTail up it is Phi^{-1}(1 - tail) as always (results keep their
@@ -19,6 +24,11 @@ constexpr double kSmallTail = 1e-3;
 inline double upper_normal_quantile(double tail) {
     return tail < kSmallTail ? -normal_quantile(tail) : normal_quantile(1.0 - tail);
 }
+
+// ln(c / alpha) for alpha in (0, 1) and c > 0, as ln c - ln alpha: c / alpha overflows to inf
+// for a subnormal alpha (2 / 1e-320), and both logs are accurate where the quotient is not
+// representable. Every ln(2/alpha)-type term of the radii goes through here.
+inline double log_ratio(double c, double alpha) { return std::log(c) - std::log(alpha); }
 
 // np.mean(d): numpy_sum / n.
 inline double numpy_mean(const double* d, std::size_t n) { return numpy_sum(d, n) / static_cast<double>(n); }
