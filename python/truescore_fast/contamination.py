@@ -614,7 +614,9 @@ def exchangeability_tests(
     check_alpha(alpha)
     threads = check_n_threads(n_threads)
     canon = finite_1d("canonical", canonical)
-    values = float_array("permuted", permuted)
+    # Dense rows are read in place at any row stride (a zero-stride np.broadcast_to too);
+    # the ragged layout needs a C-contiguous copy, checked to fit in memory first.
+    values = float_array("permuted", permuted, keep_strides=True)
     if offsets is None:
         if values.ndim != 2:
             raise ValueError(
@@ -628,6 +630,7 @@ def exchangeability_tests(
     else:
         if values.ndim != 1:
             raise ValueError(f"permuted must be 1-D when offsets are given; got {values.shape}")
+        values = float_array("permuted", values)
         offs = _offsets(offsets)
         out = _core.rank_tests_ragged(canon, values, offs, n_threads=threads)
         m = np.diff(offs)

@@ -87,8 +87,14 @@ bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* c
 
 namespace {
 
-template <class Offset>
-std::int64_t rank_tests_impl(const double* canonical, const double* values, Offset offset,
+// Where shard i's permutations lie in the values: [start, start + length).
+struct Row {
+    std::size_t start;
+    std::size_t length;
+};
+
+template <class Rows>
+std::int64_t rank_tests_impl(const double* canonical, const double* values, Rows row,
                              std::size_t n_shards, RankOutputs out, int n_threads) {
     const int threads = resolve_threads(n_threads);
     // Each block records its own first bad shard; blocks are disjoint and ordered, so the
@@ -98,8 +104,9 @@ std::int64_t rank_tests_impl(const double* canonical, const double* values, Offs
     parallel_for_blocks(n_shards, threads, kMinShardsPerThread, [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
         for (std::size_t i = begin; i < end; ++i) {
-            const std::size_t lo = offset(i), hi = offset(i + 1);
-            if (!rank_test(canonical[i], values + lo, hi - lo, out.count + i, out.p_value + i,
+            throw_if_cancelled();
+            const Row r = row(i);
+            if (!rank_test(canonical[i], values + r.start, r.length, out.count + i, out.p_value + i,
                                out.mean + i, out.sd + i, out.z_score + i)) {
                 local = static_cast<std::int64_t>(i);
                 break;
@@ -114,17 +121,21 @@ std::int64_t rank_tests_impl(const double* canonical, const double* values, Offs
 }  // namespace
 
 std::int64_t rank_tests_dense(const double* canonical, const double* permuted,
-                              std::size_t n_shards, std::size_t m, RankOutputs out,
-                              int n_threads) {
+                              std::size_t n_shards, std::size_t m, std::size_t row_stride,
+                              RankOutputs out, int n_threads) {
     return rank_tests_impl(
-        canonical, permuted, [m](std::size_t i) { return i * m; }, n_shards, out, n_threads);
+        canonical, permuted, [m, row_stride](std::size_t i) { return Row{i * row_stride, m}; }, n_shards, out,
+        n_threads);
 }
 
 std::int64_t rank_tests_ragged(const double* canonical, const double* values,
                                const std::int64_t* offsets, std::size_t n_shards,
                                RankOutputs out, int n_threads) {
     return rank_tests_impl(
-        canonical, values, [offsets](std::size_t i) { return static_cast<std::size_t>(offsets[i]); },
+        canonical, values,
+        [offsets](std::size_t i) {
+            return Row{static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(offsets[i + 1] - offsets[i])};
+        },
         n_shards, out, n_threads);
 }
 
@@ -136,6 +147,7 @@ std::int64_t row_means_ragged(const double* values, const std::int64_t* offsets,
                         [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
         for (std::size_t i = begin; i < end; ++i) {
+            throw_if_cancelled();
             const double* x = values + offsets[i];
             const std::size_t m = static_cast<std::size_t>(offsets[i + 1] - offsets[i]);
             bool finite = true;
