@@ -262,6 +262,20 @@ KERNELS = {
         fresh = rng.integers(0, 1001, size=(2000, 1)) / 1000
         tf.randomization_test(pub, fresh, method="exact")
     """,
+    # Batched kernels: a block of shards or audits between checks, one thread or many.
+    "gap_intervals": """
+        gaps = np.empty((12000, 2000))
+        gaps[:] = np.random.default_rng(0).choice([-1.0, 0.0, 1.0], size=2000)
+        tf.betting_intervals(gaps, n_threads=1)
+    """,
+    "rank_tests": """
+        row = np.random.default_rng(0).normal(size=20000)
+        tf.exchangeability_tests(np.zeros(10**6), np.broadcast_to(row, (10**6, 20000)))
+    """,
+    "rao_wu_one_huge_replicate": """
+        tf.finite_population_bootstrap(np.arange(100.0), population_size=1000,
+                                       replicates=2, resample_size=10**12)
+    """,
 }
 
 

@@ -33,21 +33,10 @@ struct BettingPath {
     double log_threshold;
     bool huge() const { return !std::isfinite(threshold); }
 
-    // Whether the product of factor(0), ..., factor(t) reaches the threshold at some t;
-    // factor(i) < 0 stands for "m is infeasible at step i" (rejects at once).
-    template <class Factor>
-    bool capital_reaches(Factor factor) const {
-        if (huge()) return tracked_capital_reaches(factor);
-        double capital = 1.0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const double f = factor(i);
-            if (f < 0.0) return true;
-            capital *= f;
-            if (capital >= threshold) return true;
-        }
-        return false;
-    }
-
+    // Whether the product of factor(0), ..., factor(t) reaches the threshold at some t
+    // when the threshold overflows (factor(i) < 0 stands for "m is infeasible at step i":
+    // rejects at once). The usual path is the plain loops below, kept apart because this
+    // one costs a frexp per step.
     template <class Factor>
     bool tracked_capital_reaches(Factor factor) const {
         constexpr double kLn2 = 0.69314718055994530942;
@@ -71,24 +60,48 @@ struct BettingPath {
     // True when m lies below the interval: the capital betting on "mean > m" reaches
     // 2/alpha (hedged with weight 1/2) at some t, or m is infeasible given the draws.
     bool rejects_from_below(double m) const {
-        return capital_reaches([&](std::size_t i) {
+        if (huge()) return tracked_capital_reaches([&](std::size_t i) { return factor_below(m, i); });
+        double capital = 1.0;
+        for (std::size_t i = 0; i < n; ++i) {
             const double mt = slope[i] * m - offset[i];
-            if (mt < 0.0) return -1.0;
+            if (mt < 0.0) return true;
             double l = lam[i];
             // min(lam, c / mt) without the division unless the truncation binds
             if (l * mt > kBetTruncation) l = kBetTruncation / mt;
-            return 1.0 + l * (x[i] - mt);
-        });
+            capital *= 1.0 + l * (x[i] - mt);
+            if (capital >= threshold) return true;
+        }
+        return false;
     }
 
     bool rejects_from_above(double m) const {
-        return capital_reaches([&](std::size_t i) {
+        if (huge()) return tracked_capital_reaches([&](std::size_t i) { return factor_above(m, i); });
+        double capital = 1.0;
+        for (std::size_t i = 0; i < n; ++i) {
             const double mt = slope[i] * m - offset[i];
-            if (mt > 1.0) return -1.0;
+            if (mt > 1.0) return true;
             double l = lam[i];
             if (l * (1.0 - mt) > kBetTruncation) l = kBetTruncation / (1.0 - mt);
-            return 1.0 - l * (x[i] - mt);
-        });
+            capital *= 1.0 - l * (x[i] - mt);
+            if (capital >= threshold) return true;
+        }
+        return false;
+    }
+
+    // Step i's factor of the capitals above (-1: m infeasible), for the tracked path.
+    double factor_below(double m, std::size_t i) const {
+        const double mt = slope[i] * m - offset[i];
+        if (mt < 0.0) return -1.0;
+        double l = lam[i];
+        if (l * mt > kBetTruncation) l = kBetTruncation / mt;
+        return 1.0 + l * (x[i] - mt);
+    }
+    double factor_above(double m, std::size_t i) const {
+        const double mt = slope[i] * m - offset[i];
+        if (mt > 1.0) return -1.0;
+        double l = lam[i];
+        if (l * (1.0 - mt) > kBetTruncation) l = kBetTruncation / (1.0 - mt);
+        return 1.0 - l * (x[i] - mt);
     }
 };
 

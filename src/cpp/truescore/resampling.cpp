@@ -146,8 +146,8 @@ void rao_wu_replicates(const double* y, const std::int64_t* offsets, std::size_t
     // Memory O(n): a resample of up to kRaoWuBuffered draws is gathered in a buffer and
     // summed; a bigger one is summed as it is drawn (pairwise_sum_stream: the same draws in
     // the same order and the same summation tree, so the same bits), checking for a stop
-    // every kRaoWuPoll draws, since one such replicate can take seconds.
-    constexpr std::size_t kRaoWuBuffered = 4096, kRaoWuPoll = 1 << 16;
+    // every kRaoWuPoll leaves, since one such replicate can take seconds.
+    constexpr std::size_t kRaoWuBuffered = 4096, kRaoWuPoll = 512;  // leaves of <= 128 draws
     stratified_replicates(y, offsets, n_strata, weight, ysum, replicates, key0, key1, n_threads, out, [&] {
         return [&, buf = std::vector<double>(std::min(biggest_m, kRaoWuBuffered))](
                    Philox& gen, std::size_t h, const double* yh, std::uint64_t nh, double ybar) mutable {
@@ -157,12 +157,12 @@ void rao_wu_replicates(const double* y, const std::int64_t* offsets, std::size_t
                 for (std::size_t i = 0; i < mh; ++i) buf[i] = yh[gen.below(nh)];
                 sum = numpy_sum(buf.data(), mh);
             } else {
-                std::size_t drawn = 0;
-                auto next = [&] {
-                    if (++drawn % kRaoWuPoll == 0) throw_if_cancelled();
-                    return yh[gen.below(nh)];
+                std::size_t leaves = 0;
+                auto fill = [&](double* out, std::size_t count) {
+                    if (++leaves % kRaoWuPoll == 0) throw_if_cancelled();
+                    for (std::size_t i = 0; i < count; ++i) out[i] = yh[gen.below(nh)];
                 };
-                sum = 0.0 + pairwise_sum_stream(mh, next);
+                sum = 0.0 + pairwise_sum_stream(mh, fill);
             }
             return lambda[h] * (sum / static_cast<double>(mh) - ybar);
         };

@@ -35,31 +35,22 @@ double pairwise_sum(std::size_t n, const F& f, std::size_t offset = 0) {
     return pairwise_sum(n2, f, offset) + pairwise_sum(n - n2, f, offset + n2);
 }
 
-// Sum of next(), next(), ... (n calls, in order) in numpy's pairwise order without storing
-// the values: the same tree over the same sequence as pairwise_sum over a buffer holding
-// them, so the same bits, in O(log n) memory. For values generated on the fly.
-template <class Next>
-double pairwise_sum_stream(std::size_t n, Next& next) {
-    if (n < 8) {
-        double res = 0.0;
-        for (std::size_t i = 0; i < n; ++i) res += next();
-        return res;
-    }
+// numpy's pairwise sum of n values produced in order by fill(out, count) (which writes the
+// next `count` values to out) without storing them: the same tree over the same sequence
+// as pairwise_sum over a buffer holding them, so the same bits, in O(log n) memory. fill
+// is called once per leaf of the tree (at most 128 values), in order. For values generated
+// on the fly.
+template <class Fill>
+double pairwise_sum_stream(std::size_t n, Fill& fill) {
     if (n <= 128) {
-        double r[8];
-        for (std::size_t k = 0; k < 8; ++k) r[k] = next();
-        std::size_t i = 8;
-        const std::size_t whole = n - (n % 8);
-        for (; i < whole; i += 8)
-            for (std::size_t k = 0; k < 8; ++k) r[k] += next();
-        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; ++i) res += next();
-        return res;
+        double leaf[128];
+        fill(leaf, n);
+        return pairwise_sum(n, [&leaf](std::size_t i) { return leaf[i]; });
     }
     std::size_t n2 = n / 2;
     n2 -= n2 % 8;
-    const double left = pairwise_sum_stream(n2, next);  // sequenced: left's values come first
-    return left + pairwise_sum_stream(n - n2, next);
+    const double left = pairwise_sum_stream(n2, fill);  // sequenced: left's values come first
+    return left + pairwise_sum_stream(n - n2, fill);
 }
 
 // 0.0 + pairwise: numpy starts an add-reduction from the identity.
