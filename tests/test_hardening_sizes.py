@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 import truescore_fast as ts
 from reference import ref_rao_wu_replicates
-from truescore_fast import _core
 from truescore_fast._random import philox_key
 from truescore_fast._validation import format_bytes, memory_error, memory_limit
 
@@ -268,7 +267,12 @@ def test_memory_does_not_grow_with_draws_where_the_docs_promise_streaming() -> N
         assert big - small < 40, (name, big, small)
 
 
-@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""), reason="no RLIMIT_AS under ASan")
+NO_RLIMIT_UNDER_ASAN = pytest.mark.skipif(
+    "libasan" in os.environ.get("LD_PRELOAD", ""), reason="no RLIMIT_AS under ASan"
+)
+
+
+@NO_RLIMIT_UNDER_ASAN
 def test_pattern_test_memory_is_estimated_before_allocating() -> None:
     # Under a 2 GB address-space limit, 8 workers of ~24 bytes per parent for 2^24
     # parents (3.2 GB) are refused by name before any of it is allocated.
@@ -276,7 +280,6 @@ def test_pattern_test_memory_is_estimated_before_allocating() -> None:
 import resource
 resource.setrlimit(resource.RLIMIT_AS, (2 * 10**9, 2 * 10**9))
 import numpy as np
-from truescore_fast import _core
 ind = np.zeros((1, 2**24), dtype=np.uint8)
 ind[0, ::3] = 1
 try:
