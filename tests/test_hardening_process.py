@@ -108,6 +108,54 @@ def test_thread_count_is_capped_at_four_per_core():
     assert _core.testing.resolved_threads(2**31 - 1) == 4 * cores
 
 
+@pytest.mark.parametrize("n_threads", [None, 1, 2, 3, 7, 64, 10**6, 2**31 - 1])
+def test_python_sizes_its_work_by_the_threads_the_core_runs(n_threads):
+    # One policy: the engine's chunks (and anything else split by thread in Python) use
+    # the count the core resolves, so n_threads=2**31 - 1 does not make one giant chunk
+    # (which no Ctrl-C could stop between chunks).
+    from truescore_fast._engine import _run_cell
+    from truescore_fast._validation import threads_used
+
+    assert threads_used(n_threads) == _core.testing.resolved_threads(n_threads or 0)
+    calls = []
+
+    class Cell:
+        n_tasks = 64 * (os.cpu_count() or 1)
+
+        def run(self, begin, end, threads):
+            calls.append(end - begin)
+            return np.zeros((end - begin, 1))
+
+    _run_cell(Cell(), n_threads)
+    assert calls[0] == threads_used(n_threads) <= 4 * (os.cpu_count() or 1)
+
+
+def test_every_public_n_threads_takes_none_and_a_huge_count_alike():
+    # None is every core; 2**31 - 1 is capped at four per core, not refused; the result is
+    # the same for both and for one thread.
+    rng = np.random.default_rng(2)
+    d = rng.normal(size=300)
+    calls = [
+        lambda t: (
+            tf.exchangeability_tests(np.zeros(70), rng.normal(size=(70, 9)), n_threads=t).p_values
+        ),
+        lambda t: tf.seed_contrast(d, method="monte_carlo", draws=2000, n_threads=t).p_value,
+        lambda t: (
+            tf.finite_population_bootstrap(
+                d, population_size=900, replicates=50, n_threads=t
+            ).replicates
+        ),
+        lambda t: tf.betting_intervals(np.clip(d, -1, 1)[None, :], n_threads=t).low,
+    ]
+    for call in calls:
+        state = rng.bit_generator.state
+        results = []
+        for t in (None, 1, 2**31 - 1):
+            rng.bit_generator.state = state
+            results.append(np.asarray(call(t)))
+        assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
 @pytest.mark.parametrize("n_threads", [2**31, 2**32, 2**63, 2**64])
 def test_huge_thread_counts_are_refused_by_name(n_threads):
     with pytest.raises(ValueError, match="n_threads"):

@@ -16,7 +16,6 @@ within a task's row of partial sums are named once, by :class:`CoverageSums`,
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -29,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._validation import threads_used
 
 __all__ = [
     "REPLICATIONS_PER_TASK",
@@ -142,7 +142,7 @@ def _chunks(
     Yields ``(begin, end, rows, next_chunk)`` per chunk. The chunk size changes only how
     tasks are grouped into calls, never a task's rows.
     """
-    threads = n_threads or os.cpu_count() or 1
+    threads = threads_used(n_threads)
     while begin < cell.n_tasks:
         end = min(cell.n_tasks, begin + chunk)
         started = time.perf_counter()
@@ -170,7 +170,7 @@ def _run_cell(
     Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive.
     """
     total: npt.NDArray[np.float64] | None = None
-    for begin, end, part, _ in _chunks(cell, 0, n_threads or os.cpu_count() or 1, n_threads):
+    for begin, end, part, _ in _chunks(cell, 0, threads_used(n_threads), n_threads):
         if total is None:
             total = np.zeros(part.shape[1])
         _add_in_task_order(total, part)
@@ -273,7 +273,7 @@ def _execute_on(
     """
     from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-    first_chunk = n_threads or os.cpu_count() or 1
+    first_chunk = threads_used(n_threads)
     totals: list[npt.NDArray[np.float64] | None] = [None] * len(cells)
     running: dict[Future[tuple[npt.NDArray[np.float64], int, int]], tuple[int, int]] = {}
     try:

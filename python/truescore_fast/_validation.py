@@ -39,6 +39,7 @@ __all__ = [
     "check_population_size",
     "check_positive_int",
     "check_unit_interval",
+    "threads_used",
     "check_same_length",
     "cluster_codes",
     "dropin_1d",
@@ -230,6 +231,19 @@ def check_n_threads(n_threads: int | None) -> int | None:
     if n_threads is None:
         return None
     return check_positive_int("n_threads", n_threads, maximum=MAX_THREADS)
+
+
+# The one thread policy, the compiled core's (parallel.hpp: resolve_threads): None means
+# every core, a count is taken as given up to MAX_THREADS_PER_CORE per core (more threads
+# only cost memory and start-up), and a thread the system refuses is run inline.
+MAX_THREADS_PER_CORE = 4
+
+
+def threads_used(n_threads: int | None) -> int:
+    """Threads a call runs on for a checked ``n_threads`` (what Python-side work split by
+    thread, such as the calibration engine's chunks, must size itself by)."""
+    cores = os.cpu_count() or 1
+    return cores if n_threads is None else min(n_threads, MAX_THREADS_PER_CORE * cores)
 
 
 def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[np.float64]:
