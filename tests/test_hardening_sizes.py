@@ -280,6 +280,7 @@ def test_pattern_test_memory_is_estimated_before_allocating() -> None:
 import resource
 resource.setrlimit(resource.RLIMIT_AS, (2 * 10**9, 2 * 10**9))
 import numpy as np
+from truescore_fast import _core
 ind = np.zeros((1, 2**24), dtype=np.uint8)
 ind[0, ::3] = 1
 try:

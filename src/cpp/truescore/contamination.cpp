@@ -103,9 +103,10 @@ std::int64_t rank_tests_impl(const double* canonical, const double* values, Rows
     std::mutex lock;
     parallel_for_blocks(n_shards, threads, kMinShardsPerThread, [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
+        CancelEvery cancel;
         for (std::size_t i = begin; i < end; ++i) {
-            throw_if_cancelled();
             const Row r = row(i);
+            cancel.add(r.length);
             if (!rank_test(canonical[i], values + r.start, r.length, out.count + i, out.p_value + i,
                                out.mean + i, out.sd + i, out.z_score + i)) {
                 local = static_cast<std::int64_t>(i);
@@ -146,10 +147,11 @@ std::int64_t row_means_ragged(const double* values, const std::int64_t* offsets,
     parallel_for_blocks(n_rows, resolve_threads(n_threads), kMinShardsPerThread,
                         [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
+        CancelEvery cancel;
         for (std::size_t i = begin; i < end; ++i) {
-            throw_if_cancelled();
             const double* x = values + offsets[i];
             const std::size_t m = static_cast<std::size_t>(offsets[i + 1] - offsets[i]);
+            cancel.add(m);
             bool finite = true;
             for (std::size_t j = 0; j < m; ++j) finite &= std::isfinite(x[j]);
             if (!finite) {

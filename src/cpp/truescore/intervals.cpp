@@ -141,8 +141,9 @@ void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const d
     }
     parallel_for_blocks(n_audits, n_threads, kMinAuditsPerThread, [&](std::size_t begin, std::size_t end) {
         std::vector<double> scratch(kBettingScratchPerParent * n);
+        CancelEvery cancel;
         for (std::size_t a = begin; a < end; ++a) {
-            throw_if_cancelled();
+            cancel.add(n * n_methods);
             const double pop = population_size ? population_size[a] : 0.0;
             for (std::size_t k = 0; k < n_methods; ++k) {
                 const GapInterval r = gap_interval(methods[k], d + a * n, n, pop, alpha, scratch.data());
