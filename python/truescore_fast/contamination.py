@@ -607,9 +607,12 @@ def exchangeability_tests(
     Raises:
         ValueError: naming the argument, for non-finite values, shapes that do not
             match, a shard without permutations, or malformed offsets.
+        MemoryError: naming ``permuted`` when a copy it needs would not fit in memory.
 
-    C-contiguous float64 input is read in place; other dtypes and layouts are converted
-    once. The same caveat as for one shard applies: no finding is not a clean bill.
+    C-contiguous float64 input is read in place, and so are dense rows that are each
+    contiguous at any row stride (a slice of rows, a zero-stride ``np.broadcast_to``);
+    other dtypes and layouts are converted once. Ctrl-C stops the call within about a
+    second. The same caveat as for one shard applies: no finding is not a clean bill.
     """
     check_alpha(alpha)
     threads = check_n_threads(n_threads)

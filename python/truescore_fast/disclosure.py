@@ -378,6 +378,8 @@ def linear_weighted_kappa(
             ``categories``, fewer than two or repeated categories, a bad ``alpha``,
             ``n_resamples`` or ``seed``, or data with no expected disagreement (both coders
             use a single, identical category), where kappa is undefined.
+        MemoryError: naming ``n_resamples`` when its kappas (about 25 bytes each) would
+            not fit in memory, before anything is drawn.
     """
     cats = tuple(categories) if not isinstance(categories, str) else ()
     if len(cats) < 2:

@@ -323,6 +323,8 @@ def shard_orders(
 
     Raises:
         ValueError: for a non-integer or out-of-range argument.
+        MemoryError: naming ``n_shards`` or ``permutations_per_shard`` when the orders
+            would not fit in memory (estimated before anything is allocated).
     """
     n = check_positive_int("n_examples", n_examples)
     r = check_positive_int("n_shards", n_shards)
