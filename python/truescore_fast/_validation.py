@@ -94,12 +94,19 @@ def format_bytes(nbytes: float) -> str:
 
 def memory_limit() -> int | None:
     """Most bytes one allocation can hope to get: this machine's physical memory, or the
-    address-space limit (``ulimit -v``) when lower; ``None`` when neither is known."""
+    container's (cgroup) memory limit or the address-space limit (``ulimit -v``) when
+    lower; ``None`` when none is known."""
     limits = []
     try:
         limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
         pass
+    for cgroup in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(cgroup) as f:
+                limits.append(int(f.read().strip()))  # "max" (no limit) is not a number
+        except (OSError, ValueError):
+            pass
     try:
         import resource
 
@@ -115,9 +122,9 @@ def memory_limit() -> int | None:
 def memory_error(name: str, nbytes: float, advice: str | None = None) -> MemoryError:
     """The error for ``name`` needing ``nbytes`` that cannot be had."""
     limit = memory_limit()
-    have = f"this machine has {format_bytes(limit)}" if limit else "more than can be allocated"
+    have = f"more than the {format_bytes(limit)} available" if limit else "more than can be had"
     return MemoryError(
-        f"{name} needs {format_bytes(nbytes)} of memory ({have}); "
+        f"{name} needs {format_bytes(nbytes)} of memory, {have}; "
         f"{advice or f'use a smaller {name}'}"
     )
 
