@@ -146,24 +146,21 @@ void rao_wu_replicates(const double* y, const std::int64_t* offsets, std::size_t
     // Memory O(n): a resample of up to kRaoWuBuffered draws is gathered in a buffer and
     // summed; a bigger one is summed as it is drawn (pairwise_sum_stream: the same draws in
     // the same order and the same summation tree, so the same bits), checking for a stop
-    // every kRaoWuPoll leaves, since one such replicate can take seconds.
-    constexpr std::size_t kRaoWuBuffered = 4096, kRaoWuPoll = 512;  // leaves of <= 128 draws
+    // between buffers, since one such replicate can take seconds.
+    constexpr std::size_t kRaoWuBuffered = 4096;
     stratified_replicates(y, offsets, n_strata, weight, ysum, replicates, key0, key1, n_threads, out, [&] {
-        return [&, buf = std::vector<double>(std::min(biggest_m, kRaoWuBuffered))](
+        return [&, buf = std::vector<double>(std::max<std::size_t>(128, std::min(biggest_m, kRaoWuBuffered)))](
                    Philox& gen, std::size_t h, const double* yh, std::uint64_t nh, double ybar) mutable {
             const std::size_t mh = static_cast<std::size_t>(resample_size[h]);
-            double sum;
-            if (mh <= kRaoWuBuffered) {
-                for (std::size_t i = 0; i < mh; ++i) buf[i] = yh[gen.below(nh)];
-                sum = numpy_sum(buf.data(), mh);
-            } else {
-                std::size_t leaves = 0;
-                auto fill = [&](double* out, std::size_t count) {
-                    if (++leaves % kRaoWuPoll == 0) throw_if_cancelled();
-                    for (std::size_t i = 0; i < count; ++i) out[i] = yh[gen.below(nh)];
-                };
-                sum = 0.0 + pairwise_sum_stream(mh, fill);
-            }
+            // Up to kRaoWuBuffered draws at a time: a bigger resample is summed subtree by
+            // subtree of numpy's pairwise order as it is drawn.
+            std::size_t filled = 0;
+            auto fill = [&](double* out, std::size_t count) {
+                if (filled > 0) throw_if_cancelled();  // between subtrees of a huge resample
+                filled += count;
+                for (std::size_t i = 0; i < count; ++i) out[i] = yh[gen.below(nh)];
+            };
+            const double sum = 0.0 + pairwise_sum_stream(mh, fill, buf.data(), buf.size());
             return lambda[h] * (sum / static_cast<double>(mh) - ybar);
         };
     });
