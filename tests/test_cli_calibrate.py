@@ -345,16 +345,19 @@ def test_checkpoint_resume_reruns_nothing_and_changes_nothing(tmp_path):
 def test_ctrl_c_then_resume_gives_the_uninterrupted_result(tmp_path):
     path = tmp_path / "coverage.jsonl"
     argv = ["coverage", "--population", str(POPULATION), "--n", "50", "100", "200",
-            "--intervals", "betting", "--replications", "30000", "--json"]  # fmt: skip
+            "--intervals", "betting", "--replications", "100000", "--threads", "1",
+            "--json"]  # fmt: skip
     code, plain, err = run_cli(*argv)
     assert code == EXIT_OK, err
     script = (
         "import sys; from truescore_fast.cli import main; print('ready', flush=True); "
         "sys.exit(main(sys.argv[1:]))"
     )
+    # Ctrl-C as soon as the first of the three cells is saved (two are still to run),
+    # however fast the machine
     code, _, err, _ = interrupt_after(
-        [sys.executable, "-c", script, "calibrate", *argv, "--checkpoint", str(path)], 1.5,
-        timeout=120,
+        [sys.executable, "-c", script, "calibrate", *argv, "--checkpoint", str(path)], 0.0,
+        timeout=120, when=lambda: path.exists() and '"tasks"' in path.read_text(),
     )  # fmt: skip
     assert code == 130 and err.strip() == "interrupted", err
     records = [json.loads(line) for line in path.read_text().splitlines()]

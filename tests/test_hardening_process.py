@@ -108,6 +108,54 @@ def test_thread_count_is_capped_at_four_per_core():
     assert _core.testing.resolved_threads(2**31 - 1) == 4 * cores
 
 
+@pytest.mark.parametrize("n_threads", [None, 1, 2, 3, 7, 64, 10**6, 2**31 - 1])
+def test_python_sizes_its_work_by_the_threads_the_core_runs(n_threads):
+    # One policy: the engine's chunks (and anything else split by thread in Python) use
+    # the count the core resolves, so n_threads=2**31 - 1 does not make one giant chunk
+    # (which no Ctrl-C could stop between chunks).
+    from truescore_fast._engine import _run_cell
+    from truescore_fast._validation import threads_used
+
+    assert threads_used(n_threads) == _core.testing.resolved_threads(n_threads or 0)
+    calls = []
+
+    class Cell:
+        n_tasks = 64 * (os.cpu_count() or 1)
+
+        def run(self, begin, end, threads):
+            calls.append(end - begin)
+            return np.zeros((end - begin, 1))
+
+    _run_cell(Cell(), n_threads)
+    assert calls[0] == threads_used(n_threads) <= 4 * (os.cpu_count() or 1)
+
+
+def test_every_public_n_threads_takes_none_and_a_huge_count_alike():
+    # None is every core; 2**31 - 1 is capped at four per core, not refused; the result is
+    # the same for both and for one thread.
+    rng = np.random.default_rng(2)
+    d = rng.normal(size=300)
+    calls = [
+        lambda t: (
+            tf.exchangeability_tests(np.zeros(70), rng.normal(size=(70, 9)), n_threads=t).p_values
+        ),
+        lambda t: tf.seed_contrast(d, method="monte_carlo", draws=2000, n_threads=t).p_value,
+        lambda t: (
+            tf.finite_population_bootstrap(
+                d, population_size=900, replicates=50, n_threads=t
+            ).replicates
+        ),
+        lambda t: tf.betting_intervals(np.clip(d, -1, 1)[None, :], n_threads=t).low,
+    ]
+    for call in calls:
+        state = rng.bit_generator.state
+        results = []
+        for t in (None, 1, 2**31 - 1):
+            rng.bit_generator.state = state
+            results.append(np.asarray(call(t)))
+        assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
 @pytest.mark.parametrize("n_threads", [2**31, 2**32, 2**63, 2**64])
 def test_huge_thread_counts_are_refused_by_name(n_threads):
     with pytest.raises(ValueError, match="n_threads"):
@@ -116,7 +164,7 @@ def test_huge_thread_counts_are_refused_by_name(n_threads):
 
 # ------------------------------------------------- callers that mutate arrays mid-call
 
-MUTATE = """
+MUTATE_PRELUDE = """
 import threading, time
 import numpy as np
 import truescore_fast as tf
@@ -152,7 +200,11 @@ def during(arrays, call, seconds=0.6):
         for t in threads:
             t.join()
     return calls
+"""
 
+MUTATE = (
+    MUTATE_PRELUDE
+    + """
 S, m = 2000, 50
 canon = rng.normal(size=S)
 values = rng.normal(size=S * m)
@@ -187,10 +239,53 @@ during([(pub, 5, np.nan), (fresh, (6, 0), 7.0)],
        lambda: _core.randomization_test(pub, fresh, 0, 1000, 200, 1, 2))
 print("ok")
 """
+)
 
 
 def test_mutating_index_arrays_during_calls_never_crashes():
     proc = _run(MUTATE, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    assert proc.stdout.split() == ["ok"]
+
+
+# Arrays whose values (not only their shape) a binding checks and the kernel then relies
+# on without the GIL: labels that index a table, values it sorts or selects from, counts
+# it divides by, the matrix both the statistic and its null are computed from. Each is
+# rewritten to a value the check refuses while calls run.
+MUTATE_VALUES = (
+    MUTATE_PRELUDE
+    + """
+N, K = 400, 2
+pub = (rng.random(N) < 0.5).astype(float)
+fresh = (rng.random((N, K)) < 0.5).astype(float)
+during([(pub, 3, 1e9), (fresh, (5, 1), -9.0), (pub, 11, np.nan)],
+       lambda: tf.detection_study(pub, fresh, sizes=[50], deltas=[0.0], replications=300,
+                                  fallback="betting", progress=False))
+during([(pub, 3, 1e9), (fresh, (5, 1), 3.0)],
+       lambda: _core.detection_tasks(pub, fresh, 50, True, 0.0, 0.0, 1, 4, 0.05,
+                                     1, 2, 0, 200, 50, 0, 4))
+d = rng.normal(size=16)
+during([(d, 3, np.nan)], lambda: _core.sign_flip_test(
+    d, exact=True, n_resamples=0, key0=1, key1=2, alpha_tail=0.025))
+d40 = rng.normal(size=30)
+during([(d40, 20, np.nan)], lambda: _core.sign_flip_count_two_sided(d40))
+fam = np.full(300, 2.0)
+during([(fam, 4, 0.0)], lambda: _core.cluster_bootstrap_difference(
+    rng.normal(size=300), fam, rng.normal(size=300), fam.copy(), n_resamples=3000,
+    key0=1, key1=2))
+ind = (rng.random((5, 300)) < 0.3).astype(np.uint8)
+during([(ind, (2, 7), 9)], lambda: _core.pattern_test(ind, 2, 3000, 1, 2))
+gaps = rng.choice([-1.0, 0.0, 1.0], size=(40, 200))
+popn = np.full(40, 1000.0)
+during([(popn, 5, 3.0)], lambda: _core.gap_intervals(gaps, np.array([2, 3, 4]),
+                                                     population_size=popn))
+print("ok")
+"""
+)
+
+
+def test_mutating_checked_values_during_calls_never_crashes():
+    proc = _run(MUTATE_VALUES, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
     assert proc.stdout.split() == ["ok"]
 
@@ -215,24 +310,48 @@ KERNELS = {
         fresh = rng.integers(0, 1001, size=(5000, 1)) / 1000
         tf.randomization_test(pub, fresh, method="exact")
     """,
+    # Batched kernels: a block of shards or audits between checks, one thread or many.
+    # (the 320 MB input is built before "ready": the call itself takes about 1 s here,
+    # since betting intervals got 3x faster, so the signal comes 0.3 s into it)
+    "gap_intervals": (
+        """
+        gaps = np.empty((20000, 2000))
+        gaps[:] = np.random.default_rng(0).choice([-1.0, 0.0, 1.0], size=2000)
+        """,
+        "tf.betting_intervals(gaps, n_threads=1)",
+        0.3,
+    ),
+    "rank_tests": """
+        row = np.random.default_rng(0).normal(size=20000)
+        tf.exchangeability_tests(np.zeros(10**6), np.broadcast_to(row, (10**6, 20000)))
+    """,
+    "rao_wu_one_huge_replicate": """
+        tf.finite_population_bootstrap(np.arange(100.0), population_size=1000,
+                                       replicates=2, resample_size=10**12)
+    """,
 }
 
 
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_ctrl_c_stops_a_long_kernel_within_a_second(kernel):
+    # A kernel is its code, or (set-up run before "ready", the call, seconds to wait).
+    setup, call, wait = (
+        ("", KERNELS[kernel], 1.0) if isinstance(KERNELS[kernel], str) else (KERNELS[kernel])
+    )
     code = (
         "import sys, threading, numpy as np, truescore_fast as tf\n"
-        "print('ready', flush=True)\n"
+        + textwrap.dedent(setup).strip()
+        + "\nprint('ready', flush=True)\n"
         "try:\n"
-        + textwrap.indent(textwrap.dedent(KERNELS[kernel]).strip(), "    ")
+        + textwrap.indent(textwrap.dedent(call).strip(), "    ")
         + "\nexcept KeyboardInterrupt:\n"
         "    print('interrupted', threading.active_count(), flush=True)\n"
         "    sys.exit(130)\n"
         "print('finished', flush=True)\n"
     )
     code_, out, err, elapsed = interrupt_after(
-        [sys.executable, "-c", code], 1.0, env=_env()
-    )  # 1.0 s: well inside the kernel
+        [sys.executable, "-c", code], wait, env=_env()
+    )  # well inside the kernel
     assert code_ == 130, (out, err)
     assert out.split() == ["interrupted", "1"]  # KeyboardInterrupt surfaced, no thread left
     assert elapsed < 2.0, elapsed

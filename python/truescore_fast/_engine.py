@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._validation import threads_used
 
 __all__ = [
     "REPLICATIONS_PER_TASK",
@@ -160,7 +161,7 @@ def _chunks(
     Yields ``(begin, end, rows, next_chunk)`` per chunk. The chunk size changes only how
     tasks are grouped into calls, never a task's rows.
     """
-    threads = n_threads or os.cpu_count() or 1
+    threads = threads_used(n_threads)
     while begin < cell.n_tasks:
         end = min(cell.n_tasks, begin + chunk)
         started = time.perf_counter()
@@ -201,7 +202,7 @@ def _run_cell(
     if state[1] is not None and state[0] >= cell.n_tasks:
         return state[1]
     try:
-        first_chunk = n_threads or os.cpu_count() or 1
+        first_chunk = threads_used(n_threads)
         for begin, end, part, _ in _chunks(cell, state[0], first_chunk, n_threads):
             state = (end, _added(state[1], part))
             if store is not None:
@@ -346,7 +347,7 @@ def _execute_on(
     """
     from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-    first_chunk = n_threads or os.cpu_count() or 1
+    first_chunk = threads_used(n_threads)
     states = list(starts)  # (tasks done, their sum) per cell, each replaced in one step
     running: dict[Future[tuple[npt.NDArray[np.float64], int, int]], tuple[int, int]] = {}
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
+import os
 from collections.abc import Sequence
 from decimal import Decimal
 from types import ModuleType
@@ -26,6 +27,7 @@ __all__ = [
     "Alternative",
     "MissingExtraError",
     "check_alpha",
+    "check_memory",
     "check_labels",
     "check_open_unit",
     "check_population_sizes",
@@ -38,12 +40,16 @@ __all__ = [
     "check_population_size",
     "check_positive_int",
     "check_unit_interval",
+    "threads_used",
     "check_same_length",
     "cluster_codes",
     "dropin_1d",
     "dropin_alpha",
     "finite_1d",
     "float_array",
+    "format_bytes",
+    "memory_error",
+    "memory_limit",
     "p_values_1d",
     "paired_1d",
     "real_scalar",
@@ -118,14 +124,98 @@ def dropin_alpha(alpha: Any, name: str = "alpha") -> Any:
 _REAL_KINDS = "biuf"  # bool, signed and unsigned integers, floats
 
 
-def float_array(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+# ---- Memory ------------------------------------------------------------------------------
+#
+# One place for "this would need more memory than there is": the compiled core calls
+# memory_error and check_memory too (bindings/checks.hpp), so every such error reads the
+# same way, names the argument that sets the size and says how to reduce it.
+
+
+def format_bytes(nbytes: float) -> str:
+    """``nbytes`` for people: "512 bytes", "3.2 MB", "24.0 GB", "8.0 EB" (powers of 1000)."""
+    if not nbytes < 1e3:
+        for unit, size in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+            if nbytes >= size:
+                return f"{nbytes / size:,.1f} {unit}"
+        return f"{nbytes / 1e3:.1f} kB"
+    return f"{int(nbytes)} bytes"
+
+
+def memory_limit() -> int | None:
+    """Most bytes one allocation can hope to get: this machine's physical memory, or the
+    container's (cgroup) memory limit or the address-space limit (``ulimit -v``) when
+    lower; ``None`` when none is known."""
+    limits = []
+    try:
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        pass
+    for cgroup in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(cgroup) as f:
+                limits.append(int(f.read().strip()))  # "max" (no limit) is not a number
+        except (OSError, ValueError):
+            pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limits.append(soft)
+    except (ImportError, OSError, ValueError):
+        pass
+    positive = [v for v in limits if v > 0]
+    return min(positive) if positive else None
+
+
+def memory_error(name: str, nbytes: float, advice: str | None = None) -> MemoryError:
+    """The error for ``name`` needing ``nbytes`` that cannot be had."""
+    limit = memory_limit()
+    have = f"more than the {format_bytes(limit)} available" if limit else "more than can be had"
+    return MemoryError(
+        f"{name} needs {format_bytes(nbytes)} of memory, {have}; "
+        f"{advice or f'use a smaller {name}'}"
+    )
+
+
+def check_memory(name: str, nbytes: float, advice: str | None = None) -> None:
+    """Raise :func:`memory_error` unless ``nbytes`` (an estimate made before allocating,
+    set by the argument ``name``) fits in :func:`memory_limit`."""
+    limit = memory_limit()
+    if not nbytes < (limit if limit else 2.0**62):
+        raise memory_error(name, nbytes, advice)
+
+
+_SMALL_COPY = 1 << 23  # elements: a copy below 64 MB needs no look at the machine
+
+
+def _check_copy(name: str, arr: npt.NDArray[Any], itemsize: int = 8) -> None:
+    """Refuse an array whose C-contiguous float64 copy cannot fit in memory when a copy
+    is coming: another dtype, or a layout that is not C-contiguous (a zero-stride
+    ``np.broadcast_to`` view of one row, which costs nothing until it is copied)."""
+    if arr.size >= _SMALL_COPY and (arr.dtype != np.float64 or not arr.flags.c_contiguous):
+        check_memory(
+            name,
+            float(arr.size) * itemsize,
+            f"pass a smaller {name}, or a C-contiguous float64 array (read in place)",
+        )
+
+
+def float_array(
+    name: str, values: npt.ArrayLike, keep_strides: bool = False
+) -> npt.NDArray[np.float64]:
     """``values`` as a float64 array; a float64 array comes back as the same object.
 
     Only real numbers are converted: complex values (whose imaginary part a cast would
     drop), dates, durations, strings (even numeric ones) and other objects raise
-    ``TypeError`` naming the argument; a ragged nesting raises ``ValueError``.
+    ``TypeError`` naming the argument; a ragged nesting raises ``ValueError``. An array
+    whose float64 C-contiguous copy would not fit in memory (say a zero-stride
+    ``np.broadcast_to`` view) raises ``MemoryError`` naming the argument, unless
+    ``keep_strides`` (the caller reads it strided, without that copy).
     """
     if type(values) is np.ndarray and values.dtype == np.float64:
+        if not keep_strides:
+            _check_copy(name, values)
         return values
     try:
         raw = np.asarray(values)
@@ -140,6 +230,8 @@ def float_array(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
             )
     elif kind not in _REAL_KINDS:
         raise TypeError(f"{name} must hold real numbers; got dtype {raw.dtype}")
+    if raw.dtype != np.float64 or not keep_strides:
+        _check_copy(name, raw)
     try:
         return np.asarray(raw, dtype=np.float64)
     except OverflowError as error:  # a Python int beyond the largest double
@@ -199,6 +291,19 @@ def check_n_threads(n_threads: int | None) -> int | None:
     if n_threads is None:
         return None
     return check_positive_int("n_threads", n_threads, maximum=MAX_THREADS)
+
+
+# The one thread policy, the compiled core's (parallel.hpp: resolve_threads): None means
+# every core, a count is taken as given up to MAX_THREADS_PER_CORE per core (more threads
+# only cost memory and start-up), and a thread the system refuses is run inline.
+MAX_THREADS_PER_CORE = 4
+
+
+def threads_used(n_threads: int | None) -> int:
+    """Threads a call runs on for a checked ``n_threads`` (what Python-side work split by
+    thread, such as the calibration engine's chunks, must size itself by)."""
+    cores = os.cpu_count() or 1
+    return cores if n_threads is None else min(n_threads, MAX_THREADS_PER_CORE * cores)
 
 
 def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[np.float64]:

@@ -612,14 +612,19 @@ def exchangeability_tests(
     Raises:
         ValueError: naming the argument, for non-finite values, shapes that do not
             match, a shard without permutations, or malformed offsets.
+        MemoryError: naming ``permuted`` when a copy it needs would not fit in memory.
 
-    C-contiguous float64 input is read in place; other dtypes and layouts are converted
-    once. The same caveat as for one shard applies: no finding is not a clean bill.
+    C-contiguous float64 input is read in place, and so are dense rows that are each
+    contiguous at any row stride (a slice of rows, a zero-stride ``np.broadcast_to``);
+    other dtypes and layouts are converted once. Ctrl-C stops the call within about a
+    second. The same caveat as for one shard applies: no finding is not a clean bill.
     """
     check_alpha(alpha)
     threads = check_n_threads(n_threads)
     canon = finite_1d("canonical", canonical)
-    values = float_array("permuted", permuted)
+    # Dense rows are read in place at any row stride (a zero-stride np.broadcast_to too);
+    # the ragged layout needs a C-contiguous copy, checked to fit in memory first.
+    values = float_array("permuted", permuted, keep_strides=True)
     if offsets is None:
         if values.ndim != 2:
             raise ValueError(
@@ -634,6 +639,7 @@ def exchangeability_tests(
     else:
         if values.ndim != 1:
             raise ValueError(f"permuted must be 1-D when offsets are given; got {values.shape}")
+        values = float_array("permuted", values)
         bounds = _offsets(offsets)
         out = _core.rank_tests_ragged(canon, values, bounds, n_threads=threads)
         m = np.diff(bounds)

@@ -72,7 +72,12 @@ from truescore_fast._bootstrap_intervals import percentile_interval
 from truescore_fast._io import NotJsonError, read_json_file
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
-from truescore_fast._validation import check_alpha, check_positive_int, optional_module
+from truescore_fast._validation import (
+    check_alpha,
+    check_memory,
+    check_positive_int,
+    optional_module,
+)
 
 __all__ = [
     "CONTAMINATION_TYPES",
@@ -435,6 +440,8 @@ def linear_weighted_kappa(
             ``categories``, fewer than two or repeated categories, a bad ``alpha``,
             ``n_resamples`` or ``seed``, or data with no expected disagreement (both coders
             use a single, identical category), where kappa is undefined.
+        MemoryError: naming ``n_resamples`` when its kappas (about 25 bytes each) would
+            not fit in memory, before anything is drawn.
     """
     cats = tuple(categories) if not isinstance(categories, str) else ()
     if len(cats) < 2:
@@ -461,14 +468,23 @@ def linear_weighted_kappa(
             "(no disagreement is expected by chance)"
         )
     kappa = float(1.0 - obs[0] / exp[0])
+    # The percentile interval needs every resample's kappa: one float64 each, written into
+    # one array (plus the defined ones and the percentile's sorted copy: ~25 bytes a
+    # resample), checked to fit before anything is drawn.
+    check_memory(
+        "n_resamples",
+        25.0 * n_resamples,
+        "use fewer n_resamples (10,000 give the interval's ends to about two digits)",
+    )
     rng = np.random.Generator(np.random.Philox(key=np.array(philox_key(seed), dtype=np.uint64)))
-    draws = []
+    reps = np.empty(n_resamples)
     chunk = max(1, 2_000_000 // n)
     for start in range(0, n_resamples, chunk):
         rows = rng.integers(0, n, size=(min(chunk, n_resamples - start), n))
         o, e = _weighted_kappa_many(ai, bi, rows, k)
-        draws.append(np.where(e > 0.0, 1.0 - o / np.where(e > 0.0, e, 1.0), np.nan))
-    reps = np.concatenate(draws)
+        reps[start : start + rows.shape[0]] = np.where(
+            e > 0.0, 1.0 - o / np.where(e > 0.0, e, 1.0), np.nan
+        )
     defined = reps[~np.isnan(reps)]
     if defined.size:
         lo, hi = (float(x) for x in percentile_interval(defined, alpha))

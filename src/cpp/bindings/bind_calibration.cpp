@@ -107,7 +107,11 @@ py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& f
     if (n < 0) throw std::invalid_argument("n must be non-negative");
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
     const int threads = thread_count(n_threads);
-    const truescore::DetectionSetting setting{public_labels.data(), fresh_labels.data(), N,
+    // The core checks the labels are 0/1 and then indexes a table with them: it must read
+    // our copies, or another thread writing a 7 between the check and the read would send
+    // it out of bounds.
+    const std::vector<double> pub = snapshot(public_labels), fresh = snapshot(fresh_labels);
+    const truescore::DetectionSetting setting{pub.data(), fresh.data(), N,
                                               static_cast<std::size_t>(fresh_labels.shape(1)),
                                               static_cast<std::size_t>(n), relabel, flip_public, flip_fresh,
                                               static_cast<std::size_t>(guardrail), interval_method(fallback, "fallback"), alpha};

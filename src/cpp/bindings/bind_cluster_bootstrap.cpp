@@ -57,11 +57,15 @@ py::array_t<double> cluster_bootstrap_difference(const ArrayD& treated_sum,
     for (int a = 0; a < 4; ++a) require_ndim(*arrays[a], 1, names[a]);
     const py::ssize_t f = treated_sum.shape(0);
     if (f < 1) throw std::invalid_argument("treated_sum must be non-empty (one entry per family)");
+    // The counts are checked to be at least 1 and then divided by: the kernel reads the
+    // checked copies (one entry per family, small).
+    std::vector<double> copies[4];
     for (int a = 0; a < 4; ++a) {
         if (arrays[a]->shape(0) != f)
             throw std::invalid_argument(std::string(names[a]) + " must have one entry per family (" +
                                         std::to_string(f) + ")");
-        const double* p = arrays[a]->data();
+        copies[a] = snapshot(*arrays[a]);
+        const double* p = copies[a].data();
         for (py::ssize_t i = 0; i < f; ++i) {
             if (!std::isfinite(p[i]))
                 throw std::invalid_argument(std::string(names[a]) + " contains non-finite values");
@@ -76,8 +80,8 @@ py::array_t<double> cluster_bootstrap_difference(const ArrayD& treated_sum,
     py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(n_resamples)}, "n_resamples");
     double* o = out.mutable_data();
     run_interruptible(static_cast<double>(n_resamples) * static_cast<double>(f), [&] {
-        truescore::cluster_bootstrap_difference(treated_sum.data(), treated_count.data(),
-                                                control_sum.data(), control_count.data(),
+        truescore::cluster_bootstrap_difference(copies[0].data(), copies[1].data(), copies[2].data(),
+                                                copies[3].data(),
                                                 static_cast<std::size_t>(f), static_cast<std::size_t>(n_resamples), key0,
                                                 key1, o, threads);
     });

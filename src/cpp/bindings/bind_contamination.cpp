@@ -10,13 +10,16 @@
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/contamination.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
+using truescore::bindings::check_memory;
 using truescore::bindings::check_shard_offsets;
 using truescore::bindings::require_ndim;
+using truescore::bindings::run_interruptible;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -41,7 +44,10 @@ void raise_non_finite(std::int64_t bad, const char* name) {
                                     std::to_string(bad) + ")");
 }
 
-py::dict rank_tests_dense(const ArrayD& canonical, const ArrayD& permuted, const py::object& n_threads) {
+// Any float64 layout, not copied: the dense rank tests read rows in place when they can.
+using ArrayStrided = py::array_t<double, py::array::forcecast>;
+
+py::dict rank_tests_dense(const ArrayD& canonical, const ArrayStrided& permuted, const py::object& n_threads) {
     require_ndim(canonical, 1, "canonical");
     require_ndim(permuted, 2, "permuted");
     const py::ssize_t s = canonical.shape(0);
@@ -51,14 +57,30 @@ py::dict rank_tests_dense(const ArrayD& canonical, const ArrayD& permuted, const
     if (permuted.shape(1) < 1 && s > 0)
         throw std::invalid_argument("permuted must hold at least one permutation per shard");
     const int threads = thread_count(n_threads);
+    const auto m = static_cast<std::size_t>(permuted.shape(1));
+    // Rows whose values are adjacent (a C array, a slice of rows, a zero-stride
+    // np.broadcast_to of one row) are read in place at their row stride; any other layout
+    // is copied once, after a check that the copy fits in memory.
+    constexpr auto item = static_cast<py::ssize_t>(sizeof(double));
+    const bool rows_in_place = (m <= 1 || permuted.strides(1) == item) &&
+                               (s <= 1 || (permuted.strides(0) >= 0 && permuted.strides(0) % item == 0));
+    std::optional<ArrayD> copy;
+    const double* base = permuted.data();
+    std::size_t row_stride = s <= 1 ? 0 : static_cast<std::size_t>(permuted.strides(0) / item);
+    if (!rows_in_place) {
+        check_memory("permuted", static_cast<double>(s) * static_cast<double>(m) * 8.0,
+                     "pass a smaller permuted, or one whose rows are contiguous (read in place)");
+        copy.emplace(ArrayD::ensure(permuted));
+        if (!copy->ptr()) throw py::error_already_set();
+        base = copy->data();
+        row_stride = m;
+    }
     truescore::RankOutputs out{};
     py::dict d = make_outputs(s, out);
-    std::int64_t bad;
-    {
-        py::gil_scoped_release release;
-        bad = truescore::rank_tests_dense(canonical.data(), permuted.data(), static_cast<std::size_t>(s),
-                                          static_cast<std::size_t>(permuted.shape(1)), out, threads);
-    }
+    const std::int64_t bad = run_interruptible(static_cast<double>(s) * static_cast<double>(m), [&] {
+        return truescore::rank_tests_dense(canonical.data(), base, static_cast<std::size_t>(s), m, row_stride, out,
+                                           threads);
+    });
     raise_non_finite(bad, "permuted");
     return d;
 }
@@ -72,12 +94,10 @@ py::dict rank_tests_ragged(const ArrayD& canonical, const ArrayD& values, const 
     const int threads = thread_count(n_threads);
     truescore::RankOutputs out{};
     py::dict d = make_outputs(s, out);
-    std::int64_t bad;
-    {
-        py::gil_scoped_release release;
-        bad = truescore::rank_tests_ragged(canonical.data(), values.data(), o.data(),
-                                           static_cast<std::size_t>(s), out, threads);
-    }
+    const std::int64_t bad = run_interruptible(static_cast<double>(values.shape(0)), [&] {
+        return truescore::rank_tests_ragged(canonical.data(), values.data(), o.data(), static_cast<std::size_t>(s),
+                                            out, threads);
+    });
     raise_non_finite(bad, "permuted");
     return d;
 }
@@ -90,11 +110,9 @@ py::array_t<double> row_means_ragged(const ArrayD& values, const ArrayI64& offse
     const int threads = thread_count(n_threads);
     py::array_t<double> means(s);
     double* out = means.mutable_data();
-    std::int64_t bad;
-    {
-        py::gil_scoped_release release;
-        bad = truescore::row_means_ragged(values.data(), o.data(), static_cast<std::size_t>(s), out, threads);
-    }
+    const std::int64_t bad = run_interruptible(static_cast<double>(values.shape(0)), [&] {
+        return truescore::row_means_ragged(values.data(), o.data(), static_cast<std::size_t>(s), out, threads);
+    });
     raise_non_finite(bad, "shuffled");
     return means;
 }

@@ -9,6 +9,7 @@
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/intervals.hpp"
 
 namespace py = pybind11;
@@ -17,6 +18,7 @@ using truescore::bindings::ArrayI64;
 using truescore::bindings::check_alpha;
 using truescore::bindings::interval_method;
 using truescore::bindings::require_ndim;
+using truescore::bindings::run_interruptible;
 using truescore::bindings::thread_count;
 
 namespace {
@@ -43,11 +45,16 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     const std::size_t k = codes.size();
     py::array_t<double> low({k, a}), high({k, a}), est({k, a}), half({k, a});
     double *pl = low.mutable_data(), *ph = high.mutable_data(), *pe = est.mutable_data(), *pw = half.mutable_data();
-    const double* pp = pop ? pop->data() : nullptr;
-    {
-        py::gil_scoped_release release;
+    // The core checks each audit's population size against n and then divides by it: our copy.
+    const std::vector<double> pop_copy = pop ? truescore::bindings::snapshot(*pop) : std::vector<double>();
+    const double* pp = pop ? pop_copy.data() : nullptr;
+    // About 60 passes over the sample per betting interval (bisection of both ends), one or
+    // two for the moment methods.
+    double passes = 0.0;
+    for (const auto code : codes) passes += code == truescore::IntervalMethod::betting ? 120.0 : 2.0;
+    run_interruptible(passes * static_cast<double>(a) * static_cast<double>(n), [&] {
         truescore::gap_intervals(codes.data(), k, gaps.data(), a, n, pp, alpha, pl, ph, pe, pw, threads);
-    }
+    });
     py::dict d;
     d["low"] = low;
     d["high"] = high;

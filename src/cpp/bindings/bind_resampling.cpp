@@ -34,12 +34,19 @@ namespace {
 struct RaoWuDesign {
     std::vector<std::int64_t> offsets;
     std::vector<std::int64_t> resample_size;
+    std::vector<double> lam, weight;
     std::size_t strata() const { return offsets.size() - 1; }
+    // Draws per replicate, sum_h m_h (as a double: only a work estimate).
+    double draws() const {
+        double total = 0.0;
+        for (const std::int64_t m : resample_size) total += static_cast<double>(m);
+        return total;
+    }
 };
 
 RaoWuDesign check_rao_wu_design(const ArrayI64& offsets, std::size_t n, const ArrayI64& resample_size,
                                 const ArrayD& lam, const ArrayD& weight) {
-    RaoWuDesign d{check_group_offsets(offsets, n, "offsets", 1), {}};
+    RaoWuDesign d{check_group_offsets(offsets, n, "offsets", 1), {}, {}, {}};
     const std::size_t h = d.strata();
     require_length(resample_size, h, "resample_size");
     require_length(lam, h, "lam");
@@ -47,8 +54,10 @@ RaoWuDesign check_rao_wu_design(const ArrayI64& offsets, std::size_t n, const Ar
     d.resample_size = snapshot(resample_size);
     for (const std::int64_t m : d.resample_size)
         if (m < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
-    require_finite(lam.data(), h, "lam");
-    require_finite(weight.data(), h, "weight");
+    d.lam = snapshot(lam);
+    d.weight = snapshot(weight);
+    require_finite(d.lam.data(), h, "lam");
+    require_finite(d.weight.data(), h, "weight");
     return d;
 }
 
@@ -63,11 +72,17 @@ py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long
     if (k > m) throw std::invalid_argument("min_models must not exceed the number of models");
     const std::size_t d = count_at_least(draws, "draws");
     const int threads = thread_count(n_threads);
+    truescore::bindings::check_memory("indicator",
+                                      static_cast<double>(truescore::pattern_test_bytes(n, d, threads)) +
+                                          static_cast<double>(m) * static_cast<double>(n),
+                                      "use fewer parents (columns of indicator) or a smaller n_threads");
     py::array_t<std::int64_t> hist(static_cast<py::ssize_t>(n + 1));
     std::int64_t observed;
+    // The statistic and the null's row counts must come from one and the same matrix.
+    const std::vector<std::uint8_t> x = snapshot(indicator);
     run_interruptible(static_cast<double>(d) * static_cast<double>(m) * static_cast<double>(n), [&] {
-        observed = truescore::pattern_statistic(indicator.data(), m, n, k);
-        truescore::pattern_null_histogram(indicator.data(), m, n, k, d, key0, key1, threads, hist.mutable_data());
+        observed = truescore::pattern_statistic(x.data(), m, n, k);
+        truescore::pattern_null_histogram(x.data(), m, n, k, d, key0, key1, threads, hist.mutable_data());
     });
     return py::make_tuple(observed, hist);
 }
@@ -84,9 +99,9 @@ py::array_t<double> rao_wu_replicates(const ArrayD& values, const ArrayI64& offs
     const int threads = thread_count(n_threads);
     py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "replicates");
     double* po = out.mutable_data();
-    run_interruptible(static_cast<double>(b) * static_cast<double>(n), [&] {
+    run_interruptible(static_cast<double>(b) * (static_cast<double>(n) + design.draws()), [&] {
         truescore::rao_wu_replicates(values.data(), design.offsets.data(), h, design.resample_size.data(),
-                                     lam.data(), weight.data(), b, key0, key1, threads, po);
+                                     design.lam.data(), design.weight.data(), b, key0, key1, threads, po);
     });
     return out;
 }
@@ -107,11 +122,10 @@ py::array_t<double> rao_wu_weights(const ArrayI64& offsets, const ArrayI64& resa
     py::array_t<double> out =
         output_array<double>({static_cast<py::ssize_t>(c), static_cast<py::ssize_t>(n)}, "count");
     double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        truescore::rao_wu_weights(design.offsets.data(), h, design.resample_size.data(), lam.data(), weight.data(), f, c, key0,
-                                  key1, po);
-    }
+    run_interruptible(static_cast<double>(c) * (static_cast<double>(n) + design.draws()), [&] {
+        truescore::rao_wu_weights(design.offsets.data(), h, design.resample_size.data(), design.lam.data(),
+                                  design.weight.data(), f, c, key0, key1, po);
+    });
     return out;
 }
 
@@ -125,7 +139,8 @@ py::array_t<double> bbh_replicates(const ArrayD& values, const ArrayI64& offsets
     const std::size_t h = off.size() - 1;
     require_length(population_size, h, "population_size");
     require_length(weight, h, "weight");
-    require_finite(weight.data(), h, "weight");
+    const std::vector<double> w = snapshot(weight);
+    require_finite(w.data(), h, "weight");
     const std::vector<std::int64_t> pop = snapshot(population_size);
     for (std::size_t s = 0; s < h; ++s)
         if (pop[s] < off[s + 1] - off[s])
@@ -135,7 +150,7 @@ py::array_t<double> bbh_replicates(const ArrayD& values, const ArrayI64& offsets
     py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "replicates");
     double* po = out.mutable_data();
     run_interruptible(static_cast<double>(b) * static_cast<double>(n), [&] {
-        truescore::bbh_replicates(values.data(), off.data(), h, pop.data(), weight.data(), b, key0, key1, threads,
+        truescore::bbh_replicates(values.data(), off.data(), h, pop.data(), w.data(), b, key0, key1, threads,
                                   po);
     });
     return out;

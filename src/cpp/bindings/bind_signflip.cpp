@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "checks.hpp"
@@ -71,9 +72,12 @@ py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_re
     const int threads = thread_count(n_threads);
     // The test inverts the counts from every pattern's critical value: 8 bytes a pattern.
     const double patterns = pattern_work(n, exact, n_resamples) / static_cast<double>(n);
+    // The bounds select from critical values computed from the differences checked finite
+    // above (a NaN would break the selection): the kernel reads a copy.
+    const std::vector<double> d = truescore::bindings::snapshot(differences);
     const truescore::SignFlipResult r = with_memory_of(exact ? "differences" : "n_resamples", 8.0 * patterns, [&] {
         return run_interruptible(pattern_work(n, exact, n_resamples), [&] {
-            return truescore::sign_flip_test(differences.data(), n, exact, n_resamples, key0, key1, alpha_tail,
+            return truescore::sign_flip_test(d.data(), n, exact, n_resamples, key0, key1, alpha_tail,
                                              threads);
         });
     });
@@ -118,10 +122,12 @@ double sign_flip_count_two_sided(const ArrayD& values) {
         throw std::invalid_argument("values: exact sign-flip enumeration needs at most " +
                                     std::to_string(truescore::kSignFlipMaxMeetInMiddle) +
                                     " values; got " + std::to_string(n));
+    // Checked finite above and then sorted (a NaN would break the sort): the kernel reads a copy.
+    const std::vector<double> x = truescore::bindings::snapshot(values);
     double count;
     {
         py::gil_scoped_release release;
-        count = truescore::sign_flip_count_two_sided(values.data(), n);
+        count = truescore::sign_flip_count_two_sided(x.data(), n);
     }
     return count;
 }

@@ -34,18 +34,36 @@ inline void require_ndim(const py::array& a, py::ssize_t ndim, const char* name)
 // without the GIL, when another Python thread may write to the caller's buffer: an array
 // whose entries are validated and then used as sizes or indices is copied first and the
 // copy is both checked and handed to the kernel, so what was checked is what is read.
-inline std::vector<std::int64_t> snapshot(const ArrayI64& a) {
-    return std::vector<std::int64_t>(a.data(), a.data() + a.size());
+//
+// The same holds for any array whose values a kernel checks and then relies on (labels
+// that index a table, values it sorts or selects from, divisors it checked positive):
+// those are copied too. Values a kernel only does arithmetic with are read in place (a
+// concurrent write then changes the numbers, as it would for NumPy, and nothing else).
+template <class T, int Flags>
+std::vector<T> snapshot(const py::array_t<T, Flags>& a) {
+    return std::vector<T>(a.data(), a.data() + a.size());
+}
+
+// Memory errors read the same from C++ as from Python: the message and the machine's limit
+// are truescore_fast._validation's (format_bytes, memory_limit), called here with the GIL.
+inline py::object memory_helper(const char* helper) {
+    return py::module_::import("truescore_fast._validation").attr(helper);
 }
 
 // MemoryError naming the argument that set the size of an allocation of `bytes` that
-// failed (or cannot be addressed at all).
-[[noreturn]] inline void raise_memory_error(const char* name, double bytes) {
-    const std::string amount = std::to_string(static_cast<long long>(std::min(bytes / 1073741824.0, 9.0e15)));
-    PyErr_SetString(PyExc_MemoryError, (std::string(name) + " needs about " + amount +
-                                        " GiB of memory, more than can be allocated; use a smaller " + name)
-                                           .c_str());
+// failed (or cannot be had), with how to reduce it (default: "use a smaller <name>").
+[[noreturn]] inline void raise_memory_error(const char* name, double bytes, const char* advice = nullptr) {
+    const py::object error = memory_helper("memory_error")(name, bytes, advice ? py::object(py::str(advice)) : py::none());
+    PyErr_SetObject(PyExc_MemoryError, error.ptr());
     throw py::error_already_set();
+}
+
+// Before allocating about `bytes` set by the argument `name`: MemoryError (as above) when
+// that is more than this machine (or its ulimit) can give, rather than a half-built
+// result, an out-of-memory kill or a bare std::bad_alloc.
+inline void check_memory(const char* name, double bytes, const char* advice = nullptr) {
+    if (bytes < 67108864.0) return;  // 64 MB: not worth a look at the machine
+    memory_helper("check_memory")(name, bytes, advice ? py::object(py::str(advice)) : py::none());
 }
 
 // A new array of `shape` whose size the argument `name` sets: MemoryError naming it when
@@ -54,7 +72,7 @@ template <class T>
 py::array_t<T> output_array(const std::vector<py::ssize_t>& shape, const char* name) {
     double bytes = static_cast<double>(sizeof(T));
     for (const py::ssize_t d : shape) bytes *= static_cast<double>(d);
-    if (bytes >= 0x1p62) raise_memory_error(name, bytes);
+    check_memory(name, bytes);
     try {
         return py::array_t<T>(shape);
     } catch (py::error_already_set& e) {
@@ -67,7 +85,7 @@ py::array_t<T> output_array(const std::vector<py::ssize_t>& shape, const char* n
 // allocated; a failed allocation inside is a MemoryError naming the argument.
 template <class F>
 auto with_memory_of(const char* name, double bytes, F f) -> decltype(f()) {
-    if (bytes >= 0x1p62) raise_memory_error(name, bytes);
+    check_memory(name, bytes);
     try {
         return f();
     } catch (const std::bad_alloc&) {

@@ -27,6 +27,57 @@ struct BettingPath {
     const double* offset;
     std::size_t n;
     double alpha;
+    // ln(2/alpha) = ln 2 - ln alpha. For alpha below ~1.1e-308 the threshold 2/alpha
+    // overflows to inf: the capital is then tracked as a mantissa and a power of two
+    // (tracked_capital_reaches) and compared in logs, so a subnormal alpha still rejects
+    // what its threshold rejects. The usual path is the plain passes below, kept apart
+    // because the tracked one costs a frexp per step.
+    double log_threshold;
+    bool huge() const { return !std::isfinite(2.0 / alpha); }
+
+    // Whether the product of factor(0), ..., factor(t) reaches 2/alpha at some t when 2/alpha
+    // overflows (factor(i) < 0 stands for "m is infeasible at step i": rejects at once).
+    template <class Factor>
+    bool tracked_capital_reaches(Factor factor) const {
+        constexpr double kLn2 = 0.69314718055994530942;
+        // capital = mantissa * 2^exponent, mantissa in [0.5, 1): a finite factor never overflows it.
+        double mantissa = 0.5;
+        long long exponent = 1;
+        const long long below = static_cast<long long>(std::floor(log_threshold / kLn2));
+        for (std::size_t i = 0; i < n; ++i) {
+            const double f = factor(i);
+            if (f < 0.0) return true;
+            if (f == 0.0) return false;  // the capital is gone for good
+            int e = 0;
+            mantissa = std::frexp(mantissa * f, &e);
+            exponent += e;
+            if (exponent >= below && std::log(mantissa) + static_cast<double>(exponent) * kLn2 >= log_threshold)
+                return true;
+        }
+        return false;
+    }
+
+    // Step i's factor of the capitals (-1: m infeasible), for the tracked path.
+    double factor_below(double m, std::size_t i) const {
+        const double mt = slope[i] * m - offset[i];
+        if (mt < 0.0) return -1.0;
+        double l = lam[i];
+        if (l * mt > kBetTruncation) l = kBetTruncation / mt;
+        return 1.0 + l * (x[i] - mt);
+    }
+    double factor_above(double m, std::size_t i) const {
+        const double mt = slope[i] * m - offset[i];
+        if (mt > 1.0) return -1.0;
+        double l = lam[i];
+        if (l * (1.0 - mt) > kBetTruncation) l = kBetTruncation / (1.0 - mt);
+        return 1.0 - l * (x[i] - mt);
+    }
+    bool huge_rejects_from_below(double m) const {
+        return tracked_capital_reaches([&](std::size_t i) { return factor_below(m, i); });
+    }
+    bool huge_rejects_from_above(double m) const {
+        return tracked_capital_reaches([&](std::size_t i) { return factor_above(m, i); });
+    }
 
     // One capital-process pass at the candidate mean m. rejected: the capital betting on
     // "mean > m" (from below) or "mean < m" (from above) reaches 2/alpha (hedged with
@@ -245,7 +296,13 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
         sq += dev * dev;
         var_prev = (0.25 + sq) / (t + 1.0);
     }
-    const BettingPath path{x, lam, slope, offset, n, alpha};
+    const BettingPath path{x, lam, slope, offset, n, alpha, log_term};
+    if (path.huge()) {  // 2/alpha overflows: bisect with the tracked capital
+        const double lower = bisection_edge([&](double m) { return path.huge_rejects_from_below(m); }, 0.0);
+        const double upper = bisection_edge([&](double m) { return path.huge_rejects_from_above(m); }, 1.0);
+        const double low = 2.0 * lower - 1.0, high = 2.0 * upper - 1.0;
+        return {low, high, numpy_mean(d, n), lower > upper ? 0.0 : 0.5 * (high - low)};
+    }
     if (bisection) {
         const double lower = bisection_edge([&](double m) { return path.pass<true, true>(m).rejected; }, 0.0);
         const double upper = bisection_edge([&](double m) { return path.pass<false, true>(m).rejected; }, 1.0);

@@ -84,8 +84,14 @@ bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* c
 
 namespace {
 
-template <class Offset>
-std::int64_t rank_tests_impl(const double* canonical, const double* values, Offset offset,
+// Where shard i's permutations lie in the values: [start, start + length).
+struct Row {
+    std::size_t start;
+    std::size_t length;
+};
+
+template <class Rows>
+std::int64_t rank_tests_impl(const double* canonical, const double* values, Rows row,
                              std::size_t n_shards, RankOutputs out, int n_threads) {
     const int threads = resolve_threads(n_threads);
     // Each block records its own first bad shard; blocks are disjoint and ordered, so the
@@ -94,9 +100,11 @@ std::int64_t rank_tests_impl(const double* canonical, const double* values, Offs
     std::mutex lock;
     parallel_for_blocks(n_shards, threads, kMinShardsPerThread, [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
+        CancelEvery cancel;
         for (std::size_t i = begin; i < end; ++i) {
-            const std::size_t lo = offset(i), hi = offset(i + 1);
-            if (!rank_test(canonical[i], values + lo, hi - lo, out.count + i, out.p_value + i,
+            const Row r = row(i);
+            cancel.add(r.length);
+            if (!rank_test(canonical[i], values + r.start, r.length, out.count + i, out.p_value + i,
                                out.mean + i, out.sd + i, out.z_score + i)) {
                 local = static_cast<std::int64_t>(i);
                 break;
@@ -111,17 +119,21 @@ std::int64_t rank_tests_impl(const double* canonical, const double* values, Offs
 }  // namespace
 
 std::int64_t rank_tests_dense(const double* canonical, const double* permuted,
-                              std::size_t n_shards, std::size_t m, RankOutputs out,
-                              int n_threads) {
+                              std::size_t n_shards, std::size_t m, std::size_t row_stride,
+                              RankOutputs out, int n_threads) {
     return rank_tests_impl(
-        canonical, permuted, [m](std::size_t i) { return i * m; }, n_shards, out, n_threads);
+        canonical, permuted, [m, row_stride](std::size_t i) { return Row{i * row_stride, m}; }, n_shards, out,
+        n_threads);
 }
 
 std::int64_t rank_tests_ragged(const double* canonical, const double* values,
                                const std::int64_t* offsets, std::size_t n_shards,
                                RankOutputs out, int n_threads) {
     return rank_tests_impl(
-        canonical, values, [offsets](std::size_t i) { return static_cast<std::size_t>(offsets[i]); },
+        canonical, values,
+        [offsets](std::size_t i) {
+            return Row{static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(offsets[i + 1] - offsets[i])};
+        },
         n_shards, out, n_threads);
 }
 
@@ -132,9 +144,11 @@ std::int64_t row_means_ragged(const double* values, const std::int64_t* offsets,
     parallel_for_blocks(n_rows, resolve_threads(n_threads), kMinShardsPerThread,
                         [&](std::size_t begin, std::size_t end) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
+        CancelEvery cancel;
         for (std::size_t i = begin; i < end; ++i) {
             const double* x = values + offsets[i];
             const std::size_t m = static_cast<std::size_t>(offsets[i + 1] - offsets[i]);
+            cancel.add(m);
             bool finite = true;
             for (std::size_t j = 0; j < m; ++j) finite &= std::isfinite(x[j]);
             if (!finite) {

@@ -23,11 +23,13 @@ struct RankOutputs {
 bool rank_test(double canonical, const double* permuted, std::size_t m, std::int64_t* count,
                    double* p_value, double* mean, double* sd, double* z_score);
 
-// Dense batch: permuted is row-major (n_shards, m), m >= 1.
-// Returns the index of the first shard holding a non-finite value, or -1.
+// Dense batch: row i of an (n_shards, m) array, m >= 1, is permuted[i * row_stride ..
+// i * row_stride + m) (row_stride = m for a C-contiguous array; 0 when every row is one
+// and the same, as np.broadcast_to gives). Returns the index of the first shard holding a
+// non-finite value, or -1.
 std::int64_t rank_tests_dense(const double* canonical, const double* permuted,
-                              std::size_t n_shards, std::size_t m, RankOutputs out,
-                              int n_threads);
+                              std::size_t n_shards, std::size_t m, std::size_t row_stride,
+                              RankOutputs out, int n_threads);
 
 // Ragged batch: shard i's permutations are values[offsets[i] .. offsets[i+1]).
 // offsets must be non-decreasing with offsets[i+1] > offsets[i] (checked by the caller).

@@ -41,7 +41,9 @@ std::string check_gaps(const double* d, std::size_t n, double population_size, c
 
 IntervalConstants::IntervalConstants(double a, bool with_z)
     : alpha(a), log_2_alpha(log_ratio(2.0, a)), log_4_alpha(log_ratio(4.0, a)),
-      z(with_z ? upper_normal_quantile(a / 2.0) : std::numeric_limits<double>::quiet_NaN()) {}
+      z(!with_z          ? std::numeric_limits<double>::quiet_NaN()
+        : a / 2.0 > 0.0 ? upper_normal_quantile(a / 2.0)
+                        : -lower_tail_quantile_from_log(std::log(a) - std::log(2.0))) {}  // a / 2 underflows
 
 double hoeffding_half_width(std::size_t n, const IntervalConstants& c) {
     return kRange * std::sqrt(c.log_2_alpha / (2.0 * static_cast<double>(n)));
@@ -139,7 +141,9 @@ void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const d
     }
     parallel_for_blocks(n_audits, n_threads, kMinAuditsPerThread, [&](std::size_t begin, std::size_t end) {
         std::vector<double> scratch(kBettingScratchPerParent * n);
+        CancelEvery cancel;
         for (std::size_t a = begin; a < end; ++a) {
+            cancel.add(n * n_methods);
             const double pop = population_size ? population_size[a] : 0.0;
             for (std::size_t k = 0; k < n_methods; ++k) {
                 const GapInterval r = gap_interval(methods[k], d + a * n, n, pop, alpha, scratch.data());

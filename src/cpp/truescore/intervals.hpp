@@ -74,8 +74,8 @@ std::string check_gaps(const double* d, std::size_t n, double population_size, c
 // once per study, not once per audit.
 struct IntervalConstants {
     double alpha;
-    double log_2_alpha;  // ln(2 / alpha)
-    double log_4_alpha;  // ln(4 / alpha)
+    double log_2_alpha;  // ln(2 / alpha), as ln 2 - ln alpha (2 / alpha is inf for a subnormal alpha)
+    double log_4_alpha;  // ln(4 / alpha), as ln 4 - ln alpha
     double z;            // normal quantile at 1 - alpha / 2 (NaN when not asked for)
     explicit IntervalConstants(double alpha, bool with_z = true);
 };

@@ -5,6 +5,17 @@
 
 namespace truescore {
 
+double lower_tail_quantile_from_log(double log_p) {
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
+    static const double e[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                               2.445134137142996e+00, 3.754408661907416e+00};
+    const double q = std::sqrt(-2.0 * log_p);
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((e[0] * q + e[1]) * q + e[2]) * q + e[3]) * q + 1.0);
+}
+
 double normal_quantile(double p) {
     if (!(p > 0.0 && p < 1.0)) return std::numeric_limits<double>::quiet_NaN();
     // Acklam's rational approximation (relative error ~1e-9), then two Halley steps on
@@ -23,9 +34,7 @@ double normal_quantile(double p) {
     const double p_low = 0.02425;
     double x;
     if (p < p_low) {
-        const double q = std::sqrt(-2.0 * std::log(p));
-        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-            ((((e[0] * q + e[1]) * q + e[2]) * q + e[3]) * q + 1.0);
+        x = lower_tail_quantile_from_log(std::log(p));
     } else if (p <= 1.0 - p_low) {
         const double q = p - 0.5, r = q * q;
         x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /

@@ -12,6 +12,10 @@ namespace truescore {
 // for subnormal p (below ~2.2e-308) to ~1e-9 relative.
 double normal_quantile(double p);
 
+// Acklam's lower-tail approximation Phi^{-1}(p) for p < 0.02425 given ln p (~1e-9 relative):
+// the quantile of a tail too small for a double (half the smallest subnormal).
+double lower_tail_quantile_from_log(double log_p);
+
 // The 1 - tail quantile Phi^{-1}(1 - tail). Below kSmallTail it is -Phi^{-1}(tail):
 // 1 - tail would round (to 1 below ~1.1e-16, where the quantile is infinite) and lose the
 // tail's digits. From kSmallTail up it is Phi^{-1}(1 - tail) as always (results keep their

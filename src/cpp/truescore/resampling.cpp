@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -81,16 +82,24 @@ void pattern_null_histogram(const std::uint8_t* indicator, std::size_t n_models,
         for (std::size_t j = 0; j < n; ++j) c += indicator[m * n + j] != 0;
         ones[m] = c;
     }
-    std::vector<std::int32_t> stat(draws);
+    // Each worker tallies its own draws' statistics into its own histogram (n + 1 counts,
+    // never one entry per draw: memory does not grow with draws); the integer histograms
+    // are added up, in any order, to the same total for every thread count.
     struct Scratch {
         FisherYatesSampler fy;
         std::vector<std::uint32_t> subset, count;
+        std::vector<std::int64_t> hist;
     };
+    std::fill(hist, hist + n + 1, 0);
+    std::mutex merge;
     const StreamBlocks streams{key0, key1, draws, kReplicateBlock};
     for_each_stream_block(
         streams, n_threads, kMinReplicatesPerThread,
-        [n] { return Scratch{FisherYatesSampler(n), std::vector<std::uint32_t>(n), std::vector<std::uint32_t>(n)}; },
-        [&](Scratch& st, Philox& gen, std::size_t b, std::size_t, std::size_t) {
+        [n] {
+            return Scratch{FisherYatesSampler(n), std::vector<std::uint32_t>(n), std::vector<std::uint32_t>(n),
+                           std::vector<std::int64_t>(n + 1)};
+        },
+        [&](Scratch& st, Philox& gen, std::size_t, std::size_t, std::size_t) {
             std::fill(st.count.begin(), st.count.end(), 0);
             for (std::size_t m = 0; m < n_models; ++m) {
                 const std::size_t c = ones[m];
@@ -104,12 +113,22 @@ void pattern_null_histogram(const std::uint8_t* indicator, std::size_t n_models,
                     for (std::size_t i = 0; i < s; ++i) ++st.count[st.subset[i]];
                 }
             }
-            std::int64_t t = 0;
+            std::size_t t = 0;
             for (std::size_t j = 0; j < n; ++j) t += st.count[j] >= min_models;
-            stat[b] = static_cast<std::int32_t>(t);
+            ++st.hist[t];
+        },
+        [&](const Scratch& st) {
+            std::lock_guard<std::mutex> lock(merge);
+            for (std::size_t t = 0; t <= n; ++t) hist[t] += st.hist[t];
         });
-    std::fill(hist, hist + n + 1, 0);
-    for (const auto t : stat) ++hist[t];
+}
+
+std::size_t pattern_test_bytes(std::size_t n_parents, std::size_t draws, int n_threads) {
+    const std::size_t workers = std::min<std::size_t>(
+        static_cast<std::size_t>(resolve_threads(n_threads)), std::max<std::size_t>(1, draws / kMinReplicatesPerThread));
+    // Per worker: the sampler's permutation and swap log, subset and count (4 bytes per
+    // parent each) and the histogram (8 bytes per parent).
+    return workers * (n_parents + 1) * 24;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -151,6 +170,8 @@ void rao_wu_weights(const std::int64_t* offsets, std::size_t n_strata,
             std::int64_t* dh = draws.data() + offsets[h];
             PackedIndexSampler pick(gen, nh);
             for (std::size_t done = 0; done < mh; done += kIndexChunk) {
+                // a replicate of 10^9 draws takes seconds: check for Ctrl-C every 2^20
+                if ((done & kCancelDraws) == 0 && done != 0) throw_if_cancelled();
                 const std::size_t c = std::min(kIndexChunk, mh - done);
                 pick.fill(idx.data(), c);
                 for (std::size_t i = 0; i < c; ++i) ++dh[idx[i]];

@@ -41,6 +41,10 @@ void pattern_null_histogram(const std::uint8_t* indicator, std::size_t n_models,
                             std::uint64_t key0, std::uint64_t key1, int n_threads,
                             std::int64_t* hist);
 
+// Bytes pattern_null_histogram's workers allocate (their samplers, scratch and
+// histograms: about 24 per parent per worker), for a size check before it runs.
+std::size_t pattern_test_bytes(std::size_t n_parents, std::size_t draws, int n_threads);
+
 // ---------------------------------------------------------------------------------------
 // Finite-population bootstraps of a (stratified) mean
 // ---------------------------------------------------------------------------------------

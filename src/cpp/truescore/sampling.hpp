@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
 
 namespace truescore {
@@ -191,6 +192,9 @@ private:
 // of 4 (so draw i of a run still goes to accumulator i mod 4).
 inline constexpr std::size_t kIndexChunk = 1024;
 
+// Draws between two Ctrl-C checks in a long resample (a mask: every 2^20 draws).
+inline constexpr std::size_t kCancelDraws = (std::size_t{1} << 20) - 1;
+
 // The sum of y[i] over `count` draws of `pick`, in four accumulators (draw i to
 // accumulator i mod 4, added in draw order), combined as ((a0 + a1) + (a2 + a3)).
 // scratch holds kIndexChunk indices.
@@ -202,6 +206,9 @@ inline double gathered_sum(PackedIndexSampler& pick, const double* y, std::size_
         // two (the same draws: fill() is count draw()s).
         std::size_t i = 0;
         for (; i + 4 <= count; i += 4) {
+            // A resample of 10^9 draws takes seconds: Ctrl-C is checked every 2^20 draws
+            // (the same additions in the same order, so the same bits).
+            if ((i & kCancelDraws) == 0 && i != 0) throw_if_cancelled();
             acc[0] += y[pick.draw()];
             acc[1] += y[pick.draw()];
             acc[2] += y[pick.draw()];
@@ -211,6 +218,7 @@ inline double gathered_sum(PackedIndexSampler& pick, const double* y, std::size_
         return (acc[0] + acc[1]) + (acc[2] + acc[3]);
     }
     for (std::size_t first = 0; first < count; first += kIndexChunk) {
+        if ((first & kCancelDraws) == 0 && first != 0) throw_if_cancelled();
         const std::size_t c = std::min(kIndexChunk, count - first);
         pick.fill(scratch, c);
         std::size_t i = 0;

@@ -39,6 +39,23 @@ double pairwise_sum(std::size_t n, const F& f, std::size_t offset = 0) {
     return pairwise_sum(n2, f, offset) + pairwise_sum(n - n2, f, offset + n2);
 }
 
+// numpy's pairwise sum of n values produced in order by fill(out, count) (which writes the
+// next `count` values to out) without storing them all: the same tree over the same
+// sequence as pairwise_sum over a buffer holding them, so the same bits. Each subtree of
+// at most `capacity` values is filled into `buffer` (capacity >= 128 entries) in one call
+// and summed there; fill is called in order. For values generated on the fly.
+template <class Fill>
+double pairwise_sum_stream(std::size_t n, Fill& fill, double* buffer, std::size_t capacity) {
+    if (n <= capacity || n <= 128) {
+        fill(buffer, n);
+        return pairwise_sum(n, [buffer](std::size_t i) { return buffer[i]; });
+    }
+    std::size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    const double left = pairwise_sum_stream(n2, fill, buffer, capacity);  // left's values come first
+    return left + pairwise_sum_stream(n - n2, fill, buffer, capacity);
+}
+
 // 0.0 + pairwise: numpy starts an add-reduction from the identity.
 inline double numpy_sum(const double* x, std::size_t n) {
     return 0.0 + pairwise_sum(n, [x](std::size_t i) { return x[i]; });
