@@ -283,3 +283,20 @@ def test_interval_ends_beyond_float64_are_infinite_not_an_error(method):
     assert res.low <= res.estimate <= res.high
     if method == "sign_flip":
         assert res.statistic == math.inf
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less"])
+def test_hodges_lehmann_bound_at_a_one_sided_level_below_a_half(alternative):
+    # alpha = 0.999999 one-sided: the normal approximation's order statistic lies past
+    # the last of the 21 Walsh averages of n = 6 (was an IndexError); the bound is the
+    # extreme Walsh average, on the side the alternative names.
+    d = np.array([0.0, 0.1, -0.2, 0.4, 0.3, 5e-324])
+    result = paired_confidence_test(
+        d, np.zeros(6), method="wilcoxon", alpha=0.999999, alternative=alternative
+    )
+    i, j = np.triu_indices(6)
+    walsh = (d[i] + d[j]) / 2.0
+    if alternative == "greater":
+        assert result.low == walsh.max() and result.high == np.inf
+    else:
+        assert result.low == -np.inf and result.high == walsh.min()

@@ -187,6 +187,9 @@ def _hodges_lehmann_interval(
     tail = alpha / 2.0 if alternative == "two-sided" else alpha
     # c is 1-based: the c-th smallest and c-th largest Walsh averages bound the interval.
     c = int(math.floor(m / 2.0 - upper_quantile(stats.norm.ppf, tail) * sd))
+    # A one-sided level below 1/2 (alpha > 0.5) puts c past the middle, and for a small n
+    # past the last Walsh average: the bound is then the largest (smallest) one.
+    c = min(c, m)
     lower = float(walsh[c - 1]) if c >= 1 else -math.inf
     upper = float(walsh[m - c]) if c >= 1 else math.inf
     if alternative == "greater":
