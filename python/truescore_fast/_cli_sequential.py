@@ -88,26 +88,17 @@ def run_sequential_audit(
 ) -> int:
     """The sequential audit of every model in ``data`` ({model: AuditData}, parents in
     scoring order), with the control bank ``bank`` (the same form, or None)."""
-    from truescore_fast._io import ALL_MODELS
+    from truescore_fast.audit import control_for
     from truescore_fast.sequential import SequentialAudit
 
     if args.randomization:
         raise ValueError("--randomization is a fixed-sample test; not with --sequential")
     states = {}
     for model, item in data.items():
-        control = None
-        if bank is not None:  # as matched_form_audits matches a bank to a model
-            if model in bank:
-                entry = bank[model]
-            elif list(bank) == [ALL_MODELS]:
-                entry = bank[ALL_MODELS]
-            else:
-                raise ValueError(f"--control has no rows for model {model!r}")
-            control = (entry.public, entry.fresh)
         audit = SequentialAudit(
             args.population_size,
             alpha=args.alpha,
-            control=control,
+            control=control_for(model, bank),  # as matched_form_audits matches banks
             transport_radius=args.radius,
             target_half_width=args.target_half_width,
             effect_size=args.effect,

@@ -421,18 +421,27 @@ def matched_form_audits(
     banks = _audit_data(control) if control is not None else None
     results: dict[str, MatchedFormAudit] = {}
     for model, item in data.items():
-        bank = None
-        if banks is not None:
-            if model in banks:
-                bank = banks[model]
-            elif list(banks) == [ALL_MODELS]:
-                bank = banks[ALL_MODELS]
-            else:
-                raise ValueError(f"control has no rows for model {model!r}")
         results[model] = matched_form_audit(
-            item.public,
-            item.fresh,
-            control=None if bank is None else (bank.public, bank.fresh),
-            **options,
+            item.public, item.fresh, control=control_for(model, banks), **options
         )
     return results
+
+
+def control_for(
+    model: str, banks: dict[str, AuditData] | None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+    """Model ``model``'s control bank ``(public, fresh)`` from ``{model: AuditData}``: its
+    own rows, or the one bank of a table without a ``model`` column; None without banks.
+
+    Raises:
+        ValueError: the banks name models, but not this one.
+    """
+    if banks is None:
+        return None
+    if model in banks:
+        bank = banks[model]
+    elif list(banks) == [ALL_MODELS]:
+        bank = banks[ALL_MODELS]
+    else:
+        raise ValueError(f"control has no rows for model {model!r}")
+    return bank.public, bank.fresh
