@@ -579,3 +579,38 @@ def test_order_verdict_from_scores_matches_the_class():
 def test_order_verdict_refuses_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
         tf.sequential_order_verdict(*args)
+
+
+def test_studies_are_the_same_for_any_thread_count_and_executor(audit_study):
+    from concurrent.futures import ThreadPoolExecutor
+
+    public, fresh, table = audit_study
+    options = {"deltas": (0.0, 0.15), "max_parents": 400, "look_every": 25}
+    options |= {"replications": 500, "seed": 4}
+    for kwargs in ({"n_threads": 1}, {"n_threads": 2}):
+        again = tf.sequential_study(public, fresh, **options, **kwargs)
+        for name in table.columns:
+            assert np.array_equal(table[name], again[name]), (kwargs, name)
+    orders = tf.sequential_order_study(shifts=(0.0, 1.5), replications=600, seed=3, n_threads=1)
+    with ThreadPoolExecutor(3) as pool:
+        for kwargs in ({"n_threads": 2}, {"executor": pool}):
+            again = tf.sequential_order_study(
+                shifts=(0.0, 1.5), replications=600, seed=3, **kwargs
+            )
+            for name in orders.columns:
+                assert np.array_equal(orders[name], again[name]), (kwargs, name)
+        again = tf.sequential_study(public, fresh, **options, executor=pool)
+        for name in table.columns:
+            assert np.array_equal(table[name], again[name]), name
+
+
+def test_study_progress_counts_replications(capsys):
+    tf.sequential_order_study(shifts=(0.0,), replications=600, seed=1, progress=True)
+    err = capsys.readouterr().err
+    assert "sequential order test" in err and "600" in err
+    with pytest.raises(ValueError, match="progress"):
+        tf.sequential_order_study(replications=10, progress="yes")
+    with pytest.raises(ValueError, match="executor"):
+        tf.sequential_order_study(replications=10, executor=object())
+    with pytest.raises(ValueError, match="n_threads"):
+        tf.sequential_order_study(replications=10, n_threads=0)

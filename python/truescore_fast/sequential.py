@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -971,6 +972,9 @@ def sequential_study(
     replications: int = 1000,
     alpha: float = 0.05,
     seed: SeedLike = 0,
+    n_threads: int | None = None,
+    progress: bool | None = None,
+    executor: Executor | None = None,
 ) -> StudyTable:
     """How the sequential audit behaves under continuous monitoring, by simulation.
 
@@ -986,6 +990,12 @@ def sequential_study(
     ``effect_size``). The audit's rule is read through the capital at the boundary
     candidates (Delta = 0 at alpha and alpha/2, Delta = effect_size, the true Delta_N),
     which is what its interval ends are.
+
+    ``n_threads`` (None: every core), ``progress`` (None: a bar after a second) and
+    ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) work as for
+    the other studies: the replications run in tasks of 250, task t of row i drawing from
+    Philox stream i x tasks + t of the seed's key, so the table is the same for any
+    thread count or executor.
 
     Returns:
         A :class:`~truescore_fast.StudyTable`, one row per delta: ``true_delta`` (mean
@@ -1033,24 +1043,28 @@ def sequential_study(
     )
     looks = np.unique(np.append(np.arange(every, n_max + 1, every), n_max))
     z_half = float(special.ndtri(1.0 - alpha / 4.0))  # Wald at alpha/2, two-sided
-    rows = []
-    tasks = -(-reps // _STUDY_TASK)
-    for row, delta in enumerate(ds):
+    for delta in ds:
         if not 0.0 <= delta < 1.0 - p_public:
             raise ValueError(
                 f"deltas must be in [0, 1 - mean public correctness = {1.0 - p_public:.4g}); "
                 f"got {delta}"
             )
-        q = delta / (1.0 - p_public) if p_public < 1.0 else 0.0
-        parts = []
-        for task in range(tasks):
-            rng = _stream(key, row * tasks + task)  # stream per (row, task)
-            size = min(_STUDY_TASK, reps - task * _STUDY_TASK)
-            parts.append(
-                _audit_replications(
-                    pub, fr, q, bool(relabel), size, n_max, looks, effect, alpha, z_half, rng
-                )
-            )
+    rows = []
+    tasks = -(-reps // _STUDY_TASK)
+    jobs = [
+        (
+            _audit_task,
+            (key, row * tasks + task, pub, fr, delta / (1.0 - p_public) if p_public < 1.0 else 0.0,
+             bool(relabel), min(_STUDY_TASK, reps - task * _STUDY_TASK), n_max, looks, effect,
+             alpha, z_half),
+        )
+        for row, delta in enumerate(ds)
+        for task in range(tasks)
+    ]  # fmt: skip
+    sizes = [args[6] for _, args in jobs]
+    done = _run_tasks(jobs, sizes, n_threads, progress, executor, "sequential audit")
+    for row, delta in enumerate(ds):
+        parts = done[row * tasks : (row + 1) * tasks]
         sim = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         claim, claim_se = _rate(float(sim["claim"].sum()), reps)
         stop = sim["stop"]
@@ -1094,6 +1108,69 @@ def sequential_study(
     )
 
 
+def _audit_task(key: tuple[int, int], stream: int, *args: Any) -> dict[str, npt.NDArray[Any]]:
+    """One task of sequential_study: its replications from Philox stream ``stream``."""
+    return _audit_replications(*args, rng=_stream(key, stream))
+
+
+def _order_task(
+    key: tuple[int, int], stream: int, size: int, r: int, m: int, shift: float, h: int,
+    alpha: float,
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:  # fmt: skip
+    """One task of sequential_order_study: its replications from Philox stream ``stream``."""
+    rng = _stream(key, stream)
+    canonical = rng.standard_normal((size, r, 1)) + shift
+    exceed = rng.standard_normal((size, r, m)) >= canonical
+    return _order_replications(exceed, h, alpha)
+
+
+def _run_tasks(
+    jobs: list[tuple[Any, tuple[Any, ...]]],
+    sizes: list[int],
+    n_threads: int | None,
+    progress: bool | None,
+    executor: Executor | None,
+    desc: str,
+) -> list[Any]:
+    """Every ``(function, arguments)`` job, results in job order: on ``executor`` when
+    given, else on ``n_threads`` threads (None: every core). Each job draws only from its
+    own Philox stream, so the results are the same however the jobs are run. Ctrl-C
+    cancels the jobs not started."""
+    from truescore_fast._engine import _Progress
+    from truescore_fast._validation import check_n_threads, threads_used
+
+    if progress not in (None, True, False):
+        raise ValueError(f"progress must be True, False or None (auto); got {progress!r}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise ValueError(
+            f"executor must be a concurrent.futures.Executor or None; got {executor!r}"
+        )
+    threads = threads_used(check_n_threads(n_threads))
+    bar = _Progress(progress, sum(sizes), desc)  # counted in replications
+    try:
+        if executor is None and threads == 1:
+            out = []
+            for (fn, args), size in zip(jobs, sizes, strict=True):
+                out.append(fn(*args))
+                bar.update(size)
+            return out
+        pool = executor if executor is not None else ThreadPoolExecutor(threads)
+        futures = [pool.submit(fn, *args) for fn, args in jobs]
+        size_of = {future: size for future, size in zip(futures, sizes, strict=True)}
+        try:
+            for future in as_completed(futures):
+                future.result()
+                bar.update(size_of[future])
+            return [future.result() for future in futures]
+        finally:
+            for future in futures:
+                future.cancel()
+            if executor is None:
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        bar.close()
+
+
 def _audit_replications(
     pub: npt.NDArray[np.float64],
     fr: npt.NDArray[np.float64],
@@ -1105,6 +1182,7 @@ def _audit_replications(
     effect: float | None,
     alpha: float,
     z_half: float,
+    *,
     rng: np.random.Generator,
 ) -> dict[str, npt.NDArray[Any]]:
     big_n, k = fr.shape
@@ -1175,6 +1253,9 @@ def sequential_order_study(
     replications: int = 2000,
     alpha: float = 0.05,
     seed: SeedLike = 0,
+    n_threads: int | None = None,
+    progress: bool | None = None,
+    executor: Executor | None = None,
 ) -> StudyTable:
     """Size, power and orders scored of :class:`SequentialExchangeabilityTest`, by simulation.
 
@@ -1183,6 +1264,12 @@ def sequential_order_study(
     shift > 0: the published order is likelier, as memorisation makes it). Shards draw
     their orders in lockstep, one per round, each stopping by Besag & Clifford's rule
     with ``h``; the pooled Fisher verdict stops when decided.
+
+    ``n_threads`` (None: every core), ``progress`` (None: a bar after a second) and
+    ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) work as for
+    the other studies: the replications run in tasks of 250, task t of row i drawing from
+    Philox stream i x tasks + t of the seed's key, so the table is the same for any
+    thread count or executor.
 
     Returns:
         A :class:`~truescore_fast.StudyTable`, one row per shift: ``rejection_rate`` and
@@ -1207,17 +1294,22 @@ def sequential_order_study(
     key = philox_key(seed)
     tasks = -(-reps // _STUDY_TASK)
     rows = []
+    jobs = [
+        (
+            _order_task,
+            (key, row * tasks + task, min(_STUDY_TASK, reps - task * _STUDY_TASK), r, m, shift,
+             hh, alpha),
+        )
+        for row, shift in enumerate(shift_values)
+        for task in range(tasks)
+    ]  # fmt: skip
+    sizes = [args[2] for _, args in jobs]
+    done = _run_tasks(jobs, sizes, n_threads, progress, executor, "sequential order test")
     for row, shift in enumerate(shift_values):
-        seq_reject, fixed_reject, scored = [], [], []
-        for task in range(tasks):
-            rng = _stream(key, row * tasks + task)
-            size = min(_STUDY_TASK, reps - task * _STUDY_TASK)
-            canonical = rng.standard_normal((size, r, 1)) + shift
-            exceed = rng.standard_normal((size, r, m)) >= canonical
-            a, b, c = _order_replications(exceed, hh, alpha)
-            seq_reject.append(a)
-            fixed_reject.append(b)
-            scored.append(c)
+        parts = done[row * tasks : (row + 1) * tasks]
+        seq_reject = [p[0] for p in parts]
+        fixed_reject = [p[1] for p in parts]
+        scored = [p[2] for p in parts]
         seq = np.concatenate(seq_reject)
         orders = np.concatenate(scored)
         rate, se = _rate(float(seq.sum()), reps)
