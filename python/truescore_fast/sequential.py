@@ -43,8 +43,9 @@ from truescore_fast._validation import (
     check_positive_int,
     check_unit_interval,
     float_array,
+    real_scalar,
 )
-from truescore_fast.audit import _READINGS, control_bank
+from truescore_fast.audit import _READINGS, _tau_half_width, control_bank
 from truescore_fast.intervals import Interval, betting_intervals
 from truescore_fast.sharded import shard_orders
 
@@ -392,16 +393,14 @@ class SequentialAudit:
             if population_size is None
             else check_positive_int("population_size", population_size, minimum=2)
         )
-        radius = _finite_nonnegative("transport_radius", transport_radius)
+        radius = real_scalar("transport_radius", transport_radius, low=0.0)
         self.transport_radius = radius
         self.target_half_width = (
             None
             if target_half_width is None
-            else _finite_nonnegative("target_half_width", target_half_width)
+            else real_scalar("target_half_width", target_half_width, low=0.0)
         )
-        self.effect_size = (
-            None if effect_size is None else _finite_real("effect_size", effect_size)
-        )
+        self.effect_size = None if effect_size is None else real_scalar("effect_size", effect_size)
         self.max_parents = (
             None if max_parents is None else check_positive_int("max_parents", max_parents)
         )
@@ -511,7 +510,7 @@ class SequentialAudit:
                 f"sensitivity (betting sequence Delta, {self.control_reading} control, r = {r:g})"
             ),
             alpha=self.alpha,
-            half_width=0.5 * (half.high - half.low) + 0.5 * (uc - lc) + r,
+            half_width=_tau_half_width(half.low, half.high, lc, uc, r),
             empty=half.empty,
         )
         claim = delta.excludes_zero_above and tau.excludes_zero_above
@@ -584,23 +583,6 @@ class SequentialAudit:
             else:
                 lo = mid
         return hi - t
-
-
-def _finite_real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number; got {value!r}")
-    if isinstance(value, int) and abs(value) > 2**1023:
-        raise ValueError(f"{name} must be finite; got {value!r}")
-    if not math.isfinite(float(value)):
-        raise ValueError(f"{name} must be finite; got {value!r}")
-    return float(value)
-
-
-def _finite_nonnegative(name: str, value: Any) -> float:
-    v = _finite_real(name, value)
-    if v < 0.0:
-        raise ValueError(f"{name} must be >= 0; got {value!r}")
-    return v
 
 
 def besag_clifford_p_value(exceedances: int, draws: int, *, h: int, max_draws: int) -> float:
@@ -889,7 +871,7 @@ class SequentialExchangeabilityTest:
         not used (Besag & Clifford's p-value needs sampling to stop there)."""
         i = self._shard_index(shard)
         if canonical_loglik is not None:
-            c = _finite_real("canonical_loglik", canonical_loglik)
+            c = real_scalar("canonical_loglik", canonical_loglik)
             if self._canonical[i] is not None and self._canonical[i] != c:
                 raise ValueError(
                     f"canonical_loglik of shard {i} was already given as {self._canonical[i]!r}"
@@ -1019,7 +1001,14 @@ def sequential_study(
     What it does not mean: the rates are for this bank and this way of planting an
     effect; a real leak that carries over to the fresh forms is invisible to every rule.
     """
-    from truescore_fast.calibration import _floats, _models, _rate, _replications
+    from truescore_fast.calibration import (
+        _columns,
+        _floats,
+        _models,
+        _rate,
+        _replications,
+        _run_meta,
+    )
 
     banks = _models(public, fresh)
     if len(banks) != 1:
@@ -1033,7 +1022,7 @@ def sequential_study(
     if n_max > big_n:
         raise ValueError(f"max_parents must not exceed the bank's {big_n} parents; got {n_max}")
     every = check_positive_int("look_every", look_every)
-    effect = None if effect_size is None else _finite_real("effect_size", effect_size)
+    effect = None if effect_size is None else real_scalar("effect_size", effect_size)
     key = philox_key(seed)
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
@@ -1090,7 +1079,7 @@ def sequential_study(
         "coverage_at_stop", "mean_parents", "median_parents", "p90_parents",
         "fixed_claim_rate", "wald_peek_claim_rate", "wald_peek_false_claim_rate",
     )  # fmt: skip
-    columns = {name: np.asarray([row[k] for row in rows]) for k, name in enumerate(names)}
+    columns = _columns(names, rows)
     return StudyTable(
         title=(
             f"Sequential audit under monitoring: N = {big_n}, looks every {every} parents "
@@ -1104,7 +1093,7 @@ def sequential_study(
             "Rates for this bank and this planting; a leak that carries over to the fresh "
             "forms is invisible to every rule.",
         ),
-        meta={"study": "sequential", "seed": repr(seed), "key": list(key), "replications": reps},
+        meta=_run_meta("sequential", seed, key, reps) | {"replications_per_task": _STUDY_TASK},
     )
 
 
@@ -1283,12 +1272,15 @@ def sequential_order_study(
     saving for a clean model depends only on ranks, so it carries over, but the power
     at a given shift does not.
     """
-    from truescore_fast.calibration import _rate, _replications
+    from truescore_fast.calibration import _columns, _rate, _replications, _run_meta
 
     r = check_positive_int("n_shards", n_shards)
     m = check_positive_int("max_permutations", max_permutations)
     hh = check_positive_int("h", h)
-    shift_values = _finite_floats("shifts", shifts)
+    shift_items = [shifts] if isinstance(shifts, (int, float, np.number)) else list(shifts)
+    if not shift_items:
+        raise ValueError("shifts must hold at least one value")
+    shift_values = tuple(real_scalar("shifts", v) for v in shift_items)
     reps = _replications(replications)
     check_alpha(alpha)
     key = philox_key(seed)
@@ -1329,7 +1321,7 @@ def sequential_order_study(
         "shift", "rejection_rate", "rejection_se", "fixed_rate", "mean_orders",
         "median_orders", "orders_fixed", "saving",
     )  # fmt: skip
-    columns = {name: np.asarray([row[k] for row in rows]) for k, name in enumerate(names)}
+    columns = _columns(names, rows)
     return StudyTable(
         title=(
             f"Sequential order test: {r} shards x up to {m} shuffled orders, h = {hh}, "
@@ -1343,12 +1335,8 @@ def sequential_order_study(
             "Normal log-likelihoods are a model: the saving for a clean model depends only "
             "on ranks and carries over; the power at a given shift does not.",
         ),
-        meta={
-            "study": "sequential_order",
-            "seed": repr(seed),
-            "key": list(key),
-            "replications": reps,
-        },
+        meta=_run_meta("sequential_order", seed, key, reps)
+        | {"replications_per_task": _STUDY_TASK},
     )
 
 
@@ -1387,10 +1375,3 @@ def _order_replications(
         if decided.all():
             break
     return verdict, fixed, scored
-
-
-def _finite_floats(name: str, values: Any) -> tuple[float, ...]:
-    items = [values] if isinstance(values, (int, float, np.number)) else list(values)
-    if not items:
-        raise ValueError(f"{name} must hold at least one value")
-    return tuple(_finite_real(name, v) for v in items)
