@@ -98,55 +98,71 @@ def audit_order(population_size: int, *, seed: SeedLike = 0) -> npt.NDArray[np.i
     return np.random.default_rng(seed_int(seed)).permutation(n).astype(np.int64)
 
 
-def _log_capital_max(
+def _capital_logs(
     x: npt.NDArray[np.float64],
     m: npt.NDArray[np.float64],
     population_size: int | None,
     log_bet: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
-    """max over t of log(hedged capital_t(m)) for each candidate mean in ``m`` (shape (G,)).
+) -> tuple[
+    npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]
+]:
+    """The hedged capital's two halves at candidate means ``m``, step by step.
 
-    ``x`` are the observations in [0, 1] in their order; ``log_bet[t]`` is log of the
-    predictable plug-in bet for step t (before truncation). A candidate whose conditional
-    mean leaves [0, 1] gets +inf (it is impossible given the data).
+    ``x`` are observations in [0, 1] in their order along the last axis (one sequence, or
+    one per row); ``m`` broadcasts against it ((G, 1) candidates for one sequence, (R, 1)
+    one per row); ``log_bet`` is :func:`_log_bets` of ``x``. Returns the running logs of
+    the up-betting and down-betting capitals, and where the conditional mean m_t falls
+    below 0 or above 1 (the candidate is impossible given the data from that step on).
     """
-    n = x.shape[0]
-    mm = m[:, None]
-    impossible: npt.NDArray[np.bool_]
+    n = x.shape[-1]
+    shape = np.broadcast_shapes(m.shape, x.shape)
     if population_size is None:
-        mt = np.broadcast_to(mm, (m.shape[0], n))
-        impossible = np.zeros(m.shape[0], dtype=bool)
+        mt = np.broadcast_to(m, shape)
+        too_low = too_high = np.zeros(shape, dtype=bool)
     else:
-        before = np.concatenate(([0.0], np.cumsum(x)[:-1]))  # sum of x_i for i < t
+        zero = np.zeros(x.shape[:-1] + (1,))
+        before = np.concatenate((zero, np.cumsum(x, axis=-1)[..., :-1]), axis=-1)  # i < t
         remaining = population_size - np.arange(n, dtype=np.float64)  # N - t + 1
         with np.errstate(divide="ignore", invalid="ignore"):
-            mt = (population_size * mm - before) / remaining
-        impossible = np.asarray(((mt < -_SLACK) | (mt > 1.0 + _SLACK)).any(axis=1))
+            mt = (population_size * m - before) / remaining
+        too_low, too_high = mt < -_SLACK, mt > 1.0 + _SLACK
         mt = np.clip(mt, 0.0, 1.0)
     bet = np.exp(log_bet)
     with np.errstate(divide="ignore", invalid="ignore"):
         up = np.minimum(bet, _TRUNCATION / mt)
         down = np.minimum(bet, _TRUNCATION / (1.0 - mt))
     step = x - mt
-    log_up = np.cumsum(np.log1p(up * step), axis=1)
-    log_down = np.cumsum(np.log1p(-down * step), axis=1)
+    log_up = np.cumsum(np.log1p(up * step), axis=-1)
+    log_down = np.cumsum(np.log1p(-down * step), axis=-1)
+    return log_up, log_down, too_low, too_high
+
+
+def _log_capital_max(
+    x: npt.NDArray[np.float64],
+    m: npt.NDArray[np.float64],
+    population_size: int | None,
+    log_bet: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """max over t of log(hedged capital_t(m)) for each candidate mean in ``m`` (shape (G,)),
+    for one sequence ``x``; +inf for a candidate the data make impossible."""
+    log_up, log_down, too_low, too_high = _capital_logs(x, m[:, None], population_size, log_bet)
     # Hedged as in the fixed-time interval: half the wealth bets up, half down, and a
     # candidate falls when either half alone reaches 1/alpha (max, not sum).
-    hedged = np.maximum(log_up, log_down) - math.log(2.0)
-    best = hedged.max(axis=1)
-    best[impossible] = math.inf
+    best = (np.maximum(log_up, log_down) - math.log(2.0)).max(axis=1)
+    best[(too_low | too_high).any(axis=1)] = math.inf
     return best
 
 
 def _log_bets(x: npt.NDArray[np.float64], alpha: float) -> npt.NDArray[np.float64]:
     """log of Waudby-Smith & Ramdas's horizon-free plug-in bets (their PrPl-EB choice for a
-    confidence sequence): sqrt(2 log(2/alpha) / (sigma-hat^2_{t-1} t log(1 + t)))."""
-    n = x.shape[0]
+    confidence sequence), sqrt(2 log(2/alpha) / (sigma-hat^2_{t-1} t log(1 + t))), along
+    the last axis of ``x``."""
+    n = x.shape[-1]
     t = np.arange(1, n + 1, dtype=np.float64)
-    csum = np.cumsum(x)
-    mu = (0.5 + csum) / (t + 1.0)  # mu-hat_t, t = 1..n
-    var = (0.25 + np.cumsum((x - mu) ** 2)) / (t + 1.0)  # sigma-hat^2_t
-    var_prev = np.concatenate(([0.25], var[:-1]))
+    mu = (0.5 + np.cumsum(x, axis=-1)) / (t + 1.0)  # mu-hat_t, t = 1..n
+    var = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1.0)  # sigma-hat^2_t
+    first = np.full(x.shape[:-1] + (1,), 0.25)
+    var_prev = np.concatenate((first, var[..., :-1]), axis=-1)
     log_2_over_alpha = math.log(2.0) - math.log(alpha)
     return 0.5 * (
         math.log(2.0)
@@ -917,24 +933,13 @@ def _first_hits(
     at which the up-betting half of the hedged capital reaches 1/alpha (m is then below
     the sequence), and the same for the down-betting half (m above it); n + 1 for never.
     A candidate made impossible by the data counts as reached by the matching half."""
-    r, n = x.shape
-    t = np.arange(1, n + 1, dtype=np.float64)
-    mu = (0.5 + np.cumsum(x, axis=1)) / (t + 1.0)
-    var = (0.25 + np.cumsum((x - mu) ** 2, axis=1)) / (t + 1.0)
-    var_prev = np.concatenate((np.full((r, 1), 0.25), var[:, :-1]), axis=1)
-    bet = np.sqrt(2.0 * (math.log(2.0) - math.log(alpha)) / (var_prev * t * np.log1p(t)))
-    before = np.concatenate((np.zeros((r, 1)), np.cumsum(x, axis=1)[:, :-1]), axis=1)
-    mt = (population_size * m[:, None] - before) / (population_size - (t - 1.0))
-    too_low = mt < -_SLACK  # the remaining mean would be negative: m is below the data
-    too_high = mt > 1.0 + _SLACK
-    mt = np.clip(mt, 0.0, 1.0)
-    with np.errstate(divide="ignore"):
-        up = np.minimum(bet, _TRUNCATION / mt)
-        down = np.minimum(bet, _TRUNCATION / (1.0 - mt))
-    step = x - mt
+    n = x.shape[1]
+    log_up, log_down, too_low, too_high = _capital_logs(
+        x, m[:, None], population_size, _log_bets(x, alpha)
+    )
     threshold = math.log(2.0) - math.log(alpha)  # half the wealth reaching 1/alpha
-    hit_up = (np.cumsum(np.log1p(up * step), axis=1) >= threshold) | too_low
-    hit_down = (np.cumsum(np.log1p(-down * step), axis=1) >= threshold) | too_high
+    hit_up = (log_up >= threshold) | too_low  # too low: m lies below the data
+    hit_down = (log_down >= threshold) | too_high
 
     def first(hit: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         return np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, n + 1).astype(np.int64)
