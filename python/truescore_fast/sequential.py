@@ -1044,21 +1044,15 @@ def sequential_study(
                 f"got {delta}"
             )
     rows = []
-    tasks = -(-reps // _STUDY_TASK)
-    jobs = [
-        (
-            _audit_task,
-            (key, row * tasks + task, pub, fr, delta / (1.0 - p_public) if p_public < 1.0 else 0.0,
-             bool(relabel), min(_STUDY_TASK, reps - task * _STUDY_TASK), n_max, looks, effect,
-             alpha, z_half),
-        )
-        for row, delta in enumerate(ds)
-        for task in range(tasks)
+    per_row = [
+        (pub, fr, delta / (1.0 - p_public) if p_public < 1.0 else 0.0, bool(relabel), n_max,
+         looks, effect, alpha, z_half)
+        for delta in ds
     ]  # fmt: skip
-    sizes = [args[6] for _, args in jobs]
-    done = _run_tasks(jobs, sizes, n_threads, progress, executor, "sequential audit")
-    for row, delta in enumerate(ds):
-        parts = done[row * tasks : (row + 1) * tasks]
+    results = _run_study(
+        _audit_task, per_row, reps, key, n_threads, progress, executor, "sequential audit"
+    )
+    for delta, parts in zip(ds, results, strict=True):
         sim = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         claim, claim_se = _rate(float(sim["claim"].sum()), reps)
         stop = sim["stop"]
@@ -1102,9 +1096,18 @@ def sequential_study(
     )
 
 
-def _audit_task(key: tuple[int, int], stream: int, *args: Any) -> dict[str, npt.NDArray[Any]]:
-    """One task of sequential_study: its replications from Philox stream ``stream``."""
-    return _audit_replications(*args, rng=_stream(key, stream))
+def _audit_task(
+    key: tuple[int, int],
+    stream: int,
+    size: int,
+    pub: npt.NDArray[np.float64],
+    fr: npt.NDArray[np.float64],
+    q: float,
+    relabel: bool,
+    *rest: Any,
+) -> dict[str, npt.NDArray[Any]]:
+    """One task of sequential_study: ``size`` replications from Philox stream ``stream``."""
+    return _audit_replications(pub, fr, q, relabel, size, *rest, rng=_stream(key, stream))
 
 
 def _order_task(
@@ -1116,6 +1119,30 @@ def _order_task(
     canonical = rng.standard_normal((size, r, 1)) + shift
     exceed = rng.standard_normal((size, r, m)) >= canonical
     return _order_replications(exceed, h, alpha)
+
+
+def _run_study(
+    task: Any,
+    per_row: list[tuple[Any, ...]],
+    reps: int,
+    key: tuple[int, int],
+    n_threads: int | None,
+    progress: bool | None,
+    executor: Executor | None,
+    desc: str,
+) -> list[list[Any]]:
+    """``reps`` replications of every row: ``task(key, stream, size, *per_row[i])`` for the
+    row's tasks of at most _STUDY_TASK, task t of row i on Philox stream i x tasks + t.
+    Returns each row's task results in task order."""
+    tasks = -(-reps // _STUDY_TASK)
+    sizes = [min(_STUDY_TASK, reps - t * _STUDY_TASK) for t in range(tasks)]
+    jobs = [
+        (task, (key, row * tasks + t, sizes[t], *args))
+        for row, args in enumerate(per_row)
+        for t in range(tasks)
+    ]
+    done = _run_tasks(jobs, sizes * len(per_row), n_threads, progress, executor, desc)
+    return [done[row * tasks : (row + 1) * tasks] for row in range(len(per_row))]
 
 
 def _run_tasks(
@@ -1289,21 +1316,12 @@ def sequential_order_study(
     reps = _replications(replications)
     check_alpha(alpha)
     key = philox_key(seed)
-    tasks = -(-reps // _STUDY_TASK)
     rows = []
-    jobs = [
-        (
-            _order_task,
-            (key, row * tasks + task, min(_STUDY_TASK, reps - task * _STUDY_TASK), r, m, shift,
-             hh, alpha),
-        )
-        for row, shift in enumerate(shift_values)
-        for task in range(tasks)
-    ]  # fmt: skip
-    sizes = [args[2] for _, args in jobs]
-    done = _run_tasks(jobs, sizes, n_threads, progress, executor, "sequential order test")
-    for row, shift in enumerate(shift_values):
-        parts = done[row * tasks : (row + 1) * tasks]
+    per_row = [(r, m, shift, hh, alpha) for shift in shift_values]
+    results = _run_study(
+        _order_task, per_row, reps, key, n_threads, progress, executor, "sequential order test"
+    )
+    for shift, parts in zip(shift_values, results, strict=True):
         seq_reject = [p[0] for p in parts]
         fixed_reject = [p[1] for p in parts]
         scored = [p[2] for p in parts]
