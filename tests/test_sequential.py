@@ -614,3 +614,30 @@ def test_study_progress_counts_replications(capsys):
         tf.sequential_order_study(replications=10, executor=object())
     with pytest.raises(ValueError, match="n_threads"):
         tf.sequential_order_study(replications=10, n_threads=0)
+
+
+def test_ctrl_c_stops_a_threaded_study_within_a_second():
+    import sys
+    import textwrap
+
+    from interrupting import interrupt_after
+
+    code = textwrap.dedent(
+        """
+        import sys, threading, numpy as np, truescore_fast as tf
+        rng = np.random.default_rng(0)
+        pub = (rng.random(2000) < 0.6).astype(float)
+        fr = (rng.random((2000, 2)) < 0.6).astype(float)
+        print("ready", flush=True)
+        try:
+            tf.sequential_study(pub, fr, max_parents=1200, replications=20000, n_threads=2)
+        except KeyboardInterrupt:
+            print("interrupted", threading.active_count(), flush=True)
+            sys.exit(130)
+        print("finished", flush=True)
+        """
+    )
+    status, out, err, elapsed = interrupt_after([sys.executable, "-c", code], 1.0, timeout=120)
+    assert status == 130, (out, err)
+    assert out.split() == ["interrupted", "1"]  # no worker thread left behind
+    assert elapsed < 2.0, elapsed
