@@ -167,6 +167,7 @@ def add_sequential_contamination_flags(parser: argparse.ArgumentParser) -> None:
 def run_sequential_contamination(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
     """The pooled sequential verdict over the shards in ``rows``."""
     from truescore_fast._cli_common import number
+    from truescore_fast._cli_contamination import _is_canonical  # the one reading of "kind"
     from truescore_fast.sequential import sequential_order_verdict
 
     if args.test != "exact" or args.method not in (None, "fisher"):
@@ -184,7 +185,7 @@ def run_sequential_contamination(args: argparse.Namespace, rows: list[dict[str, 
             raise ValueError(f"row {i} has no shard column {shard_column!r}")
         shard = "all" if shard_column is None else str(row[shard_column])
         value = number(row, args.loglik_column, i)
-        if str(row.get(args.kind_column, "")).strip().lower() == "canonical":
+        if _is_canonical(row, args.kind_column):
             if shard in canon:
                 raise ValueError(f"shard {shard!r} has more than one canonical row")
             canon[shard] = value
