@@ -90,6 +90,7 @@ def test_contamination_part_way_stops_a_clean_model():
     assert payload["decision"] == want.decision == "no finding"
     assert payload["p_low"] == want.p_low and payload["orders_scored"] == want.orders_scored
     assert payload["shard_names"] == [str(i) for i in range(10)]
+    assert payload["orders_scored"] == 131  # as the README says
     code, out, _ = run_cli(*argv, "--max-permutations", "99")
     assert code == 0 and "no finding" in out and "of 990 shuffled orders scored" in out
 
