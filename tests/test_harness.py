@@ -591,3 +591,34 @@ def test_property_any_run_gives_scores_in_the_unit_interval_or_value_error(publi
     assert data.public.shape == (len(data.parents),) and data.fresh.shape[1] == 1
     for values in (data.public, data.fresh):
         assert np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= 1))
+
+
+def test_gzipped_harness_logs_read_as_the_plain_ones(tmp_path):
+    """lm-eval samples files and Inspect logs are often kept gzipped (``.jsonl.gz``,
+    ``.json.gz``, even ``.eval.gz``): the same runs, the same scores."""
+    import gzip
+
+    def packed(path):
+        out = tmp_path / (path.name + ".gz")
+        out.write_bytes(gzip.compress(path.read_bytes()))
+        return out
+
+    lm_keys = dict(
+        public_match_key="doc.id", match_key="doc.parent_id", metric="exact_match,strict-match"
+    )
+    pairs = [
+        (
+            tf.read_harness_runs(LM_PUBLIC, LM_FRESH, **lm_keys),
+            tf.read_harness_runs(packed(LM_PUBLIC), [packed(p) for p in LM_FRESH], **lm_keys),
+        ),
+        (
+            tf.read_harness_runs(IN_PUBLIC, IN_FRESH, match_key="metadata.parent_id"),
+            tf.read_harness_runs(
+                packed(IN_PUBLIC), [packed(p) for p in IN_FRESH], match_key="metadata.parent_id"
+            ),
+        ),
+    ]
+    for plain, got in pairs:
+        assert got.parents == plain.parents and got.model == plain.model
+        np.testing.assert_array_equal(got.public, plain.public)
+        np.testing.assert_array_equal(got.fresh, plain.fresh)

@@ -224,3 +224,82 @@ def test_standard_input_is_read_once_and_a_zip_is_not_a_table(tmp_path):
     assert_one_line_error(code, err, "standard input is a zip archive, not a table")
     code, _, err = run_cli("audit", "-", stdin=b"")
     assert_one_line_error(code, err, "standard input has no rows")
+
+
+# ------------------------------------------------------------------------ gzip
+
+
+@pytest.mark.parametrize("kind", ["csv", "tsv", "jsonl", "parquet"])
+def test_gzipped_tables_read_as_the_plain_ones(tmp_path, kind):
+    import gzip
+
+    rows = typed(example_rows()) if kind in ("jsonl", "parquet") else example_rows()
+    plain = write_as(tmp_path / f"audit.{kind}", rows, kind)
+    packed = tmp_path / f"audit.{kind}.GZ"  # the suffix is looked through in any case
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert read_rows(packed) == read_rows(plain)
+    # standard input is recognised by the gzip magic bytes, then by its content
+    args = ["--control", CONTROL, "--population-size", "1000", "--radius", "0.02", "--json"]
+    _, out_file, _ = run_cli("audit", plain, *args)
+    code, out, err = run_cli("audit", "-", *args, stdin=packed.read_bytes())
+    assert code == EXIT_FINDING, err
+    assert json.loads(out) == json.loads(out_file)
+
+
+def test_gzip_members_back_to_back_are_one_file(tmp_path):
+    import gzip
+
+    text = (EXAMPLE.read_text()).splitlines(keepends=True)
+    half = len(text) // 2
+    path = tmp_path / "two_members.csv.gz"
+    path.write_bytes(
+        gzip.compress("".join(text[:half]).encode()) + gzip.compress("".join(text[half:]).encode())
+    )
+    assert read_rows(path) == read_rows(EXAMPLE)
+
+
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda b: b[: len(b) // 2], "gzip stream is truncated"),
+        (lambda b: b[:20] + bytes(40) + b[60:], "not a readable gzip stream"),
+        (lambda b: b + b"trailing", "data after the end of the gzip stream"),
+    ],
+)
+def test_damaged_gzip_is_one_line_naming_the_file(tmp_path, damage, words):
+    import gzip
+
+    path = tmp_path / "bad.csv.gz"
+    path.write_bytes(damage(gzip.compress(EXAMPLE.read_bytes())))
+    with pytest.raises(ValueError, match=words) as info:
+        read_rows(path)
+    assert str(path) in str(info.value)
+    code, _, err = run_cli("audit", path)
+    assert_one_line_error(code, err, words)
+
+
+def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path):
+    """A 64 MiB stream of zeros packed to ~64 kB, read under an address-space limit
+    (``ulimit -v``) too small for it: refused with the memory message, in a child so the
+    limit does not bind the suite."""
+    import gzip
+
+    path = tmp_path / "bomb.csv.gz"
+    path.write_bytes(gzip.compress(b"a\n" + bytes(64 << 20), compresslevel=9))
+    assert path.stat().st_size < 1 << 20
+    code = (
+        "import resource, sys\n"
+        "from truescore_fast._io import read_rows\n"
+        "import truescore_fast._validation as v\n"
+        "v.memory_limit = lambda: 48 << 20\n"  # as if the machine had 48 MB
+        "import truescore_fast._io as io_\n"
+        "io_.memory_limit = v.memory_limit\n"
+        f"try:\n    read_rows({str(path)!r})\n"
+        "except MemoryError as e:\n    print(e); sys.exit(0)\n"
+        "sys.exit(1)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "(gzip) needs" in proc.stdout and "decompress it to a file first" in proc.stdout

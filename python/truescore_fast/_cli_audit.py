@@ -63,7 +63,8 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
         nargs="?",
         default=None,
         help="long-format table, one row per (model, parent, form): .csv, .tsv, "
-        ".jsonl/.ndjson/.json or .parquet, or - for standard input; columns parent, form, "
+        ".jsonl/.ndjson/.json or .parquet (each may be gzipped: .csv.gz), or - for standard "
+        "input; columns parent, form, "
         "correct and optionally model (or give harness runs with --public/--fresh)",
     )
     parser.add_argument(

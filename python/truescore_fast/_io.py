@@ -12,6 +12,7 @@ import math
 import os
 import stat
 import sys
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._validation import optional_module
+from truescore_fast._validation import memory_error, memory_limit, optional_module
 
 __all__ = [
     "ALL_MODELS",
@@ -35,6 +36,7 @@ __all__ = [
     "read_json_file",
     "read_rows",
     "sniff_format",
+    "table_suffix",
 ]
 
 
@@ -117,14 +119,21 @@ _TABLE_FORMATS = {
 }
 _PARQUET_MAGIC = b"PAR1"
 _ZIP_MAGIC = b"PK\x03\x04"
+_GZIP_MAGIC = b"\x1f\x8b"
+_GUNZIP_PIECE = 1 << 24  # bytes decompressed at a time
 
 
 def read_input_bytes(path: str | os.PathLike[str]) -> tuple[str, bytes]:
     """``(name for messages, content)`` of a regular file, or of standard input for ``-``.
 
+    Gzip-compressed content (a ``.jsonl.gz`` harness log, a ``.csv.gz`` table, or gzip on
+    standard input) is recognised by its magic bytes, not its name, and decompressed.
+
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: not a regular file, or no standard input to read.
+        ValueError: not a regular file, no standard input to read, or a damaged or
+            truncated gzip stream.
+        MemoryError: the decompressed content would not fit in memory.
     """
     if isinstance(path, str) and path == STDIN:
         stdin = sys.stdin
@@ -132,9 +141,56 @@ def read_input_bytes(path: str | os.PathLike[str]) -> tuple[str, bytes]:
             raise ValueError("'-' reads standard input, but there is none")
         buffer = getattr(stdin, "buffer", None)
         data = buffer.read() if buffer is not None else stdin.read().encode("utf-8")
-        return "standard input", data
-    file_path = check_input_file(path)
-    return str(file_path), file_path.read_bytes()
+        where = "standard input"
+    else:
+        file_path = check_input_file(path)
+        where, data = str(file_path), file_path.read_bytes()
+    if data.startswith(_GZIP_MAGIC):
+        data = _gunzip(data, where)
+    return where, data
+
+
+def _gunzip(data: bytes, where: str) -> bytes:
+    """The decompressed content of the gzip stream(s) in ``data``, read in pieces so that a
+    stream that expands past the memory this process can have is refused, not allocated
+    (a small file can decompress to terabytes)."""
+    limit = memory_limit() or 2**62
+    pieces: list[bytes] = []
+    total = 0
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
+        while True:
+            try:
+                piece = inflater.decompress(rest, _GUNZIP_PIECE)
+            except zlib.error as error:
+                raise ValueError(f"{where}: not a readable gzip stream ({error})") from None
+            total += len(piece)
+            if total > limit // 2:  # the decompressed bytes, then the text decoded from them
+                raise memory_error(
+                    f"{where} (gzip)", 2 * total, "decompress it to a file first, or split it"
+                )
+            pieces.append(piece)
+            rest = inflater.unconsumed_tail
+            if inflater.eof or not (rest or piece):
+                break
+        if not inflater.eof:
+            raise ValueError(f"{where}: the gzip stream is truncated")
+        rest = inflater.unused_data  # gzip allows several members back to back
+        if rest and not rest.startswith(_GZIP_MAGIC):
+            raise ValueError(f"{where}: data after the end of the gzip stream")
+    return b"".join(pieces)
+
+
+def table_suffix(path: str | os.PathLike[str]) -> str:
+    """The lower-case suffix that names a file's format, looking through a trailing
+    ``.gz`` (``runs.jsonl.gz`` -> ``.jsonl``); ``""`` for standard input."""
+    if isinstance(path, str) and path == STDIN:
+        return ""
+    name = Path(path)
+    if name.suffix.lower() == ".gz":
+        name = name.with_suffix("")
+    return name.suffix.lower()
 
 
 def sniff_format(data: bytes) -> str:
@@ -197,13 +253,13 @@ def _table_source(path: str | os.PathLike[str]) -> tuple[str, bytes, str]:
         if kind == "zip":
             raise ValueError(f"{where} is a zip archive, not a table")
         return where, data, kind
-    suffix = Path(path).suffix.lower()
+    suffix = table_suffix(path)
     kind = _TABLE_FORMATS.get(suffix, "")
     if not kind:
         check_input_file(path)  # a missing file is named before its suffix
         raise ValueError(
             f"unsupported file type {suffix!r}: use .csv, .tsv, .jsonl, .ndjson, .json or "
-            ".parquet (or - for standard input)"
+            ".parquet, each optionally gzipped (.csv.gz), or - for standard input"
         )
     where, data = read_input_bytes(path)
     return where, data, kind

@@ -28,6 +28,9 @@ that matches a record to its parent (``match_key``) and the per-item correctness
     Any table :func:`~truescore_fast._io.read_rows` reads (CSV, TSV, JSON Lines,
     Parquet), one row per item: ``match_key`` and ``metric`` are column names.
 
+Any of these may be gzip-compressed (``samples_<task>_<date>.jsonl.gz``, ``log.json.gz``):
+the content is recognised by gzip's magic bytes and read as the file it holds.
+
 ``match_key`` is a field of the record (``doc_id``, ``id``) or a dotted path into it
 (``doc.parent_id``, ``metadata.parent``); a field whose own name contains a dot is found
 first. Its values must be strings or integers; they are compared as text, so doc_id 7 in
@@ -95,6 +98,7 @@ from truescore_fast._io import (
     parse_json,
     read_input_bytes,
     sniff_format,
+    table_suffix,
 )
 from truescore_fast._validation import check_choice
 
@@ -273,7 +277,7 @@ def _check_distinct(
 
 def _load(path: str | os.PathLike[str], harness: str) -> _Run:
     where, data = read_input_bytes(path)
-    suffix = "" if isinstance(path, str) and path == STDIN else Path(path).suffix.lower()
+    suffix = table_suffix(path)
     sniffed = sniff_format(data)
     if suffix == ".eval" and sniffed != "zip":
         raise ValueError(f"{where}: not a .eval archive (an Inspect .eval log is a zip file)")
