@@ -1,8 +1,10 @@
 """The execution engine of the calibration studies: cells, tasks, progress, executors.
 
 A study (:mod:`truescore_fast.calibration`) describes its grid as a list of
-:class:`_Cell` s, one compiled task kernel and its arguments per setting. This module
-runs them: a cell's replications are split into tasks of ``REPLICATIONS_PER_TASK``; task
+:class:`_Cell` s, one compiled task kernel and its arguments per setting (the sequential
+studies of :mod:`truescore_fast.sequential` give a Python task function instead, run on
+threads, with tasks of their own size and stream numbering). This module runs them: a
+cell's replications are split into tasks of ``REPLICATIONS_PER_TASK``; task
 t of cell c draws from Philox stream ``c * _CELL_STRIDE + t``, and the tasks' rows of
 partial sums are added in task order (:func:`_run_cell`), so neither the thread count,
 nor the chunking of tasks into calls, nor the process that ran a cell changes a result.
