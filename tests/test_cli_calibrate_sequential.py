@@ -1,14 +1,16 @@
 """``truescore-fast calibrate sequential`` and ``calibrate sequential-orders`` end to end,
 as processes: the library's tables (same seed, same settings), --json and narrow text,
---checkpoint (read back, refused for other settings, Ctrl-C then resume) and one-line
-errors for flags that do not apply."""
+--checkpoint (read back, refused for other settings, Ctrl-C then resume), a Dask cluster
+of worker processes (--executor dask) and one-line errors for flags that do not apply."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
+import pytest
 import truescore_fast as tf
 from interrupting import interrupt_after
 from test_cli_calibrate import EXIT_OK, child_env, one_line_error, run_cli
@@ -121,3 +123,14 @@ def test_flags_that_do_not_apply_are_one_line_errors(tmp_path):
     one_line_error(code, err, "replications")
     code, _, err = run_cli("sequential", "--alpha", 1.5)
     one_line_error(code, err, "alpha")
+
+
+def test_executor_dask_gives_the_local_result():
+    pytest.importorskip("distributed")
+    argv = ("sequential-orders", "--replications", 600, "--seed", 2, "--json")
+    code, local, err = run_cli(*argv, "--threads", 1)
+    assert code == EXIT_OK, err
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    code, remote, err = run_cli(*argv, "--executor", "dask", env=env)
+    assert code == EXIT_OK, err
+    assert remote == local
