@@ -20,6 +20,9 @@ known, so an evaluation team scores only as many items as the answer needs:
     soon as no further score can change it.
 :func:`besag_clifford_p_value`
     That p-value from its counts.
+:func:`sequential_study`, :func:`sequential_order_study`
+    What stopping early costs and saves, by simulation, on the calibration engine
+    (threads, executors, progress and checkpoints as for the other studies).
 """
 
 from __future__ import annotations
@@ -1065,24 +1068,24 @@ def sequential_study(
         checkpoint=checkpoint,
     )
     for delta, total in zip(ds, totals, strict=True):
-        sim = dict(zip(_AUDIT_SUMS, total, strict=False))
-        claim, claim_se = _rate(float(sim["claim"]), reps)
+        sums = dict(zip(_AUDIT_SUMS, total, strict=False))
+        claim, claim_se = _rate(float(sums["claim"]), reps)
         stop = _from_counts(total[len(_AUDIT_SUMS) :])
         rows.append(
             (
                 delta,
-                float(sim["truth"] / reps),
+                float(sums["truth"] / reps),
                 claim,
                 claim_se,
-                float(sim["false_claim"] / reps),
-                float(sim["bounded"] / reps),
-                float(sim["covered"] / reps),
+                float(sums["false_claim"] / reps),
+                float(sums["bounded"] / reps),
+                float(sums["covered"] / reps),
                 float(stop.mean()),
                 float(np.median(stop)),
                 float(np.quantile(stop, 0.9)),
-                float(sim["fixed_claim"] / reps),
-                float(sim["wald_claim"] / reps),
-                float(sim["wald_false_claim"] / reps),
+                float(sums["fixed_claim"] / reps),
+                float(sums["wald_claim"] / reps),
+                float(sums["wald_false_claim"] / reps),
             )
         )
     names = (
