@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import numpy as np
 import pytest
 import truescore_fast as tf
+from test_checkpoint import Recorder, one_task_per_call  # noqa: F401 (a fixture)
 from truescore_fast import _engine
 from truescore_fast import sequential as seq
 from truescore_fast._random import philox_key
@@ -141,34 +142,6 @@ def test_any_thread_count_or_executor_gives_the_same_tables(plain):
 # --------------------------------------------------------------------- checkpoints
 
 
-class Recorder:
-    """Wraps _Cell.run: records the tasks run per cell, raises KeyboardInterrupt (as Ctrl-C
-    would) once ``stop_after`` calls have returned."""
-
-    def __init__(self, monkeypatch, stop_after=None):
-        self.calls: list[tuple[int, int, int]] = []
-        self.stop_after = stop_after
-        original = _engine._Cell.run
-        recorder = self
-
-        def run(cell, begin, end, n_threads):
-            if recorder.stop_after is not None and len(recorder.calls) >= recorder.stop_after:
-                raise KeyboardInterrupt
-            recorder.calls.append((cell.task_offset, begin, end))
-            return original(cell, begin, end, n_threads)
-
-        monkeypatch.setattr(_engine._Cell, "run", run)
-
-    def tasks(self):
-        return sorted(offset + t for offset, begin, end in self.calls for t in range(begin, end))
-
-
-@pytest.fixture
-def one_task_per_call(monkeypatch):
-    monkeypatch.setattr(_engine, "_CHUNK_SECONDS", 1e-9)  # every call runs one task
-    monkeypatch.setattr(_engine, "_CHECKPOINT_SECONDS", 0.0)  # save after every call
-
-
 @pytest.mark.usefixtures("one_task_per_call")
 @pytest.mark.parametrize("study", ["audit", "orders"])
 @pytest.mark.parametrize("stop_after", [1, 2, 4])
@@ -186,7 +159,7 @@ def test_an_interrupted_study_resumes_bit_identically_running_each_task_once(
     resumed = run(checkpoint=path, n_threads=2)
     assert same_table(resumed, plain[0 if study == "audit" else 1])
     # every task (streams 0..5) ran exactly once over the two runs
-    assert sorted(first.tasks() + second.tasks()) == list(range(6))
+    assert sorted(first.tasks() + second.tasks()) == [(0, stream) for stream in range(6)]
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert records[0]["study"] == ("sequential audit" if study == "audit" else
                                    "sequential order test")  # fmt: skip

@@ -1059,14 +1059,8 @@ def sequential_study(
          looks, effect, alpha, z_half)
         for delta in ds
     ]  # fmt: skip
-    totals = _execute(
-        _study_cells(_audit_task, per_row, reps, key),
-        n_threads=threads,
-        progress=progress,
-        executor=executor,
-        desc="sequential audit",
-        checkpoint=checkpoint,
-    )
+    engine = {"n_threads": threads, "progress": progress, "executor": executor}
+    totals = _run_rows(_audit_task, per_row, reps, key, "sequential audit", checkpoint, engine)
     for delta, total in zip(ds, totals, strict=True):
         sums = dict(zip(_AUDIT_SUMS, total, strict=False))
         claim, claim_se = _rate(float(sums["claim"]), reps)
@@ -1135,20 +1129,25 @@ def _from_counts(counts: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts.astype(np.int64))
 
 
-def _study_cells(
+def _run_rows(
     task: Callable[..., npt.NDArray[np.float64]],
     per_row: list[tuple[Any, ...]],
     reps: int,
     key: tuple[int, int],
-) -> list[_Cell]:
-    """One engine cell per row: ``task(key, stream, size, *per_row[i])`` for the row's
-    tasks of at most _STUDY_TASK replications, task t of row i on Philox stream
+    desc: str,
+    checkpoint: str | os.PathLike[str] | None,
+    engine: dict[str, Any],
+) -> list[npt.NDArray[np.float64]]:
+    """Every row's sums, on the calibration engine (``engine``: its n_threads, progress
+    and executor): one cell per row, ``task(key, stream, size, *per_row[i])`` for the
+    row's tasks of at most _STUDY_TASK replications, task t of row i on Philox stream
     i x tasks + t of ``key``."""
     tasks = -(-reps // _STUDY_TASK)
-    return [
+    cells = [
         _Cell(task, args, key, row * tasks, reps, block=_STUDY_TASK)
         for row, args in enumerate(per_row)
     ]
+    return _execute(cells, desc=desc, checkpoint=checkpoint, **engine)
 
 
 def _audit_task(
@@ -1288,13 +1287,9 @@ def sequential_order_study(
     their orders in lockstep, one per round, each stopping by Besag & Clifford's rule
     with ``h``; the pooled Fisher verdict stops when decided.
 
-    ``n_threads`` (None: every core), ``progress`` (None: a bar after a second),
-    ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) and
-    ``checkpoint`` (a file to save progress in and resume from) work as for the other
-    studies (:mod:`truescore_fast.calibration`), on the same engine: each row is a cell
-    whose replications run in tasks of 250, task t of row i drawing from Philox stream
-    i x tasks + t of the seed's key and adding its counts to the row's sums in task
-    order, so the table is the same for any thread count, executor or resumed checkpoint.
+    ``n_threads``, ``progress``, ``executor`` and ``checkpoint`` work as in
+    :func:`sequential_study` (a cell per shift, tasks of 250 replications): the table is
+    the same for any thread count, executor or resumed checkpoint.
 
     Returns:
         A :class:`~truescore_fast.StudyTable`, one row per shift: ``rejection_rate`` and
@@ -1323,13 +1318,9 @@ def sequential_order_study(
     key = philox_key(seed)
     rows = []
     per_row = [(r, m, shift, hh, alpha) for shift in shift_values]
-    totals = _execute(
-        _study_cells(_order_task, per_row, reps, key),
-        n_threads=threads,
-        progress=progress,
-        executor=executor,
-        desc="sequential order test",
-        checkpoint=checkpoint,
+    engine = {"n_threads": threads, "progress": progress, "executor": executor}
+    totals = _run_rows(
+        _order_task, per_row, reps, key, "sequential order test", checkpoint, engine
     )
     for shift, total in zip(shift_values, totals, strict=True):
         sums = dict(zip(_ORDER_SUMS, total, strict=False))
