@@ -47,13 +47,19 @@ class Recorder:
         def run(cell, begin, end, n_threads):
             if recorder.stop_after is not None and len(recorder.calls) >= recorder.stop_after:
                 raise KeyboardInterrupt
-            recorder.calls.append((cell.task_offset // 2**32, begin, end))
+            recorder.calls.append((cell.task_offset, begin, end))
             return original(cell, begin, end, n_threads)
 
         monkeypatch.setattr(_engine._Cell, "run", run)
 
     def tasks(self):
-        return sorted((c, t) for c, begin, end in self.calls for t in range(begin, end))
+        """(cell, task) of every task run: a calibration cell c's tasks are streams
+        c x 2**32 + t; the sequential studies number their tasks' streams from 0."""
+        return sorted(
+            (offset // 2**32, offset % 2**32 + t)
+            for offset, begin, end in self.calls
+            for t in range(begin, end)
+        )
 
 
 @pytest.fixture

@@ -796,6 +796,11 @@ def _order_verdict(a: Args, name: str) -> None:
     )
 
 
+# checkpoint= values that must be refused naming the argument (a path that cannot be
+# written, a directory, not a path); a valid path would write a file, so none is drawn
+BAD_CHECKPOINTS = st.sampled_from([3, b"c.jsonl", ".", "/no/such/dir/c.jsonl"])
+
+
 @case("sequential_study")
 def _sequential_study(a: Args, name: str) -> None:
     fn = ts.sequential_study
@@ -809,6 +814,9 @@ def _sequential_study(a: Args, name: str) -> None:
         "replications": a(20, counts(1, 30)),
         "alpha": a(0.05, alphas),
         "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+        "progress": a(False, st.sampled_from([True, "yes", None])),
+        "checkpoint": a(None, BAD_CHECKPOINTS),
     }
     check(fn, lambda: fn(a(public, scores()), a(fresh, scores(ndim=2)), **kwargs), ("bank",))
 
@@ -824,6 +832,9 @@ def _sequential_order_study(a: Args, name: str) -> None:
         "replications": a(20, counts(1, 30)),
         "alpha": a(0.05, alphas),
         "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+        "progress": a(False, st.sampled_from([True, "yes", None])),
+        "checkpoint": a(None, BAD_CHECKPOINTS),
     }
     check(fn, lambda: fn(**kwargs), ())
 

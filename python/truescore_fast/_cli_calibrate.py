@@ -1,6 +1,6 @@
 """The ``truescore-fast calibrate`` subcommand: run a named calibration study.
 
-    truescore-fast calibrate {coverage,stress,detection,budget}
+    truescore-fast calibrate {coverage,stress,detection,budget,sequential,sequential-orders}
         [--population FILE --n N [N ...] [--value-column V] [--strata-column S]]
         [--replications R] [--seed S] [--alpha A] [--threads T] [--intervals M ...]
         [--population-size N] [--json] [--wide] [--plot FILE.{png,svg,pdf}]
@@ -10,9 +10,12 @@
 Without data the studies run on synthetic populations built from ``--seed`` (described
 in each table's notes), shaped like the CleanScore paper's tables: coverage (Table 2),
 stress (Table 6), detection (Tables 11-13, Fig. 10), budget (Table 10, plus the audit-
-size planner). ``calibrate coverage --population FILE`` runs the coverage study on the
-user's own per-item gaps instead. Exit 0 on success, 1 on bad input (the main CLI turns
-ValueError into 1), 130 on Ctrl-C (a ``--checkpoint`` keeps what was done).
+size planner); sequential and sequential-orders measure the sequential audit under
+continuous monitoring and the sequential order test (``sequential_study`` and
+``sequential_order_study``). ``calibrate coverage --population FILE`` runs the coverage
+study on the user's own per-item gaps instead. Exit 0 on success, 1 on bad input (the
+main CLI turns ValueError into 1), 130 on Ctrl-C (a ``--checkpoint`` keeps what was
+done).
 """
 
 from __future__ import annotations
@@ -44,12 +47,21 @@ from truescore_fast.calibration import (
     stress_grid,
 )
 from truescore_fast.intervals import INTERVAL_METHODS
+from truescore_fast.sequential import sequential_order_study, sequential_study
 
 __all__ = ["STUDIES", "add_calibrate_parser", "run_calibrate"]
 
 EXIT_OK = 0
-STUDIES = ("coverage", "stress", "detection", "budget")
-_DEFAULT_REPLICATIONS = {"coverage": 5000, "stress": 4000, "detection": 2000, "budget": 2000}
+STUDIES = ("coverage", "stress", "detection", "budget", "sequential", "sequential-orders")
+_DEFAULT_REPLICATIONS = {
+    "coverage": 5000,
+    "stress": 4000,
+    "detection": 2000,
+    "budget": 2000,
+    "sequential": 1000,
+    "sequential-orders": 2000,
+}
+_PLOTTED = ("coverage", "stress", "detection", "budget")  # the studies --plot draws
 _DEFAULT_SIZES = (120, 400, 800, 1200)  # the paper's Table 2
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 TABLE_WIDTH = 100  # characters, unless --wide
@@ -63,7 +75,9 @@ def add_calibrate_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=(
             "Run a named calibration study and print tables shaped like the CleanScore "
             "paper's: coverage (Table 2), stress (Table 6), detection (Tables 11-13, Fig. "
-            "10), budget (Table 10 and an audit-size plan). The studies run on seeded "
+            "10), budget (Table 10 and an audit-size plan), sequential (the sequential "
+            "audit under continuous monitoring) and sequential-orders (the sequential "
+            "order test's size, power and orders scored). The studies run on seeded "
             "synthetic populations; 'coverage --population FILE' runs on your own audit's "
             "per-item gaps (a .csv or JSON Lines file, one row per parent item, the gap "
             "public - mean(fresh) in [-1, 1] in --value-column). Results are identical for "
@@ -107,8 +121,8 @@ def add_calibrate_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="R",
         type=integer_flag,
         default=None,
-        help="replications per cell (defaults: coverage 5000, stress 4000, detection and "
-        "budget 2000)",
+        help="replications per cell (defaults: coverage 5000, stress 4000, detection, budget "
+        "and sequential-orders 2000, sequential 1000)",
     )
     study.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
     study.add_argument(
@@ -237,11 +251,11 @@ def _check_flags(args: argparse.Namespace) -> None:
         ("--n", args.n, ("coverage",)),
         ("--intervals", args.intervals, ("coverage", "stress")),
         ("--population-size", args.population_size, ("budget",)),
+        ("--plot", args.plot, _PLOTTED),
     ):
         if value is not None and args.study not in studies:
-            raise ValueError(
-                f"{flag} applies to calibrate {' and '.join(studies)}, not {args.study}"
-            )
+            names = ", ".join(studies[:-1]) + " and " * (len(studies) > 1) + studies[-1]
+            raise ValueError(f"{flag} applies to calibrate {names}, not {args.study}")
     if args.strata_column is not None and args.population is None:
         raise ValueError("--strata-column needs --population (the column is read from it)")
     if args.dask_scheduler is not None:
@@ -653,9 +667,48 @@ def _integer_plan(plan: StudyTable, population_size: int) -> StudyTable:
     )
 
 
+def _no_plot(pyplot: Any, tables: list[StudyTable]) -> None:  # --plot is refused first
+    raise AssertionError("no figure for this study")
+
+
+def _sequential(args: argparse.Namespace, common: dict[str, Any]) -> _Run:
+    rng = np.random.default_rng(args.seed)  # the synthetic bank
+    public, fresh = _synthetic_bank(1, 2000, rng)
+    table = sequential_study(
+        public[0],
+        fresh[0],
+        deltas=(0.0, 0.05, 0.10),
+        max_parents=1200,
+        look_every=50,
+        effect_size=0.05,
+        checkpoint=_checkpoint(args, "sequential"),
+        **common,
+    )
+    where = (
+        "Synthetic bank: 2,000 parents, public and two fresh forms scored with per-parent "
+        "difficulty Beta(2, 2) and no form effect; delta is planted as in calibrate detection."
+    )
+    notes = (*table.notes, where)
+    return [StudyTable(table.title, table.columns, notes, table.meta)], _no_plot, {}
+
+
+def _sequential_orders(args: argparse.Namespace, common: dict[str, Any]) -> _Run:
+    table = sequential_order_study(
+        n_shards=10,
+        max_permutations=99,
+        h=10,
+        shifts=(0.0, 1.0, 2.0, 3.0),
+        checkpoint=_checkpoint(args, "sequential-orders"),
+        **common,
+    )
+    return [table], _no_plot, {}
+
+
 _RUNNERS: dict[str, Callable[[argparse.Namespace, dict[str, Any]], _Run]] = {
     "coverage": _coverage,
     "stress": _stress,
     "detection": _detection,
     "budget": _budget,
+    "sequential": _sequential,
+    "sequential-orders": _sequential_orders,
 }

@@ -1,8 +1,10 @@
 """The execution engine of the calibration studies: cells, tasks, progress, executors.
 
 A study (:mod:`truescore_fast.calibration`) describes its grid as a list of
-:class:`_Cell` s, one compiled task kernel and its arguments per setting. This module
-runs them: a cell's replications are split into tasks of ``REPLICATIONS_PER_TASK``; task
+:class:`_Cell` s, one compiled task kernel and its arguments per setting (the sequential
+studies of :mod:`truescore_fast.sequential` give a Python task function instead, run on
+threads, with tasks of their own size and stream numbering). This module runs them: a
+cell's replications are split into tasks of ``REPLICATIONS_PER_TASK``; task
 t of cell c draws from Philox stream ``c * _CELL_STRIDE + t``, and the tasks' rows of
 partial sums are added in task order (:func:`_run_cell`), so neither the thread count,
 nor the chunking of tasks into calls, nor the process that ran a cell changes a result.
@@ -32,8 +34,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -121,31 +123,65 @@ _check_layout(BudgetSums, _core.BUDGET_SUMS)
 
 @dataclass(frozen=True)
 class _Cell:
-    """One grid cell: a compiled task kernel, its leading arguments and its streams."""
+    """One grid cell: a task kernel, its leading arguments and its streams.
 
-    kernel: str  # "coverage_tasks" | "detection_tasks" | "budget_tasks"
+    The kernel is a compiled one's name in ``_core`` (the calibration studies), or a
+    Python function ``kernel(key, stream, size, *args)`` returning one task's row of
+    sums for ``size`` replications drawn only from Philox stream ``stream`` of ``key``
+    (the sequential studies, :mod:`truescore_fast.sequential`); task t of the cell is
+    stream ``task_offset + t``. ``block`` is the replications per task.
+    """
+
+    kernel: str | Callable[..., npt.ArrayLike]
     args: tuple[Any, ...]
     key: tuple[int, int]
     task_offset: int
     replications: int
+    block: int = REPLICATIONS_PER_TASK
 
     @property
     def n_tasks(self) -> int:
-        return -(-self.replications // REPLICATIONS_PER_TASK)
+        return -(-self.replications // self.block)
 
     def run(self, begin: int, end: int, n_threads: int | None) -> npt.NDArray[np.float64]:
+        if callable(self.kernel):
+            return _python_tasks(self, begin, end, n_threads)
         out = getattr(_core, self.kernel)(
             *self.args,
             self.key[0],
             self.key[1],
             self.task_offset,
             self.replications,
-            REPLICATIONS_PER_TASK,
+            self.block,
             begin,
             end,
             n_threads=n_threads,
         )
         return np.asarray(out).reshape(end - begin, -1)
+
+
+def _python_tasks(
+    cell: _Cell, begin: int, end: int, n_threads: int | None
+) -> npt.NDArray[np.float64]:
+    """Rows ``begin`` to ``end`` of a Python kernel's tasks, on up to ``n_threads``
+    threads. Each task draws only from its own stream, so the threads change no row; on
+    an exception (Ctrl-C) the tasks not started are cancelled and the running ones end."""
+    assert callable(cell.kernel)
+    kernel = cell.kernel
+
+    def task(t: int) -> npt.NDArray[np.float64]:
+        size = min(cell.block, cell.replications - t * cell.block)
+        row = kernel(cell.key, cell.task_offset + t, size, *cell.args)
+        return np.asarray(row, dtype=np.float64)
+
+    threads = min(threads_used(n_threads), end - begin)
+    if threads <= 1:
+        return np.stack([task(t) for t in range(begin, end)])
+    pool = ThreadPoolExecutor(threads)
+    try:
+        return np.stack(list(pool.map(task, range(begin, end))))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _add_in_task_order(total: npt.NDArray[np.float64], part: npt.NDArray[np.float64]) -> None:
@@ -176,9 +212,7 @@ def _chunks(
 
 
 def _replications_in(cell: _Cell, begin: int, end: int) -> int:
-    return min(cell.replications, end * REPLICATIONS_PER_TASK) - min(
-        cell.replications, begin * REPLICATIONS_PER_TASK
-    )
+    return min(cell.replications, end * cell.block) - min(cell.replications, begin * cell.block)
 
 
 def _run_cell(
@@ -411,7 +445,12 @@ def _fingerprint(cells: Sequence[_Cell]) -> str:
     feed(_core.__version__)
     feed(REPLICATIONS_PER_TASK)
     for cell in cells:
-        for value in (cell.kernel, *cell.key, cell.task_offset, cell.replications, *cell.args):
+        if callable(cell.kernel):  # a Python kernel: its name, and its own block size
+            feed(f"{cell.kernel.__module__}.{cell.kernel.__qualname__}")
+            feed(cell.block)
+        else:
+            feed(cell.kernel)
+        for value in (*cell.key, cell.task_offset, cell.replications, *cell.args):
             feed(value)
     return digest.hexdigest()
 

@@ -7,7 +7,8 @@
         [--method bootstrap|permutation] [--json]
     truescore-fast shard-orders N_EXAMPLES --shards R --permutations P [--seed S] [-o FILE]
     truescore-fast disclose {validate FILE,template,schema} [--json]
-    truescore-fast calibrate {coverage,stress,detection,budget} [--replications R]
+    truescore-fast calibrate {coverage,stress,detection,budget,sequential,
+        sequential-orders} [--replications R]
         [--seed S] [--threads T] [--json] [--plot FILE.png]
 
 FILE is a CSV (``.csv``), TSV (``.tsv``), JSON Lines (``.jsonl``, ``.ndjson``, ``.json``)

@@ -20,13 +20,17 @@ known, so an evaluation team scores only as many items as the answer needs:
     soon as no further score can change it.
 :func:`besag_clifford_p_value`
     That p-value from its counts.
+:func:`sequential_study`, :func:`sequential_order_study`
+    What stopping early costs and saves, by simulation, on the calibration engine
+    (threads, executors, progress and checkpoints as for the other studies).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,12 +38,14 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from truescore_fast._engine import _Cell, _execute
 from truescore_fast._random import SeedLike, philox_key, seed_int
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
+    check_n_threads,
     check_positive_int,
     check_unit_interval,
     float_array,
@@ -962,6 +968,7 @@ def sequential_study(
     n_threads: int | None = None,
     progress: bool | None = None,
     executor: Executor | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> StudyTable:
     """How the sequential audit behaves under continuous monitoring, by simulation.
 
@@ -978,11 +985,13 @@ def sequential_study(
     candidates (Delta = 0 at alpha and alpha/2, Delta = effect_size, the true Delta_N),
     which is what its interval ends are.
 
-    ``n_threads`` (None: every core), ``progress`` (None: a bar after a second) and
-    ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) work as for
-    the other studies: the replications run in tasks of 250, task t of row i drawing from
-    Philox stream i x tasks + t of the seed's key, so the table is the same for any
-    thread count or executor.
+    ``n_threads`` (None: every core), ``progress`` (None: a bar after a second),
+    ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) and
+    ``checkpoint`` (a file to save progress in and resume from) work as for the other
+    studies (:mod:`truescore_fast.calibration`), on the same engine: each row is a cell
+    whose replications run in tasks of 250, task t of row i drawing from Philox stream
+    i x tasks + t of the seed's key and adding its counts to the row's sums in task
+    order, so the table is the same for any thread count, executor or resumed checkpoint.
 
     Returns:
         A :class:`~truescore_fast.StudyTable`, one row per delta: ``true_delta`` (mean
@@ -1028,6 +1037,7 @@ def sequential_study(
         raise ValueError(f"max_parents must not exceed the bank's {big_n} parents; got {n_max}")
     every = check_positive_int("look_every", look_every)
     effect = None if effect_size is None else real_scalar("effect_size", effect_size)
+    threads = check_n_threads(n_threads)
     key = philox_key(seed)
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
@@ -1049,28 +1059,27 @@ def sequential_study(
          looks, effect, alpha, z_half)
         for delta in ds
     ]  # fmt: skip
-    results = _run_study(
-        _audit_task, per_row, reps, key, n_threads, progress, executor, "sequential audit"
-    )
-    for delta, parts in zip(ds, results, strict=True):
-        sim = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        claim, claim_se = _rate(float(sim["claim"].sum()), reps)
-        stop = sim["stop"]
+    engine = {"n_threads": threads, "progress": progress, "executor": executor}
+    totals = _run_rows(_audit_task, per_row, reps, key, "sequential audit", checkpoint, engine)
+    for delta, total in zip(ds, totals, strict=True):
+        sums = dict(zip(_AUDIT_SUMS, total, strict=False))
+        claim, claim_se = _rate(float(sums["claim"]), reps)
+        stop = _from_counts(total[len(_AUDIT_SUMS) :])
         rows.append(
             (
                 delta,
-                float(sim["truth"].mean()),
+                float(sums["truth"] / reps),
                 claim,
                 claim_se,
-                float(np.mean(sim["claim"] & (sim["truth"] <= 0.0))),
-                float(np.mean(sim["bounded"])),
-                float(np.mean(sim["covered"])),
+                float(sums["false_claim"] / reps),
+                float(sums["bounded"] / reps),
+                float(sums["covered"] / reps),
                 float(stop.mean()),
                 float(np.median(stop)),
                 float(np.quantile(stop, 0.9)),
-                float(np.mean(sim["fixed_claim"])),
-                float(np.mean(sim["wald_claim"])),
-                float(np.mean(sim["wald_claim"] & (sim["truth"] <= 0.0))),
+                float(sums["fixed_claim"] / reps),
+                float(sums["wald_claim"] / reps),
+                float(sums["wald_false_claim"] / reps),
             )
         )
     names = (
@@ -1096,6 +1105,51 @@ def sequential_study(
     )
 
 
+# A task's row of sums, as the engine adds them: these counts (truth: the sum of the
+# replications' Delta_N), then how many replications stopped after 0, 1, ..., n_max
+# parents (for the order study: the two counts, then how many scored 0, 1, ..., S x m
+# orders). Counts of replications are exact in float64, so a row's sums, and the mean,
+# median and quantiles read from the counts, do not depend on how the tasks were split.
+_AUDIT_SUMS = (
+    "truth", "claim", "false_claim", "bounded", "covered", "fixed_claim", "wald_claim",
+    "wald_false_claim",
+)  # fmt: skip
+_ORDER_SUMS = ("rejections", "fixed_rejections")
+
+
+def _counts(values: npt.NDArray[np.int64], top: int) -> npt.NDArray[np.float64]:
+    """How many of ``values`` (integers in [0, top]) equal 0, 1, ..., top."""
+    if values.size and not 0 <= int(values.min()) <= int(values.max()) <= top:
+        raise AssertionError(f"a count outside [0, {top}]")  # a bug, not bad input
+    return np.bincount(values, minlength=top + 1).astype(np.float64)
+
+
+def _from_counts(counts: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """The sorted values whose :func:`_counts` these are (as int64, as they were)."""
+    return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts.astype(np.int64))
+
+
+def _run_rows(
+    task: Callable[..., npt.NDArray[np.float64]],
+    per_row: list[tuple[Any, ...]],
+    reps: int,
+    key: tuple[int, int],
+    desc: str,
+    checkpoint: str | os.PathLike[str] | None,
+    engine: dict[str, Any],
+) -> list[npt.NDArray[np.float64]]:
+    """Every row's sums, on the calibration engine (``engine``: its n_threads, progress
+    and executor): one cell per row, ``task(key, stream, size, *per_row[i])`` for the
+    row's tasks of at most _STUDY_TASK replications, task t of row i on Philox stream
+    i x tasks + t of ``key``."""
+    tasks = -(-reps // _STUDY_TASK)
+    cells = [
+        _Cell(task, args, key, row * tasks, reps, block=_STUDY_TASK)
+        for row, args in enumerate(per_row)
+    ]
+    return _execute(cells, desc=desc, checkpoint=checkpoint, **engine)
+
+
 def _audit_task(
     key: tuple[int, int],
     stream: int,
@@ -1104,92 +1158,38 @@ def _audit_task(
     fr: npt.NDArray[np.float64],
     q: float,
     relabel: bool,
+    n_max: int,
     *rest: Any,
-) -> dict[str, npt.NDArray[Any]]:
-    """One task of sequential_study: ``size`` replications from Philox stream ``stream``."""
-    return _audit_replications(pub, fr, q, relabel, size, *rest, rng=_stream(key, stream))
+) -> npt.NDArray[np.float64]:
+    """One task of sequential_study: the sums (_AUDIT_SUMS, then the stop counts) of
+    ``size`` replications from Philox stream ``stream``."""
+    sim = _audit_replications(pub, fr, q, relabel, size, n_max, *rest, rng=_stream(key, stream))
+    null = sim["truth"] <= 0.0
+    sums = {
+        "truth": math.fsum(sim["truth"]),
+        "claim": np.sum(sim["claim"]),
+        "false_claim": np.sum(sim["claim"] & null),
+        "bounded": np.sum(sim["bounded"]),
+        "covered": np.sum(sim["covered"]),
+        "fixed_claim": np.sum(sim["fixed_claim"]),
+        "wald_claim": np.sum(sim["wald_claim"]),
+        "wald_false_claim": np.sum(sim["wald_claim"] & null),
+    }
+    counts = _counts(sim["stop"], n_max)
+    return np.concatenate(([float(sums[name]) for name in _AUDIT_SUMS], counts))
 
 
 def _order_task(
     key: tuple[int, int], stream: int, size: int, r: int, m: int, shift: float, h: int,
     alpha: float,
-) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:  # fmt: skip
-    """One task of sequential_order_study: its replications from Philox stream ``stream``."""
+) -> npt.NDArray[np.float64]:  # fmt: skip
+    """One task of sequential_order_study: the sums (_ORDER_SUMS, then the counts of
+    orders scored) of its replications from Philox stream ``stream``."""
     rng = _stream(key, stream)
     canonical = rng.standard_normal((size, r, 1)) + shift
     exceed = rng.standard_normal((size, r, m)) >= canonical
-    return _order_replications(exceed, h, alpha)
-
-
-def _run_study(
-    task: Any,
-    per_row: list[tuple[Any, ...]],
-    reps: int,
-    key: tuple[int, int],
-    n_threads: int | None,
-    progress: bool | None,
-    executor: Executor | None,
-    desc: str,
-) -> list[list[Any]]:
-    """``reps`` replications of every row: ``task(key, stream, size, *per_row[i])`` for the
-    row's tasks of at most _STUDY_TASK, task t of row i on Philox stream i x tasks + t.
-    Returns each row's task results in task order."""
-    tasks = -(-reps // _STUDY_TASK)
-    sizes = [min(_STUDY_TASK, reps - t * _STUDY_TASK) for t in range(tasks)]
-    jobs = [
-        (task, (key, row * tasks + t, sizes[t], *args))
-        for row, args in enumerate(per_row)
-        for t in range(tasks)
-    ]
-    done = _run_tasks(jobs, sizes * len(per_row), n_threads, progress, executor, desc)
-    return [done[row * tasks : (row + 1) * tasks] for row in range(len(per_row))]
-
-
-def _run_tasks(
-    jobs: list[tuple[Any, tuple[Any, ...]]],
-    sizes: list[int],
-    n_threads: int | None,
-    progress: bool | None,
-    executor: Executor | None,
-    desc: str,
-) -> list[Any]:
-    """Every ``(function, arguments)`` job, results in job order: on ``executor`` when
-    given, else on ``n_threads`` threads (None: every core). Each job draws only from its
-    own Philox stream, so the results are the same however the jobs are run. Ctrl-C
-    cancels the jobs not started."""
-    from truescore_fast._engine import _Progress
-    from truescore_fast._validation import check_n_threads, threads_used
-
-    if progress not in (None, True, False):
-        raise ValueError(f"progress must be True, False or None (auto); got {progress!r}")
-    if executor is not None and not isinstance(executor, Executor):
-        raise ValueError(
-            f"executor must be a concurrent.futures.Executor or None; got {executor!r}"
-        )
-    threads = threads_used(check_n_threads(n_threads))
-    bar = _Progress(progress, sum(sizes), desc)  # counted in replications
-    try:
-        if executor is None and threads == 1:
-            out = []
-            for (fn, args), size in zip(jobs, sizes, strict=True):
-                out.append(fn(*args))
-                bar.update(size)
-            return out
-        pool = executor if executor is not None else ThreadPoolExecutor(threads)
-        futures = [pool.submit(fn, *args) for fn, args in jobs]
-        size_of = {future: size for future, size in zip(futures, sizes, strict=True)}
-        try:
-            for future in as_completed(futures):
-                future.result()
-                bar.update(size_of[future])
-            return [future.result() for future in futures]
-        finally:
-            for future in futures:
-                future.cancel()
-            if executor is None:
-                pool.shutdown(wait=True, cancel_futures=True)
-    finally:
-        bar.close()
+    verdict, fixed, scored = _order_replications(exceed, h, alpha)
+    return np.concatenate(([float(verdict.sum()), float(fixed.sum())], _counts(scored, r * m)))
 
 
 def _audit_replications(
@@ -1277,6 +1277,7 @@ def sequential_order_study(
     n_threads: int | None = None,
     progress: bool | None = None,
     executor: Executor | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> StudyTable:
     """Size, power and orders scored of :class:`SequentialExchangeabilityTest`, by simulation.
 
@@ -1286,11 +1287,9 @@ def sequential_order_study(
     their orders in lockstep, one per round, each stopping by Besag & Clifford's rule
     with ``h``; the pooled Fisher verdict stops when decided.
 
-    ``n_threads`` (None: every core), ``progress`` (None: a bar after a second) and
-    ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) work as for
-    the other studies: the replications run in tasks of 250, task t of row i drawing from
-    Philox stream i x tasks + t of the seed's key, so the table is the same for any
-    thread count or executor.
+    ``n_threads``, ``progress``, ``executor`` and ``checkpoint`` work as in
+    :func:`sequential_study` (a cell per shift, tasks of 250 replications): the table is
+    the same for any thread count, executor or resumed checkpoint.
 
     Returns:
         A :class:`~truescore_fast.StudyTable`, one row per shift: ``rejection_rate`` and
@@ -1315,25 +1314,24 @@ def sequential_order_study(
     shift_values = tuple(real_scalar("shifts", v) for v in shift_items)
     reps = _replications(replications)
     check_alpha(alpha)
+    threads = check_n_threads(n_threads)
     key = philox_key(seed)
     rows = []
     per_row = [(r, m, shift, hh, alpha) for shift in shift_values]
-    results = _run_study(
-        _order_task, per_row, reps, key, n_threads, progress, executor, "sequential order test"
+    engine = {"n_threads": threads, "progress": progress, "executor": executor}
+    totals = _run_rows(
+        _order_task, per_row, reps, key, "sequential order test", checkpoint, engine
     )
-    for shift, parts in zip(shift_values, results, strict=True):
-        seq_reject = [p[0] for p in parts]
-        fixed_reject = [p[1] for p in parts]
-        scored = [p[2] for p in parts]
-        seq = np.concatenate(seq_reject)
-        orders = np.concatenate(scored)
-        rate, se = _rate(float(seq.sum()), reps)
+    for shift, total in zip(shift_values, totals, strict=True):
+        sums = dict(zip(_ORDER_SUMS, total, strict=False))
+        orders = _from_counts(total[len(_ORDER_SUMS) :])
+        rate, se = _rate(float(sums["rejections"]), reps)
         rows.append(
             (
                 shift,
                 rate,
                 se,
-                float(np.mean(np.concatenate(fixed_reject))),
+                float(sums["fixed_rejections"] / reps),
                 float(orders.mean()),
                 float(np.median(orders)),
                 r * m,
