@@ -147,12 +147,12 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
     # Validity does not depend on the horizon, even one far from where the scoring stops
     # (30 and 40: long before; 5000: long after; the runs are 300 parents). The truth is
     # known: gaps drawn with mean 0.3 (with replacement) or random orders of a fixed
-    # population of 400 with mean near 0.25 (without). The loop reference of tests/reference.py decides
-    # (1) whether the sequence ever excludes the truth in the first 300 parents
-    # (time-uniform miscoverage) and (2) whether it excludes it by a data-dependent stop:
-    # the first look (every 25) at which the library's sequence excludes 0. Both must be
-    # at most alpha = 0.1 within 3 Monte Carlo SEs (300 runs: SE <= 0.018); the library
-    # must agree with the reference on every run.
+    # population of 400 with mean near 0.25 (without). The loop reference of
+    # tests/reference.py decides (1) whether the sequence ever excludes the truth in the
+    # first 300 parents (time-uniform miscoverage) and (2) whether it excludes it by a
+    # data-dependent stop: the first look (every 25) at which the library's sequence
+    # excludes 0. Both must be at most alpha = 0.1 within 3 Monte Carlo SEs (300 runs:
+    # SE <= 0.018); the library must agree with the reference on every run.
     from truescore_fast.sequential import _first_hits
 
     alpha, runs, n = 0.1, 300, 300
@@ -179,7 +179,9 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
     for r in range(runs):
         missed = ref_betting_sequence_rejects(d[r], truth, pop_arg, alpha, horizon)
         assert missed == (min(up[r], down[r]) <= n), r
-        missed_by_stop = ref_betting_sequence_rejects(d[r, : stop[r]], truth, pop_arg, alpha, horizon)
+        missed_by_stop = ref_betting_sequence_rejects(
+            d[r, : stop[r]], truth, pop_arg, alpha, horizon
+        )
         assert missed_by_stop == (min(up[r], down[r]) <= stop[r]), r
         ever += missed
         at_stop += missed_by_stop
