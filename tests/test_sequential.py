@@ -312,6 +312,10 @@ def test_the_horizon_defaults_to_the_budget():
     assert tf.SequentialAudit(max_parents=700).horizon == 700
     assert tf.SequentialAudit(3000, max_parents=1200, horizon=None).horizon is None
     assert tf.SequentialAudit(3000, horizon=800).horizon == 800
+    state = tf.SequentialAudit(3000, max_parents=1200).update([1.0, 0.0], [0.0, 0.0])
+    assert state.horizon == 1200 and "bets tuned to 1200 parents" in state.summary()
+    state = tf.SequentialAudit(3000).update([1.0, 0.0], [0.0, 0.0])
+    assert state.horizon is None and "horizon-free bets" in state.summary()
 
 
 @pytest.mark.parametrize("population", [None, 2000])
@@ -615,6 +619,7 @@ def test_same_power_parents_reads_the_curve():
     assert se == pytest.approx(math.sqrt(2) * 0.01 / 0.004)
     assert _same_power_parents(0.1, 0.01, looks, curve)[0] == pytest.approx(50.0)  # from 0
     assert _same_power_parents(0.0, 0.0, looks, curve) == (0.0, 0.0)
+    assert _same_power_parents(0.9, 0.0, looks, curve) == (300.0, math.inf)  # all claimed
     assert _same_power_parents(0.95, 0.01, looks, curve) == (math.inf, math.inf)
 
 

@@ -362,6 +362,7 @@ class AuditState(Result):
             :class:`SequentialAudit` for a horizon); None when the trend reaches none
             within the parents left. A planning aid, not part of the guarantee.
         alpha: Error rate of the intervals and the claim.
+        horizon: The number of parents the bets are tuned to (None: horizon-free).
     """
 
     n_parents: int
@@ -374,15 +375,21 @@ class AuditState(Result):
     decision: Decision
     more_parents: int | None
     alpha: float
+    horizon: int | None = None
 
     _repr_fields = ("n_parents", "estimate", "decision", "more_parents")
 
     def summary(self) -> str:
+        bets = (
+            "horizon-free bets"
+            if self.horizon is None
+            else f"bets tuned to {self.horizon} parents"
+        )
         lines = [
             f"Sequential matched-form audit after {self.n_parents} parents: {self.decision}",
             f"  public {self.public_score:.4f}, fresh {self.fresh_score:.4f}, "
             f"Delta-hat {self.estimate:+.4f}",
-            f"  Delta (confidence sequence) {self.delta}",
+            f"  Delta (confidence sequence, {bets}) {self.delta}",
             f"  tau   {self.tau}",
         ]
         if self.decision == "continue":
@@ -621,6 +628,7 @@ class SequentialAudit:
             decision=decision,
             more_parents=more,
             alpha=self.alpha,
+            horizon=self.horizon,
         )
 
     def _cap(self) -> int | None:
@@ -1071,7 +1079,8 @@ def sequential_study(
         linearly between looks (from 0 claims at n = 0); inf when even max_parents falls
         short. Its standard error is the delta method's, sqrt(2) x the claim SE over the
         curve's slope there: conservative, as the two rates on the same parents are
-        positively correlated, and meaningless when the rates are near 0 or 1),
+        positively correlated, and meaningless when the rates are near 0 or 1; inf when
+        every replication claimed),
         ``horizon_free_claim_rate`` and ``horizon_free_mean_parents`` (the audit with
         horizon-free bets on the same parents; equal to the main columns when
         ``horizon`` is None), ``wald_peek_claim_rate`` and
@@ -1198,7 +1207,8 @@ def _same_power_parents(
 ) -> tuple[float, float]:
     """The smallest n at which the claim-rate ``curve`` (at each of ``looks``, 0 at n = 0)
     reaches ``target``, linear between looks, and its delta-method standard error
-    sqrt(2) x target_se / slope; (inf, inf) when the curve never reaches it."""
+    sqrt(2) x target_se / slope (inf for a target of 1, where the binomial SE is 0 but n is
+    still uncertain); (inf, inf) when the curve never reaches it."""
     ns = np.concatenate(([0.0], looks.astype(np.float64)))
     ps = np.concatenate(([0.0], np.asarray(curve, dtype=np.float64)))
     reached = np.flatnonzero(ps >= target)
@@ -1209,6 +1219,8 @@ def _same_power_parents(
         return 0.0, 0.0
     slope = (ps[j] - ps[j - 1]) / (ns[j] - ns[j - 1])
     n = ns[j - 1] + (target - ps[j - 1]) / slope
+    if target_se == 0.0:  # every replication claimed: a binomial SE of 0 says nothing
+        return float(n), math.inf
     return float(n), float(math.sqrt(2.0) * target_se / slope)
 
 
