@@ -608,6 +608,21 @@ def test_tuning_to_the_budget_raises_power_and_lowers_parents():
     assert table.meta["horizon"] == 1200
 
 
+def test_tuning_to_the_budget_finds_a_very_large_effect_later():
+    # The price of the horizon, as SequentialAudit's docstring states it: with a planted
+    # delta = 0.3 the horizon-free bets stop sooner ("107 parents on average instead of
+    # 55", on the same 250 replications read every 50 parents).
+    rng = np.random.default_rng(0)
+    public = (rng.random(2000) < 0.6).astype(float)
+    fresh = (rng.random((2000, 2)) < 0.6).astype(float)
+    table = tf.sequential_study(
+        public, fresh, deltas=(0.3,), max_parents=1200, replications=250, seed=7
+    )
+    assert table["claim_rate"][0] == table["horizon_free_claim_rate"][0] == 1.0
+    tuned, free = table["mean_parents"][0], table["horizon_free_mean_parents"][0]
+    assert (round(tuned), round(free)) == (107, 55)
+
+
 def test_same_power_parents_reads_the_curve():
     from truescore_fast.sequential import _same_power_parents
 
