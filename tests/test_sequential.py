@@ -609,7 +609,7 @@ def test_tuning_to_the_budget_raises_power_and_lowers_parents():
 
 
 def test_tuning_to_the_budget_finds_a_very_large_effect_later():
-    # The price of the horizon, as SequentialAudit's docstring states it: with a planted
+    # The price of the horizon, as the README and SequentialAudit state it: with a planted
     # delta = 0.3 the horizon-free bets stop sooner ("107 parents on average instead of
     # 55", on the same 250 replications read every 50 parents).
     rng = np.random.default_rng(0)
