@@ -8,7 +8,9 @@ known, so an evaluation team scores only as many items as the answer needs:
     The matched-form audit, parent by parent. Its intervals are *confidence sequences*
     (Waudby-Smith & Ramdas's hedged betting confidence sequence, with or without
     replacement): they hold at every sample size at once, so looking after every batch
-    and stopping whenever one likes keeps the 1 - alpha guarantee.
+    and stopping whenever one likes keeps the 1 - alpha guarantee. Given a budget
+    (``max_parents``), the bets are tuned to it, and the interval read at the budget is
+    the fixed-time betting interval at that n: stopping early costs no power there.
 :func:`betting_confidence_sequence`
     That confidence sequence for a vector of matched-form gaps.
 :func:`audit_order`
@@ -447,7 +449,7 @@ class SequentialAudit:
 
     The horizon changes how wide the intervals are at each n, not their guarantee.
     Tuned to max_parents, Delta's interval read at max_parents is the fixed-time betting
-    interval at that n (the fixed audit's, without the stopping), so a budget of
+    interval at that n (:func:`~truescore_fast.betting_interval`), so a budget of
     max_parents loses no power to the option of stopping early; early on the interval is
     wider than the horizon-free one, so a very large effect is found later (on that bank
     with a planted delta = 0.3: after 107 parents on average instead of 55). On
