@@ -586,18 +586,23 @@ def test_sequential_study_keeps_its_guarantees(audit_study):
     assert 0 < table["fixed_same_power_parents"][1] <= 400
 
 
+def _readme_bank_study(delta, replications):
+    """sequential_study on the README's bank (N = 2,000), budget 1,200, seed 7."""
+    rng = np.random.default_rng(0)
+    public = (rng.random(2000) < 0.6).astype(float)
+    fresh = (rng.random((2000, 2)) < 0.6).astype(float)
+    return tf.sequential_study(
+        public, fresh, deltas=(delta,), max_parents=1200, replications=replications, seed=7
+    )
+
+
 def test_tuning_to_the_budget_raises_power_and_lowers_parents():
     # The README's bank, a small planted effect: the audit tuned to max_parents claims as
     # often as the fixed audit at max_parents and far more often than the horizon-free
     # one, on the same 400 replications (paired: the SE of the difference of the two
     # rates is at most sqrt((p1 q1 + p2 q2) / 400) < 0.035), and scores fewer parents
     # than the fixed design with the same power.
-    rng = np.random.default_rng(0)
-    public = (rng.random(2000) < 0.6).astype(float)
-    fresh = (rng.random((2000, 2)) < 0.6).astype(float)
-    table = tf.sequential_study(
-        public, fresh, deltas=(0.05,), max_parents=1200, replications=400, seed=7
-    )
+    table = _readme_bank_study(0.05, 400)
     tuned, free = table["claim_rate"][0], table["horizon_free_claim_rate"][0]
     se = math.sqrt((tuned * (1 - tuned) + free * (1 - free)) / 400)
     assert tuned - free > 3 * se, (tuned, free)
@@ -612,12 +617,7 @@ def test_tuning_to_the_budget_finds_a_very_large_effect_later():
     # The price of the horizon, as the README and SequentialAudit state it: with a planted
     # delta = 0.3 the horizon-free bets stop sooner ("107 parents on average instead of
     # 55", on the same 250 replications read every 50 parents).
-    rng = np.random.default_rng(0)
-    public = (rng.random(2000) < 0.6).astype(float)
-    fresh = (rng.random((2000, 2)) < 0.6).astype(float)
-    table = tf.sequential_study(
-        public, fresh, deltas=(0.3,), max_parents=1200, replications=250, seed=7
-    )
+    table = _readme_bank_study(0.3, 250)
     assert table["claim_rate"][0] == table["horizon_free_claim_rate"][0] == 1.0
     tuned, free = table["mean_parents"][0], table["horizon_free_mean_parents"][0]
     assert (round(tuned), round(free)) == (107, 55)
