@@ -1063,10 +1063,11 @@ def ref_budget_sums(gaps, n, method, alpha, key, cell, replications, block):
 # ---------------------------------------------------------------------------------------
 
 
-def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05):
+def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05, horizon=None):
     """True when the candidate mean gap ``m`` is rejected at some step by Waudby-Smith &
-    Ramdas's hedged betting sequence (horizon-free plug-in bets, c = 3/4, either half of
-    the wealth reaching 1/alpha). One plain loop per step, in exact float arithmetic."""
+    Ramdas's hedged betting sequence (c = 3/4, either half of the wealth reaching
+    1/alpha). Bets: horizon-free plug-in sqrt(2 log(2/alpha) / (var t log(1 + t))), or,
+    with a horizon n, sqrt(2 log(2/alpha) / (var max(t, n))). One plain loop per step."""
     x = [(float(v) + 1.0) / 2.0 for v in d]
     target = (m + 1.0) / 2.0
     log_threshold = math.log(2.0 / alpha)  # log((1/alpha) / (1/2))
@@ -1082,7 +1083,8 @@ def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05):
             mt = (population_size * target - total) / (population_size - i)
             if mt < 0.0 or mt > 1.0:
                 return True
-        bet = math.sqrt(2.0 * math.log(2.0 / alpha) / (var_prev * t * math.log(1.0 + t)))
+        scale = t * math.log(1.0 + t) if horizon is None else max(t, horizon)
+        bet = math.sqrt(2.0 * math.log(2.0 / alpha) / (var_prev * scale))
         up = min(bet, 0.75 / mt) if mt > 0.0 else bet
         down = min(bet, 0.75 / (1.0 - mt)) if mt < 1.0 else bet
         log_up += math.log(1.0 + up * (xi - mt))

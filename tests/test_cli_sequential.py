@@ -70,6 +70,18 @@ def test_audit_finding_exits_2_and_bounded_or_exhausted_exit_0():
     assert "exhausted" in out
 
 
+def test_audit_max_parents_tunes_the_bets_to_that_budget():
+    argv = ["audit", AUDIT, "--sequential", "--population-size", "2000"]
+    code, out, err = run_cli(*argv, "--max-parents", "1000", "--json")
+    assert code == 3, err
+    for model, got in json.loads(out)["models"].items():
+        want = tf.SequentialAudit(2000, max_parents=1000).update(*_audit_arrays(model))
+        assert got["horizon"] == want.horizon == 1000
+        assert got["delta"]["low"] == want.delta.low and got["delta"]["high"] == want.delta.high
+        free = tf.SequentialAudit(2000).update(*_audit_arrays(model))
+        assert got["delta"]["low"] != free.delta.low  # not the horizon-free sequence
+
+
 def _order_scores():
     canon, perms = {}, {}
     with open(ORDERS, newline="") as handle:

@@ -760,7 +760,8 @@ def _confidence_sequence(a: Args, name: str) -> None:
     fn = ts.betting_confidence_sequence
     d = a(_gaps, scores(low=-1.0))
     size = a(40, populations)
-    check(fn, lambda: fn(d, population_size=size, alpha=a(0.05, alphas)), ())
+    horizon = a(None, st.sampled_from([1, 7, 40, 10**6, 0, -3, 2.5, "auto", True]))
+    check(fn, lambda: fn(d, population_size=size, alpha=a(0.05, alphas), horizon=horizon), ())
 
 
 @case("besag_clifford_p_value")
@@ -811,6 +812,7 @@ def _sequential_study(a: Args, name: str) -> None:
         "look_every": a(10, counts(1, 20)),
         "effect_size": a(0.05, st.one_of(numbers, st.sampled_from([None, "x", 10**400]))),
         "relabel": a(True, st.sampled_from([False, 1, "yes", None])),
+        "horizon": a("auto", st.sampled_from([None, 1, 25, 10**6, 0, 2.5, "x"])),
         "replications": a(20, counts(1, 30)),
         "alpha": a(0.05, alphas),
         "seed": a(0, seeds),

@@ -110,18 +110,23 @@ def test_readme_sequential_audit_example_holds(run_block):
 
 
 def test_readme_sequential_study_table_holds(run_block):
-    # The table under the sequential study: rates in percent and mean parents.
+    # The table under the sequential study and the sentences after it: rates in percent,
+    # mean parents, the fixed design with the same power.
     namespace = run_block(_readme_block("tsf.sequential_study("))[0]
     study = namespace["study"]
-    assert [round(100 * v, 1) for v in study["claim_rate"]][::2] == [1.7, 96.0]
-    assert round(100 * study["claim_rate"][1]) == 39
-    assert round(100 * study["false_claim_rate"][0], 1) == 0.2
-    assert [round(100 * v, 1) for v in study["coverage_at_stop"]] == [97.4, 96.7, 96.4]
-    assert [round(v) for v in study["mean_parents"]] == [928, 980, 510]
-    assert [round(100 * v, 1) for v in study["fixed_claim_rate"]][:1] == [4.3]
-    assert round(100 * study["fixed_claim_rate"][1]) == 86
-    assert round(100 * study["wald_peek_claim_rate"][0], 1) == 16.8
-    assert round(100 * study["bounded_rate"][0]) == 47
+    assert [round(100 * v, 1) for v in study["claim_rate"]] == [4.3, 86.0, 100.0]
+    assert round(100 * study["false_claim_rate"][0], 1) == 0.1
+    assert [round(100 * v, 1) for v in study["coverage_at_stop"]] == [99.2, 99.3, 99.3]
+    assert [f"{v:.0f}" for v in study["mean_parents"]] == ["700", "754", "379"]
+    assert [round(v) for v in study["fixed_same_power_parents"][1:]] == [1200, 1150]
+    assert round(study["fixed_same_power_se"][1]) == 30
+    assert [round(100 * v, 1) for v in study["fixed_claim_rate"]] == [4.3, 86.0, 100.0]
+    assert [round(100 * v) for v in study["horizon_free_claim_rate"]] == [2, 39, 96]
+    assert round(100 * study["horizon_free_claim_rate"][0], 1) == 1.7
+    assert [round(v) for v in study["horizon_free_mean_parents"]] == [928, 980, 510]
+    assert [round(100 * v, 1) for v in study["wald_peek_claim_rate"]] == [16.8, 96.4, 100.0]
+    assert round(100 * study["bounded_rate"][0]) == 89
+    assert study.meta["horizon"] == 1200
     orders = namespace["orders"]
     assert round(100 * orders["rejection_rate"][0], 1) == 3.0
     assert round(100 * orders["fixed_rate"][0], 2) == 3.05

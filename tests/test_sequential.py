@@ -26,33 +26,35 @@ def _gaps(rng, n, p_public=0.7, p_fresh=0.62, k=2):
     return public, fresh
 
 
+@pytest.mark.parametrize("horizon", [None, 30, 120, 5000])
 @pytest.mark.parametrize("population", [None, 150])
-def test_capital_matches_the_loop_reference(population):
+def test_capital_matches_the_loop_reference(population, horizon):
     rng = np.random.default_rng(11)
     d = np.round(rng.uniform(-1, 1, 120) * 4) / 4
     x = (d + 1) / 2
     candidates = np.linspace(-1, 1, 41)
-    values = _log_capital_max(x, (candidates + 1) / 2, population, _log_bets(x, 0.05))
+    values = _log_capital_max(x, (candidates + 1) / 2, population, _log_bets(x, 0.05, horizon))
     for m, v in zip(candidates, values, strict=True):
         rejected = bool(v >= -math.log(0.05))
-        assert rejected == ref_betting_sequence_rejects(d, m, population, 0.05), m
+        assert rejected == ref_betting_sequence_rejects(d, m, population, 0.05, horizon), m
 
 
+@pytest.mark.parametrize("horizon", [None, 200, 3000])
 @pytest.mark.parametrize("population", [None, 400])
-@pytest.mark.parametrize("seed", range(4))
-def test_ends_are_rounded_outward_and_the_inside_is_kept(population, seed):
+@pytest.mark.parametrize("seed", range(3))
+def test_ends_are_rounded_outward_and_the_inside_is_kept(population, seed, horizon):
     rng = np.random.default_rng(seed)
     pub, fr = _gaps(rng, 200)
     d = pub - fr.mean(axis=1)
-    iv = tf.betting_confidence_sequence(d, population_size=population)
+    iv = tf.betting_confidence_sequence(d, population_size=population, horizon=horizon)
     assert not iv.empty and iv.low <= iv.estimate <= iv.high
     # Each end is a rejected candidate (or the edge of [-1, 1]); just inside is kept.
     for end, inward in ((iv.low, 1e-6), (iv.high, -1e-6)):
         if abs(end) < 1.0:
-            assert ref_betting_sequence_rejects(d, end, population)
-            assert not ref_betting_sequence_rejects(d, end + inward, population)
+            assert ref_betting_sequence_rejects(d, end, population, 0.05, horizon)
+            assert not ref_betting_sequence_rejects(d, end + inward, population, 0.05, horizon)
     for m in np.linspace(iv.low + 1e-6, iv.high - 1e-6, 7):
-        assert not ref_betting_sequence_rejects(d, m, population)
+        assert not ref_betting_sequence_rejects(d, m, population, 0.05, horizon)
 
 
 def test_a_census_is_the_exact_mean():
@@ -70,6 +72,35 @@ def test_the_sequence_is_wider_than_the_fixed_time_interval():
     seq = tf.betting_confidence_sequence(d)
     fixed = tf.betting_interval(d)
     assert seq.high - seq.low > fixed.high - fixed.low
+
+
+@pytest.mark.parametrize("population", [None, 900])
+@pytest.mark.parametrize("seed", range(3))
+def test_read_at_its_horizon_the_sequence_is_the_fixed_time_interval(population, seed):
+    # Tuned to n and read at n: the same bets and the same capital as betting_interval
+    # (the C++ fixed-time interval), so the same interval up to the ends' refinement:
+    # the C++ ends are the rejected points of a 2^-30 grid on x = (d + 1)/2 (at most
+    # 2 x 2^-30 < 1.9e-9 outward in d), the sequence's 1e-12 outward of a 1e-14 bracket.
+    rng = np.random.default_rng(40 + seed)
+    pub, fr = _gaps(rng, 300)
+    d = pub - fr.mean(axis=1)
+    seq = tf.betting_confidence_sequence(d, population_size=population, horizon=300)
+    fixed = tf.betting_interval(d, population_size=population)
+    assert 0.0 <= seq.low - fixed.low + 1e-11 < 1.9e-9 + 1e-11
+    assert 0.0 <= fixed.high - seq.high + 1e-11 < 1.9e-9 + 1e-11
+
+
+def test_the_horizon_moves_width_from_early_to_the_horizon():
+    # What the horizon changes: tuned to n = 1,000, the sequence is narrower than the
+    # horizon-free one at 1,000 and wider at 50, on each of 5 seeded samples.
+    for seed in range(5):
+        rng = np.random.default_rng(60 + seed)
+        pub, fr = _gaps(rng, 1000)
+        d = pub - fr.mean(axis=1)
+        for n, tuned_is_narrower in ((1000, True), (50, False)):
+            tuned = tf.betting_confidence_sequence(d[:n], horizon=1000).half_width
+            free = tf.betting_confidence_sequence(d[:n]).half_width
+            assert (tuned < free) == tuned_is_narrower, (seed, n, tuned, free)
 
 
 def _ever_rejects_truth(d, truth, population):
@@ -108,6 +139,59 @@ def test_time_uniform_coverage_without_replacement():
     assert misses / runs <= bound, misses
 
 
+@pytest.mark.parametrize(
+    ("population", "horizon"),
+    [(None, 30), (None, 300), (None, 5000), (400, 40), (400, 300), (400, 400)],
+)
+def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon):
+    # Validity does not depend on the horizon, even one far from where the scoring stops
+    # (30 and 40: long before; 5000: long after; the runs are 300 parents). The truth is
+    # known: gaps drawn with mean 0.3 (with replacement) or random orders of a fixed
+    # population of 400 with mean near 0.25 (without). The loop reference of
+    # tests/reference.py decides (1) whether the sequence ever excludes the truth in the
+    # first 300 parents (time-uniform miscoverage) and (2) whether it excludes it by a
+    # data-dependent stop: the first look (every 25) at which the library's sequence
+    # excludes 0. Both must be at most alpha = 0.1 within 3 Monte Carlo SEs (300 runs:
+    # SE <= 0.018); the library must agree with the reference on every run.
+    from truescore_fast.sequential import _first_hits
+
+    alpha, runs, n = 0.1, 300, 300
+    rng = np.random.default_rng(1000 + (population or 0) + horizon)
+    if population is None:
+        values = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+        probs = np.array([0.05, 0.1, 0.35, 0.25, 0.25])
+        truth = float(values @ probs)
+        d = rng.choice(values, size=(runs, n), p=probs)
+    else:
+        pop = np.round(rng.uniform(-1, 1, population) * 2) / 2 * (rng.random(population) < 0.5)
+        pop[: population // 2] = 0.5  # a population mean near 0.25
+        truth = float(pop.mean())
+        d = np.stack([rng.permutation(pop)[:n] for _ in range(runs)])
+    x = (d + 1) / 2
+    size = population if population is not None else 10**9
+    up, down = _first_hits(x, np.full(runs, (truth + 1) / 2), size, alpha, horizon)
+    zero_up, zero_down = _first_hits(x, np.full(runs, 0.5), size, alpha, horizon)
+    looks = np.arange(25, n + 1, 25)
+    first_zero = np.minimum(zero_up, zero_down)
+    stop = np.array([looks[looks >= t][0] if t <= n else n for t in first_zero])
+    ever = at_stop = 0
+    pop_arg = population
+    for r in range(runs):
+        missed = ref_betting_sequence_rejects(d[r], truth, pop_arg, alpha, horizon)
+        assert missed == (min(up[r], down[r]) <= n), r
+        missed_by_stop = ref_betting_sequence_rejects(
+            d[r, : stop[r]], truth, pop_arg, alpha, horizon
+        )
+        assert missed_by_stop == (min(up[r], down[r]) <= stop[r]), r
+        ever += missed
+        at_stop += missed_by_stop
+    bound = alpha + 3 * math.sqrt(alpha * (1 - alpha) / runs)
+    assert ever / runs <= bound, ever
+    assert at_stop / runs <= bound, at_stop
+    # the stop is data-dependent: most runs stop before the end, at varying looks
+    assert np.mean(stop < n) > 0.5 and np.unique(stop).shape[0] >= 3, np.unique(stop)
+
+
 def test_peeking_at_the_wald_interval_is_not_valid_but_the_sequence_is():
     # The contrast the sequential audit exists for: under Delta = 0, looking at the 95%
     # Wald interval after every 10 parents up to 500 and stopping at the first exclusion
@@ -139,6 +223,8 @@ def test_peeking_at_the_wald_interval_is_not_valid_but_the_sequence_is():
         ({"d": [0.1, 0.2], "population_size": 1}, "population_size"),
         ({"d": [0.1, 0.2], "population_size": 2.5}, "population_size"),
         ({"d": [0.1, 0.2], "alpha": 1.5}, "alpha"),
+        ({"d": [0.1, 0.2], "horizon": 0}, "horizon"),
+        ({"d": [0.1, 0.2], "horizon": "auto"}, "horizon"),
     ],
 )
 def test_sequence_refuses_bad_input(kwargs, match):
@@ -219,6 +305,33 @@ def test_the_intervals_never_widen_and_hold_the_census_value():
     assert state.delta.low == state.delta.high == pytest.approx(exact)
 
 
+def test_the_horizon_defaults_to_the_budget():
+    assert tf.SequentialAudit(3000).horizon is None
+    assert tf.SequentialAudit(3000, max_parents=1200).horizon == 1200
+    assert tf.SequentialAudit(500, max_parents=1200).horizon == 500  # the most scorable
+    assert tf.SequentialAudit(max_parents=700).horizon == 700
+    assert tf.SequentialAudit(3000, max_parents=1200, horizon=None).horizon is None
+    assert tf.SequentialAudit(3000, horizon=800).horizon == 800
+    state = tf.SequentialAudit(3000, max_parents=1200).update([1.0, 0.0], [0.0, 0.0])
+    assert state.horizon == 1200 and "bets tuned to 1200 parents" in state.summary()
+    state = tf.SequentialAudit(3000).update([1.0, 0.0], [0.0, 0.0])
+    assert state.horizon is None and "horizon-free bets" in state.summary()
+
+
+@pytest.mark.parametrize("population", [None, 2000])
+def test_an_audit_tuned_to_its_budget_ends_at_the_fixed_time_interval(population):
+    # Read at max_parents, Delta's sequence is the fixed audit's betting interval there
+    # (to the C++ ends' 2^-30 grid), after every batch read on the way.
+    rng = np.random.default_rng(31)
+    pub, fr = _gaps(rng, 300, p_public=0.62, p_fresh=0.6)
+    audit = tf.SequentialAudit(population, max_parents=300)
+    for start in range(0, 300, 60):
+        state = audit.update(pub[start : start + 60], fr[start : start + 60])
+    fixed = tf.betting_interval(pub - fr.mean(axis=1), population_size=population)
+    assert 0.0 <= state.delta.low - fixed.low + 1e-11 < 1.9e-9 + 1e-11
+    assert 0.0 <= fixed.high - state.delta.high + 1e-11 < 1.9e-9 + 1e-11
+
+
 def test_the_control_bank_and_radius_shift_tau():
     rng = np.random.default_rng(6)
     pub, fr = _gaps(rng, 400, p_public=0.8, p_fresh=0.6)
@@ -257,6 +370,9 @@ def test_sequential_audit_type_i_error_under_monitoring():
         ({"effect_size": "0.1"}, None, "effect_size"),
         ({"max_parents": 0}, None, "max_parents"),
         ({"control_reading": "bayes"}, None, "control_reading"),
+        ({"horizon": 0}, None, "horizon"),
+        ({"horizon": 2.5}, None, "horizon"),
+        ({"horizon": "soon"}, None, "horizon"),
         ({}, ([1.5], [0.0]), "public"),
         ({}, ([1.0, 0.0], [0.0]), "fresh"),
         ({}, ([], []), "public"),
@@ -432,13 +548,15 @@ def test_first_hits_match_the_loop_reference():
     rng = np.random.default_rng(21)
     d = np.round(rng.uniform(-1, 1, (30, 80)) * 2) / 2
     for m in (-0.2, 0.0, 0.15):
-        up, down = _first_hits((d + 1) / 2, np.full(30, (m + 1) / 2), 200, 0.1)
-        for row in range(30):
-            first = min(up[row], down[row])
-            assert ref_betting_sequence_rejects(d[row], m, 200, 0.1) == (first <= 80)
-            if first <= 80:  # rejected by then, not before
-                assert ref_betting_sequence_rejects(d[row, :first], m, 200, 0.1)
-                assert not ref_betting_sequence_rejects(d[row, : first - 1], m, 200, 0.1)
+        for horizon in (None, 80):
+            up, down = _first_hits((d + 1) / 2, np.full(30, (m + 1) / 2), 200, 0.1, horizon)
+            for row in range(30):
+                first = min(up[row], down[row])
+                ref = (m, 200, 0.1, horizon)
+                assert ref_betting_sequence_rejects(d[row], *ref) == (first <= 80)
+                if first <= 80:  # rejected by then, not before
+                    assert ref_betting_sequence_rejects(d[row, :first], *ref)
+                    assert not ref_betting_sequence_rejects(d[row, : first - 1], *ref)
 
 
 @pytest.fixture(scope="module")
@@ -464,6 +582,60 @@ def test_sequential_study_keeps_its_guarantees(audit_study):
     assert table["wald_peek_claim_rate"][0] > alpha / 2 + 3 * math.sqrt(0.025 * 0.975 / reps)
     # a large planted effect: found, and before max_parents on average
     assert table["claim_rate"][1] > 0.8 and table["mean_parents"][1] < 400
+    # the fixed design with the same power is read off the fixed audit's curve
+    assert 0 < table["fixed_same_power_parents"][1] <= 400
+
+
+def _readme_bank_study(delta, replications):
+    """sequential_study on the README's bank (N = 2,000), budget 1,200, seed 7."""
+    rng = np.random.default_rng(0)
+    public = (rng.random(2000) < 0.6).astype(float)
+    fresh = (rng.random((2000, 2)) < 0.6).astype(float)
+    return tf.sequential_study(
+        public, fresh, deltas=(delta,), max_parents=1200, replications=replications, seed=7
+    )
+
+
+def test_tuning_to_the_budget_raises_power_and_lowers_parents():
+    # The README's bank, a small planted effect: the audit tuned to max_parents claims as
+    # often as the fixed audit at max_parents and far more often than the horizon-free
+    # one, on the same 400 replications (paired: the SE of the difference of the two
+    # rates is at most sqrt((p1 q1 + p2 q2) / 400) < 0.035), and scores fewer parents
+    # than the fixed design with the same power.
+    table = _readme_bank_study(0.05, 400)
+    tuned, free = table["claim_rate"][0], table["horizon_free_claim_rate"][0]
+    se = math.sqrt((tuned * (1 - tuned) + free * (1 - free)) / 400)
+    assert tuned - free > 3 * se, (tuned, free)
+    assert tuned >= table["fixed_claim_rate"][0] - 3 * se
+    assert table["mean_parents"][0] < table["horizon_free_mean_parents"][0]
+    same = table["fixed_same_power_parents"][0]
+    assert table["mean_parents"][0] + 3 * table["fixed_same_power_se"][0] < same <= 1200
+    assert table.meta["horizon"] == 1200
+
+
+def test_tuning_to_the_budget_finds_a_very_large_effect_later():
+    # The price of the horizon, as the README and SequentialAudit state it: with a planted
+    # delta = 0.3 the horizon-free bets stop sooner ("107 parents on average instead of
+    # 55", on the same 250 replications read every 50 parents).
+    table = _readme_bank_study(0.3, 250)
+    assert table["claim_rate"][0] == table["horizon_free_claim_rate"][0] == 1.0
+    tuned, free = table["mean_parents"][0], table["horizon_free_mean_parents"][0]
+    assert (round(tuned), round(free)) == (107, 55)
+
+
+def test_same_power_parents_reads_the_curve():
+    from truescore_fast.sequential import _same_power_parents
+
+    looks = np.array([100, 200, 300])
+    curve = np.array([0.2, 0.5, 0.9])
+    # 0.7 lies between 0.5 (n = 200) and 0.9 (n = 300): n = 250, slope 0.004 per parent
+    n, se = _same_power_parents(0.7, 0.01, looks, curve)
+    assert n == pytest.approx(250.0)
+    assert se == pytest.approx(math.sqrt(2) * 0.01 / 0.004)
+    assert _same_power_parents(0.1, 0.01, looks, curve)[0] == pytest.approx(50.0)  # from 0
+    assert _same_power_parents(0.0, 0.0, looks, curve) == (0.0, 0.0)
+    assert _same_power_parents(0.9, 0.0, looks, curve) == (300.0, math.inf)  # all claimed
+    assert _same_power_parents(0.95, 0.01, looks, curve) == (math.inf, math.inf)
 
 
 def test_sequential_study_is_reproducible(audit_study):
@@ -525,6 +697,8 @@ def test_order_study_replications_match_the_class():
         ({"relabel": "yes"}, "relabel"),
         ({"effect_size": float("nan")}, "effect_size"),
         ({"replications": 0}, "replications"),
+        ({"horizon": 0}, "horizon"),
+        ({"horizon": "budget"}, "horizon"),
     ],
 )
 def test_sequential_study_refuses_bad_input(kwargs, match):

@@ -31,6 +31,9 @@ AUDIT = dict(deltas=(0.0, 0.1), max_parents=200, look_every=20, replications=REP
 ORDERS = dict(n_shards=3, max_permutations=19, h=3, shifts=(0.0, 1.5), replications=REPS, seed=7)
 
 
+LOOKS = np.arange(20, 201, 20)  # every look_every parents up to max_parents
+
+
 def audit(**extra):
     return tf.sequential_study(*bank(), **{"progress": False, **AUDIT, **extra})
 
@@ -98,6 +101,8 @@ def test_the_audit_study_reads_the_same_replications_as_before(monkeypatch):
         sim = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         stop = sim["stop"]
         claim_rate, claim_se = _rate(float(sim["claim"].sum()), REPS)
+        curve = sim["fixed_claims"].mean(axis=0)  # the fixed audit's claim rate per look
+        same = seq._same_power_parents(claim_rate, claim_se, LOOKS, curve)
         before = {  # main's reading, column by column
             "claim_rate": claim_rate,
             "claim_se": claim_se,
@@ -107,7 +112,11 @@ def test_the_audit_study_reads_the_same_replications_as_before(monkeypatch):
             "mean_parents": float(stop.mean()),
             "median_parents": float(np.median(stop)),
             "p90_parents": float(np.quantile(stop, 0.9)),
-            "fixed_claim_rate": float(np.mean(sim["fixed_claim"])),
+            "fixed_claim_rate": float(curve[-1]),
+            "fixed_same_power_parents": same[0],
+            "fixed_same_power_se": same[1],
+            "horizon_free_claim_rate": float(np.mean(sim["free_claim"])),
+            "horizon_free_mean_parents": float(np.mean(sim["free_stop"])),
             "wald_peek_claim_rate": float(np.mean(sim["wald_claim"])),
             "wald_peek_false_claim_rate": float(np.mean(sim["wald_claim"] & (sim["truth"] <= 0))),
         }

@@ -72,7 +72,7 @@ def add_sequential_audit_flags(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         type=integer_flag,
         default=None,
-        help="stop (exhausted) after N parents",
+        help="stop (exhausted) after N parents; the bets are tuned to N (a budget)",
     )
 
 
