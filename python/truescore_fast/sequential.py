@@ -462,8 +462,7 @@ class SequentialAudit:
     budget raised the power at a planted delta = 0.05 from 39% to 86% and lowered the
     mean parents scored at delta = 0, 0.05 and 0.10 (see :func:`sequential_study`), but
     a planted delta = 0.3 was found after 107 parents on average instead of 55. Without
-    a budget,
-    the horizon-free bets are about equally tight at every n. ``more_parents`` assumes
+    a budget, the horizon-free bets are about equally tight at every n. ``more_parents`` assumes
     the half-width shrinks like sqrt(n)/t + 1/sqrt(n) up to a horizon n, and like
     sqrt(log(1 + t) / t) horizon-free.
     """
