@@ -1,5 +1,7 @@
 #include "truescore/betting.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -8,11 +10,20 @@
 
 #include "truescore/numeric.hpp"
 
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#include <emmintrin.h>
+#define TRUESCORE_BETTING_SSE2 1
+#else
+#define TRUESCORE_BETTING_SSE2 0
+#endif
+
 namespace truescore {
 
 namespace {
 
 constexpr double kBetTruncation = 0.75;  // c in Waudby-Smith & Ramdas
+// The first guesses of each edge, in hedged normal half-widths from the mean.
+constexpr double kNear = 0.75, kFar = 1.0;
 
 
 // The betting state that does not depend on the candidate mean: x_t on [0, 1], the
@@ -91,28 +102,83 @@ struct BettingPath {
         double margin;
     };
 
-    // The passes from below at m_lo and from above at m_hi in one loop: two independent
-    // product chains, so each hides the other's latency. Same arithmetic as pass().
-    void pass_both(double m_lo, double m_hi, Pass& lo, Pass& hi) const {
-        const double threshold = 2.0 / alpha;
-        const double inf = std::numeric_limits<double>::infinity();
-        double cap_lo = 1.0, peak_lo = 0.0, cap_hi = 1.0, peak_hi = 0.0;
-        bool bad_lo = false, bad_hi = false;
+    // The passes from below at the two means m_lo[0], m_lo[1] and from above at m_hi[0],
+    // m_hi[1] in one loop (kLo / kHi: which pair to run), each lane the same arithmetic, in
+    // the same order, as pass() (IEEE operations lane by lane, no FMA: bit-identical). Four
+    // independent product chains share the loads; on x86-64 each pair is one SSE2 register.
+    template <bool kLo, bool kHi>
+    void pass_pairs(const double* m_lo, const double* m_hi, Pass* lo, Pass* hi) const {
+        double peak_lo[2] = {0.0, 0.0}, peak_hi[2] = {0.0, 0.0};
+        double least_lo[2], least_hi[2];  // the smallest m_t, and 1 - m_t: < 0 when infeasible
+#if TRUESCORE_BETTING_SSE2
+        const __m128d one = _mm_set1_pd(1.0), c = _mm_set1_pd(kBetTruncation);
+        const __m128d mlo = _mm_loadu_pd(kLo ? m_lo : m_hi), mhi = _mm_loadu_pd(kHi ? m_hi : m_lo);
+        __m128d cap_l = one, top_l = _mm_setzero_pd(), low_l = _mm_set1_pd(std::numeric_limits<double>::infinity());
+        __m128d cap_h = one, top_h = top_l, low_h = low_l;
         for (std::size_t i = 0; i < n; ++i) {
-            const double mlo = slope[i] * m_lo - offset[i];
-            const double mhi = slope[i] * m_hi - offset[i];
-            bad_lo = bad_lo || mlo < 0.0;
-            bad_hi = bad_hi || mhi > 1.0;
-            double llo = lam[i], lhi = lam[i];
-            if (llo * mlo > kBetTruncation) llo = kBetTruncation / mlo;
-            if (lhi * (1.0 - mhi) > kBetTruncation) lhi = kBetTruncation / (1.0 - mhi);
-            cap_lo *= 1.0 + llo * (x[i] - mlo);
-            cap_hi *= 1.0 - lhi * (x[i] - mhi);
-            peak_lo = cap_lo > peak_lo ? cap_lo : peak_lo;
-            peak_hi = cap_hi > peak_hi ? cap_hi : peak_hi;
+            const __m128d s = _mm_set1_pd(slope[i]), o = _mm_set1_pd(offset[i]);
+            const __m128d l = _mm_set1_pd(lam[i]), xi = _mm_set1_pd(x[i]);
+            __m128d mt_l = one, mt_h = one, u_h = one, over_l = _mm_setzero_pd(), over_h = over_l;
+            if (kLo) {
+                mt_l = _mm_sub_pd(_mm_mul_pd(s, mlo), o);
+                low_l = _mm_min_pd(low_l, mt_l);
+                over_l = _mm_cmpgt_pd(_mm_mul_pd(l, mt_l), c);
+            }
+            if (kHi) {
+                mt_h = _mm_sub_pd(_mm_mul_pd(s, mhi), o);
+                u_h = _mm_sub_pd(one, mt_h);
+                low_h = _mm_min_pd(low_h, u_h);
+                over_h = _mm_cmpgt_pd(_mm_mul_pd(l, u_h), c);
+            }
+            __m128d l_l = l, l_h = l;
+            if (_mm_movemask_pd(_mm_or_pd(over_l, over_h))) {  // the truncation binds: rare
+                l_l = _mm_or_pd(_mm_and_pd(over_l, _mm_div_pd(c, mt_l)), _mm_andnot_pd(over_l, l));
+                l_h = _mm_or_pd(_mm_and_pd(over_h, _mm_div_pd(c, u_h)), _mm_andnot_pd(over_h, l));
+            }
+            if (kLo) {
+                cap_l = _mm_mul_pd(cap_l, _mm_add_pd(one, _mm_mul_pd(l_l, _mm_sub_pd(xi, mt_l))));
+                top_l = _mm_max_pd(cap_l, top_l);  // cap > top ? cap : top
+            }
+            if (kHi) {
+                cap_h = _mm_mul_pd(cap_h, _mm_sub_pd(one, _mm_mul_pd(l_h, _mm_sub_pd(xi, mt_h))));
+                top_h = _mm_max_pd(cap_h, top_h);
+            }
         }
-        lo = bad_lo ? Pass{true, inf} : Pass{peak_lo >= threshold, std::log(peak_lo / threshold)};
-        hi = bad_hi ? Pass{true, inf} : Pass{peak_hi >= threshold, std::log(peak_hi / threshold)};
+        _mm_storeu_pd(peak_lo, top_l);
+        _mm_storeu_pd(least_lo, low_l);
+        _mm_storeu_pd(peak_hi, top_h);
+        _mm_storeu_pd(least_hi, low_h);
+#else
+        double cap_lo[2] = {1.0, 1.0}, cap_hi[2] = {1.0, 1.0};
+        for (int k = 0; k < 2; ++k) least_lo[k] = least_hi[k] = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < n; ++i) {
+            for (int k = 0; k < 2; ++k) {
+                if (kLo) {
+                    const double mt = slope[i] * m_lo[k] - offset[i];
+                    least_lo[k] = mt < least_lo[k] ? mt : least_lo[k];
+                    double l = lam[i];
+                    if (l * mt > kBetTruncation) l = kBetTruncation / mt;
+                    cap_lo[k] *= 1.0 + l * (x[i] - mt);
+                    peak_lo[k] = cap_lo[k] > peak_lo[k] ? cap_lo[k] : peak_lo[k];
+                }
+                if (kHi) {
+                    const double mt = slope[i] * m_hi[k] - offset[i];
+                    const double u = 1.0 - mt;
+                    least_hi[k] = u < least_hi[k] ? u : least_hi[k];
+                    double l = lam[i];
+                    if (l * u > kBetTruncation) l = kBetTruncation / u;
+                    cap_hi[k] *= 1.0 - l * (x[i] - mt);
+                    peak_hi[k] = cap_hi[k] > peak_hi[k] ? cap_hi[k] : peak_hi[k];
+                }
+            }
+        }
+#endif
+        const double threshold = 2.0 / alpha, inf = std::numeric_limits<double>::infinity();
+        for (int k = 0; k < 2; ++k) {
+            // 1 - m_t < 0 exactly when m_t > 1 (a nonzero difference never rounds to 0)
+            if (kLo) lo[k] = least_lo[k] < 0.0 ? Pass{true, inf} : Pass{peak_lo[k] >= threshold, std::log(peak_lo[k] / threshold)};
+            if (kHi) hi[k] = least_hi[k] < 0.0 ? Pass{true, inf} : Pass{peak_hi[k] >= threshold, std::log(peak_hi[k] / threshold)};
+        }
     }
 
     // kDecideOnly: stop at the first t the capital reaches 2/alpha (margin +inf then).
@@ -141,101 +207,198 @@ struct BettingPath {
 };
 
 // The edge of the candidate means m in [0, 1] that a pass rejects, when the rejected ones
-// form one end of [0, 1] (the end `rejected_end`, 0 or 1). Every m tried lies on the grid
-// j / 2^30 that a bisection from [0, 1] to 1e-9 visits, and the answer is the rejected
-// grid point next to a kept one -- so, the rejections being monotone in m, exactly the
-// bisection's answer (the outer, last rejected, point: the interval it bounds is never
-// narrower than the exact set). The grid points are chosen by a safeguarded Illinois
-// (regula falsi) step on the passes' margins, starting from `guesses` (tried in turn,
-// near where the edge is expected): ~8 passes per edge instead of the bisection's 32.
-// A state machine (next / feed), so that the two edges' passes can share one loop.
+// form one end of [0, 1] (the lower edge: the rejected end is 0; the upper: 1). Every m
+// tried lies on the grid j / 2^30 that a bisection from [0, 1] to 1e-9 visits, and the
+// answer is the rejected grid point next to a kept one -- so, the rejections being monotone
+// in m, exactly the bisection's answer (the outer, last rejected, point: the interval it
+// bounds is never narrower than the exact set). Each pass tries two grid points (two lanes
+// of one capital loop): first two guesses that should straddle the edge, then the points a
+// little either side of the edge's estimate -- the zero of the margin (log capital over
+// 2/alpha) interpolated through the points tried so far (inverse quadratic, else a chord),
+// a little being how far that estimate moved from the chord's -- down to the two grid
+// points either side of it. Safeguards: the bracket shrinks at least to a third per pass
+// (else the next pass splits it in thirds), and a kept point is always verified.
+// ~4 passes per edge instead of the bisection's 32. A state machine (next / feed), so the
+// two edges' passes share one loop. Positions are counted from the rejected end
+// (q = j for the lower edge, 2^30 - j for the upper).
 class EdgeSearch {
 public:
     using Pass = BettingPath::Pass;
     static constexpr std::int64_t kGrid = std::int64_t{1} << 30;
 
-    // `end_check`: the pass at rejected_end (only whether it rejects matters).
-    EdgeSearch(double rejected_end, bool end_rejected, double g0, double g1, double g2)
-        : jr_(rejected_end == 0.0 ? 0 : kGrid), jk_(kGrid - jr_), guesses_{g0, g1, g2} {
-        if (!end_rejected) { result_ = rejected_end; stage_ = Stage::done; }
-        checkpoint_ = kGrid;
-        advance();
+    // `end_rejected`: whether the pass at the rejected end rejects; g0, g1: two guesses of
+    // the edge; `step`: a scale of the distance between them (for the outward search).
+    EdgeSearch(bool lower, bool end_rejected, double g0, double g1, double step)
+        : lower_(lower),
+          step_(std::max<std::int64_t>(1, std::llround(std::min(1.0, std::max(0.0, step)) * static_cast<double>(kGrid)))) {
+        if (!end_rejected) {
+            result_ = lower_ ? 0.0 : 1.0;
+            done_ = true;
+            return;
+        }
+        std::int64_t a = to_q(g0), b = to_q(g1);
+        if (a > b) std::swap(a, b);
+        plan_ = {a, b};
+        guessing_ = true;
+        clamp_plan();
     }
 
-    bool done() const { return stage_ == Stage::done; }
-    double next() const { return at(j_next_); }
+    bool done() const { return done_; }
+    // The two means to try next (equal when only one is left to try).
+    void next(double m[2]) const {
+        m[0] = at(plan_[0]);
+        m[1] = at(plan_[1]);
+    }
     double result() const { return result_; }
 
-    void feed(const Pass& r) {
-        const std::int64_t j = j_next_;
-        if (stage_ == Stage::kept_end) {
-            if (r.rejected) { result_ = at(j); stage_ = Stage::done; return; }
-            gk_ = r.margin;
-            kept_known_ = true;
-            stage_ = Stage::chord;
-        } else if (r.rejected) {
-            jr_ = j;
-            gr_ = r.margin;
-            if (stage_ == Stage::chord && ++same_side_ > 1) gk_ *= 0.5;  // Illinois
-            if (same_side_ < 0) same_side_ = 1;
-        } else {
-            jk_ = j;
-            gk_ = r.margin;
-            kept_known_ = true;
-            if (stage_ == Stage::chord && --same_side_ < -1) gr_ *= 0.5;
-            if (same_side_ > 0) same_side_ = -1;
+    void feed(const Pass r[2]) {
+        const std::int64_t width_before = qk_ - qr_;
+        for (int k = 0; k < 2; ++k) {
+            const std::int64_t q = plan_[k];
+            if (k == 1 && q == plan_[0]) break;
+            if (r[k].rejected) {
+                if (q > qr_ && q < qk_ + (kept_known_ ? 0 : 1)) {
+                    qr_ = q;
+                    gr_ = r[k].margin;
+                }
+            } else if (q < qk_ || (q == qk_ && !kept_known_)) {
+                if (q > qr_) {
+                    qk_ = q;
+                    gk_ = r[k].margin;
+                    kept_known_ = true;
+                }
+            }
+            if (std::isfinite(r[k].margin)) remember(q, r[k].margin);
         }
-        advance();
+        if (qr_ == qk_) {  // every point up to the kept end rejects: the kept end is the edge
+            finish(qr_);
+            return;
+        }
+        if (kept_known_ && qk_ - qr_ <= 1) {
+            finish(qr_);
+            return;
+        }
+        slow_ = !guessing_ && 3 * (qk_ - qr_) > width_before;
+        guessing_ = false;
+        plan();
     }
 
 private:
-    enum class Stage { guess, kept_end, chord, done };
-
-    static double at(std::int64_t j) { return std::ldexp(static_cast<double>(j), -30); }
-    bool inside(std::int64_t j) const { return jr_ < jk_ ? (j > jr_ && j < jk_) : (j < jr_ && j > jk_); }
-
-    // Picks j_next_ for the current stage, moving on when a stage has nothing to try.
-    void advance() {
-        while (stage_ == Stage::guess) {
-            if (guess_ == 3) {
-                stage_ = kept_known_ ? Stage::chord : Stage::kept_end;
-                if (stage_ == Stage::kept_end) { j_next_ = jk_; return; }
-                break;
-            }
-            const double m = std::min(1.0, std::max(0.0, guesses_[guess_++]));
-            const std::int64_t j = static_cast<std::int64_t>(std::llround(m * static_cast<double>(kGrid)));
-            if (inside(j)) { j_next_ = j; return; }
+    static double at_j(std::int64_t j) { return std::ldexp(static_cast<double>(j), -30); }
+    double at(std::int64_t q) const { return at_j(lower_ ? q : kGrid - q); }
+    std::int64_t to_q(double m) const {
+        const double c = std::min(1.0, std::max(0.0, m));
+        const std::int64_t j = static_cast<std::int64_t>(std::llround(c * static_cast<double>(kGrid)));
+        return lower_ ? j : kGrid - j;
+    }
+    void finish(std::int64_t q) {
+        result_ = at(q);
+        done_ = true;
+    }
+    void remember(std::int64_t q, double g) {
+        for (int k = 0; k < n_seen_; ++k)
+            if (seen_q_[k] == q) return;
+        if (n_seen_ < kSeen) ++n_seen_;
+        for (int k = n_seen_ - 1; k > 0; --k) {
+            seen_q_[k] = seen_q_[k - 1];
+            seen_g_[k] = seen_g_[k - 1];
         }
-        if (stage_ != Stage::chord) return;
-        const std::int64_t width = std::llabs(jk_ - jr_);
-        if (width <= 1) { result_ = at(jr_); stage_ = Stage::done; return; }
-        if (2 * width <= checkpoint_) { checkpoint_ = width; chord_steps_ = 0; }
-        std::int64_t j;
-        if (std::isfinite(gr_) && gr_ > gk_ && chord_steps_ < 3) {
-            const double t = gr_ / (gr_ - gk_);  // the margin's zero on the chord, in [0, 1]
-            j = jr_ + static_cast<std::int64_t>(std::llround(t * static_cast<double>(jk_ - jr_)));
-            ++chord_steps_;
-        } else {
-            // bisection when the chord cannot be trusted or has stopped halving the bracket
-            j = jr_ + (jk_ - jr_) / 2;
-            checkpoint_ = width;
-            chord_steps_ = 0;
-        }
-        if (!inside(j)) {
-            const std::int64_t step = jr_ < jk_ ? 1 : -1;
-            j = std::llabs(j - jr_) <= std::llabs(j - jk_) ? jr_ + step : jk_ - step;
-        }
-        j_next_ = j;
+        seen_q_[0] = q;
+        seen_g_[0] = g;
     }
 
-    std::int64_t jr_, jk_;  // rejected and kept grid points (jk_ unverified until kept_known_)
+    // Keeps the planned points strictly inside (qr, qk) -- or at qk while no kept point is
+    // known -- and distinct when there is room for two.
+    void clamp_plan() {
+        const std::int64_t lo = qr_ + 1, hi = kept_known_ ? qk_ - 1 : qk_;
+        for (auto& q : plan_) q = std::min(hi, std::max(lo, q));
+        if (plan_[0] == plan_[1] && hi > lo) {
+            if (plan_[1] < hi) ++plan_[1];
+            else --plan_[0];
+        }
+    }
+
+    void plan() {
+        const std::int64_t w = qk_ - qr_;
+        const bool gr_ok = std::isfinite(gr_), gk_ok = kept_known_ && std::isfinite(gk_);
+        if (!kept_known_) {
+            // no kept point yet: step out from the rejected one, the kept end in reach
+            plan_ = {qr_ + step_, qr_ + 3 * step_};
+            step_ = std::min(kGrid, 4 * step_);
+        } else if (slow_ || !gr_ok || !gk_ok || !(gr_ >= 0.0 && gk_ < 0.0) || w < 3) {
+            if (!gr_ok && gk_ok && !slow_ && w > 3 * step_) {
+                // no margin at the rejected end (infeasible, or only the end tried): step
+                // in from the kept point
+                plan_ = {qk_ - 3 * step_, qk_ - step_};
+                step_ = std::min(kGrid, 4 * step_);
+            } else {
+                plan_ = {qr_ + w / 3, qr_ + w - w / 3};
+            }
+        } else {
+            // the chord's zero, and the inverse quadratic through the nearest third point
+            const double wd = static_cast<double>(w);
+            const double chord = static_cast<double>(qr_) + wd * (gr_ / (gr_ - gk_));
+            double est = chord, spread = 0.25 * wd;
+            const int third = nearest_third();
+            if (third >= 0) {
+                const double q0 = static_cast<double>(qr_), q1 = static_cast<double>(qk_),
+                             q2 = static_cast<double>(seen_q_[third]);
+                const double f0 = gr_, f1 = gk_, f2 = seen_g_[third];
+                if (f0 != f2 && f1 != f2) {
+                    const double iqi = q0 * f1 * f2 / ((f0 - f1) * (f0 - f2)) +
+                                       q1 * f0 * f2 / ((f1 - f0) * (f1 - f2)) +
+                                       q2 * f0 * f1 / ((f2 - f0) * (f2 - f1));
+                    if (iqi > q0 && iqi < q1) {
+                        est = iqi;
+                        spread = std::abs(iqi - chord);
+                    }
+                }
+            }
+            const double half = std::max(0.5, kSpreadFactor * spread);
+            if (third < 0 || est == chord) {
+                // a chord alone: the margin flattens towards the kept side, so the edge
+                // lies short of the chord's zero -- try a point well short of it too
+                plan_ = {static_cast<std::int64_t>(std::floor(static_cast<double>(qr_) + kShort * (chord - static_cast<double>(qr_)))),
+                         static_cast<std::int64_t>(std::ceil(chord))};
+            } else if (half <= 0.5) {
+                const std::int64_t f = static_cast<std::int64_t>(std::floor(est));
+                plan_ = {f, f + 1};
+            } else {
+                plan_ = {static_cast<std::int64_t>(std::floor(est - half)),
+                         static_cast<std::int64_t>(std::ceil(est + half))};
+            }
+        }
+        clamp_plan();
+    }
+
+    // The remembered point outside the bracket nearest to it (for the quadratic), or -1.
+    int nearest_third() const {
+        int best = -1;
+        std::int64_t dist = 0;
+        for (int k = 0; k < n_seen_; ++k) {
+            const std::int64_t q = seen_q_[k];
+            if (q == qr_ || q == qk_) continue;
+            const std::int64_t d = q < qr_ ? qr_ - q : q - qk_;
+            if (best < 0 || d < dist) {
+                best = k;
+                dist = d;
+            }
+        }
+        return best;
+    }
+
+    static constexpr int kSeen = 6;
+    static constexpr double kSpreadFactor = 1.0;
+    static constexpr double kShort = 0.75;
+    bool lower_;
+    std::int64_t step_;
+    std::int64_t qr_ = 0, qk_ = kGrid;  // rejected and kept positions (qk_ unverified until kept_known_)
     double gr_ = std::numeric_limits<double>::infinity(), gk_ = -std::numeric_limits<double>::infinity();
-    bool kept_known_ = false;
-    double guesses_[3];
-    int guess_ = 0;
-    Stage stage_ = Stage::guess;
-    std::int64_t j_next_ = 0, checkpoint_ = 0;
-    int chord_steps_ = 0, same_side_ = 0;
+    bool kept_known_ = false, guessing_ = false, slow_ = false, done_ = false;
+    std::array<std::int64_t, 2> plan_{0, 0};
+    std::int64_t seen_q_[kSeen] = {};
+    double seen_g_[kSeen] = {};
+    int n_seen_ = 0;
     double result_ = 0.0;
 };
 
@@ -277,24 +440,73 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
     }
     const double log_term = log_ratio(2.0, alpha);
     const bool finite = population_size > 0.0;
-    double s = 0.0, sq = 0.0, var_prev = 0.25;
+    // The running sums are serial; the divisions and square roots are not: four loops give
+    // the numbers the one serial loop of the definition gives (the same operations on the
+    // same operands), with the divisions and roots two at a time.
+    //   lam_i = sqrt(2 ln(2/alpha) / (n var_{i-1})), var_{i-1} = (1/4 + sq_{i-1}) / (i + 1),
+    //   sq_i = sum_{k<=i} (x_k - (1/2 + S_k) / (k + 2))^2, S_i = x_1 + ... + x_i.
+    double s = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
-        const double t = static_cast<double>(i + 1);
         x[i] = (d[i] + 1.0) * 0.5;
-        lam[i] = std::sqrt(2.0 * log_term / (nd * var_prev));
+        offset[i] = s;  // S_{i-1} for now
+        s += x[i];
+    }
+    // lam holds the squared deviations (x_i - mu_i)^2 for now, mu_i = (0.5 + S_i) / (i + 2)
+    std::size_t i = 0;
+#if TRUESCORE_BETTING_SSE2
+    {
+        __m128d t2 = _mm_set_pd(3.0, 2.0);
+        const __m128d half = _mm_set1_pd(0.5), two = _mm_set1_pd(2.0);
+        for (; i + 2 < n; i += 2) {
+            const __m128d mu = _mm_div_pd(_mm_add_pd(half, _mm_loadu_pd(offset + i + 1)), t2);
+            const __m128d dev = _mm_sub_pd(_mm_loadu_pd(x + i), mu);
+            _mm_storeu_pd(lam + i, _mm_mul_pd(dev, dev));
+            t2 = _mm_add_pd(t2, two);
+        }
+    }
+#endif
+    for (; i < n; ++i) {
+        const double si = i + 1 < n ? offset[i + 1] : s;
+        const double dev = x[i] - (0.5 + si) / (static_cast<double>(i + 1) + 1.0);
+        lam[i] = dev * dev;
+    }
+    double sq = 0.0;
+    for (i = 0; i < n; ++i) {  // lam: 1/4 + sq_{i-1} for now
+        const double dev2 = lam[i];
+        lam[i] = 0.25 + sq;
+        sq += dev2;
+    }
+    const double two_log = 2.0 * log_term;
+    i = 0;
+#if TRUESCORE_BETTING_SSE2
+    {
+        __m128d j = _mm_set_pd(1.0, 0.0);
+        const __m128d one = _mm_set1_pd(1.0), two = _mm_set1_pd(2.0), c = _mm_set1_pd(two_log);
+        const __m128d nv = _mm_set1_pd(nd), pop = _mm_set1_pd(population_size);
+        for (; i + 2 <= n; i += 2) {
+            const __m128d var = _mm_div_pd(_mm_loadu_pd(lam + i), _mm_add_pd(j, one));
+            _mm_storeu_pd(lam + i, _mm_sqrt_pd(_mm_div_pd(c, _mm_mul_pd(nv, var))));
+            if (finite) {
+                const __m128d remaining = _mm_sub_pd(pop, j);
+                _mm_storeu_pd(slope + i, _mm_div_pd(pop, remaining));
+                _mm_storeu_pd(offset + i, _mm_div_pd(_mm_loadu_pd(offset + i), remaining));
+            }
+            j = _mm_add_pd(j, two);
+        }
+    }
+#endif
+    for (; i < n; ++i) {
+        const double var = lam[i] / (static_cast<double>(i) + 1.0);
+        lam[i] = std::sqrt(two_log / (nd * var));
         if (finite) {
             const double remaining = population_size - static_cast<double>(i);
             slope[i] = population_size / remaining;
-            offset[i] = s / remaining;
-        } else {
-            slope[i] = 1.0;
-            offset[i] = 0.0;
+            offset[i] = offset[i] / remaining;
         }
-        s += x[i];
-        const double mu = (0.5 + s) / (t + 1.0);
-        const double dev = x[i] - mu;
-        sq += dev * dev;
-        var_prev = (0.25 + sq) / (t + 1.0);
+    }
+    if (!finite) {
+        std::fill(slope, slope + n, 1.0);
+        std::fill(offset, offset + n, 0.0);
     }
     const BettingPath path{x, lam, slope, offset, n, alpha, log_term};
     if (path.huge()) {  // 2/alpha overflows: bisect with the tracked capital
@@ -309,21 +521,28 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
         const double low = 2.0 * lower - 1.0, high = 2.0 * upper - 1.0;
         return {low, high, numpy_mean(d, n), lower > upper ? 0.0 : 0.5 * (high - low)};
     }
-    // Where the edges are expected: about a hedged normal half-width from the mean.
+    // Where the edges are expected: 0.6 to 1.1 hedged normal half-widths from the mean.
     const double mean_x = s / nd;
     const double spread = std::sqrt(2.0 * log_term * std::max(sq / nd, 1e-4) / nd);
-    EdgeSearch lo(0.0, path.pass<true, true>(0.0).rejected, mean_x, mean_x - spread, mean_x - 2.0 * spread);
-    EdgeSearch hi(1.0, path.pass<false, true>(1.0).rejected, mean_x, mean_x + spread, mean_x + 2.0 * spread);
+    EdgeSearch lo(true, path.pass<true, true>(0.0).rejected, mean_x - kNear * spread, mean_x - kFar * spread,
+                  0.25 * spread);
+    EdgeSearch hi(false, path.pass<false, true>(1.0).rejected, mean_x + kNear * spread, mean_x + kFar * spread,
+                  0.25 * spread);
+    double m_lo[2], m_hi[2];
+    BettingPath::Pass r_lo[2], r_hi[2];
     while (!lo.done() || !hi.done()) {
+        if (!lo.done()) lo.next(m_lo);
+        if (!hi.done()) hi.next(m_hi);
         if (lo.done()) {
-            hi.feed(path.pass<false>(hi.next()));
+            path.pass_pairs<false, true>(nullptr, m_hi, nullptr, r_hi);
+            hi.feed(r_hi);
         } else if (hi.done()) {
-            lo.feed(path.pass<true>(lo.next()));
+            path.pass_pairs<true, false>(m_lo, nullptr, r_lo, nullptr);
+            lo.feed(r_lo);
         } else {
-            BettingPath::Pass a{}, b{};
-            path.pass_both(lo.next(), hi.next(), a, b);
-            lo.feed(a);
-            hi.feed(b);
+            path.pass_pairs<true, true>(m_lo, m_hi, r_lo, r_hi);
+            lo.feed(r_lo);
+            hi.feed(r_hi);
         }
     }
     const double lower = lo.result(), upper = hi.result();
