@@ -7,6 +7,8 @@ point on each side), sharing none of the compiled search."""
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 import pytest
 import truescore_fast as tf
@@ -116,3 +118,37 @@ def test_a_single_gap_is_refused_by_the_kernel_call():
 
     with pytest.raises(ValueError, match="at least 2"):
         _core.testing.betting_interval_bisection(np.array([0.5]), 10.0, 0.05, False)
+
+
+@pytest.fixture
+def simd_level():
+    """Caps the betting kernels' vector level for one test, then restores the best."""
+    from truescore_fast import _core
+
+    best = _core.testing.betting_simd_level(3)
+    yield best
+    _core.testing.betting_simd_level(best)
+
+
+def test_every_vector_level_gives_the_same_bits(simd_level):
+    # AVX (where the CPU has it), SSE2 (x86-64) and the plain loops: the same operations
+    # lane by lane, so the same endpoints as the compiled bisection at every level
+    from truescore_fast import _core
+
+    testing = _core.testing
+    cases = list(_edge_case_inputs())[::3] + list(_cases(21, 200))
+    want = [
+        testing.betting_interval_bisection(d, 0.0 if p is None else float(p), a) for d, p, a in cases
+    ]
+    levels = set()
+    for level in range(simd_level + 1):
+        assert testing.betting_simd_level(level) == level
+        levels.add(level)
+        for (d, pop, alpha), w in zip(cases, want, strict=True):
+            got = testing.betting_interval_bisection(
+                d, 0.0 if pop is None else float(pop), alpha, False
+            )
+            assert got == w, (level, d.size, pop, alpha)
+    assert 0 in levels
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        assert 1 in levels  # SSE2 is part of x86-64

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -10,11 +11,22 @@
 
 #include "truescore/numeric.hpp"
 
+// The capital passes and the path's divisions run several lanes at once: SSE2 on every
+// x86-64, AVX (chosen at run time) where the CPU has it; plain loops elsewhere. Every lane
+// does the scalar definition's IEEE operations in its order (no FMA: -ffp-contract=off),
+// so the three give the same bits.
 #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
 #include <emmintrin.h>
 #define TRUESCORE_BETTING_SSE2 1
 #else
 #define TRUESCORE_BETTING_SSE2 0
+#endif
+#if TRUESCORE_BETTING_SSE2 && (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define TRUESCORE_BETTING_AVX 1
+#define TRUESCORE_TARGET_AVX __attribute__((target("avx")))
+#else
+#define TRUESCORE_BETTING_AVX 0
 #endif
 
 namespace truescore {
@@ -102,85 +114,6 @@ struct BettingPath {
         double margin;
     };
 
-    // The passes from below at the two means m_lo[0], m_lo[1] and from above at m_hi[0],
-    // m_hi[1] in one loop (kLo / kHi: which pair to run), each lane the same arithmetic, in
-    // the same order, as pass() (IEEE operations lane by lane, no FMA: bit-identical). Four
-    // independent product chains share the loads; on x86-64 each pair is one SSE2 register.
-    template <bool kLo, bool kHi>
-    void pass_pairs(const double* m_lo, const double* m_hi, Pass* lo, Pass* hi) const {
-        double peak_lo[2] = {0.0, 0.0}, peak_hi[2] = {0.0, 0.0};
-        double least_lo[2], least_hi[2];  // the smallest m_t, and 1 - m_t: < 0 when infeasible
-#if TRUESCORE_BETTING_SSE2
-        const __m128d one = _mm_set1_pd(1.0), c = _mm_set1_pd(kBetTruncation);
-        const __m128d mlo = _mm_loadu_pd(kLo ? m_lo : m_hi), mhi = _mm_loadu_pd(kHi ? m_hi : m_lo);
-        __m128d cap_l = one, top_l = _mm_setzero_pd(), low_l = _mm_set1_pd(std::numeric_limits<double>::infinity());
-        __m128d cap_h = one, top_h = top_l, low_h = low_l;
-        for (std::size_t i = 0; i < n; ++i) {
-            const __m128d s = _mm_set1_pd(slope[i]), o = _mm_set1_pd(offset[i]);
-            const __m128d l = _mm_set1_pd(lam[i]), xi = _mm_set1_pd(x[i]);
-            __m128d mt_l = one, mt_h = one, u_h = one, over_l = _mm_setzero_pd(), over_h = over_l;
-            if (kLo) {
-                mt_l = _mm_sub_pd(_mm_mul_pd(s, mlo), o);
-                low_l = _mm_min_pd(low_l, mt_l);
-                over_l = _mm_cmpgt_pd(_mm_mul_pd(l, mt_l), c);
-            }
-            if (kHi) {
-                mt_h = _mm_sub_pd(_mm_mul_pd(s, mhi), o);
-                u_h = _mm_sub_pd(one, mt_h);
-                low_h = _mm_min_pd(low_h, u_h);
-                over_h = _mm_cmpgt_pd(_mm_mul_pd(l, u_h), c);
-            }
-            __m128d l_l = l, l_h = l;
-            if (_mm_movemask_pd(_mm_or_pd(over_l, over_h))) {  // the truncation binds: rare
-                l_l = _mm_or_pd(_mm_and_pd(over_l, _mm_div_pd(c, mt_l)), _mm_andnot_pd(over_l, l));
-                l_h = _mm_or_pd(_mm_and_pd(over_h, _mm_div_pd(c, u_h)), _mm_andnot_pd(over_h, l));
-            }
-            if (kLo) {
-                cap_l = _mm_mul_pd(cap_l, _mm_add_pd(one, _mm_mul_pd(l_l, _mm_sub_pd(xi, mt_l))));
-                top_l = _mm_max_pd(cap_l, top_l);  // cap > top ? cap : top
-            }
-            if (kHi) {
-                cap_h = _mm_mul_pd(cap_h, _mm_sub_pd(one, _mm_mul_pd(l_h, _mm_sub_pd(xi, mt_h))));
-                top_h = _mm_max_pd(cap_h, top_h);
-            }
-        }
-        _mm_storeu_pd(peak_lo, top_l);
-        _mm_storeu_pd(least_lo, low_l);
-        _mm_storeu_pd(peak_hi, top_h);
-        _mm_storeu_pd(least_hi, low_h);
-#else
-        double cap_lo[2] = {1.0, 1.0}, cap_hi[2] = {1.0, 1.0};
-        for (int k = 0; k < 2; ++k) least_lo[k] = least_hi[k] = std::numeric_limits<double>::infinity();
-        for (std::size_t i = 0; i < n; ++i) {
-            for (int k = 0; k < 2; ++k) {
-                if (kLo) {
-                    const double mt = slope[i] * m_lo[k] - offset[i];
-                    least_lo[k] = mt < least_lo[k] ? mt : least_lo[k];
-                    double l = lam[i];
-                    if (l * mt > kBetTruncation) l = kBetTruncation / mt;
-                    cap_lo[k] *= 1.0 + l * (x[i] - mt);
-                    peak_lo[k] = cap_lo[k] > peak_lo[k] ? cap_lo[k] : peak_lo[k];
-                }
-                if (kHi) {
-                    const double mt = slope[i] * m_hi[k] - offset[i];
-                    const double u = 1.0 - mt;
-                    least_hi[k] = u < least_hi[k] ? u : least_hi[k];
-                    double l = lam[i];
-                    if (l * u > kBetTruncation) l = kBetTruncation / u;
-                    cap_hi[k] *= 1.0 - l * (x[i] - mt);
-                    peak_hi[k] = cap_hi[k] > peak_hi[k] ? cap_hi[k] : peak_hi[k];
-                }
-            }
-        }
-#endif
-        const double threshold = 2.0 / alpha, inf = std::numeric_limits<double>::infinity();
-        for (int k = 0; k < 2; ++k) {
-            // 1 - m_t < 0 exactly when m_t > 1 (a nonzero difference never rounds to 0)
-            if (kLo) lo[k] = least_lo[k] < 0.0 ? Pass{true, inf} : Pass{peak_lo[k] >= threshold, std::log(peak_lo[k] / threshold)};
-            if (kHi) hi[k] = least_hi[k] < 0.0 ? Pass{true, inf} : Pass{peak_hi[k] >= threshold, std::log(peak_hi[k] / threshold)};
-        }
-    }
-
     // kDecideOnly: stop at the first t the capital reaches 2/alpha (margin +inf then).
     template <bool kFromBelow, bool kDecideOnly = false>
     Pass pass(double m) const {
@@ -205,6 +138,193 @@ struct BettingPath {
         return {peak >= threshold, std::log(peak / threshold)};
     }
 };
+
+// Four passes in one loop: lanes 0 and 1 from below at m[0], m[1], lanes 2 and 3 from above
+// at m[2], m[3]. Each lane computes what pass() computes, operation for operation: the
+// capital's peak over t and the least m_t (from below) or 1 - m_t (from above), < 0 exactly
+// when m is infeasible (a nonzero difference never rounds to 0). In the vector kernels a
+// lane from above is written as one from below with signs: u = a + g m_t and the factor
+// 1 + l (g (x_t - m_t)), (a, g) = (0, 1) below and (1, -1) above -- the same roundings,
+// since 0 + m_t = m_t, 1 + (-m_t) = 1 - m_t and l (-v) = -(l v) exactly.
+struct Lanes {
+    double m[4];
+    double peak[4], least[4];
+};
+
+template <bool kLo, bool kHi>
+void lanes_scalar(const BettingPath& p, Lanes& r) {
+    for (int k = 0; k < 4; ++k) {
+        const bool below = k < 2;
+        if ((below && !kLo) || (!below && !kHi)) continue;
+        double capital = 1.0, peak = 0.0, least = std::numeric_limits<double>::infinity();
+        const double m = r.m[k];
+        for (std::size_t i = 0; i < p.n; ++i) {
+            const double mt = p.slope[i] * m - p.offset[i];
+            double l = p.lam[i];
+            if (below) {
+                least = mt < least ? mt : least;
+                if (l * mt > kBetTruncation) l = kBetTruncation / mt;
+                capital *= 1.0 + l * (p.x[i] - mt);
+            } else {
+                const double u = 1.0 - mt;
+                least = u < least ? u : least;
+                if (l * u > kBetTruncation) l = kBetTruncation / u;
+                capital *= 1.0 - l * (p.x[i] - mt);
+            }
+            peak = capital > peak ? capital : peak;
+        }
+        r.peak[k] = peak;
+        r.least[k] = least;
+    }
+}
+
+#if TRUESCORE_BETTING_SSE2
+template <bool kLo, bool kHi>
+void lanes_sse2(const BettingPath& p, Lanes& r) {
+    const __m128d one = _mm_set1_pd(1.0), c = _mm_set1_pd(kBetTruncation);
+    const __m128d mlo = _mm_loadu_pd(r.m), mhi = _mm_loadu_pd(r.m + 2);
+    __m128d cap_l = one, top_l = _mm_setzero_pd(), low_l = _mm_set1_pd(std::numeric_limits<double>::infinity());
+    __m128d cap_h = one, top_h = top_l, low_h = low_l;
+    for (std::size_t i = 0; i < p.n; ++i) {
+        const __m128d s = _mm_set1_pd(p.slope[i]), o = _mm_set1_pd(p.offset[i]);
+        const __m128d l = _mm_set1_pd(p.lam[i]), xi = _mm_set1_pd(p.x[i]);
+        __m128d mt_l = one, mt_h = one, u_h = one, over_l = _mm_setzero_pd(), over_h = over_l;
+        if (kLo) {
+            mt_l = _mm_sub_pd(_mm_mul_pd(s, mlo), o);
+            low_l = _mm_min_pd(low_l, mt_l);
+            over_l = _mm_cmpgt_pd(_mm_mul_pd(l, mt_l), c);
+        }
+        if (kHi) {
+            mt_h = _mm_sub_pd(_mm_mul_pd(s, mhi), o);
+            u_h = _mm_sub_pd(one, mt_h);
+            low_h = _mm_min_pd(low_h, u_h);
+            over_h = _mm_cmpgt_pd(_mm_mul_pd(l, u_h), c);
+        }
+        __m128d l_l = l, l_h = l;
+        if (_mm_movemask_pd(_mm_or_pd(over_l, over_h))) {  // the truncation binds: rare
+            l_l = _mm_or_pd(_mm_and_pd(over_l, _mm_div_pd(c, mt_l)), _mm_andnot_pd(over_l, l));
+            l_h = _mm_or_pd(_mm_and_pd(over_h, _mm_div_pd(c, u_h)), _mm_andnot_pd(over_h, l));
+        }
+        if (kLo) {
+            cap_l = _mm_mul_pd(cap_l, _mm_add_pd(one, _mm_mul_pd(l_l, _mm_sub_pd(xi, mt_l))));
+            top_l = _mm_max_pd(cap_l, top_l);  // cap > top ? cap : top, as in pass()
+        }
+        if (kHi) {
+            cap_h = _mm_mul_pd(cap_h, _mm_sub_pd(one, _mm_mul_pd(l_h, _mm_sub_pd(xi, mt_h))));
+            top_h = _mm_max_pd(cap_h, top_h);
+        }
+    }
+    _mm_storeu_pd(r.peak, top_l);
+    _mm_storeu_pd(r.least, low_l);
+    _mm_storeu_pd(r.peak + 2, top_h);
+    _mm_storeu_pd(r.least + 2, low_h);
+}
+#endif
+
+#if TRUESCORE_BETTING_AVX
+TRUESCORE_TARGET_AVX void lanes_avx(const BettingPath& p, Lanes& r) {
+    const __m256d one = _mm256_set1_pd(1.0), c = _mm256_set1_pd(kBetTruncation);
+    const __m256d a = _mm256_set_pd(1.0, 1.0, 0.0, 0.0), g = _mm256_set_pd(-1.0, -1.0, 1.0, 1.0);
+    const __m256d m = _mm256_loadu_pd(r.m);
+    __m256d cap = one, top = _mm256_setzero_pd(), low = _mm256_set1_pd(std::numeric_limits<double>::infinity());
+    for (std::size_t i = 0; i < p.n; ++i) {
+        const __m256d l = _mm256_broadcast_sd(p.lam + i);
+        const __m256d mt = _mm256_sub_pd(_mm256_mul_pd(_mm256_broadcast_sd(p.slope + i), m),
+                                         _mm256_broadcast_sd(p.offset + i));
+        const __m256d u = _mm256_add_pd(a, _mm256_mul_pd(g, mt));
+        low = _mm256_min_pd(low, u);
+        const __m256d over = _mm256_cmp_pd(_mm256_mul_pd(l, u), c, _CMP_GT_OQ);
+        __m256d lt = l;
+        if (_mm256_movemask_pd(over)) lt = _mm256_blendv_pd(l, _mm256_div_pd(c, u), over);  // rare
+        const __m256d w = _mm256_mul_pd(g, _mm256_sub_pd(_mm256_broadcast_sd(p.x + i), mt));
+        cap = _mm256_mul_pd(cap, _mm256_add_pd(one, _mm256_mul_pd(lt, w)));
+        top = _mm256_max_pd(cap, top);
+    }
+    _mm256_storeu_pd(r.peak, top);
+    _mm256_storeu_pd(r.least, low);
+}
+
+bool cpu_has_avx() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx");
+}
+#endif
+
+#if TRUESCORE_BETTING_AVX
+// The path's vector loops (see betting_interval_impl), four lanes at a time from i = 0;
+// each returns the first i left to the narrower loops.
+TRUESCORE_TARGET_AVX std::size_t deviations_avx(const double* x, const double* offset, double* lam, std::size_t n) {
+    __m256d t2 = _mm256_set_pd(5.0, 4.0, 3.0, 2.0);
+    const __m256d half = _mm256_set1_pd(0.5), four = _mm256_set1_pd(4.0);
+    std::size_t i = 0;
+    for (; i + 4 < n; i += 4) {
+        const __m256d mu = _mm256_div_pd(_mm256_add_pd(half, _mm256_loadu_pd(offset + i + 1)), t2);
+        const __m256d dev = _mm256_sub_pd(_mm256_loadu_pd(x + i), mu);
+        _mm256_storeu_pd(lam + i, _mm256_mul_pd(dev, dev));
+        t2 = _mm256_add_pd(t2, four);
+    }
+    return i;
+}
+TRUESCORE_TARGET_AVX std::size_t rates_avx(double two_log, double nd, bool finite, double population_size, double* lam,
+                                           double* slope, double* offset, std::size_t n) {
+    __m256d j = _mm256_set_pd(3.0, 2.0, 1.0, 0.0);
+    const __m256d one = _mm256_set1_pd(1.0), four = _mm256_set1_pd(4.0), c = _mm256_set1_pd(two_log);
+    const __m256d nv = _mm256_set1_pd(nd), pop = _mm256_set1_pd(population_size);
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256d var = _mm256_div_pd(_mm256_loadu_pd(lam + i), _mm256_add_pd(j, one));
+        _mm256_storeu_pd(lam + i, _mm256_sqrt_pd(_mm256_div_pd(c, _mm256_mul_pd(nv, var))));
+        if (finite) {
+            const __m256d remaining = _mm256_sub_pd(pop, j);
+            _mm256_storeu_pd(slope + i, _mm256_div_pd(pop, remaining));
+            _mm256_storeu_pd(offset + i, _mm256_div_pd(_mm256_loadu_pd(offset + i), remaining));
+        }
+        j = _mm256_add_pd(j, four);
+    }
+    return i;
+}
+#endif
+
+// The widest kernel this CPU runs (2 AVX, 1 SSE2, 0 plain loops), and the one in use: a
+// lower one can be asked for (betting_simd_level), for tests.
+int best_simd_level() {
+#if TRUESCORE_BETTING_AVX
+    static const int best = cpu_has_avx() ? 2 : 1;
+    return best;
+#elif TRUESCORE_BETTING_SSE2
+    return 1;
+#else
+    return 0;
+#endif
+}
+std::atomic<int> requested_simd_level{2};
+int simd_level() { return std::min(best_simd_level(), requested_simd_level.load(std::memory_order_relaxed)); }
+
+// Runs the passes of the lanes asked for (lo: lanes 0-1, hi: lanes 2-3) at `level`, and
+// reads each lane as pass() would: rejected, with the margin log(peak / (2 / alpha)).
+void run_lanes(const BettingPath& p, Lanes& r, bool lo, bool hi, int level, BettingPath::Pass out[4]) {
+    if (level >= 2) {
+#if TRUESCORE_BETTING_AVX
+        lanes_avx(p, r);
+#endif
+    } else if (level == 1) {
+#if TRUESCORE_BETTING_SSE2
+        if (lo && hi) lanes_sse2<true, true>(p, r);
+        else if (lo) lanes_sse2<true, false>(p, r);
+        else lanes_sse2<false, true>(p, r);
+#endif
+    } else {
+        if (lo && hi) lanes_scalar<true, true>(p, r);
+        else if (lo) lanes_scalar<true, false>(p, r);
+        else lanes_scalar<false, true>(p, r);
+    }
+    const double threshold = 2.0 / p.alpha, inf = std::numeric_limits<double>::infinity();
+    for (int k = 0; k < 4; ++k) {
+        if (!(k < 2 ? lo : hi)) continue;
+        out[k] = r.least[k] < 0.0 ? BettingPath::Pass{true, inf}
+                                  : BettingPath::Pass{r.peak[k] >= threshold, std::log(r.peak[k] / threshold)};
+    }
+}
 
 // The edge of the candidate means m in [0, 1] that a pass rejects, when the rejected ones
 // form one end of [0, 1] (the lower edge: the rejected end is 0; the upper: 1). Every m
@@ -452,10 +572,14 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
         s += x[i];
     }
     // lam holds the squared deviations (x_i - mu_i)^2 for now, mu_i = (0.5 + S_i) / (i + 2)
+    const int level = simd_level();
     std::size_t i = 0;
+#if TRUESCORE_BETTING_AVX
+    if (level >= 2) i = deviations_avx(x, offset, lam, n);
+#endif
 #if TRUESCORE_BETTING_SSE2
-    {
-        __m128d t2 = _mm_set_pd(3.0, 2.0);
+    if (level >= 1) {
+        __m128d t2 = _mm_set_pd(static_cast<double>(i) + 3.0, static_cast<double>(i) + 2.0);
         const __m128d half = _mm_set1_pd(0.5), two = _mm_set1_pd(2.0);
         for (; i + 2 < n; i += 2) {
             const __m128d mu = _mm_div_pd(_mm_add_pd(half, _mm_loadu_pd(offset + i + 1)), t2);
@@ -478,9 +602,12 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
     }
     const double two_log = 2.0 * log_term;
     i = 0;
+#if TRUESCORE_BETTING_AVX
+    if (level >= 2) i = rates_avx(two_log, nd, finite, population_size, lam, slope, offset, n);
+#endif
 #if TRUESCORE_BETTING_SSE2
-    {
-        __m128d j = _mm_set_pd(1.0, 0.0);
+    if (level >= 1) {
+        __m128d j = _mm_set_pd(static_cast<double>(i) + 1.0, static_cast<double>(i));
         const __m128d one = _mm_set1_pd(1.0), two = _mm_set1_pd(2.0), c = _mm_set1_pd(two_log);
         const __m128d nv = _mm_set1_pd(nd), pop = _mm_set1_pd(population_size);
         for (; i + 2 <= n; i += 2) {
@@ -528,22 +655,14 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
                   0.25 * spread);
     EdgeSearch hi(false, path.pass<false, true>(1.0).rejected, mean_x + kNear * spread, mean_x + kFar * spread,
                   0.25 * spread);
-    double m_lo[2], m_hi[2];
-    BettingPath::Pass r_lo[2], r_hi[2];
+    Lanes lanes{{0.5, 0.5, 0.5, 0.5}, {}, {}};
+    BettingPath::Pass r[4];
     while (!lo.done() || !hi.done()) {
-        if (!lo.done()) lo.next(m_lo);
-        if (!hi.done()) hi.next(m_hi);
-        if (lo.done()) {
-            path.pass_pairs<false, true>(nullptr, m_hi, nullptr, r_hi);
-            hi.feed(r_hi);
-        } else if (hi.done()) {
-            path.pass_pairs<true, false>(m_lo, nullptr, r_lo, nullptr);
-            lo.feed(r_lo);
-        } else {
-            path.pass_pairs<true, true>(m_lo, m_hi, r_lo, r_hi);
-            lo.feed(r_lo);
-            hi.feed(r_hi);
-        }
+        if (!lo.done()) lo.next(lanes.m);
+        if (!hi.done()) hi.next(lanes.m + 2);
+        run_lanes(path, lanes, !lo.done(), !hi.done(), level, r);
+        if (!lo.done()) lo.feed(r);
+        if (!hi.done()) hi.feed(r + 2);
     }
     const double lower = lo.result(), upper = hi.result();
     const double low = 2.0 * lower - 1.0, high = 2.0 * upper - 1.0;
@@ -563,6 +682,11 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
 GapInterval betting_interval_bisection(const double* d, std::size_t n, double population_size,
                                        double alpha) {
     return betting_interval_impl(d, n, population_size, alpha, nullptr, true);
+}
+
+int betting_simd_level(int request) {
+    if (request >= 0) requested_simd_level.store(request, std::memory_order_relaxed);
+    return simd_level();
 }
 
 }  // namespace truescore
