@@ -348,9 +348,14 @@ public:
 
     // `end_rejected`: whether the pass at the rejected end rejects; g0, g1: two guesses of
     // the edge; `step`: a scale of the distance between them (for the outward search).
-    EdgeSearch(bool lower, bool end_rejected, double g0, double g1, double step)
+    // `boundary`: about where the means turn infeasible given the draws (NaN: nowhere inside).
+    EdgeSearch(bool lower, bool end_rejected, double g0, double g1, double step, double boundary)
         : lower_(lower),
           step_(std::max<std::int64_t>(1, std::llround(std::min(1.0, std::max(0.0, step)) * static_cast<double>(kGrid)))) {
+        if (boundary > 0.0 && boundary < 1.0) {
+            const double j = boundary * static_cast<double>(kGrid);
+            boundary_q_ = lower_ ? j : static_cast<double>(kGrid) - j;
+        }
         if (!end_rejected) {
             result_ = lower_ ? 0.0 : 1.0;
             done_ = true;
@@ -398,7 +403,7 @@ public:
             finish(qr_);
             return;
         }
-        slow_ = !guessing_ && 3 * (qk_ - qr_) > width_before;
+        slow_count_ = !guessing_ && 3 * (qk_ - qr_) > width_before ? slow_count_ + 1 : 0;
         guessing_ = false;
         plan();
     }
@@ -441,12 +446,37 @@ private:
     void plan() {
         const std::int64_t w = qk_ - qr_;
         const bool gr_ok = std::isfinite(gr_), gk_ok = kept_known_ && std::isfinite(gk_);
+        const int beyond_r = beyond(true), beyond_k = beyond(false);
         if (!kept_known_) {
-            // no kept point yet: step out from the rejected one, the kept end in reach
-            plan_ = {qr_ + step_, qr_ + 3 * step_};
-            step_ = std::min(kGrid, 4 * step_);
-        } else if (slow_ || !gr_ok || !gk_ok || !(gr_ >= 0.0 && gk_ < 0.0) || w < 3) {
-            if (!gr_ok && gk_ok && !slow_ && w > 3 * step_) {
+            if (gr_ok && beyond_r >= 0 && seen_g_[beyond_r] > gr_ && gr_ >= 0.0) {
+                // two rejected points: the chord through them, extended, falls short of
+                // the edge (the margin bends up towards it); try a little beyond it
+                const double q2 = static_cast<double>(seen_q_[beyond_r]), q0 = static_cast<double>(qr_);
+                const double d = gr_ * (q0 - q2) / (seen_g_[beyond_r] - gr_);
+                plan_ = {static_cast<std::int64_t>(std::floor(q0 + kPastLo * d)),
+                         static_cast<std::int64_t>(std::ceil(q0 + kPastHi * d))};
+            } else {
+                // step out from the rejected point, the kept end in reach
+                plan_ = {qr_ + step_, qr_ + 3 * step_};
+                step_ = std::min(kGrid, 4 * step_);
+            }
+        } else if (!gr_ok && boundary_q_ > static_cast<double>(qr_) && boundary_q_ < static_cast<double>(qk_)) {
+            // infeasible means rejected, and the boundary of the infeasible ones is inside
+            // the bracket: the edge is often that boundary -- try the grid points either
+            // side of it (a miss only narrows the bracket)
+            const std::int64_t f = static_cast<std::int64_t>(std::floor(boundary_q_));
+            plan_ = {f, f + 1};
+            boundary_q_ = -1.0;  // once
+        } else if (!gr_ok && gk_ok && beyond_k >= 0 && seen_g_[beyond_k] < gk_ && gk_ < 0.0 && slow_count_ < 2 &&
+                   gk_ * (seen_q_[beyond_k] - qk_) / (seen_g_[beyond_k] - gk_) < 0.75 * static_cast<double>(w)) {
+            // two kept points and no margin on the rejected side: the chord through them,
+            // extended, overshoots the edge; try it and a point between it and the kept one
+            const double q2 = static_cast<double>(seen_q_[beyond_k]), q1 = static_cast<double>(qk_);
+            const double d = gk_ * (q2 - q1) / (seen_g_[beyond_k] - gk_);
+            plan_ = {static_cast<std::int64_t>(std::floor(q1 - d)),
+                     static_cast<std::int64_t>(std::ceil(q1 - kBackShare * d))};
+        } else if (slow_count_ >= 2 || !gr_ok || !gk_ok || !(gr_ >= 0.0 && gk_ < 0.0) || w < 3) {
+            if (!gr_ok && gk_ok && slow_count_ < 2 && w > 3 * step_) {
                 // no margin at the rejected end (infeasible, or only the end tried): step
                 // in from the kept point
                 plan_ = {qk_ - 3 * step_, qk_ - step_};
@@ -491,6 +521,19 @@ private:
         clamp_plan();
     }
 
+    // The remembered point beyond the rejected (`rejected_side`) or the kept end of the
+    // bracket nearest to it, or -1.
+    int beyond(bool rejected_side) const {
+        int best = -1;
+        for (int k = 0; k < n_seen_; ++k) {
+            const std::int64_t q = seen_q_[k];
+            if (rejected_side ? q < qr_ && (best < 0 || q > seen_q_[best])
+                              : q > qk_ && (best < 0 || q < seen_q_[best]))
+                best = k;
+        }
+        return best;
+    }
+
     // The remembered point outside the bracket nearest to it (for the quadratic), or -1.
     int nearest_third() const {
         int best = -1;
@@ -508,13 +551,16 @@ private:
     }
 
     static constexpr int kSeen = 6;
-    static constexpr double kSpreadFactor = 1.0;
+    static constexpr double kSpreadFactor = 0.0;
+    static constexpr double kPastLo = 0.98, kPastHi = 1.1, kBackShare = 0.5;
     static constexpr double kShort = 0.75;
     bool lower_;
     std::int64_t step_;
     std::int64_t qr_ = 0, qk_ = kGrid;  // rejected and kept positions (qk_ unverified until kept_known_)
     double gr_ = std::numeric_limits<double>::infinity(), gk_ = -std::numeric_limits<double>::infinity();
-    bool kept_known_ = false, guessing_ = false, slow_ = false, done_ = false;
+    bool kept_known_ = false, guessing_ = false, done_ = false;
+    int slow_count_ = 0;  // passes in a row that left more than a third of the bracket
+    double boundary_q_ = -1.0;  // the feasibility boundary's position, or -1
     std::array<std::int64_t, 2> plan_{0, 0};
     std::int64_t seen_q_[kSeen] = {};
     double seen_g_[kSeen] = {};
@@ -571,6 +617,7 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
         offset[i] = s;  // S_{i-1} for now
         s += x[i];
     }
+    const double s_before_last = offset[n - 1];
     // lam holds the squared deviations (x_i - mu_i)^2 for now, mu_i = (0.5 + S_i) / (i + 2)
     const int level = simd_level();
     std::size_t i = 0;
@@ -651,10 +698,15 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
     // Where the edges are expected: 0.6 to 1.1 hedged normal half-widths from the mean.
     const double mean_x = s / nd;
     const double spread = std::sqrt(2.0 * log_term * std::max(sq / nd, 1e-4) / nd);
+    // Without replacement a mean m is infeasible from below when N m < S_{t-1} and from
+    // above when N m - S_{t-1} > N - t + 1 for some t: both bind hardest at t = n.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double lo_boundary = finite ? s_before_last / population_size : nan;
+    const double hi_boundary = finite ? (population_size - (nd - 1.0) + s_before_last) / population_size : nan;
     EdgeSearch lo(true, path.pass<true, true>(0.0).rejected, mean_x - kNear * spread, mean_x - kFar * spread,
-                  0.25 * spread);
+                  0.25 * spread, lo_boundary);
     EdgeSearch hi(false, path.pass<false, true>(1.0).rejected, mean_x + kNear * spread, mean_x + kFar * spread,
-                  0.25 * spread);
+                  0.25 * spread, hi_boundary);
     Lanes lanes{{0.5, 0.5, 0.5, 0.5}, {}, {}};
     BettingPath::Pass r[4];
     while (!lo.done() || !hi.done()) {
