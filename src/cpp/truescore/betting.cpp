@@ -251,28 +251,51 @@ bool cpu_has_avx() {
 #endif
 
 #if TRUESCORE_BETTING_AVX
-// The path's vector loops (see betting_interval_impl), four lanes at a time from i = 0;
-// each returns the first i left to the narrower loops.
-TRUESCORE_TARGET_AVX std::size_t deviations_avx(const double* x, const double* offset, double* lam, std::size_t n) {
-    __m256d t2 = _mm256_set_pd(5.0, 4.0, 3.0, 2.0);
-    const __m256d half = _mm256_set1_pd(0.5), four = _mm256_set1_pd(4.0);
-    std::size_t i = 0;
-    for (; i + 4 < n; i += 4) {
-        const __m256d mu = _mm256_div_pd(_mm256_add_pd(half, _mm256_loadu_pd(offset + i + 1)), t2);
-        const __m256d dev = _mm256_sub_pd(_mm256_loadu_pd(x + i), mu);
-        _mm256_storeu_pd(lam + i, _mm256_mul_pd(dev, dev));
-        t2 = _mm256_add_pd(t2, four);
-    }
-    return i;
+// Four lanes from four scalars (lane k = v_k).
+TRUESCORE_TARGET_AVX inline __m256d lanes_of(double v0, double v1, double v2, double v3) {
+    return _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_unpacklo_pd(_mm_set_sd(v0), _mm_set_sd(v1))),
+                                _mm_unpacklo_pd(_mm_set_sd(v2), _mm_set_sd(v3)), 1);
 }
-TRUESCORE_TARGET_AVX std::size_t rates_avx(double two_log, double nd, bool finite, double population_size, double* lam,
-                                           double* slope, double* offset, std::size_t n) {
-    __m256d j = _mm256_set_pd(3.0, 2.0, 1.0, 0.0);
-    const __m256d one = _mm256_set1_pd(1.0), four = _mm256_set1_pd(4.0), c = _mm256_set1_pd(two_log);
-    const __m256d nv = _mm256_set1_pd(nd), pop = _mm256_set1_pd(population_size);
+
+// The whole path (see betting_interval_impl) on AVX, four elements per step: each running
+// sum's serial additions in registers, the divisions and roots of the same four elements
+// in one instruction each while the next additions run. Leaves slope / offset / lam final,
+// and returns s, sq and S_{n-1} (the sum before the last element).
+TRUESCORE_TARGET_AVX void path_avx(const double* d, std::size_t n, double population_size, bool finite, double two_log,
+                                   double nd, double* x, double* lam, double* slope, double* offset, double& s_out,
+                                   double& sq_out, double& s_before_last) {
+    const __m256d one = _mm256_set1_pd(1.0), half = _mm256_set1_pd(0.5), quarter = _mm256_set1_pd(0.25);
+    const __m256d four = _mm256_set1_pd(4.0);
+    double s = 0.0;
+    __m256d t2 = _mm256_set_pd(5.0, 4.0, 3.0, 2.0);  // i + 2
     std::size_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        const __m256d var = _mm256_div_pd(_mm256_loadu_pd(lam + i), _mm256_add_pd(j, one));
+        const __m256d xv = _mm256_mul_pd(_mm256_add_pd(_mm256_loadu_pd(d + i), one), half);
+        _mm256_storeu_pd(x + i, xv);
+        const double s0 = s, s1 = s0 + (d[i] + 1.0) * 0.5, s2 = s1 + (d[i + 1] + 1.0) * 0.5,
+                     s3 = s2 + (d[i + 2] + 1.0) * 0.5, s4 = s3 + (d[i + 3] + 1.0) * 0.5;
+        s = s4;
+        _mm256_storeu_pd(offset + i, lanes_of(s0, s1, s2, s3));  // S_{i-1} for now
+        const __m256d mu = _mm256_div_pd(_mm256_add_pd(half, lanes_of(s1, s2, s3, s4)), t2);
+        const __m256d dev = _mm256_sub_pd(xv, mu);
+        _mm256_storeu_pd(lam + i, _mm256_mul_pd(dev, dev));  // (x_i - mu_i)^2 for now
+        t2 = _mm256_add_pd(t2, four);
+    }
+    for (; i < n; ++i) {
+        x[i] = (d[i] + 1.0) * 0.5;
+        offset[i] = s;
+        s += x[i];
+        const double dev = x[i] - (0.5 + s) / (static_cast<double>(i + 1) + 1.0);
+        lam[i] = dev * dev;
+    }
+    s_before_last = offset[n - 1];
+    double sq = 0.0;
+    __m256d j = _mm256_set_pd(3.0, 2.0, 1.0, 0.0);
+    const __m256d c = _mm256_set1_pd(two_log), nv = _mm256_set1_pd(nd), pop = _mm256_set1_pd(population_size);
+    for (i = 0; i + 4 <= n; i += 4) {
+        const double q0 = sq, q1 = q0 + lam[i], q2 = q1 + lam[i + 1], q3 = q2 + lam[i + 2];
+        sq = q3 + lam[i + 3];
+        const __m256d var = _mm256_div_pd(_mm256_add_pd(quarter, lanes_of(q0, q1, q2, q3)), _mm256_add_pd(j, one));
         _mm256_storeu_pd(lam + i, _mm256_sqrt_pd(_mm256_div_pd(c, _mm256_mul_pd(nv, var))));
         if (finite) {
             const __m256d remaining = _mm256_sub_pd(pop, j);
@@ -281,7 +304,18 @@ TRUESCORE_TARGET_AVX std::size_t rates_avx(double two_log, double nd, bool finit
         }
         j = _mm256_add_pd(j, four);
     }
-    return i;
+    for (; i < n; ++i) {
+        const double var = (0.25 + sq) / (static_cast<double>(i) + 1.0);
+        sq += lam[i];
+        lam[i] = std::sqrt(two_log / (nd * var));
+        if (finite) {
+            const double remaining = population_size - static_cast<double>(i);
+            slope[i] = population_size / remaining;
+            offset[i] = offset[i] / remaining;
+        }
+    }
+    s_out = s;
+    sq_out = sq;
 }
 #endif
 
@@ -606,76 +640,77 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
     }
     const double log_term = log_ratio(2.0, alpha);
     const bool finite = population_size > 0.0;
-    // The running sums are serial; the divisions and square roots are not: four loops give
-    // the numbers the one serial loop of the definition gives (the same operations on the
-    // same operands), with the divisions and roots two at a time.
+    // The running sums are serial; the divisions and square roots are not: the loops below
+    // give the numbers the one serial loop of the definition gives (the same operations on
+    // the same operands), with the divisions and roots four (AVX, path_avx) or two (SSE2)
+    // at a time.
     //   lam_i = sqrt(2 ln(2/alpha) / (n var_{i-1})), var_{i-1} = (1/4 + sq_{i-1}) / (i + 1),
     //   sq_i = sum_{k<=i} (x_k - (1/2 + S_k) / (k + 2))^2, S_i = x_1 + ... + x_i.
-    double s = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-        x[i] = (d[i] + 1.0) * 0.5;
-        offset[i] = s;  // S_{i-1} for now
-        s += x[i];
-    }
-    const double s_before_last = offset[n - 1];
-    // lam holds the squared deviations (x_i - mu_i)^2 for now, mu_i = (0.5 + S_i) / (i + 2)
-    const int level = simd_level();
-    std::size_t i = 0;
-#if TRUESCORE_BETTING_AVX
-    if (level >= 2) i = deviations_avx(x, offset, lam, n);
-#endif
-#if TRUESCORE_BETTING_SSE2
-    if (level >= 1) {
-        __m128d t2 = _mm_set_pd(static_cast<double>(i) + 3.0, static_cast<double>(i) + 2.0);
-        const __m128d half = _mm_set1_pd(0.5), two = _mm_set1_pd(2.0);
-        for (; i + 2 < n; i += 2) {
-            const __m128d mu = _mm_div_pd(_mm_add_pd(half, _mm_loadu_pd(offset + i + 1)), t2);
-            const __m128d dev = _mm_sub_pd(_mm_loadu_pd(x + i), mu);
-            _mm_storeu_pd(lam + i, _mm_mul_pd(dev, dev));
-            t2 = _mm_add_pd(t2, two);
-        }
-    }
-#endif
-    for (; i < n; ++i) {
-        const double si = i + 1 < n ? offset[i + 1] : s;
-        const double dev = x[i] - (0.5 + si) / (static_cast<double>(i + 1) + 1.0);
-        lam[i] = dev * dev;
-    }
-    double sq = 0.0;
-    for (i = 0; i < n; ++i) {  // lam: 1/4 + sq_{i-1} for now
-        const double dev2 = lam[i];
-        lam[i] = 0.25 + sq;
-        sq += dev2;
-    }
+    double s = 0.0, sq = 0.0, s_before_last = 0.0;
     const double two_log = 2.0 * log_term;
-    i = 0;
+    const int level = simd_level();
 #if TRUESCORE_BETTING_AVX
-    if (level >= 2) i = rates_avx(two_log, nd, finite, population_size, lam, slope, offset, n);
+    if (level >= 2) {
+        path_avx(d, n, population_size, finite, two_log, nd, x, lam, slope, offset, s, sq, s_before_last);
+    } else
 #endif
-#if TRUESCORE_BETTING_SSE2
-    if (level >= 1) {
-        __m128d j = _mm_set_pd(static_cast<double>(i) + 1.0, static_cast<double>(i));
-        const __m128d one = _mm_set1_pd(1.0), two = _mm_set1_pd(2.0), c = _mm_set1_pd(two_log);
-        const __m128d nv = _mm_set1_pd(nd), pop = _mm_set1_pd(population_size);
-        for (; i + 2 <= n; i += 2) {
-            const __m128d var = _mm_div_pd(_mm_loadu_pd(lam + i), _mm_add_pd(j, one));
-            _mm_storeu_pd(lam + i, _mm_sqrt_pd(_mm_div_pd(c, _mm_mul_pd(nv, var))));
-            if (finite) {
-                const __m128d remaining = _mm_sub_pd(pop, j);
-                _mm_storeu_pd(slope + i, _mm_div_pd(pop, remaining));
-                _mm_storeu_pd(offset + i, _mm_div_pd(_mm_loadu_pd(offset + i), remaining));
-            }
-            j = _mm_add_pd(j, two);
+    {
+        for (std::size_t i = 0; i < n; ++i) {
+            x[i] = (d[i] + 1.0) * 0.5;
+            offset[i] = s;  // S_{i-1} for now
+            s += x[i];
         }
-    }
+        s_before_last = offset[n - 1];
+        // lam holds the squared deviations (x_i - mu_i)^2 for now, mu_i = (0.5 + S_i) / (i + 2)
+        std::size_t i = 0;
+#if TRUESCORE_BETTING_SSE2
+        if (level >= 1) {
+            __m128d t2 = _mm_set_pd(3.0, 2.0);
+            const __m128d half = _mm_set1_pd(0.5), two = _mm_set1_pd(2.0);
+            for (; i + 2 < n; i += 2) {
+                const __m128d mu = _mm_div_pd(_mm_add_pd(half, _mm_loadu_pd(offset + i + 1)), t2);
+                const __m128d dev = _mm_sub_pd(_mm_loadu_pd(x + i), mu);
+                _mm_storeu_pd(lam + i, _mm_mul_pd(dev, dev));
+                t2 = _mm_add_pd(t2, two);
+            }
+        }
 #endif
-    for (; i < n; ++i) {
-        const double var = lam[i] / (static_cast<double>(i) + 1.0);
-        lam[i] = std::sqrt(two_log / (nd * var));
-        if (finite) {
-            const double remaining = population_size - static_cast<double>(i);
-            slope[i] = population_size / remaining;
-            offset[i] = offset[i] / remaining;
+        for (; i < n; ++i) {
+            const double si = i + 1 < n ? offset[i + 1] : s;
+            const double dev = x[i] - (0.5 + si) / (static_cast<double>(i + 1) + 1.0);
+            lam[i] = dev * dev;
+        }
+        for (i = 0; i < n; ++i) {  // lam: 1/4 + sq_{i-1} for now
+            const double dev2 = lam[i];
+            lam[i] = 0.25 + sq;
+            sq += dev2;
+        }
+        i = 0;
+#if TRUESCORE_BETTING_SSE2
+        if (level >= 1) {
+            __m128d j = _mm_set_pd(1.0, 0.0);
+            const __m128d one = _mm_set1_pd(1.0), two = _mm_set1_pd(2.0), c = _mm_set1_pd(two_log);
+            const __m128d nv = _mm_set1_pd(nd), pop = _mm_set1_pd(population_size);
+            for (; i + 2 <= n; i += 2) {
+                const __m128d var = _mm_div_pd(_mm_loadu_pd(lam + i), _mm_add_pd(j, one));
+                _mm_storeu_pd(lam + i, _mm_sqrt_pd(_mm_div_pd(c, _mm_mul_pd(nv, var))));
+                if (finite) {
+                    const __m128d remaining = _mm_sub_pd(pop, j);
+                    _mm_storeu_pd(slope + i, _mm_div_pd(pop, remaining));
+                    _mm_storeu_pd(offset + i, _mm_div_pd(_mm_loadu_pd(offset + i), remaining));
+                }
+                j = _mm_add_pd(j, two);
+            }
+        }
+#endif
+        for (; i < n; ++i) {
+            const double var = lam[i] / (static_cast<double>(i) + 1.0);
+            lam[i] = std::sqrt(two_log / (nd * var));
+            if (finite) {
+                const double remaining = population_size - static_cast<double>(i);
+                slope[i] = population_size / remaining;
+                offset[i] = offset[i] / remaining;
+            }
         }
     }
     if (!finite) {
