@@ -158,6 +158,9 @@ void bind_testing(py::module_& m) {
         "(low, high) of the betting interval by the plain bisection to 1e-9 (population_size 0: "
         "none), the reference betting_interval's faster search reproduces; bisection=False runs "
         "that search through this same thin call (no validation), for kernel-to-kernel timing.");
+    t.def("betting_simd_level", &truescore::betting_simd_level, py::arg("request") = -1,
+          "The vector kernel the betting interval runs (2 AVX, 1 SSE2, 0 plain loops; the same bits): "
+          "request >= 0 caps it at that level process-wide, for tests; returns the level in use.");
     t.def("normal_quantile", &truescore::normal_quantile, py::arg("p"),
           "The core's standard normal quantile Phi^{-1}(p) (NaN outside (0, 1)).");
     t.def("resolved_threads", &truescore::resolve_threads, py::arg("n_threads"),

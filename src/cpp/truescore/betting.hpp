@@ -24,4 +24,9 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
 GapInterval betting_interval_bisection(const double* d, std::size_t n, double population_size,
                                        double alpha);
 
+// The vector kernel betting_interval runs (2 AVX, 1 SSE2, 0 plain loops; all give the same
+// bits): request >= 0 caps it at that level (for tests; process-wide), request < 0 only asks.
+// Returns the level now in use (at most what the CPU and the build support).
+int betting_simd_level(int request);
+
 }  // namespace truescore

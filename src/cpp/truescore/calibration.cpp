@@ -72,6 +72,8 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
             throw std::invalid_argument(std::string("the ") + t.name +
                                         " interval needs the sample's order: it cannot use lattice counts");
     }
+    bool reads_moments = false;
+    for (std::size_t k = 0; k < s.n_methods; ++k) reads_moments |= !interval_traits(s.methods[k]).order_dependent;
     const IntervalConstants c(s.alpha);
     const double pop = static_cast<double>(s.population_size);
     const std::size_t width = s.n_methods * kCoverageWidth;
@@ -105,8 +107,11 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
         } else {
             draw_stratified(st.fy, rng, s.offsets, s.n_strata, s.allocation, st.idx.data());
             for (std::size_t i = 0; i < n; ++i) st.d[i] = s.values[st.idx[i]];
-            mean = numpy_mean(st.d.data(), n);
-            variance = numpy_variance(st.d.data(), n, mean);
+            mean = variance = 0.0;
+            if (reads_moments) {  // two passes over the sample the order-dependent intervals skip
+                mean = numpy_mean(st.d.data(), n);
+                variance = numpy_variance(st.d.data(), n, mean);
+            }
         }
         for (std::size_t k = 0; k < s.n_methods; ++k) {
             const GapInterval iv =
