@@ -20,6 +20,10 @@ namespace truescore {
 
 // ---- With replacement ------------------------------------------------------------------
 
+// Draws between two Ctrl-C checks in a long resample (a mask: every 2^20 draws).
+inline constexpr std::size_t kCancelDraws = (std::size_t{1} << 20) - 1;
+
+
 // Uniform integers on [0, n), one Philox::below(n) (one raw word, Lemire) per draw.
 class BelowSampler {
 public:
@@ -104,6 +108,22 @@ public:
         for (std::size_t i = 0; i < count; ++i) out[i] = draw();
     }
 
+#ifdef TRUESCORE_AVX512
+    // gathered_sum's AVX-512 kernel (n <= 2^26): the sum of y[i] over the next `count`
+    // draws, draw i to accumulator i mod 4, combined as ((a0 + a1) + (a2 + a3)) -- the
+    // same draws as fill() and the same additions in the same order, so the same bits.
+    // Sixteen Philox blocks at a time are generated, cut and compressed in registers
+    // (cut_wide's scheme), and their accepted draws go to a small buffer from which they
+    // are added four at a time (one gather into a vector whose lane l is accumulator l),
+    // the 0 to 3 left over staying for the next batch: no index array makes a round trip
+    // through memory, and the latency-bound additions overlap the next blocks'
+    // generation instead of waiting for a whole chunk of indices.
+    bool packed() const { return bits_ < 64; }
+    double wide_sum(const double* y, std::size_t count) {
+        return per_word_ == 3 ? wide_sum_impl<21, 3>(y, count) : wide_sum_impl<32, 2>(y, count);
+    }
+#endif
+
 private:
     static constexpr std::size_t kBatchWords = 128;
 
@@ -164,6 +184,116 @@ private:
         return j + cut<Bits, PerWord>(words + i, w - i, n, threshold, out + j);
     }
 
+    // The accepted draws (in draw order) of the eight words in `word` to out; returns how
+    // many: cut_wide's loop body on a register.
+    template <int Bits, int PerWord>
+    TRUESCORE_TARGET_AVX512 static inline __attribute__((always_inline)) std::size_t cut_register(
+        __m512i word, __m512i mask, __m512i vn, __m512i vt, std::uint64_t* out) {
+        // The chunks' products in draw order, PerWord registers of eight.
+        __m512i q[PerWord];
+        if constexpr (PerWord == 3) {
+            const __m512i p0 = _mm512_mul_epu32(_mm512_and_si512(word, mask), vn);
+            const __m512i p1 = _mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(word, Bits), mask), vn);
+            const __m512i p2 = _mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(word, 2 * Bits), mask), vn);
+            const __m512i a = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 8, 0, 1, 9, 0, 2, 10), p1);
+            q[0] = _mm512_mask_permutexvar_epi64(a, 0x24, _mm512_setr_epi64(0, 0, 0, 0, 0, 1, 0, 0), p2);
+            const __m512i b = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 3, 11, 0, 4, 12, 0, 5), p1);
+            q[1] = _mm512_mask_permutexvar_epi64(b, 0x49, _mm512_setr_epi64(2, 0, 0, 3, 0, 0, 4, 0), p2);
+            const __m512i c = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(13, 0, 6, 14, 0, 7, 15, 0), p1);
+            q[2] = _mm512_mask_permutexvar_epi64(c, 0x92, _mm512_setr_epi64(0, 5, 0, 0, 6, 0, 0, 7), p2);
+        } else {
+            const __m512i p0 = _mm512_mul_epu32(word, vn);
+            const __m512i p1 = _mm512_mul_epu32(_mm512_srli_epi64(word, 32), vn);
+            q[0] = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), p1);
+            q[1] = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), p1);
+        }
+        // Usually no chunk of the eight words is rejected: then the draws are stored as
+        // they are, without compressing.
+        __m512i lowest = _mm512_and_si512(q[0], mask);
+        for (int r = 1; r < PerWord; ++r) lowest = _mm512_min_epu64(lowest, _mm512_and_si512(q[r], mask));
+        if (__builtin_expect(_mm512_cmplt_epu64_mask(lowest, vt) == 0, 1)) {
+            for (int r = 0; r < PerWord; ++r) _mm512_storeu_si512(out + 8 * r, _mm512_srli_epi64(q[r], Bits));
+            return 8 * PerWord;
+        }
+        std::size_t j = 0;
+        for (int r = 0; r < PerWord; ++r) j += keep<Bits>(q[r], mask, vt, out + j);
+        return j;
+    }
+
+    template <int Bits, int PerWord>
+    TRUESCORE_TARGET_AVX512 double wide_sum_impl(const double* y, std::size_t count) {
+        double acc[4] = {0.0, 0.0, 0.0, 0.0};
+        std::size_t i = 0;  // draws added so far
+        // One draw at a time up to the next block boundary with no chunk left in a word.
+        while (i < count && (left_ != 0 || !gen_.at_block())) {
+            acc[i & 3] += y[draw()];
+            ++i;
+        }
+        constexpr std::size_t kChunks = Philox::kWideBlocks * 4 * PerWord;  // cut per batch
+        if (count - i >= kChunks) {
+            const __m512i mask = _mm512_set1_epi64(static_cast<long long>((std::uint64_t{1} << Bits) - 1));
+            const __m512i vn = _mm512_set1_epi64(static_cast<long long>(n_));
+            const __m512i vt = _mm512_set1_epi64(static_cast<long long>(threshold_));
+            // Two buffers: the draws of one batch are added while the next batch is
+            // generated (in the rounds' gaps) and cut into the other. s[l] is accumulator
+            // (i0 + l) mod 4: draws are added in fours from draw i0 on, a batch's 0 to 3
+            // last draws moving to the front of the next batch's buffer.
+            const std::size_t i0 = i;
+            double s0 = acc[i0 & 3], s1 = acc[(i0 + 1) & 3], s2 = acc[(i0 + 2) & 3], s3 = acc[(i0 + 3) & 3];
+            alignas(64) std::uint64_t buffers[2][kChunks + 8];
+            std::uint64_t* cur = buffers[0];
+            std::uint64_t* next = buffers[1];
+            __m512i w[8];
+            gen_.next_wide(w, [](int) {});
+            std::size_t j = 0;  // draws in cur
+            for (int k = 0; k < 8; ++k) j += cut_register<Bits, PerWord>(w[k], mask, vn, vt, cur + j);
+            std::size_t drawn = i + j;          // draws cut so far
+            std::size_t check = i + kCancelDraws + 1;
+            constexpr std::size_t kPerRound = (kChunks / 4 + 1 + 9) / 10 * 4;  // draws added per round
+            for (;;) {
+                const std::size_t whole = j & ~std::size_t{3};
+                // A batch never cuts more chunks than draws still wanted (fill()'s rule).
+                if (count - drawn < kChunks) {
+                    for (std::size_t q = 0; q < whole; q += 4) {
+                        s0 += y[cur[q]];
+                        s1 += y[cur[q + 1]];
+                        s2 += y[cur[q + 2]];
+                        s3 += y[cur[q + 3]];
+                    }
+                    i += whole;
+                    break;
+                }
+                // A resample of 10^9 draws takes seconds: Ctrl-C is checked every 2^20 draws.
+                if (i >= check) {
+                    throw_if_cancelled();
+                    check = i + kCancelDraws + 1;
+                }
+                const std::size_t left = j - whole;
+                for (std::size_t q = 0; q < left; ++q) next[q] = cur[whole + q];
+                gen_.next_wide(w, [&](int round) {
+                    const std::size_t end = std::min(whole, kPerRound * static_cast<std::size_t>(round + 1));
+                    for (std::size_t q = kPerRound * static_cast<std::size_t>(round); q < end; q += 4) {
+                        s0 += y[cur[q]];
+                        s1 += y[cur[q + 1]];
+                        s2 += y[cur[q + 2]];
+                        s3 += y[cur[q + 3]];
+                    }
+                });
+                i += whole;
+                j = left;
+                for (int k = 0; k < 8; ++k) j += cut_register<Bits, PerWord>(w[k], mask, vn, vt, next + j);
+                drawn += j - left;
+                std::swap(cur, next);
+            }
+            const double lanes[4] = {s0, s1, s2, s3};
+            for (int l = 0; l < 4; ++l) acc[(i0 + static_cast<std::size_t>(l)) & 3] = lanes[l];
+            for (std::size_t q = j & ~std::size_t{3}; q < j; ++q, ++i) acc[i & 3] += y[cur[q]];
+        }
+        // The last draws (fewer than a batch's chunks) one at a time.
+        for (; i < count; ++i) acc[i & 3] += y[draw()];
+        return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    }
+
     // The accepted draws of eight products q (in draw order) to out, in order; returns
     // how many.
     template <int Bits>
@@ -192,9 +322,6 @@ private:
 // of 4 (so draw i of a run still goes to accumulator i mod 4).
 inline constexpr std::size_t kIndexChunk = 1024;
 
-// Draws between two Ctrl-C checks in a long resample (a mask: every 2^20 draws).
-inline constexpr std::size_t kCancelDraws = (std::size_t{1} << 20) - 1;
-
 // The sum of y[i] over `count` draws of `pick`, in four accumulators (draw i to
 // accumulator i mod 4, added in draw order), combined as ((a0 + a1) + (a2 + a3)).
 // scratch holds kIndexChunk indices.
@@ -217,6 +344,9 @@ inline double gathered_sum(PackedIndexSampler& pick, const double* y, std::size_
         for (; i < count; ++i) acc[i & 3] += y[pick.draw()];
         return (acc[0] + acc[1]) + (acc[2] + acc[3]);
     }
+#ifdef TRUESCORE_AVX512
+    if (pick.packed()) return pick.wide_sum(y, count);
+#endif
     for (std::size_t first = 0; first < count; first += kIndexChunk) {
         if ((first & kCancelDraws) == 0 && first != 0) throw_if_cancelled();
         const std::size_t c = std::min(kIndexChunk, count - first);
