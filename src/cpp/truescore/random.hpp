@@ -126,25 +126,34 @@ public:
     // next_wide() may run.
     bool at_block() const { return pos_ == 4; }
 
-    // The next kWideBlocks blocks (64 raw words: exactly what next_words(out, 64) gives
-    // when at_block()) in block order, w[k] holding words 8k .. 8k + 7, for the kernels
-    // that cut them in registers. Requires at_block(); stays at a block boundary.
+    // The next kWideBlocks + Extra blocks (exactly what next_words gives when at_block()):
+    // the first kWideBlocks in block order in w[0 .. 8) (w[k] holds words 8k .. 8k + 7),
+    // for the kernels that cut them in registers, and the Extra after them in
+    // extra[0 .. 4 Extra), computed with scalar instructions in the same rounds (the
+    // integer units are otherwise idle while the vector units run the rounds). Requires
+    // at_block(); stays at a block boundary.
     //
     // after_round(r) is called after round r (0 to 9) of the generation: work that does
     // not depend on these blocks placed there runs in the gaps of the rounds' long
     // multiply chains instead of after them.
-    template <class AfterRound>
-    TRUESCORE_TARGET_AVX512 inline __attribute__((always_inline)) void next_wide(__m512i* w, AfterRound after_round) {
+    template <std::size_t Extra, class AfterRound>
+    TRUESCORE_TARGET_AVX512 inline __attribute__((always_inline)) void next_wide(__m512i* w, std::uint64_t* extra,
+                                                                              AfterRound after_round) {
         __m512i x[2][4];
-        if (ctr_[0] <= ~std::uint64_t{0} - kWideBlocks) {
-            // No carry out of word 0 in these 16 steps: the counters are computed in the
+        std::uint64_t s[Extra > 0 ? Extra : 1][4];
+        if (ctr_[0] <= ~std::uint64_t{0} - (kWideBlocks + Extra)) {
+            // No carry out of word 0 in these steps: the counters are computed in the
             // registers (scalar stores read back as vectors would stall on forwarding).
             const __m512i base = _mm512_set1_epi64(static_cast<long long>(ctr_[0]));
             x[0][0] = _mm512_add_epi64(base, _mm512_setr_epi64(1, 2, 3, 4, 5, 6, 7, 8));
             x[1][0] = _mm512_add_epi64(base, _mm512_setr_epi64(9, 10, 11, 12, 13, 14, 15, 16));
             for (int v = 0; v < 2; ++v)
                 for (int q = 1; q < 4; ++q) x[v][q] = _mm512_set1_epi64(static_cast<long long>(ctr_[q]));
-            ctr_[0] += kWideBlocks;
+            for (std::size_t l = 0; l < Extra; ++l) {
+                s[l][0] = ctr_[0] + kWideBlocks + 1 + l;
+                for (int q = 1; q < 4; ++q) s[l][q] = ctr_[q];
+            }
+            ctr_[0] += kWideBlocks + Extra;
         } else {
             alignas(64) std::uint64_t c[4][kWideBlocks];
             for (std::size_t l = 0; l < kWideBlocks; ++l) {
@@ -153,8 +162,14 @@ public:
             }
             for (int v = 0; v < 2; ++v)
                 for (int q = 0; q < 4; ++q) x[v][q] = _mm512_load_si512(c[q] + 8 * v);
+            for (std::size_t l = 0; l < Extra; ++l) {
+                increment();
+                for (int q = 0; q < 4; ++q) s[l][q] = ctr_[q];
+            }
         }
-        wide_rounds(x, key_[0], key_[1], after_round);
+        wide_rounds<Extra>(x, s, key_[0], key_[1], after_round);
+        for (std::size_t l = 0; l < Extra; ++l)
+            for (int q = 0; q < 4; ++q) extra[4 * l + q] = s[l][q];
         // Transpose to block order: word q of block l goes to w[l / 2], lane 4 (l % 2) + q.
         for (int v = 0; v < 2; ++v) {
             const __m512i t0 = _mm512_unpacklo_epi64(x[v][0], x[v][1]);  // w0 w1 of blocks 0, 2, 4, 6
@@ -198,10 +213,11 @@ private:
     }
 
     // Philox's ten rounds on the blocks whose counters are in x (x[v][q]: word q of
-    // blocks 8v .. 8v + 7, one block per 64-bit lane): refill()'s rounds, lane-wise.
-    template <class AfterRound>
+    // blocks 8v .. 8v + 7, one block per 64-bit lane) and in s[0 .. Extra): refill()'s
+    // rounds, lane-wise and scalar.
+    template <std::size_t Extra, class AfterRound>
     TRUESCORE_TARGET_AVX512 static inline __attribute__((always_inline)) void wide_rounds(
-        __m512i (&x)[2][4], std::uint64_t k0, std::uint64_t k1, AfterRound& after_round) {
+        __m512i (&x)[2][4], std::uint64_t (*s)[4], std::uint64_t k0, std::uint64_t k1, AfterRound& after_round) {
         for (int round = 0; round < 10; ++round) {
             if (round > 0) {
                 k0 += 0x9E3779B97F4A7C15ULL;
@@ -218,6 +234,16 @@ private:
                 x[v][2] = _mm512_ternarylogic_epi64(hi0, x[v][3], kk1, 0x96);
                 x[v][3] = lo0;
             }
+            for (std::size_t l = 0; l < Extra; ++l) {
+                std::uint64_t hi0, lo0, hi1, lo1;
+                mulhilo(0xD2E7470EE14C6C93ULL, s[l][0], &hi0, &lo0);
+                mulhilo(0xCA5A826395121157ULL, s[l][2], &hi1, &lo1);
+                const std::uint64_t y0 = hi1 ^ s[l][1] ^ k0, y2 = hi0 ^ s[l][3] ^ k1;
+                s[l][0] = y0;
+                s[l][1] = lo1;
+                s[l][2] = y2;
+                s[l][3] = lo0;
+            }
             after_round(round);
         }
     }
@@ -225,7 +251,7 @@ private:
     // next_wide() into out[0 .. 64).
     TRUESCORE_TARGET_AVX512 void next_wide_stored(std::uint64_t* out) {
         __m512i w[8];
-        next_wide(w, [](int) {});
+        next_wide<0>(w, nullptr, [](int) {});
         for (int k = 0; k < 8; ++k) _mm512_storeu_si512(out + 8 * k, w[k]);
     }
     TRUESCORE_AVX512_END
