@@ -196,6 +196,18 @@ private:
 
     static constexpr std::size_t kLanes = 2;
 
+    // One Philox round on the block x with round key (k0, k1).
+    static void round_scalar(std::uint64_t* x, std::uint64_t k0, std::uint64_t k1) {
+        std::uint64_t hi0, lo0, hi1, lo1;
+        mulhilo(0xD2E7470EE14C6C93ULL, x[0], &hi0, &lo0);
+        mulhilo(0xCA5A826395121157ULL, x[2], &hi1, &lo1);
+        const std::uint64_t y0 = hi1 ^ x[1] ^ k0, y2 = hi0 ^ x[3] ^ k1;
+        x[0] = y0;
+        x[1] = lo1;
+        x[2] = y2;
+        x[3] = lo0;
+    }
+
 #ifdef TRUESCORE_AVX512
     TRUESCORE_AVX512_BEGIN
     // hi:lo = x * m for eight 64-bit lanes, from four 32 x 32-bit products.
@@ -234,16 +246,7 @@ private:
                 x[v][2] = _mm512_ternarylogic_epi64(hi0, x[v][3], kk1, 0x96);
                 x[v][3] = lo0;
             }
-            for (std::size_t l = 0; l < Extra; ++l) {
-                std::uint64_t hi0, lo0, hi1, lo1;
-                mulhilo(0xD2E7470EE14C6C93ULL, s[l][0], &hi0, &lo0);
-                mulhilo(0xCA5A826395121157ULL, s[l][2], &hi1, &lo1);
-                const std::uint64_t y0 = hi1 ^ s[l][1] ^ k0, y2 = hi0 ^ s[l][3] ^ k1;
-                s[l][0] = y0;
-                s[l][1] = lo1;
-                s[l][2] = y2;
-                s[l][3] = lo0;
-            }
+            for (std::size_t l = 0; l < Extra; ++l) round_scalar(s[l], k0, k1);
             after_round(round);
         }
     }
@@ -276,16 +279,7 @@ private:
                 k0 += 0x9E3779B97F4A7C15ULL;
                 k1 += 0xBB67AE8584CAA73BULL;
             }
-            for (std::size_t l = 0; l < kLanes; ++l) {
-                std::uint64_t hi0, lo0, hi1, lo1;
-                mulhilo(0xD2E7470EE14C6C93ULL, x[l][0], &hi0, &lo0);
-                mulhilo(0xCA5A826395121157ULL, x[l][2], &hi1, &lo1);
-                const std::uint64_t y0 = hi1 ^ x[l][1] ^ k0, y2 = hi0 ^ x[l][3] ^ k1;
-                x[l][0] = y0;
-                x[l][1] = lo1;
-                x[l][2] = y2;
-                x[l][3] = lo0;
-            }
+            for (std::size_t l = 0; l < kLanes; ++l) round_scalar(x[l], k0, k1);
         }
         for (std::size_t l = 0; l < kLanes; ++l)
             for (int w = 0; w < 4; ++w) out[4 * l + w] = x[l][w];
@@ -293,27 +287,17 @@ private:
 
     void refill() {
         // Increment the 256-bit counter, then encrypt it with 10 rounds.
-        if (++ctr_[0] == 0 && ++ctr_[1] == 0 && ++ctr_[2] == 0) ++ctr_[3];
-        std::uint64_t x0 = ctr_[0], x1 = ctr_[1], x2 = ctr_[2], x3 = ctr_[3];
+        increment();
+        std::uint64_t x[4] = {ctr_[0], ctr_[1], ctr_[2], ctr_[3]};
         std::uint64_t k0 = key_[0], k1 = key_[1];
         for (int round = 0; round < 10; ++round) {
             if (round > 0) {
                 k0 += 0x9E3779B97F4A7C15ULL;
                 k1 += 0xBB67AE8584CAA73BULL;
             }
-            std::uint64_t hi0, lo0, hi1, lo1;
-            mulhilo(0xD2E7470EE14C6C93ULL, x0, &hi0, &lo0);
-            mulhilo(0xCA5A826395121157ULL, x2, &hi1, &lo1);
-            const std::uint64_t y0 = hi1 ^ x1 ^ k0, y2 = hi0 ^ x3 ^ k1;
-            x0 = y0;
-            x1 = lo1;
-            x2 = y2;
-            x3 = lo0;
+            round_scalar(x, k0, k1);
         }
-        buf_[0] = x0;
-        buf_[1] = x1;
-        buf_[2] = x2;
-        buf_[3] = x3;
+        for (int w = 0; w < 4; ++w) buf_[w] = x[w];
         pos_ = 0;
     }
 

@@ -267,6 +267,15 @@ private:
             std::uint64_t* next = buffers[1];
             std::uint64_t* words = scalar_words[0];  // the scalar blocks not cut yet
             std::uint64_t* spare = scalar_words[1];
+            // cur[from .. to) (to - from a multiple of 4) into the accumulators.
+            auto add_fours = [&](std::size_t from, std::size_t to) {
+                for (std::size_t q = from; q < to; q += 4) {
+                    s0 += y[cur[q]];
+                    s1 += y[cur[q + 1]];
+                    s2 += y[cur[q + 2]];
+                    s3 += y[cur[q + 3]];
+                }
+            };
             __m512i w[8];
             gen_.next_wide<kScalarBlocks>(w, words, [](int) {});
             std::size_t j = 0;  // draws in cur
@@ -281,12 +290,7 @@ private:
                 // A batch never cuts more chunks than draws still wanted (fill()'s rule);
                 // the scalar blocks not cut yet count as cut.
                 if (count - drawn - kScalarChunks < kVectorChunks + kScalarChunks) {
-                    for (std::size_t q = 0; q < whole; q += 4) {
-                        s0 += y[cur[q]];
-                        s1 += y[cur[q + 1]];
-                        s2 += y[cur[q + 2]];
-                        s3 += y[cur[q + 3]];
-                    }
+                    add_fours(0, whole);
                     i += whole;
                     for (std::size_t q = 0; q < left; ++q) next[q] = cur[whole + q];
                     j = left + cut_words<Bits, PerWord, kScalarBlocks>(words, mask, vn, vt, next + left);
@@ -301,16 +305,12 @@ private:
                 }
                 for (std::size_t q = 0; q < left; ++q) next[q] = cur[whole + q];
                 gen_.next_wide<kScalarBlocks>(w, spare, [&](int round) {
-                    const std::size_t end = std::min(whole, kPerRound * static_cast<std::size_t>(round + 1));
-                    for (std::size_t q = kPerRound * static_cast<std::size_t>(round); q < end; q += 4) {
-                        s0 += y[cur[q]];
-                        s1 += y[cur[q + 1]];
-                        s2 += y[cur[q + 2]];
-                        s3 += y[cur[q + 3]];
-                    }
+                    const std::size_t r = static_cast<std::size_t>(round);
+                    add_fours(kPerRound * r, std::min(whole, kPerRound * (r + 1)));
                 });
                 i += whole;
-                j = left + cut_words<Bits, PerWord, kScalarBlocks>(words, mask, vn, vt, next + left);  // the previous batch's scalar blocks
+                // The previous batch's scalar blocks, then this batch's vector blocks.
+                j = left + cut_words<Bits, PerWord, kScalarBlocks>(words, mask, vn, vt, next + left);
                 for (int k = 0; k < 8; ++k) j += cut_register<Bits, PerWord>(w[k], mask, vn, vt, next + j);
                 drawn += j - left;
                 std::swap(cur, next);
@@ -318,12 +318,7 @@ private:
             }
             // The draws cut and not added yet: in fours, then one by one.
             const std::size_t whole = j & ~std::size_t{3};
-            for (std::size_t q = 0; q < whole; q += 4) {
-                s0 += y[cur[q]];
-                s1 += y[cur[q + 1]];
-                s2 += y[cur[q + 2]];
-                s3 += y[cur[q + 3]];
-            }
+            add_fours(0, whole);
             i += whole;
             const double lanes[4] = {s0, s1, s2, s3};
             for (int l = 0; l < 4; ++l) acc[(i0 + static_cast<std::size_t>(l)) & 3] = lanes[l];
