@@ -37,9 +37,10 @@ ROLES = ("ours", "baseline")
 # a process and mostly 0.1 to 0.2 s (once 1.05 s) in the calls right after it, with the
 # same ~1,760 page faults each time -- NumPy asks for transparent huge pages on large
 # arrays, so these are 2 MB pages, and memory the process has not used lately costs the
-# virtual machine far more to hand out (the host backs it again). In a benchmark run the
-# first baseline call of every group was the slowest of its group (1.5 to 3.4 s against
-# 0.65 to 2.4 s), the groups' own benchmarks running in between. Wall time adds waiting
+# virtual machine far more to hand out (the host backs it again). In a benchmark run
+# (three rounds, no warm-up, under load) the first baseline call was the slowest of its
+# group in four of the five groups (first calls 1.5 to 3.4 s, the others 0.65 to 2.4 s),
+# the groups' own benchmarks running in between. Wall time adds waiting
 # for a core on a shared machine. So a one-round baseline took 0.65 s in one run and
 # 3.9 s in another, and the printed speed-up swung 8x to 50x. The warm-up call takes the
 # first touch; the median of three drops one more slow call. The calls run one after
