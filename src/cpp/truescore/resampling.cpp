@@ -1,7 +1,6 @@
 #include "truescore/resampling.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <mutex>
 #include <stdexcept>
@@ -31,54 +30,33 @@ std::vector<double> stratum_sums(const double* y, const std::int64_t* offsets, s
     return sums;
 }
 
-// Replicates a worker claims at a time in stratified_replicates (one atomic increment per
-// claim: about 0.4 ms of work for Rao-Wu at n = 10^4). Decides only who computes what.
+// Replicates a worker claims at a time in stratified_replicates (about 0.4 ms of work for
+// Rao-Wu at n = 10^4). Decides only who computes what.
 constexpr std::size_t kReplicatesPerClaim = 4;
 
 // The frame shared by the stratified-mean bootstraps: replicate b draws from task stream
-// b (a stream per replicate, kReplicateBlock) and is
-// sum_h weight[h] * (ybar_h + shift(gen, h, y_h, n_h, ybar_h)), strata in order, a
-// sequential sum, written to out[b]. make_shift() is called once per worker and returns
-// that worker's shift (holding its scratch space). Unlike for_each_stream_block's fixed
-// partition, free workers claim the next few replicates from a shared counter: a worker
-// whose core is shared with another busy process (a loaded machine, a container with
-// fewer cores than it reports) computes fewer, instead of the call waiting for its fixed
-// half. A replicate's value depends only on b, so the result is the same for every
-// thread count and every claiming order.
+// b and is sum_h weight[h] * (ybar_h + shift(gen, h, y_h, n_h, ybar_h)), strata in order,
+// a sequential sum, written to out[b]. make_shift() is called once per worker and returns
+// that worker's shift (holding its scratch space). Free workers claim the next
+// replicates (for_each_stream_block_claimed): the replicates never depend on the thread
+// count or on which worker computed them.
 template <class MakeShift>
 void stratified_replicates(const double* y, const std::int64_t* offsets, std::size_t n_strata,
                            const double* weight, const std::vector<double>& ysum,
                            std::size_t replicates, std::uint64_t key0, std::uint64_t key1,
                            int n_threads, double* out, MakeShift make_shift) {
-    static_assert(kReplicateBlock == 1, "replicate b reads stream b");
     std::vector<double> ybar(n_strata);
     for (std::size_t h = 0; h < n_strata; ++h)
         ybar[h] = ysum[h] / static_cast<double>(offsets[h + 1] - offsets[h]);
-    const std::size_t workers =
-        std::min(static_cast<std::size_t>(resolve_threads(n_threads)),
-                 std::max<std::size_t>(1, replicates / kMinReplicatesPerThread));
-    std::atomic<std::size_t> next{0};
-    // One worker per block of the partition; a worker that cannot get a thread runs on
-    // the calling thread after its own and finds little or nothing left to claim.
-    parallel_for_blocks(workers, static_cast<int>(workers), 1, [&](std::size_t first, std::size_t last) {
-        for (std::size_t worker = first; worker < last; ++worker) {
-            auto shift = make_shift();
-            for (;;) {
-                const std::size_t begin = next.fetch_add(kReplicatesPerClaim, std::memory_order_relaxed);
-                if (begin >= replicates) break;
-                const std::size_t end = std::min(replicates, begin + kReplicatesPerClaim);
-                for (std::size_t b = begin; b < end; ++b) {
-                    throw_if_cancelled();
-                    Philox gen = Philox::for_task(key0, key1, b);
-                    double total = 0.0;
-                    for (std::size_t h = 0; h < n_strata; ++h) {
-                        const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
-                        total += weight[h] * (ybar[h] + shift(gen, h, y + offsets[h], nh, ybar[h]));
-                    }
-                    out[b] = total;
-                }
-            }
+    const StreamBlocks streams{key0, key1, replicates, kReplicateBlock};
+    for_each_stream_block_claimed(streams, n_threads, kMinReplicatesPerThread, kReplicatesPerClaim, make_shift,
+                                  [&](auto& shift, Philox& gen, std::size_t b, std::size_t, std::size_t) {
+        double total = 0.0;
+        for (std::size_t h = 0; h < n_strata; ++h) {
+            const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
+            total += weight[h] * (ybar[h] + shift(gen, h, y + offsets[h], nh, ybar[h]));
         }
+        out[b] = total;
     });
 }
 
