@@ -1,7 +1,9 @@
-// Fixed-partition parallel loops, and the one loop every randomised kernel runs on.
+// Fixed-partition parallel loops, and the loops every randomised kernel runs on.
 //
 // Work is split into contiguous blocks by task index, never by which thread is free, so
-// a result depends only on the task index and never on the thread count.
+// a result depends only on the task index and never on the thread count. The one
+// exception, for_each_stream_block_claimed, hands out whole stream blocks to whichever
+// worker is free; a block's output still depends only on its index.
 #pragma once
 
 #include <algorithm>
