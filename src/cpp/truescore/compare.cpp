@@ -118,10 +118,13 @@ void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::ui
     if (n == 0) throw std::invalid_argument("bootstrap needs at least one value");
     const double dn = static_cast<double>(n);
     const StreamBlocks streams{key0, key1, n_boot, kBootstrapBlock};
-    for_each_stream_block(streams, n_threads, min_blocks_for_steps(kBootstrapBlock, n),
-                          [] { return std::vector<std::uint64_t>(kIndexChunk); },
-                          [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t, std::size_t r_begin,
-                              std::size_t r_end) {
+    // Free workers claim the next block of resamples (a block is ~2 ms at n = 10^4), so a
+    // worker on a core shared with another process does fewer; each block is the same
+    // for every thread count.
+    for_each_stream_block_claimed(streams, n_threads, min_blocks_for_steps(kBootstrapBlock, n), 1,
+                                  [] { return std::vector<std::uint64_t>(kIndexChunk); },
+                                  [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t, std::size_t r_begin,
+                                      std::size_t r_end) {
         PackedIndexSampler pick(gen, n);
         for (std::size_t r = r_begin; r < r_end; ++r) out[r] = gathered_sum(pick, d, n, idx.data()) / dn;
     });

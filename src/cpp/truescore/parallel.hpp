@@ -1,7 +1,9 @@
-// Fixed-partition parallel loops, and the one loop every randomised kernel runs on.
+// Fixed-partition parallel loops, and the loops every randomised kernel runs on.
 //
 // Work is split into contiguous blocks by task index, never by which thread is free, so
-// a result depends only on the task index and never on the thread count.
+// a result depends only on the task index and never on the thread count. The one
+// exception, for_each_stream_block_claimed, hands out whole stream blocks to whichever
+// worker is free; a block's output still depends only on its index.
 #pragma once
 
 #include <algorithm>
@@ -310,6 +312,43 @@ void for_each_stream_block(const StreamBlocks& streams, int n_threads, std::size
                            MakeState make_state, Body body, Finish finish = no_finish) {
     for_each_stream_block(streams, 0, streams.n_blocks(), n_threads, min_blocks_per_thread, make_state, body,
                           finish);
+}
+
+// for_each_stream_block with the blocks claimed, `claim` at a time, by whichever worker is
+// free (one atomic increment per claim) instead of split in fixed shares up front: a
+// worker whose core another process shares (a loaded machine, a container given fewer
+// cores than it reports) takes fewer blocks, where a fixed share would keep the whole
+// call waiting for it. Block k still gets stream k and items [k block, (k + 1) block), so
+// per-block (per-item) outputs are the same for every thread count and claiming order;
+// which blocks a worker's state sees changes from run to run, so `finish` may only make
+// order-free merges (integer counts). Blocks per claim and per thread decide only who
+// computes what.
+template <class MakeState, class Body, class Finish = decltype(no_finish)>
+void for_each_stream_block_claimed(const StreamBlocks& streams, int n_threads, std::size_t min_blocks_per_thread,
+                                   std::size_t claim, MakeState make_state, Body body, Finish finish = no_finish) {
+    const std::size_t n = streams.n_blocks();
+    if (n == 0) return;
+    claim = std::max<std::size_t>(1, claim);
+    const std::size_t workers = std::min(static_cast<std::size_t>(resolve_threads(n_threads)),
+                                         std::max<std::size_t>(1, n / std::max<std::size_t>(1, min_blocks_per_thread)));
+    std::atomic<std::size_t> next{0};
+    // One worker per block of this partition; a worker that gets no thread runs on the
+    // calling thread after its own and finds little or nothing left to claim.
+    parallel_for_blocks(workers, static_cast<int>(workers), 1, [&](std::size_t first, std::size_t last) {
+        for (std::size_t worker = first; worker < last; ++worker) {
+            auto state = make_state();
+            for (;;) {
+                const std::size_t begin = next.fetch_add(claim, std::memory_order_relaxed);
+                if (begin >= n) break;
+                for (std::size_t k = begin; k < std::min(n, begin + claim); ++k) {
+                    throw_if_cancelled();
+                    Philox gen = Philox::for_task(streams.key0, streams.key1, streams.first_stream + k);
+                    body(state, gen, k, k * streams.block, std::min(streams.n_items, (k + 1) * streams.block));
+                }
+            }
+            finish(state);
+        }
+    });
 }
 
 }  // namespace truescore

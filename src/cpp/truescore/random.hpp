@@ -81,16 +81,8 @@ public:
         }
 #ifdef TRUESCORE_AVX512
         if (count >= 4 * kWideBlocks && simd::avx512()) {
-            std::uint64_t c0[kWideBlocks], c1[kWideBlocks], c2[kWideBlocks], c3[kWideBlocks];
             while (count >= 4 * kWideBlocks) {
-                for (std::size_t l = 0; l < kWideBlocks; ++l) {
-                    increment();
-                    c0[l] = ctr_[0];
-                    c1[l] = ctr_[1];
-                    c2[l] = ctr_[2];
-                    c3[l] = ctr_[3];
-                }
-                wide_blocks(c0, c1, c2, c3, key_[0], key_[1], out);
+                next_wide_stored(out);
                 out += 4 * kWideBlocks;
                 count -= 4 * kWideBlocks;
             }
@@ -126,6 +118,75 @@ public:
         return static_cast<std::uint64_t>(m >> 64);
     }
 
+#ifdef TRUESCORE_AVX512
+    TRUESCORE_AVX512_BEGIN
+    static constexpr std::size_t kWideBlocks = 16;  // two registers of eight blocks
+
+    // Whether the next raw word starts a block (no word of the current block is left):
+    // next_wide() may run.
+    bool at_block() const { return pos_ == 4; }
+
+    // The next kWideBlocks + Extra blocks (exactly what next_words gives when at_block()):
+    // the first kWideBlocks in block order in w[0 .. 8) (w[k] holds words 8k .. 8k + 7),
+    // for the kernels that cut them in registers, and the Extra after them in
+    // extra[0 .. 4 Extra), computed with scalar instructions in the same rounds (the
+    // integer units are otherwise idle while the vector units run the rounds). Requires
+    // at_block(); stays at a block boundary.
+    //
+    // after_round(r) is called after round r (0 to 9) of the generation: work that does
+    // not depend on these blocks placed there runs in the gaps of the rounds' long
+    // multiply chains instead of after them.
+    template <std::size_t Extra, class AfterRound>
+    TRUESCORE_TARGET_AVX512 inline __attribute__((always_inline)) void next_wide(__m512i* w, std::uint64_t* extra,
+                                                                              AfterRound after_round) {
+        __m512i x[2][4];
+        std::uint64_t s[Extra > 0 ? Extra : 1][4];
+        if (ctr_[0] <= ~std::uint64_t{0} - (kWideBlocks + Extra)) {
+            // No carry out of word 0 in these steps: the counters are computed in the
+            // registers (scalar stores read back as vectors would stall on forwarding).
+            const __m512i base = _mm512_set1_epi64(static_cast<long long>(ctr_[0]));
+            x[0][0] = _mm512_add_epi64(base, _mm512_setr_epi64(1, 2, 3, 4, 5, 6, 7, 8));
+            x[1][0] = _mm512_add_epi64(base, _mm512_setr_epi64(9, 10, 11, 12, 13, 14, 15, 16));
+            for (int v = 0; v < 2; ++v)
+                for (int q = 1; q < 4; ++q) x[v][q] = _mm512_set1_epi64(static_cast<long long>(ctr_[q]));
+            for (std::size_t l = 0; l < Extra; ++l) {
+                s[l][0] = ctr_[0] + kWideBlocks + 1 + l;
+                for (int q = 1; q < 4; ++q) s[l][q] = ctr_[q];
+            }
+            ctr_[0] += kWideBlocks + Extra;
+        } else {
+            alignas(64) std::uint64_t c[4][kWideBlocks];
+            for (std::size_t l = 0; l < kWideBlocks; ++l) {
+                increment();
+                for (int q = 0; q < 4; ++q) c[q][l] = ctr_[q];
+            }
+            for (int v = 0; v < 2; ++v)
+                for (int q = 0; q < 4; ++q) x[v][q] = _mm512_load_si512(c[q] + 8 * v);
+            for (std::size_t l = 0; l < Extra; ++l) {
+                increment();
+                for (int q = 0; q < 4; ++q) s[l][q] = ctr_[q];
+            }
+        }
+        wide_rounds<Extra>(x, s, key_[0], key_[1], after_round);
+        for (std::size_t l = 0; l < Extra; ++l)
+            for (int q = 0; q < 4; ++q) extra[4 * l + q] = s[l][q];
+        // Transpose to block order: word q of block l goes to w[l / 2], lane 4 (l % 2) + q.
+        for (int v = 0; v < 2; ++v) {
+            const __m512i t0 = _mm512_unpacklo_epi64(x[v][0], x[v][1]);  // w0 w1 of blocks 0, 2, 4, 6
+            const __m512i t1 = _mm512_unpackhi_epi64(x[v][0], x[v][1]);  // w0 w1 of blocks 1, 3, 5, 7
+            const __m512i t2 = _mm512_unpacklo_epi64(x[v][2], x[v][3]);  // w2 w3 of blocks 0, 2, 4, 6
+            const __m512i t3 = _mm512_unpackhi_epi64(x[v][2], x[v][3]);  // w2 w3 of blocks 1, 3, 5, 7
+            const __m512i a = _mm512_shuffle_i64x2(t0, t2, 0x44), b = _mm512_shuffle_i64x2(t1, t3, 0x44);
+            const __m512i c = _mm512_shuffle_i64x2(t0, t2, 0xEE), d = _mm512_shuffle_i64x2(t1, t3, 0xEE);
+            w[4 * v + 0] = _mm512_shuffle_i64x2(a, b, 0x88);  // blocks 0, 1
+            w[4 * v + 1] = _mm512_shuffle_i64x2(a, b, 0xDD);  // blocks 2, 3
+            w[4 * v + 2] = _mm512_shuffle_i64x2(c, d, 0x88);  // blocks 4, 5
+            w[4 * v + 3] = _mm512_shuffle_i64x2(c, d, 0xDD);  // blocks 6, 7
+        }
+    }
+    TRUESCORE_AVX512_END
+#endif
+
 private:
     static void mulhilo(std::uint64_t a, std::uint64_t b, std::uint64_t* hi, std::uint64_t* lo) {
         const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
@@ -135,10 +196,20 @@ private:
 
     static constexpr std::size_t kLanes = 2;
 
+    // One Philox round on the block x with round key (k0, k1).
+    static void round_scalar(std::uint64_t* x, std::uint64_t k0, std::uint64_t k1) {
+        std::uint64_t hi0, lo0, hi1, lo1;
+        mulhilo(0xD2E7470EE14C6C93ULL, x[0], &hi0, &lo0);
+        mulhilo(0xCA5A826395121157ULL, x[2], &hi1, &lo1);
+        const std::uint64_t y0 = hi1 ^ x[1] ^ k0, y2 = hi0 ^ x[3] ^ k1;
+        x[0] = y0;
+        x[1] = lo1;
+        x[2] = y2;
+        x[3] = lo0;
+    }
+
 #ifdef TRUESCORE_AVX512
     TRUESCORE_AVX512_BEGIN
-    static constexpr std::size_t kWideBlocks = 16;  // two registers of eight blocks
-
     // hi:lo = x * m for eight 64-bit lanes, from four 32 x 32-bit products.
     TRUESCORE_TARGET_AVX512 static void mulhilo8(__m512i x, std::uint64_t m, __m512i* hi, __m512i* lo) {
         const __m512i low32 = _mm512_set1_epi64(0xFFFFFFFFLL);
@@ -153,18 +224,12 @@ private:
         *lo = _mm512_or_si512(_mm512_slli_epi64(u, 32), _mm512_and_si512(ll, low32));
     }
 
-    // The blocks of counters (c0[l], c1[l], c2[l], c3[l]), l < 16, into out[0 .. 64) in
-    // block order: refill()'s rounds with one block per 64-bit lane.
-    TRUESCORE_TARGET_AVX512 static void wide_blocks(const std::uint64_t* c0, const std::uint64_t* c1,
-                                                    const std::uint64_t* c2, const std::uint64_t* c3,
-                                                    std::uint64_t k0, std::uint64_t k1, std::uint64_t* out) {
-        __m512i x[2][4];
-        for (int v = 0; v < 2; ++v) {
-            x[v][0] = _mm512_loadu_si512(c0 + 8 * v);
-            x[v][1] = _mm512_loadu_si512(c1 + 8 * v);
-            x[v][2] = _mm512_loadu_si512(c2 + 8 * v);
-            x[v][3] = _mm512_loadu_si512(c3 + 8 * v);
-        }
+    // Philox's ten rounds on the blocks whose counters are in x (x[v][q]: word q of
+    // blocks 8v .. 8v + 7, one block per 64-bit lane) and in s[0 .. Extra): refill()'s
+    // rounds, lane-wise and scalar.
+    template <std::size_t Extra, class AfterRound>
+    TRUESCORE_TARGET_AVX512 static inline __attribute__((always_inline)) void wide_rounds(
+        __m512i (&x)[2][4], std::uint64_t (*s)[4], std::uint64_t k0, std::uint64_t k1, AfterRound& after_round) {
         for (int round = 0; round < 10; ++round) {
             if (round > 0) {
                 k0 += 0x9E3779B97F4A7C15ULL;
@@ -181,21 +246,16 @@ private:
                 x[v][2] = _mm512_ternarylogic_epi64(hi0, x[v][3], kk1, 0x96);
                 x[v][3] = lo0;
             }
+            for (std::size_t l = 0; l < Extra; ++l) round_scalar(s[l], k0, k1);
+            after_round(round);
         }
-        // Transpose to block order: out[4 l + w] = word w of block l.
-        for (int v = 0; v < 2; ++v) {
-            const __m512i t0 = _mm512_unpacklo_epi64(x[v][0], x[v][1]);  // w0 w1 of blocks 0, 2, 4, 6
-            const __m512i t1 = _mm512_unpackhi_epi64(x[v][0], x[v][1]);  // w0 w1 of blocks 1, 3, 5, 7
-            const __m512i t2 = _mm512_unpacklo_epi64(x[v][2], x[v][3]);  // w2 w3 of blocks 0, 2, 4, 6
-            const __m512i t3 = _mm512_unpackhi_epi64(x[v][2], x[v][3]);  // w2 w3 of blocks 1, 3, 5, 7
-            const __m512i a = _mm512_shuffle_i64x2(t0, t2, 0x44), b = _mm512_shuffle_i64x2(t1, t3, 0x44);
-            const __m512i c = _mm512_shuffle_i64x2(t0, t2, 0xEE), d = _mm512_shuffle_i64x2(t1, t3, 0xEE);
-            std::uint64_t* o = out + 32 * v;
-            _mm512_storeu_si512(o, _mm512_shuffle_i64x2(a, b, 0x88));       // blocks 0, 1
-            _mm512_storeu_si512(o + 8, _mm512_shuffle_i64x2(a, b, 0xDD));   // blocks 2, 3
-            _mm512_storeu_si512(o + 16, _mm512_shuffle_i64x2(c, d, 0x88));  // blocks 4, 5
-            _mm512_storeu_si512(o + 24, _mm512_shuffle_i64x2(c, d, 0xDD));  // blocks 6, 7
-        }
+    }
+
+    // next_wide() into out[0 .. 64).
+    TRUESCORE_TARGET_AVX512 void next_wide_stored(std::uint64_t* out) {
+        __m512i w[8];
+        next_wide<0>(w, nullptr, [](int) {});
+        for (int k = 0; k < 8; ++k) _mm512_storeu_si512(out + 8 * k, w[k]);
     }
     TRUESCORE_AVX512_END
 #endif
@@ -219,16 +279,7 @@ private:
                 k0 += 0x9E3779B97F4A7C15ULL;
                 k1 += 0xBB67AE8584CAA73BULL;
             }
-            for (std::size_t l = 0; l < kLanes; ++l) {
-                std::uint64_t hi0, lo0, hi1, lo1;
-                mulhilo(0xD2E7470EE14C6C93ULL, x[l][0], &hi0, &lo0);
-                mulhilo(0xCA5A826395121157ULL, x[l][2], &hi1, &lo1);
-                const std::uint64_t y0 = hi1 ^ x[l][1] ^ k0, y2 = hi0 ^ x[l][3] ^ k1;
-                x[l][0] = y0;
-                x[l][1] = lo1;
-                x[l][2] = y2;
-                x[l][3] = lo0;
-            }
+            for (std::size_t l = 0; l < kLanes; ++l) round_scalar(x[l], k0, k1);
         }
         for (std::size_t l = 0; l < kLanes; ++l)
             for (int w = 0; w < 4; ++w) out[4 * l + w] = x[l][w];
@@ -236,27 +287,17 @@ private:
 
     void refill() {
         // Increment the 256-bit counter, then encrypt it with 10 rounds.
-        if (++ctr_[0] == 0 && ++ctr_[1] == 0 && ++ctr_[2] == 0) ++ctr_[3];
-        std::uint64_t x0 = ctr_[0], x1 = ctr_[1], x2 = ctr_[2], x3 = ctr_[3];
+        increment();
+        std::uint64_t x[4] = {ctr_[0], ctr_[1], ctr_[2], ctr_[3]};
         std::uint64_t k0 = key_[0], k1 = key_[1];
         for (int round = 0; round < 10; ++round) {
             if (round > 0) {
                 k0 += 0x9E3779B97F4A7C15ULL;
                 k1 += 0xBB67AE8584CAA73BULL;
             }
-            std::uint64_t hi0, lo0, hi1, lo1;
-            mulhilo(0xD2E7470EE14C6C93ULL, x0, &hi0, &lo0);
-            mulhilo(0xCA5A826395121157ULL, x2, &hi1, &lo1);
-            const std::uint64_t y0 = hi1 ^ x1 ^ k0, y2 = hi0 ^ x3 ^ k1;
-            x0 = y0;
-            x1 = lo1;
-            x2 = y2;
-            x3 = lo0;
+            round_scalar(x, k0, k1);
         }
-        buf_[0] = x0;
-        buf_[1] = x1;
-        buf_[2] = x2;
-        buf_[3] = x3;
+        for (int w = 0; w < 4; ++w) buf_[w] = x[w];
         pos_ = 0;
     }
 

@@ -30,10 +30,16 @@ std::vector<double> stratum_sums(const double* y, const std::int64_t* offsets, s
     return sums;
 }
 
+// Replicates a worker claims at a time in stratified_replicates (about 0.4 ms of work for
+// Rao-Wu at n = 10^4). Decides only who computes what.
+constexpr std::size_t kReplicatesPerClaim = 4;
+
 // The frame shared by the stratified-mean bootstraps: replicate b draws from task stream
 // b and is sum_h weight[h] * (ybar_h + shift(gen, h, y_h, n_h, ybar_h)), strata in order,
-// a sequential sum. make_shift() is called once per thread and returns that thread's
-// shift (holding its scratch space), so the replicates never depend on the thread count.
+// a sequential sum, written to out[b]. make_shift() is called once per worker and returns
+// that worker's shift (holding its scratch space). Free workers claim the next
+// replicates (for_each_stream_block_claimed): the replicates never depend on the thread
+// count or on which worker computed them.
 template <class MakeShift>
 void stratified_replicates(const double* y, const std::int64_t* offsets, std::size_t n_strata,
                            const double* weight, const std::vector<double>& ysum,
@@ -43,8 +49,8 @@ void stratified_replicates(const double* y, const std::int64_t* offsets, std::si
     for (std::size_t h = 0; h < n_strata; ++h)
         ybar[h] = ysum[h] / static_cast<double>(offsets[h + 1] - offsets[h]);
     const StreamBlocks streams{key0, key1, replicates, kReplicateBlock};
-    for_each_stream_block(streams, n_threads, kMinReplicatesPerThread, make_shift,
-                          [&](auto& shift, Philox& gen, std::size_t b, std::size_t, std::size_t) {
+    for_each_stream_block_claimed(streams, n_threads, kMinReplicatesPerThread, kReplicatesPerClaim, make_shift,
+                                  [&](auto& shift, Philox& gen, std::size_t b, std::size_t, std::size_t) {
         double total = 0.0;
         for (std::size_t h = 0; h < n_strata; ++h) {
             const std::uint64_t nh = static_cast<std::uint64_t>(offsets[h + 1] - offsets[h]);
