@@ -149,3 +149,28 @@ def test_every_vector_level_gives_the_same_bits(simd_level):
     assert 0 in levels
     if platform.machine().lower() in ("x86_64", "amd64"):
         assert 1 in levels  # SSE2 is part of x86-64
+
+
+def test_every_vector_level_reads_a_nan_gap_as_the_plain_loop_does(simd_level):
+    """Outside the validated domain (the public functions refuse NaN gaps, so only the
+    unvalidated kernel call gets here), the vector kernels still do the plain loop's
+    comparisons: ``least = m < least ? m : least`` skips a NaN in that order only. The
+    vector minimum once took its operands the other way round, and a NaN gap turned the
+    SSE2 and AVX interval into [-1, 1] where the plain loops gave (-0.657, 0.771)."""
+    from truescore_fast import _core
+
+    testing = _core.testing
+    cases = [
+        (np.array([0.2, np.nan, 0.3]), 3.5),
+        (np.array([0.2, np.nan, 0.3, -0.4, 0.1]), 0.0),
+        (np.array([np.nan, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]), 20.0),
+        (np.array([0.2, 0.1, 0.3, np.nan]), 2.0),  # a population below n, unvalidated too
+    ]
+    testing.betting_simd_level(0)
+    plain = [testing.betting_interval_bisection(d, pop, 0.05, False) for d, pop in cases]
+    assert plain[0] != (-1.0, 1.0)  # the plain loop's reading is not the whole range
+    for level in range(1, simd_level + 1):
+        testing.betting_simd_level(level)
+        for (d, pop), want in zip(cases, plain, strict=True):
+            got = testing.betting_interval_bisection(d, pop, 0.05, False)
+            assert np.array_equal(got, want, equal_nan=True), (level, d, pop, got, want)

@@ -191,13 +191,13 @@ void lanes_sse2(const BettingPath& p, Lanes& r) {
         __m128d mt_l = one, mt_h = one, u_h = one, over_l = _mm_setzero_pd(), over_h = over_l;
         if (kLo) {
             mt_l = _mm_sub_pd(_mm_mul_pd(s, mlo), o);
-            low_l = _mm_min_pd(low_l, mt_l);
+            low_l = _mm_min_pd(mt_l, low_l);  // mt < least ? mt : least, as in pass() (NaN too)
             over_l = _mm_cmpgt_pd(_mm_mul_pd(l, mt_l), c);
         }
         if (kHi) {
             mt_h = _mm_sub_pd(_mm_mul_pd(s, mhi), o);
             u_h = _mm_sub_pd(one, mt_h);
-            low_h = _mm_min_pd(low_h, u_h);
+            low_h = _mm_min_pd(u_h, low_h);
             over_h = _mm_cmpgt_pd(_mm_mul_pd(l, u_h), c);
         }
         __m128d l_l = l, l_h = l;
@@ -232,7 +232,7 @@ TRUESCORE_TARGET_AVX void lanes_avx(const BettingPath& p, Lanes& r) {
         const __m256d mt = _mm256_sub_pd(_mm256_mul_pd(_mm256_broadcast_sd(p.slope + i), m),
                                          _mm256_broadcast_sd(p.offset + i));
         const __m256d u = _mm256_add_pd(a, _mm256_mul_pd(g, mt));
-        low = _mm256_min_pd(low, u);
+        low = _mm256_min_pd(u, low);  // u < least ? u : least, as in pass()
         const __m256d over = _mm256_cmp_pd(_mm256_mul_pd(l, u), c, _CMP_GT_OQ);
         __m256d lt = l;
         if (_mm256_movemask_pd(over)) lt = _mm256_blendv_pd(l, _mm256_div_pd(c, u), over);  // rare
@@ -483,11 +483,15 @@ private:
         const bool gr_ok = std::isfinite(gr_), gk_ok = kept_known_ && std::isfinite(gk_);
         const int beyond_r = beyond(true), beyond_k = beyond(false);
         if (!kept_known_) {
-            if (gr_ok && beyond_r >= 0 && seen_g_[beyond_r] > gr_ && gr_ >= 0.0) {
+            if (gr_ok && beyond_r >= 0 && seen_g_[beyond_r] > gr_ && gr_ >= 0.0 && slow_count_ < 2) {
                 // two rejected points: the chord through them, extended, falls short of
-                // the edge (the margin bends up towards it); try a little beyond it
+                // the edge (the margin bends up towards it); try a little beyond it. After
+                // two slow passes, step out instead (geometric). The step is capped at the
+                // grid, so the conversion to int64 below stays defined however flat the
+                // chord (clamp_plan then keeps the points inside the bracket).
                 const double q2 = static_cast<double>(seen_q_[beyond_r]), q0 = static_cast<double>(qr_);
-                const double d = gr_ * (q0 - q2) / (seen_g_[beyond_r] - gr_);
+                const double grid = static_cast<double>(kGrid);
+                const double d = std::max(-grid, std::min(grid, gr_ * (q0 - q2) / (seen_g_[beyond_r] - gr_)));
                 plan_ = {static_cast<std::int64_t>(std::floor(q0 + kPastLo * d)),
                          static_cast<std::int64_t>(std::ceil(q0 + kPastHi * d))};
             } else {
@@ -614,6 +618,7 @@ double bisection_edge(const Rejects& rejects, double rejected_end) {
 
 GapInterval betting_interval_impl(const double* d, std::size_t n, double population_size, double alpha,
                                   double* scratch, bool bisection) {
+    if (n == 0) return {-1.0, 1.0, 0.0, 1.0};  // no gaps: every mean is kept (callers pass n >= 2)
     std::vector<double> own;
     if (scratch == nullptr) {
         own.resize(kBettingScratchPerParent * n);

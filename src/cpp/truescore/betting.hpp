@@ -12,7 +12,8 @@ namespace truescore {
 // Betting CI (hedged capital, predictable plug-in bets for a fixed n, truncation 3/4,
 // without-replacement conditional means when population_size > 0), endpoints those of a
 // bisection to 1e-9 on the [0, 1] scale (searched on its grid, see betting.cpp). The result depends on the order of d. A census
-// (population_size == n) gives the point mean(d). When every mean is rejected the set is
+// (population_size == n) gives the point mean(d); n = 0 gives [-1, 1] (no gaps, every mean
+// kept). When every mean is rejected the set is
 // empty: low > high (the crossed rejection edges) and half_width 0.
 // `scratch` holds kBettingScratchPerParent * n doubles, or is nullptr (then allocated here).
 constexpr std::size_t kBettingScratchPerParent = 4;
