@@ -107,12 +107,15 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
 }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
 
-// p-values for U = A + B + shift, where (K + 1) U - total is the (scaled) statistic.
-RandomizationPValues p_values_from(const SumTails& st, std::int64_t shift, std::int64_t kp1,
-                                   std::int64_t total, std::int64_t u_obs) {
+// p-values for U = shift + (a null variable), where (K + 1) U - total is the (scaled)
+// statistic; at_least(u) / at_most(u) are the null variable's tails P(. >= u) / P(. <= u).
+// One reading for every exact null (the binary sums' SumTails, the lattice's LatticeTails).
+template <class AtLeast, class AtMost>
+RandomizationPValues p_values_from(const AtLeast& at_least, const AtMost& at_most, std::int64_t shift,
+                                   std::int64_t kp1, std::int64_t total, std::int64_t u_obs) {
     RandomizationPValues r{};
-    r.p_greater = st.at_least(u_obs - shift);
-    r.p_less = st.at_most(u_obs - shift);
+    r.p_greater = at_least(u_obs - shift);
+    r.p_less = at_most(u_obs - shift);
     const std::int64_t dev = kp1 * u_obs - total;
     const std::int64_t a = dev < 0 ? -dev : dev;
     if (a == 0) {
@@ -120,7 +123,7 @@ RandomizationPValues p_values_from(const SumTails& st, std::int64_t shift, std::
     } else {
         // |(K+1) U - total| >= a  <=>  U >= ceil((total + a)/(K+1)) or U <= floor((total - a)/(K+1))
         const std::int64_t hi = ceil_div(total + a, kp1), lo = floor_div(total - a, kp1);
-        r.p_two_sided = std::min(1.0, st.at_least(hi - shift) + st.at_most(lo - shift));
+        r.p_two_sided = std::min(1.0, at_least(hi - shift) + at_most(lo - shift));
     }
     return r;
 }
@@ -150,7 +153,8 @@ RandomizationPValues randomization_test_binary(const std::int64_t* n_by_sum, int
     std::vector<double> ge, le;
     tails(b, ge, le);
     const SumTails st{a, ge, le};
-    return p_values_from(st, shift, kp1, total, u_obs);
+    return p_values_from([&st](std::int64_t u) { return st.at_least(u); },
+                         [&st](std::int64_t u) { return st.at_most(u); }, shift, kp1, total, u_obs);
 }
 
 // ---- The exact lattice test in near-linear time ------------------------------------------
@@ -530,19 +534,9 @@ RandomizationPValues randomization_test_lattice(const std::int64_t* values, std:
         types.push_back(std::move(t));
     }
     LatticeTails tails(std::move(types), static_cast<std::int64_t>(kp1));
-    const std::int64_t k1 = static_cast<std::int64_t>(kp1);
-    RandomizationPValues r{};
-    r.p_greater = tails.tail(u_obs - shift, true);
-    r.p_less = tails.tail(u_obs - shift, false);
-    const std::int64_t dev = k1 * u_obs - total;
-    const std::int64_t a = dev < 0 ? -dev : dev;
-    if (a == 0) {
-        r.p_two_sided = 1.0;
-    } else {
-        const std::int64_t hi = ceil_div(total + a, k1), lo = floor_div(total - a, k1);
-        r.p_two_sided = std::min(1.0, tails.tail(hi - shift, true) + tails.tail(lo - shift, false));
-    }
-    return r;
+    return p_values_from([&tails](std::int64_t u) { return tails.tail(u, true); },
+                         [&tails](std::int64_t u) { return tails.tail(u, false); }, shift,
+                         static_cast<std::int64_t>(kp1), total, u_obs);
 }
 
 RandomizationPValues randomization_test_monte_carlo(const double* values, std::size_t n,
