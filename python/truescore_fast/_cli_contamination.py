@@ -181,24 +181,42 @@ def _unsharded(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
     return EXIT_FINDING if result.contaminated else EXIT_OK
 
 
-def _shards(
-    args: argparse.Namespace, rows: list[dict[str, Any]]
-) -> tuple[list[str], dict[str, float], dict[str, list[float]]]:
-    """The shards that have both a canonical row and shuffled rows (others are named on
-    stderr and skipped), each shard's canonical value and its shuffled values."""
+def read_shard_rows(
+    args: argparse.Namespace, rows: list[dict[str, Any]], *, published_first: bool = False
+) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Each shard's canonical log-likelihood and its shuffled orders' (in row order; shards
+    in the order they first appear), from the --shard-column, --loglik-column and
+    --kind-column of ``rows``; every row in shard ``"all"`` when there is no shard column.
+    ``published_first``: a shuffled order before its shard's canonical row is an error
+    (the sequential test reads the rows as scored)."""
     canon: dict[str, float] = {}
     perms: dict[str, list[float]] = {}
+    shard_column = args.shard_column
     for i, row in enumerate(rows, 1):
-        if args.shard_column not in row:
-            raise ValueError(f"row {i} has no shard column {args.shard_column!r}")
-        shard = str(row[args.shard_column])
+        if shard_column is not None and shard_column not in row:
+            raise ValueError(f"row {i} has no shard column {shard_column!r}")
+        shard = "all" if shard_column is None else str(row[shard_column])
         value = number(row, args.loglik_column, i)
         if _is_canonical(row, args.kind_column):
             if shard in canon:
                 raise ValueError(f"shard {shard!r} has more than one canonical row")
             canon[shard] = value
         else:
+            if published_first and shard not in canon:
+                raise ValueError(
+                    f"row {i}: a shuffled order of shard {shard!r} before its published "
+                    "order; score each shard's published order first"
+                )
             perms.setdefault(shard, []).append(value)
+    return canon, perms
+
+
+def _shards(
+    args: argparse.Namespace, rows: list[dict[str, Any]]
+) -> tuple[list[str], dict[str, float], dict[str, list[float]]]:
+    """The shards that have both a canonical row and shuffled rows (others are named on
+    stderr and skipped), each shard's canonical value and its shuffled values."""
+    canon, perms = read_shard_rows(args, rows)
     names = sorted(set(canon) & set(perms))
     skipped = sorted(set(canon) ^ set(perms))
     if skipped:

@@ -166,8 +166,7 @@ def add_sequential_contamination_flags(parser: argparse.ArgumentParser) -> None:
 
 def run_sequential_contamination(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
     """The pooled sequential verdict over the shards in ``rows``."""
-    from truescore_fast._cli_common import number
-    from truescore_fast._cli_contamination import _is_canonical  # the one reading of "kind"
+    from truescore_fast._cli_contamination import read_shard_rows  # one reading of the rows
     from truescore_fast.sequential import sequential_order_verdict
 
     if args.test != "exact" or args.method not in (None, "fisher"):
@@ -177,25 +176,7 @@ def run_sequential_contamination(args: argparse.Namespace, rows: list[dict[str, 
             "--max-permutations is required with --sequential (the shard-orders "
             "--permutations the run was planned with)"
         )
-    canon: dict[str, float] = {}
-    perms: dict[str, list[float]] = {}
-    shard_column = args.shard_column
-    for i, row in enumerate(rows, 1):
-        if shard_column is not None and shard_column not in row:
-            raise ValueError(f"row {i} has no shard column {shard_column!r}")
-        shard = "all" if shard_column is None else str(row[shard_column])
-        value = number(row, args.loglik_column, i)
-        if _is_canonical(row, args.kind_column):
-            if shard in canon:
-                raise ValueError(f"shard {shard!r} has more than one canonical row")
-            canon[shard] = value
-        else:
-            if shard not in canon:
-                raise ValueError(
-                    f"row {i}: a shuffled order of shard {shard!r} before its published "
-                    "order; score each shard's published order first"
-                )
-            perms.setdefault(shard, []).append(value)
+    canon, perms = read_shard_rows(args, rows, published_first=True)
     if not canon:
         raise ValueError("no canonical row: score each shard's published order first")
     names = list(canon)

@@ -241,6 +241,13 @@ class MatchedFormAudit(Result):
 _READINGS = ("wald", "hoeffding", "fixed")
 
 
+def _scoring_order(n: int, seed_used: int) -> npt.NDArray[np.int64]:
+    """The random order of n parents for an (already normalised) integer seed:
+    ``numpy.random.default_rng(seed_used).permutation(n)``, the order the fixed audit
+    reads its parents in and the order :func:`~truescore_fast.audit_order` hands out."""
+    return np.random.default_rng(seed_used).permutation(n).astype(np.int64)
+
+
 def matched_form_audit(
     public: npt.ArrayLike,
     fresh: npt.ArrayLike,
@@ -297,7 +304,7 @@ def matched_form_audit(
         raise ValueError(f"fallback {fallback!r} needs population_size")
     check_choice("control_reading", control_reading, _READINGS)
     seed_used = seed_int(seed)
-    order = np.random.default_rng(seed_used).permutation(n).astype(np.int64)
+    order = _scoring_order(n, seed_used)
 
     d = np.ascontiguousarray(pub - fr.mean(axis=1))
     d_ordered = np.ascontiguousarray(d[order])

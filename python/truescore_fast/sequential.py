@@ -53,7 +53,7 @@ from truescore_fast._validation import (
     float_array,
     real_scalar,
 )
-from truescore_fast.audit import _READINGS, _tau_half_width, control_bank
+from truescore_fast.audit import _READINGS, _scoring_order, _tau_half_width, control_bank
 from truescore_fast.intervals import Interval, betting_intervals
 from truescore_fast.sharded import shard_orders
 
@@ -103,7 +103,7 @@ def audit_order(population_size: int, *, seed: SeedLike = 0) -> npt.NDArray[np.i
         ValueError: population_size not an integer >= 1; a bad seed.
     """
     n = check_positive_int("population_size", population_size)
-    return np.random.default_rng(seed_int(seed)).permutation(n).astype(np.int64)
+    return _scoring_order(n, seed_int(seed))
 
 
 def _capital_logs(
