@@ -224,6 +224,28 @@ def test_continuous_bootstrap(benchmark, boot_data, role, record_role):
     check_bootstrap(result, a, b)
 
 
+@pytest.mark.benchmark(group=CONT_BOOT_GROUP)
+def test_continuous_bootstrap_other_loads(benchmark, boot_data, record_role):
+    """Ours with the AVX-512 kernel's other way of loading the draws' values (vector
+    gathers where the CPU default is scalar loads, or the reverse; the same result): the
+    row behind the README's gather figures. Without AVX-512 both rows time the same code."""
+    from truescore_fast import _core
+
+    a, b = continuous(*boot_data)
+    default = _core.testing.set_gather_sums(True)
+    _core.testing.set_gather_sums(default)
+    loads = "scalar loads" if default else "vector gathers"
+    record_role("ours-variant", f"truescore_fast.paired_bootstrap, {loads}")
+    _core.testing.set_gather_sums(not default)
+    try:
+        result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
+    finally:
+        _core.testing.set_gather_sums(default)
+    check_bootstrap(result, a, b)
+    expected = tf.paired_bootstrap(a, b, n_bootstrap=BOOT_B)
+    assert result == expected  # the same draws and additions: the same bits
+
+
 def test_bootstrap_peak_memory(boot_data):
     """Peak traced memory at n = B = 10^4: ours must be under 1% of truescore's.
 

@@ -178,8 +178,12 @@ def test_rao_wu_equals_numpy_reference_draw_for_draw():
     assert np.array_equal(result.replicates, expected)
 
 
-@pytest.mark.parametrize("avx512", [True, False], ids=["avx512-if-available", "portable"])
-def test_rao_wu_large_strata_equal_the_reference_on_both_kernel_paths(avx512):
+@pytest.mark.parametrize(
+    "avx512, gather",
+    [(True, True), (True, False), (False, False)],
+    ids=["avx512-if-available-gathers", "avx512-if-available-scalar-loads", "portable"],
+)
+def test_rao_wu_large_strata_equal_the_reference_on_every_kernel_path(avx512, gather):
     # Strata big enough for the bulk draws (and their AVX-512 kernels): 3,001 units (three
     # 21-bit draws a word) and 70,001 (two 32-bit draws a word, n > 2^16); m = n - 1 and
     # an m past the 1,024-index batches that is not a multiple of 4.
@@ -190,6 +194,7 @@ def test_rao_wu_large_strata_equal_the_reference_on_both_kernel_paths(avx512):
     big = np.array([9000, 700_000])
     n = np.array([g.size for g in groups])
     previous = _core.testing.set_avx512(avx512)
+    previous_gather = _core.testing.set_gather_sums(gather)
     try:
         for m in (None, 2051):
             result = tf.finite_population_bootstrap(
@@ -208,10 +213,15 @@ def test_rao_wu_large_strata_equal_the_reference_on_both_kernel_paths(avx512):
             assert np.array_equal(result.replicates, expected)
     finally:
         _core.testing.set_avx512(previous)
+        _core.testing.set_gather_sums(previous_gather)
 
 
-@pytest.mark.parametrize("avx512", [True, False], ids=["avx512-if-available", "portable"])
-def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512):
+@pytest.mark.parametrize(
+    "avx512, gather",
+    [(True, True), (True, False), (False, False)],
+    ids=["avx512-if-available-gathers", "avx512-if-available-scalar-loads", "portable"],
+)
+def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512, gather):
     # The AVX-512 gathered_sum cuts 16 Philox blocks at a time (192 chunks of 21 bits,
     # 128 of 32) and never more chunks than draws still wanted; the draws before the
     # first and after the last batch go one at a time. Resample sizes on either side of
@@ -219,6 +229,7 @@ def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512):
     # 21-bit chunks rejections (a word with a rejected chunk takes the compressing path).
     rng = np.random.default_rng(16)
     previous = _core.testing.set_avx512(avx512)
+    previous_gather = _core.testing.set_gather_sums(gather)
     try:
         for n, sizes in (
             (43_691, (191, 192, 193, 195, 196, 383, 385, 4099)),
@@ -234,6 +245,7 @@ def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512):
                 assert np.array_equal(result.replicates, expected), (n, m)
     finally:
         _core.testing.set_avx512(previous)
+        _core.testing.set_gather_sums(previous_gather)
 
 
 def test_bbh_equals_numpy_reference_draw_for_draw():
