@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import truescore.compare as ts
 import truescore_fast as tf
+from kernels import gather_default, kernel_path
 from scipy import stats
 
 PERM_N, PERM_B = 1_000, 10_000
@@ -229,18 +230,12 @@ def test_continuous_bootstrap_other_loads(benchmark, boot_data, record_role):
     """Ours with the AVX-512 kernel's other way of loading the draws' values (vector
     gathers where the CPU default is scalar loads, or the reverse; the same result): the
     row behind the README's gather figures. Without AVX-512 both rows time the same code."""
-    from truescore_fast import _core
-
     a, b = continuous(*boot_data)
-    default = _core.testing.set_gather_sums(True)
-    _core.testing.set_gather_sums(default)
-    loads = "scalar loads" if default else "vector gathers"
+    gather = not gather_default()
+    loads = "vector gathers" if gather else "scalar loads"
     record_role("ours-variant", f"truescore_fast.paired_bootstrap, {loads}")
-    _core.testing.set_gather_sums(not default)
-    try:
+    with kernel_path(gather=gather):
         result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
-    finally:
-        _core.testing.set_gather_sums(default)
     check_bootstrap(result, a, b)
     expected = tf.paired_bootstrap(a, b, n_bootstrap=BOOT_B)
     assert result == expected  # the same draws and additions: the same bits

@@ -14,6 +14,7 @@ import truescore.compare as ts
 import truescore_fast as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernels import KERNEL_PATHS, kernel_path
 from reference import (
     ref_bootstrap_means,
     ref_cluster_bootstrap_means,
@@ -293,17 +294,11 @@ def test_bootstrap_means_identical_on_every_kernel_path():
     key = philox_key(13)
     for n, b in ((10_000, 300), (70_001, 20), (43_691, 20), (193, 300)):
         d = rng.normal(size=n)
-        previous = _core.testing.set_avx512(True)
-        previous_gather = _core.testing.set_gather_sums(True)
-        try:
-            gathered = _core.bootstrap_means(d, b, *key)
-            _core.testing.set_gather_sums(False)
-            fast = _core.bootstrap_means(d, b, *key)
-            _core.testing.set_avx512(False)
-            portable = _core.bootstrap_means(d, b, *key)
-        finally:
-            _core.testing.set_avx512(previous)
-            _core.testing.set_gather_sums(previous_gather)
+        means = []
+        for avx512, gather in KERNEL_PATHS:
+            with kernel_path(avx512, gather):
+                means.append(_core.bootstrap_means(d, b, *key))
+        gathered, fast, portable = means
         np.testing.assert_array_equal(fast, portable)
         np.testing.assert_array_equal(gathered, portable)
         np.testing.assert_allclose(fast, ref_bootstrap_means(d, b, key), rtol=1e-12, atol=1e-15)

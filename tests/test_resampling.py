@@ -15,6 +15,7 @@ import pytest
 import truescore_fast as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernels import every_kernel_path, kernel_path
 from reference import (
     ref_bbh_replicates,
     ref_bca_interval,
@@ -178,11 +179,7 @@ def test_rao_wu_equals_numpy_reference_draw_for_draw():
     assert np.array_equal(result.replicates, expected)
 
 
-@pytest.mark.parametrize(
-    "avx512, gather",
-    [(True, True), (True, False), (False, False)],
-    ids=["avx512-if-available-gathers", "avx512-if-available-scalar-loads", "portable"],
-)
+@every_kernel_path
 def test_rao_wu_large_strata_equal_the_reference_on_every_kernel_path(avx512, gather):
     # Strata big enough for the bulk draws (and their AVX-512 kernels): 3,001 units (three
     # 21-bit draws a word) and 70,001 (two 32-bit draws a word, n > 2^16); m = n - 1 and
@@ -193,9 +190,7 @@ def test_rao_wu_large_strata_equal_the_reference_on_every_kernel_path(avx512, ga
     labels = np.repeat([0, 1], [3001, 70_001])
     big = np.array([9000, 700_000])
     n = np.array([g.size for g in groups])
-    previous = _core.testing.set_avx512(avx512)
-    previous_gather = _core.testing.set_gather_sums(gather)
-    try:
+    with kernel_path(avx512, gather):
         for m in (None, 2051):
             result = tf.finite_population_bootstrap(
                 values,
@@ -211,16 +206,9 @@ def test_rao_wu_large_strata_equal_the_reference_on_every_kernel_path(avx512, ga
                 groups, sizes, lam, big / big.sum(), 3, philox_key(15)
             )
             assert np.array_equal(result.replicates, expected)
-    finally:
-        _core.testing.set_avx512(previous)
-        _core.testing.set_gather_sums(previous_gather)
 
 
-@pytest.mark.parametrize(
-    "avx512, gather",
-    [(True, True), (True, False), (False, False)],
-    ids=["avx512-if-available-gathers", "avx512-if-available-scalar-loads", "portable"],
-)
+@every_kernel_path
 def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512, gather):
     # The AVX-512 gathered_sum cuts 16 Philox blocks at a time (192 chunks of 21 bits,
     # 128 of 32) and never more chunks than draws still wanted; the draws before the
@@ -228,9 +216,7 @@ def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512, ga
     # one and two batches, and n = 43,691, where 2^21 mod n = 43,675 makes 2.1% of the
     # 21-bit chunks rejections (a word with a rejected chunk takes the compressing path).
     rng = np.random.default_rng(16)
-    previous = _core.testing.set_avx512(avx512)
-    previous_gather = _core.testing.set_gather_sums(gather)
-    try:
+    with kernel_path(avx512, gather):
         for n, sizes in (
             (43_691, (191, 192, 193, 195, 196, 383, 385, 4099)),
             (70_001, (127, 128, 129, 131, 255, 257, 1031)),
@@ -243,9 +229,6 @@ def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512, ga
                 lam = np.sqrt(np.array([m]) * (1 - 1 / 3) / (n - 1))
                 expected = ref_rao_wu_replicates([values], [m], lam, [1.0], 2, philox_key(m))
                 assert np.array_equal(result.replicates, expected), (n, m)
-    finally:
-        _core.testing.set_avx512(previous)
-        _core.testing.set_gather_sums(previous_gather)
 
 
 def test_bbh_equals_numpy_reference_draw_for_draw():

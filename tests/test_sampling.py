@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernels import kernel_path
 from reference import (
     RefStream,
     ref_bernoulli_sample,
@@ -210,17 +211,16 @@ def test_sampler_errors():
 
 
 @pytest.fixture(params=[True, False], ids=["avx512-if-available", "portable"])
-def kernel_path(request):
-    previous = _core.testing.set_avx512(request.param)
-    yield request.param
-    _core.testing.set_avx512(previous)
+def avx512_path(request):
+    with kernel_path(avx512=request.param):
+        yield request.param
 
 
 # Runs that start mid-block, span many 16-block batches, and end on every word of a block.
 RUNS = [1, 3, 64, 65, 2, 127, 1000, 5, 0, 640, 33]
 
 
-def test_bulk_philox_words_equal_numpy_for_any_runs(kernel_path):
+def test_bulk_philox_words_equal_numpy_for_any_runs(avx512_path):
     got = _core.testing.philox_words(KEY[0], KEY[1], 9, np.array(RUNS, np.int64))
     assert np.array_equal(got, ref_philox_words(KEY, 9, sum(RUNS)))
 
@@ -229,13 +229,13 @@ def test_bulk_philox_words_equal_numpy_for_any_runs(kernel_path):
     "n",
     [1, 2, 3, 1000, 10_000, 43_691, 2**16, 2**16 + 1, 1_000_003, 2**25 + 1, 2**26],
 )
-def test_packed_draws_equal_the_reference_for_any_runs(kernel_path, n):
+def test_packed_draws_equal_the_reference_for_any_runs(avx512_path, n):
     # 43,691 and 2^25 + 1 reject about 2% and 1% of their chunks (2^k mod n is large).
     got = _core.testing.packed_draws(n, KEY[0], KEY[1], n % 1000, np.array(RUNS, np.int64))
     assert np.array_equal(got.astype(np.int64), ref_uniform_indices(KEY, n % 1000, n, sum(RUNS)))
 
 
-def test_packed_draws_beyond_two_to_the_26_use_one_word_each(kernel_path):
+def test_packed_draws_beyond_two_to_the_26_use_one_word_each(avx512_path):
     n = 2**26 + 1
     got = _core.testing.packed_draws(n, KEY[0], KEY[1], 4, np.array([5, 300], np.int64))
     stream = RefStream(KEY, 4)
