@@ -153,7 +153,7 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
     # data-dependent stop: the first look (every 25) at which the library's sequence
     # excludes 0. Both must be at most alpha = 0.1 within 3 Monte Carlo SEs (300 runs:
     # SE <= 0.018); the library must agree with the reference on every run.
-    from truescore_fast.sequential import _first_hits
+    from truescore_fast.sequential import _first_hits, _log_bets
 
     alpha, runs, n = 0.1, 300, 300
     rng = np.random.default_rng(1000 + (population or 0) + horizon)
@@ -169,8 +169,9 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
         d = np.stack([rng.permutation(pop)[:n] for _ in range(runs)])
     x = (d + 1) / 2
     size = population if population is not None else 10**9
-    up, down = _first_hits(x, np.full(runs, (truth + 1) / 2), size, alpha, horizon)
-    zero_up, zero_down = _first_hits(x, np.full(runs, 0.5), size, alpha, horizon)
+    bets = _log_bets(x, alpha, horizon)
+    up, down = _first_hits(x, np.full(runs, (truth + 1) / 2), size, alpha, bets)
+    zero_up, zero_down = _first_hits(x, np.full(runs, 0.5), size, alpha, bets)
     looks = np.arange(25, n + 1, 25)
     first_zero = np.minimum(zero_up, zero_down)
     stop = np.array([looks[looks >= t][0] if t <= n else n for t in first_zero])
@@ -543,13 +544,16 @@ def test_canonical_cannot_change():
 
 
 def test_first_hits_match_the_loop_reference():
-    from truescore_fast.sequential import _first_hits
+    from truescore_fast.sequential import _first_hits, _log_bets
 
     rng = np.random.default_rng(21)
     d = np.round(rng.uniform(-1, 1, (30, 80)) * 2) / 2
     for m in (-0.2, 0.0, 0.15):
         for horizon in (None, 80):
-            up, down = _first_hits((d + 1) / 2, np.full(30, (m + 1) / 2), 200, 0.1, horizon)
+            x = (d + 1) / 2
+            up, down = _first_hits(
+                x, np.full(30, (m + 1) / 2), 200, 0.1, _log_bets(x, 0.1, horizon)
+            )
             for row in range(30):
                 first = min(up[row], down[row])
                 ref = (m, 200, 0.1, horizon)

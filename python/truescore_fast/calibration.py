@@ -765,7 +765,16 @@ def detection_study(
     )
 
 
-def _floats(name: str, values: float | Sequence[float]) -> tuple[float, ...]:
+def _floats(
+    name: str,
+    values: float | Sequence[float],
+    *,
+    low: float = 0.0,
+    high: float = 1.0,
+    high_open: bool = True,
+) -> tuple[float, ...]:
+    """``values`` (one number, a sequence or a 1-D array) as a tuple of floats, each
+    checked by ``real_scalar`` in [low, high) (``high_open=False``: [low, high])."""
     if isinstance(values, np.ndarray) and values.ndim > 1:
         raise ValueError(f"{name} must be a number or a 1-D sequence; got shape {values.shape}")
     if isinstance(values, np.ndarray) or (
@@ -776,7 +785,7 @@ def _floats(name: str, values: float | Sequence[float]) -> tuple[float, ...]:
         items = [values]
     if not items:
         raise ValueError(f"{name} must hold at least one value")
-    return tuple(real_scalar(name, v, low=0.0, high=1.0, high_open=True) for v in items)
+    return tuple(real_scalar(name, v, low=low, high=high, high_open=high_open) for v in items)
 
 
 # ---------------------------------------------------------------------------- budget

@@ -1010,16 +1010,16 @@ def _first_hits(
     m: npt.NDArray[np.float64],
     population_size: int,
     alpha: float,
-    horizon: int | None = None,
+    log_bet: npt.NDArray[np.float64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """For each row of ``x`` (R, n) and its candidate ``m[r]``: the first step (1-based)
     at which the up-betting half of the hedged capital reaches 1/alpha (m is then below
     the sequence), and the same for the down-betting half (m above it); n + 1 for never.
-    A candidate made impossible by the data counts as reached by the matching half."""
+    A candidate made impossible by the data counts as reached by the matching half.
+    ``log_bet`` is :func:`_log_bets` of ``x`` at ``alpha`` (computed once by the caller
+    for every candidate at that alpha)."""
     n = x.shape[1]
-    log_up, log_down, too_low, too_high = _capital_logs(
-        x, m[:, None], population_size, _log_bets(x, alpha, horizon)
-    )
+    log_up, log_down, too_low, too_high = _capital_logs(x, m[:, None], population_size, log_bet)
     threshold = math.log(2.0) - math.log(alpha)  # half the wealth reaching 1/alpha
     hit_up = (log_up >= threshold) | too_low  # too low: m lies below the data
     hit_down = (log_down >= threshold) | too_high
@@ -1415,14 +1415,15 @@ def _monitored_audit(
     in scoring order): claim, bounded, Delta_N covered at the stop, parents at the stop."""
     size = x.shape[0]
     zero = np.full(size, 0.5)
-    above_zero, _ = _first_hits(x, zero, big_n, alpha, horizon)
-    above_zero_half, _ = _first_hits(x, zero, big_n, alpha / 2.0, horizon)
+    bets, bets_half = _log_bets(x, alpha, horizon), _log_bets(x, alpha / 2.0, horizon)
+    above_zero, _ = _first_hits(x, zero, big_n, alpha, bets)
+    above_zero_half, _ = _first_hits(x, zero, big_n, alpha / 2.0, bets_half)
     t_find = np.maximum(above_zero, above_zero_half)
     if effect is None:
         t_bound = np.full(size, n_max + 1)
     else:
-        _, t_bound = _first_hits(x, np.full(size, (effect + 1.0) / 2.0), big_n, alpha, horizon)
-    miss_up, miss_down = _first_hits(x, (truth + 1.0) / 2.0, big_n, alpha, horizon)
+        _, t_bound = _first_hits(x, np.full(size, (effect + 1.0) / 2.0), big_n, alpha, bets)
+    miss_up, miss_down = _first_hits(x, (truth + 1.0) / 2.0, big_n, alpha, bets)
 
     # Decisions are read at the looks only: the first look at or after each event.
     def at_look(t: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -1479,15 +1480,12 @@ def sequential_order_study(
     saving for a clean model depends only on ranks, so it carries over, but the power
     at a given shift does not.
     """
-    from truescore_fast.calibration import _columns, _rate, _replications, _run_meta
+    from truescore_fast.calibration import _columns, _floats, _rate, _replications, _run_meta
 
     r = check_positive_int("n_shards", n_shards)
     m = check_positive_int("max_permutations", max_permutations)
     hh = check_positive_int("h", h)
-    shift_items = [shifts] if isinstance(shifts, (int, float, np.number)) else list(shifts)
-    if not shift_items:
-        raise ValueError("shifts must hold at least one value")
-    shift_values = tuple(real_scalar("shifts", v) for v in shift_items)
+    shift_values = _floats("shifts", shifts, low=-math.inf, high=math.inf, high_open=False)
     reps = _replications(replications)
     check_alpha(alpha)
     threads = check_n_threads(n_threads)
