@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 import truescore.compare as ts
 import truescore_fast as tf
-from kernels import gather_default, kernel_path
 from scipy import stats
 
 PERM_N, PERM_B = 1_000, 10_000
@@ -223,22 +222,6 @@ def test_continuous_bootstrap(benchmark, boot_data, role, record_role):
     a, b = continuous(*boot_data)
     result = _run(benchmark, record_role, role, "paired_bootstrap", a, b, n_bootstrap=BOOT_B)
     check_bootstrap(result, a, b)
-
-
-@pytest.mark.benchmark(group=CONT_BOOT_GROUP)
-def test_continuous_bootstrap_other_loads(benchmark, boot_data, record_role):
-    """Ours with the AVX-512 kernel's other way of loading the draws' values (vector
-    gathers where the CPU default is scalar loads, or the reverse; the same result): the
-    row behind the README's gather figures. Without AVX-512 both rows time the same code."""
-    a, b = continuous(*boot_data)
-    gather = not gather_default()
-    loads = "vector gathers" if gather else "scalar loads"
-    record_role("ours-variant", f"truescore_fast.paired_bootstrap, {loads}")
-    with kernel_path(gather=gather):
-        result = benchmark(tf.paired_bootstrap, a, b, n_bootstrap=BOOT_B)
-    check_bootstrap(result, a, b)
-    expected = tf.paired_bootstrap(a, b, n_bootstrap=BOOT_B)
-    assert result == expected  # the same draws and additions: the same bits
 
 
 def test_bootstrap_peak_memory(boot_data):

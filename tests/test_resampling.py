@@ -180,7 +180,7 @@ def test_rao_wu_equals_numpy_reference_draw_for_draw():
 
 
 @every_kernel_path
-def test_rao_wu_large_strata_equal_the_reference_on_every_kernel_path(avx512, gather):
+def test_rao_wu_large_strata_equal_the_reference_on_both_kernel_paths(avx512):
     # Strata big enough for the bulk draws (and their AVX-512 kernels): 3,001 units (three
     # 21-bit draws a word) and 70,001 (two 32-bit draws a word, n > 2^16); m = n - 1 and
     # an m past the 1,024-index batches that is not a multiple of 4.
@@ -190,7 +190,7 @@ def test_rao_wu_large_strata_equal_the_reference_on_every_kernel_path(avx512, ga
     labels = np.repeat([0, 1], [3001, 70_001])
     big = np.array([9000, 700_000])
     n = np.array([g.size for g in groups])
-    with kernel_path(avx512, gather):
+    with kernel_path(avx512):
         for m in (None, 2051):
             result = tf.finite_population_bootstrap(
                 values,
@@ -209,14 +209,14 @@ def test_rao_wu_large_strata_equal_the_reference_on_every_kernel_path(avx512, ga
 
 
 @every_kernel_path
-def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512, gather):
+def test_rao_wu_around_the_fused_kernels_batches_equals_the_reference(avx512):
     # The AVX-512 gathered_sum cuts 16 Philox blocks at a time (192 chunks of 21 bits,
     # 128 of 32) and never more chunks than draws still wanted; the draws before the
     # first and after the last batch go one at a time. Resample sizes on either side of
     # one and two batches, and n = 43,691, where 2^21 mod n = 43,675 makes 2.1% of the
     # 21-bit chunks rejections (a word with a rejected chunk takes the compressing path).
     rng = np.random.default_rng(16)
-    with kernel_path(avx512, gather):
+    with kernel_path(avx512):
         for n, sizes in (
             (43_691, (191, 192, 193, 195, 196, 383, 385, 4099)),
             (70_001, (127, 128, 129, 131, 255, 257, 1031)),

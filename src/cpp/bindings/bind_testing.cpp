@@ -191,18 +191,6 @@ void bind_testing(py::module_& m) {
         "Use the AVX-512 kernels (where the CPU has them) or the portable code; returns the "
         "previous setting. Both give identical numbers; for tests only, never while a kernel runs.");
     t.def(
-        "set_gather_sums",
-        [](bool on) {
-            // The gathered sums' vector-gather loads, on or off, where AVX-512 runs.
-            const bool previous = truescore::simd::gather_switch();
-            truescore::simd::gather_switch() = on;
-            return previous;
-        },
-        py::arg("on"),
-        "Load the AVX-512 gathered sums' values with vector gathers (on) or scalar loads; "
-        "returns the previous setting. Both give identical numbers; for tests only, never "
-        "while a kernel runs.");
-    t.def(
         "philox_words",
         [](std::uint64_t key0, std::uint64_t key1, std::uint64_t task, const ArrayI64& sizes) {
             truescore::Philox gen = truescore::Philox::for_task(key0, key1, task);

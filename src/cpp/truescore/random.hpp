@@ -50,25 +50,6 @@ inline bool& avx512_switch() {
 }
 inline bool avx512() { return avx512_switch(); }
 
-// Whether the AVX-512 gathered sums (sampling.hpp) load their draws' values with vector
-// gathers rather than one scalar load each. Both add the same values in the same order,
-// so only the speed differs, and that by CPU: on the Intel Xeon (Sapphire Rapids) test
-// machine gathers took the bootstrap from 1.48 to 1.36 ns per draw on one core. The
-// scalar loads stay where they were measured and tuned (the AMD EPYC development
-// machine; gathers were not timed there) and on the older Intel cores, whose gathers
-// the microcode fix for Gather Data Sampling slows. AVX512-FP16 marks the Intel cores
-// from Sapphire Rapids on (no AMD core has it), so it is the sign read here. The testing
-// hooks switch it either way where AVX-512 runs (never while a kernel runs).
-inline bool& gather_switch() {
-#ifdef TRUESCORE_AVX512
-    static bool on = avx512() && __builtin_cpu_supports("avx512fp16");
-#else
-    static bool on = false;
-#endif
-    return on;
-}
-inline bool gather_sums() { return avx512() && gather_switch(); }
-
 }  // namespace simd
 
 class Philox {

@@ -123,13 +123,8 @@ public:
     // one -- and its 0 to 3 last draws move to the front of the next buffer. Rao-Wu at
     // n = 10^4 (three 21-bit draws a word): 1.5 -> 0.9 ns per draw on one core of the
     // AMD EPYC development machine.
-    // Where simd::gather_sums(), the draws' values are loaded eight at a time by one
-    // vector gather and added to the four accumulators as two vectors of four (lanes
-    // 0-3, then 4-7: the same additions in the same order).
     double wide_sum(const double* y, std::size_t count) {
-        if (simd::gather_sums())
-            return per_word_ == 3 ? wide_sum_impl<21, 3, true>(y, count) : wide_sum_impl<32, 2, true>(y, count);
-        return per_word_ == 3 ? wide_sum_impl<21, 3, false>(y, count) : wide_sum_impl<32, 2, false>(y, count);
+        return per_word_ == 3 ? wide_sum_impl<21, 3>(y, count) : wide_sum_impl<32, 2>(y, count);
     }
 #endif
 
@@ -240,7 +235,7 @@ private:
         return got;
     }
 
-    template <int Bits, int PerWord, bool Gather>
+    template <int Bits, int PerWord>
     TRUESCORE_TARGET_AVX512 double wide_sum_impl(const double* y, std::size_t count) {
         double acc[4] = {0.0, 0.0, 0.0, 0.0};
         std::size_t i = 0;  // draws added so far
@@ -266,33 +261,24 @@ private:
             // last draws moving to the front of the next batch's buffer.
             const std::size_t i0 = i;
             double s0 = acc[i0 & 3], s1 = acc[(i0 + 1) & 3], s2 = acc[(i0 + 2) & 3], s3 = acc[(i0 + 3) & 3];
-            __m256d lanes4 = _mm256_setr_pd(s0, s1, s2, s3);  // the same four, for Gather
             alignas(64) std::uint64_t buffers[2][kVectorChunks + kScalarChunks + 8];
             alignas(64) std::uint64_t scalar_words[2][4 * kScalarBlocks];
             std::uint64_t* cur = buffers[0];
             std::uint64_t* next = buffers[1];
             std::uint64_t* words = scalar_words[0];  // the scalar blocks not cut yet
             std::uint64_t* spare = scalar_words[1];
-            // cur[from .. to) (to - from a multiple of 4) into the accumulators.
-            auto add_fours = [&](std::size_t from, std::size_t to) TRUESCORE_TARGET_AVX512 {
-                if constexpr (Gather) {
-                    std::size_t q = from;
-                    for (; q + 8 <= to; q += 8) {
-                        const __m512d g = _mm512_i64gather_pd(_mm512_loadu_si512(cur + q), y, 8);
-                        lanes4 = _mm256_add_pd(lanes4, _mm512_castpd512_pd256(g));
-                        lanes4 = _mm256_add_pd(lanes4, _mm512_extractf64x4_pd(g, 1));
-                    }
-                    if (q < to) {
-                        const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cur + q));
-                        lanes4 = _mm256_add_pd(lanes4, _mm256_i64gather_pd(y, idx, 8));
-                    }
-                } else {
-                    for (std::size_t q = from; q < to; q += 4) {
-                        s0 += y[cur[q]];
-                        s1 += y[cur[q + 1]];
-                        s2 += y[cur[q + 2]];
-                        s3 += y[cur[q + 3]];
-                    }
+            // cur[from .. to) (to - from a multiple of 4) into the accumulators. This
+            // lambda and the round hook below carry no TRUESCORE_TARGET_AVX512 (or both
+            // would need it): GCC does not inline a function with that target into one
+            // without it, and a call per round (registers spilled, the sums in memory)
+            // cost a quarter of the speed on the Intel Xeon (1.14 -> 1.40 ns per draw,
+            // one core, when only this one had it).
+            auto add_fours = [&](std::size_t from, std::size_t to) {
+                for (std::size_t q = from; q < to; q += 4) {
+                    s0 += y[cur[q]];
+                    s1 += y[cur[q + 1]];
+                    s2 += y[cur[q + 2]];
+                    s3 += y[cur[q + 3]];
                 }
             };
             __m512i w[8];
@@ -339,8 +325,7 @@ private:
             const std::size_t whole = j & ~std::size_t{3};
             add_fours(0, whole);
             i += whole;
-            double lanes[4] = {s0, s1, s2, s3};
-            if constexpr (Gather) _mm256_storeu_pd(lanes, lanes4);
+            const double lanes[4] = {s0, s1, s2, s3};
             for (int l = 0; l < 4; ++l) acc[(i0 + static_cast<std::size_t>(l)) & 3] = lanes[l];
             for (std::size_t q = whole; q < j; ++q, ++i) acc[i & 3] += y[cur[q]];
         }
