@@ -43,6 +43,8 @@ def test_capital_matches_the_loop_reference(population, horizon):
 @pytest.mark.parametrize("population", [None, 400])
 @pytest.mark.parametrize("seed", range(3))
 def test_ends_are_rounded_outward_and_the_inside_is_kept(population, seed, horizon):
+    if population is not None and horizon is not None:
+        horizon = min(horizon, population)  # a horizon beyond N is refused
     rng = np.random.default_rng(seed)
     pub, fr = _gaps(rng, 200)
     d = pub - fr.mean(axis=1)
@@ -226,6 +228,7 @@ def test_peeking_at_the_wald_interval_is_not_valid_but_the_sequence_is():
         ({"d": [0.1, 0.2], "alpha": 1.5}, "alpha"),
         ({"d": [0.1, 0.2], "horizon": 0}, "horizon"),
         ({"d": [0.1, 0.2], "horizon": "auto"}, "horizon"),
+        ({"d": [0.1, 0.2], "population_size": 10, "horizon": 11}, "horizon must be at most"),
     ],
 )
 def test_sequence_refuses_bad_input(kwargs, match):
@@ -304,6 +307,32 @@ def test_the_intervals_never_widen_and_hold_the_census_value():
     assert all(b <= a + 1e-15 for a, b in zip(widths, widths[1:], strict=False))
     exact = float(np.mean(pub - fr.mean(axis=1)))
     assert state.delta.low == state.delta.high == pytest.approx(exact)
+
+
+@pytest.mark.parametrize(
+    ("horizon", "match"),
+    [
+        ("AUTO", "integer >= 1, 'auto' or None"),
+        (101, "horizon must be at most population_size"),
+        (0, "horizon"),
+        (True, "horizon"),
+    ],
+)
+def test_the_audit_refuses_a_bad_horizon(horizon, match):
+    with pytest.raises(ValueError, match=match):
+        tf.SequentialAudit(100, horizon=horizon)
+
+
+def test_the_order_study_takes_shifts_as_the_other_studies_take_their_lists():
+    kwargs = {"n_shards": 4, "max_permutations": 19, "h": 5, "replications": 20}
+    one = tf.sequential_order_study(shifts=np.array(1.0), progress=False, **kwargs)
+    listed = tf.sequential_order_study(shifts=[1.0], progress=False, **kwargs)
+    assert one.columns.keys() == listed.columns.keys()
+    for name, column in one.columns.items():
+        np.testing.assert_array_equal(column, listed.columns[name])
+    for bad in ("abc", [], [np.nan], [[1.0]]):
+        with pytest.raises((ValueError, TypeError), match="shifts"):
+            tf.sequential_order_study(shifts=bad, **kwargs)
 
 
 def test_the_horizon_defaults_to_the_budget():

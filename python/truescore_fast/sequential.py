@@ -34,7 +34,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -246,11 +246,27 @@ def _sequence_bounds(
     return end(brackets[0], 0.0), end(brackets[1], 1.0), False
 
 
-def _check_horizon(horizon: Any) -> int | None:
-    """None (horizon-free bets) or the number of parents the bets are tuned to."""
+_NO_AUTO = object()  # _check_horizon's auto for a function that takes no "auto"
+
+
+def _check_horizon(horizon: Any, auto: Any = _NO_AUTO, most: int | None = None) -> int | None:
+    """None (horizon-free bets) or the number of parents the bets are tuned to, at most
+    ``most`` (the population: a larger horizon is never reached). ``"auto"`` stands for
+    ``auto`` where the caller allows it."""
+    forms = "an integer >= 1 or None" if auto is _NO_AUTO else "an integer >= 1, 'auto' or None"
+    if isinstance(horizon, str):
+        if horizon == "auto" and auto is not _NO_AUTO:
+            return cast("int | None", auto)
+        raise ValueError(f"horizon must be {forms}; got {horizon!r:.60}")
     if horizon is None:
         return None
-    return check_positive_int("horizon", horizon)
+    tuned = check_positive_int("horizon", horizon)
+    if most is not None and tuned > most:
+        raise ValueError(
+            f"horizon must be at most population_size ({most}): no more parents can be "
+            f"scored; got {tuned}"
+        )
+    return tuned
 
 
 def _check_population(population_size: Any, n: int) -> int | None:
@@ -308,7 +324,8 @@ def betting_confidence_sequence(
 
     Raises:
         ValueError: gaps outside [-1, 1], non-finite, not 1-D or empty; bad alpha,
-            population_size or horizon.
+            population_size or horizon (not an integer >= 1 or None, or above
+            population_size).
 
     The sequence is valid only if the parents were scored in a random order (see
     :func:`audit_order`); it says nothing about items outside the population.
@@ -320,7 +337,7 @@ def betting_confidence_sequence(
     if not np.isfinite(gaps).all() or np.abs(gaps).max() > 1.0:
         raise ValueError("d must hold finite gaps in [-1, 1]")
     pop = _check_population(population_size, gaps.shape[0])
-    tuned = _check_horizon(horizon)
+    tuned = _check_horizon(horizon, most=pop)
     x = (gaps + 1.0) / 2.0
     low, high, empty = _sequence_bounds(x, pop, alpha, tuned)
     estimate = float(np.mean(gaps))
@@ -450,7 +467,8 @@ class SequentialAudit:
         horizon: The number of parents the bets are tuned to (see
             :func:`betting_confidence_sequence`). ``"auto"`` (the default): the most
             parents the audit can score, min(max_parents, population_size), when
-            ``max_parents`` is given, else horizon-free. An integer: that horizon. None:
+            ``max_parents`` is given, else horizon-free. An integer: that horizon (at
+            most population_size; anything else is a ValueError naming horizon). None:
             horizon-free.
 
     The horizon changes how wide the intervals are at each n, not their guarantee.
@@ -498,10 +516,8 @@ class SequentialAudit:
             None if max_parents is None else check_positive_int("max_parents", max_parents)
         )
         check_choice("control_reading", control_reading, _READINGS)
-        if isinstance(horizon, str) and horizon == "auto":
-            self.horizon = None if self.max_parents is None else self._cap()
-        else:
-            self.horizon = _check_horizon(horizon)
+        auto = None if self.max_parents is None else self._cap()
+        self.horizon = _check_horizon(horizon, auto, most=self.population_size)
         if control is None:
             self.control = None
             self._control_bounds = (0.0, 0.0)
@@ -1133,7 +1149,7 @@ def sequential_study(
     every = check_positive_int("look_every", look_every)
     effect = None if effect_size is None else real_scalar("effect_size", effect_size)
     threads = check_n_threads(n_threads)
-    tuned = n_max if isinstance(horizon, str) and horizon == "auto" else _check_horizon(horizon)
+    tuned = _check_horizon(horizon, n_max, most=big_n)
     key = philox_key(seed)
     if not isinstance(relabel, (bool, np.bool_)):
         raise ValueError(f"relabel must be True or False; got {relabel!r}")
