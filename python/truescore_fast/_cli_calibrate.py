@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -220,7 +221,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
             "executor": executor,
         }
         tables: list[StudyTable]
-        plot: Callable[[Any, list[StudyTable]], None]
+        plot: Callable[[Any, list[StudyTable]], Any] | None
         tables, plot, extra = _RUNNERS[args.study](args, common)
     if args.json:
         payload = {"study": args.study, **extra, "tables": [t.to_dict() for t in tables]}
@@ -228,7 +229,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     else:
         width = None if args.wide else TABLE_WIDTH
         print("\n\n".join(t.summary(width) for t in tables))
-    if pyplot is not None:
+    if pyplot is not None and plot is not None:
         figure = plot(pyplot, tables)
         figure.savefig(args.plot, dpi=120)
         pyplot.close(figure)
@@ -423,7 +424,9 @@ def read_population(
 
 # ---------------------------------------------------------------------------- studies
 
-_Run = tuple[list[StudyTable], Callable[[Any, list[StudyTable]], Any], dict[str, Any]]
+# The tables, the figure maker (None: the study has no figure, and --plot is refused
+# before it runs) and extra JSON fields.
+_Run = tuple[list[StudyTable], Callable[[Any, list[StudyTable]], Any] | None, dict[str, Any]]
 
 
 def _checkpoint(args: argparse.Namespace, run: str) -> CheckpointRun | None:
@@ -667,10 +670,6 @@ def _integer_plan(plan: StudyTable, population_size: int) -> StudyTable:
     )
 
 
-def _no_plot(pyplot: Any, tables: list[StudyTable]) -> None:  # --plot is refused first
-    raise AssertionError("no figure for this study")
-
-
 def _sequential(args: argparse.Namespace, common: dict[str, Any]) -> _Run:
     rng = np.random.default_rng(args.seed)  # the synthetic bank
     public, fresh = _synthetic_bank(1, 2000, rng)
@@ -689,7 +688,7 @@ def _sequential(args: argparse.Namespace, common: dict[str, Any]) -> _Run:
         "difficulty Beta(2, 2) and no form effect; delta is planted as in calibrate detection."
     )
     notes = (*table.notes, where)
-    return [StudyTable(table.title, table.columns, notes, table.meta)], _no_plot, {}
+    return [dataclasses.replace(table, notes=notes)], None, {}
 
 
 def _sequential_orders(args: argparse.Namespace, common: dict[str, Any]) -> _Run:
@@ -701,7 +700,7 @@ def _sequential_orders(args: argparse.Namespace, common: dict[str, Any]) -> _Run
         checkpoint=_checkpoint(args, "sequential-orders"),
         **common,
     )
-    return [table], _no_plot, {}
+    return [table], None, {}
 
 
 _RUNNERS: dict[str, Callable[[argparse.Namespace, dict[str, Any]], _Run]] = {
