@@ -159,3 +159,17 @@ def test_the_readme_command_says_what_the_readme_says():
     assert code == 3, err
     more = {m: s["more_parents"] for m, s in json.loads(out)["models"].items()}
     assert round(more["leaky"], -1) == 250 and round(more["clean"], -1) == 880
+
+
+def test_a_control_bank_without_the_model_names_the_flag(tmp_path):
+    control = tmp_path / "control.csv"
+    with open(AUDIT, newline="") as source, open(control, "w", newline="") as target:
+        rows = list(csv.DictReader(source))
+        writer = csv.DictWriter(target, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for row in rows:
+            if row["model"] == "leaky":
+                writer.writerow({**row, "model": "other"})
+    argv = ["audit", AUDIT, "--sequential", "--population-size", "2000", "--control", control]
+    code, _, err = run_cli(*argv)
+    assert_one_line_error(code, err, "--control has no rows for model")

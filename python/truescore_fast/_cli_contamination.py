@@ -181,7 +181,7 @@ def _unsharded(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
     return EXIT_FINDING if result.contaminated else EXIT_OK
 
 
-def read_shard_rows(
+def _read_shard_rows(
     args: argparse.Namespace, rows: list[dict[str, Any]], *, published_first: bool = False
 ) -> tuple[dict[str, float], dict[str, list[float]]]:
     """Each shard's canonical log-likelihood and its shuffled orders' (in row order; shards
@@ -216,7 +216,7 @@ def _shards(
 ) -> tuple[list[str], dict[str, float], dict[str, list[float]]]:
     """The shards that have both a canonical row and shuffled rows (others are named on
     stderr and skipped), each shard's canonical value and its shuffled values."""
-    canon, perms = read_shard_rows(args, rows)
+    canon, perms = _read_shard_rows(args, rows)
     names = sorted(set(canon) & set(perms))
     skipped = sorted(set(canon) ^ set(perms))
     if skipped:

@@ -88,7 +88,7 @@ def run_sequential_audit(
 ) -> int:
     """The sequential audit of every model in ``data`` ({model: AuditData}, parents in
     scoring order), with the control bank ``bank`` (the same form, or None)."""
-    from truescore_fast.audit import control_for
+    from truescore_fast.audit import _control_for
     from truescore_fast.sequential import SequentialAudit
 
     if args.randomization:
@@ -98,7 +98,7 @@ def run_sequential_audit(
         audit = SequentialAudit(
             args.population_size,
             alpha=args.alpha,
-            control=control_for(model, bank),  # as matched_form_audits matches banks
+            control=_control_for(model, bank, "--control"),  # as matched_form_audits matches banks
             transport_radius=args.radius,
             target_half_width=args.target_half_width,
             effect_size=args.effect,
@@ -166,7 +166,7 @@ def add_sequential_contamination_flags(parser: argparse.ArgumentParser) -> None:
 
 def run_sequential_contamination(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
     """The pooled sequential verdict over the shards in ``rows``."""
-    from truescore_fast._cli_contamination import read_shard_rows  # one reading of the rows
+    from truescore_fast._cli_contamination import _read_shard_rows  # one reading of the rows
     from truescore_fast.sequential import sequential_order_verdict
 
     if args.test != "exact" or args.method not in (None, "fisher"):
@@ -176,7 +176,7 @@ def run_sequential_contamination(args: argparse.Namespace, rows: list[dict[str, 
             "--max-permutations is required with --sequential (the shard-orders "
             "--permutations the run was planned with)"
         )
-    canon, perms = read_shard_rows(args, rows, published_first=True)
+    canon, perms = _read_shard_rows(args, rows, published_first=True)
     if not canon:
         raise ValueError("no canonical row: score each shard's published order first")
     names = list(canon)

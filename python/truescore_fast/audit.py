@@ -429,19 +429,20 @@ def matched_form_audits(
     results: dict[str, MatchedFormAudit] = {}
     for model, item in data.items():
         results[model] = matched_form_audit(
-            item.public, item.fresh, control=control_for(model, banks), **options
+            item.public, item.fresh, control=_control_for(model, banks), **options
         )
     return results
 
 
-def control_for(
-    model: str, banks: dict[str, AuditData] | None
+def _control_for(
+    model: str, banks: dict[str, AuditData] | None, name: str = "control"
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
     """Model ``model``'s control bank ``(public, fresh)`` from ``{model: AuditData}``: its
     own rows, or the one bank of a table without a ``model`` column; None without banks.
 
     Raises:
-        ValueError: the banks name models, but not this one.
+        ValueError: the banks name models, but not this one (the message names ``name``:
+            the argument, or the command line's flag).
     """
     if banks is None:
         return None
@@ -450,5 +451,5 @@ def control_for(
     elif list(banks) == [ALL_MODELS]:
         bank = banks[ALL_MODELS]
     else:
-        raise ValueError(f"control has no rows for model {model!r}")
+        raise ValueError(f"{name} has no rows for model {model!r}")
     return bank.public, bank.fresh
