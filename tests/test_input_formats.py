@@ -258,12 +258,24 @@ def test_gzip_members_back_to_back_are_one_file(tmp_path):
     assert read_rows(path) == read_rows(EXAMPLE)
 
 
+def test_zero_bytes_after_the_gzip_stream_are_padding(tmp_path):
+    # gzip -d and Python's gzip module read a stream padded with zero bytes (as a tape or
+    # a block device leaves it); so do we. Anything else after it is refused (below).
+    import gzip
+
+    path = tmp_path / "padded.csv.gz"
+    path.write_bytes(gzip.compress(EXAMPLE.read_bytes()) + bytes(512))
+    assert gzip.decompress(path.read_bytes()) == EXAMPLE.read_bytes()
+    assert read_rows(path) == read_rows(EXAMPLE)
+
+
 @pytest.mark.parametrize(
     "damage, words",
     [
         (lambda b: b[: len(b) // 2], "gzip stream is truncated"),
         (lambda b: b[:20] + bytes(40) + b[60:], "not a readable gzip stream"),
         (lambda b: b + b"trailing", "data after the end of the gzip stream"),
+        (lambda b: b + bytes(8) + b"x", "data after the end of the gzip stream"),
     ],
 )
 def test_damaged_gzip_is_one_line_naming_the_file(tmp_path, damage, words):

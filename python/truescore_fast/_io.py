@@ -177,7 +177,9 @@ def _gunzip(data: bytes, where: str) -> bytes:
         if not inflater.eof:
             raise ValueError(f"{where}: the gzip stream is truncated")
         rest = inflater.unused_data  # gzip allows several members back to back
-        if rest and not rest.startswith(_GZIP_MAGIC):
+        if not rest.strip(b"\0"):  # and zero bytes after the last (tape padding)
+            break
+        if not rest.startswith(_GZIP_MAGIC):
             raise ValueError(f"{where}: data after the end of the gzip stream")
     return b"".join(pieces)
 
