@@ -126,7 +126,7 @@ def _capital_logs(
     shape = np.broadcast_shapes(m.shape, x.shape)
     if population_size is None:
         mt = np.broadcast_to(m, shape)
-        too_low = too_high = np.zeros(shape, dtype=bool)
+        too_low = too_high = np.broadcast_to(np.False_, shape)  # no candidate impossible
     else:
         zero = np.zeros(x.shape[:-1] + (1,))
         before = np.concatenate((zero, np.cumsum(x, axis=-1)[..., :-1]), axis=-1)  # i < t
