@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 from reference import ref_coverage_sums
-from truescore_fast import calibration as cal
+from truescore_fast import studies as cal
 from truescore_fast._random import philox_key
 
 BIG_N, N = 5000, 400

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from truescore_fast.families import family_bootstrap_difference
-from truescore_fast.pacost import paired_confidence_test
+from truescore_fast.compare.families import family_bootstrap_difference
+from truescore_fast.compare.pacost import paired_confidence_test
 
 N_EXACT = 18  # 262,144 sign patterns
 N_FAMILIES, PER_FAMILY, N_BOOT = 500, 8, 4000

@@ -10,7 +10,7 @@ difficulty, so tasks within a family are correlated. Run:
 from __future__ import annotations
 
 import numpy as np
-from truescore_fast.families import family_bootstrap_difference, holm_correction
+from truescore_fast.compare.families import family_bootstrap_difference, holm_correction
 
 
 def simulate_cell(effect: float, seed: int, n_families: int = 200, per_family: int = 8):

@@ -185,7 +185,7 @@ def ref_chi2_even_log_sf_mpmath(statistic: float, k: int, dps: int = 50) -> floa
 
 # ---------------------------------------------------------------------------------------
 # Audit: intervals for the mean gap and the exact randomization test
-# (truescore_fast.intervals, truescore_fast.randomization),
+# (truescore_fast.audit.intervals, truescore_fast.audit.randomization),
 # written from the formulas in SPEC.md section 4, not from the C++ code
 # ---------------------------------------------------------------------------------------
 

@@ -24,9 +24,9 @@ from reference import (
     ref_proportional_allocation,
     ref_wald_interval,
 )
-from truescore_fast import _engine
-from truescore_fast import calibration as cal
+from truescore_fast import studies as cal
 from truescore_fast._random import philox_key
+from truescore_fast.studies import _engine
 
 BLOCK = cal.REPLICATIONS_PER_TASK
 ALL = ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
@@ -643,7 +643,8 @@ def test_stub_lists_the_calibration_kernels():
 
 
 def test_row_layouts_are_checked_against_the_compiled_core():
-    from truescore_fast import _core, _engine
+    from truescore_fast import _core
+    from truescore_fast.studies import _engine
 
     assert {m.name: int(m) for m in _engine.BudgetSums} == _core.BUDGET_SUMS
     with pytest.raises(ImportError, match="rebuild"):

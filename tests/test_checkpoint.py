@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import truescore_fast as tf
-from truescore_fast import _engine
-from truescore_fast import calibration as cal
+from truescore_fast import studies as cal
+from truescore_fast.studies import _engine
 
 BLOCK = cal.REPLICATIONS_PER_TASK
 

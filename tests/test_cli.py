@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from truescore_fast.cli import EXIT_ERROR, EXIT_FINDING, EXIT_OK, main
+from truescore_fast.cli import ExitCode, main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -21,7 +21,7 @@ def test_shipped_sharded_example_is_a_finding(capsys):
     code = main(
         ["contamination", str(EXAMPLES / "contamination_sharded.csv"), "--shard-column", "shard"]
     )
-    assert code == EXIT_FINDING
+    assert code == ExitCode.FINDING
     out = capsys.readouterr().out
     assert "8 shards" in out and "finding" in out
     assert "pooled p = 0.002748" in out  # the figure quoted in the README
@@ -29,7 +29,7 @@ def test_shipped_sharded_example_is_a_finding(capsys):
 
 def test_shipped_clean_example_is_no_finding(capsys):
     code = main(["contamination", str(EXAMPLES / "contamination_clean.csv")])
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     assert "not evidence of a clean model" in capsys.readouterr().out
 
 
@@ -58,7 +58,7 @@ def test_json_output(capsys):
     )
     payload = json.loads(capsys.readouterr().out)
     assert payload["method"] == "average" and payload["n_shards"] == 8
-    assert code == (EXIT_FINDING if payload["contaminated"] else EXIT_OK)
+    assert code == (ExitCode.FINDING if payload["contaminated"] else ExitCode.OK)
     assert len(payload["shards"]) == 8
 
 
@@ -82,15 +82,15 @@ def write(tmp_path, name, text):
     ],
 )
 def test_malformed_files_exit_1(tmp_path, capsys, name, text):
-    assert main(["contamination", write(tmp_path, name, text)]) == EXIT_ERROR
+    assert main(["contamination", write(tmp_path, name, text)]) == ExitCode.ERROR
     assert "error:" in capsys.readouterr().err
 
 
 def test_missing_file_and_bad_arguments_exit_1(capsys):
-    assert main(["contamination", "/nonexistent/file.csv"]) == EXIT_ERROR
+    assert main(["contamination", "/nonexistent/file.csv"]) == ExitCode.ERROR
     with pytest.raises(SystemExit) as info:
         main(["contamination"])
-    assert info.value.code == EXIT_ERROR  # argparse alone would exit 2, a "finding"
+    assert info.value.code == ExitCode.ERROR  # argparse alone would exit 2, a "finding"
     capsys.readouterr()
 
 
@@ -98,7 +98,7 @@ def test_sharded_file_with_duplicate_canonical_exits_1(tmp_path, capsys):
     text = "shard,kind,loglik\na,canonical,1\na,canonical,2\na,permuted,0\n"
     assert (
         main(["contamination", write(tmp_path, "d.csv", text), "--shard-column", "shard"])
-        == EXIT_ERROR
+        == ExitCode.ERROR
     )
     capsys.readouterr()
 
@@ -115,10 +115,10 @@ def test_audit_command_on_shipped_example(capsys):
         "--population-size",
         "1000",
     ]
-    assert main([*args, "--radius", "0.02"]) == EXIT_FINDING
-    assert main([*args, "--radius", "0.3"]) == EXIT_OK
-    assert main([*args[:2], "--radius", "-1"]) == EXIT_ERROR
-    assert main(["audit", "/nonexistent.csv"]) == EXIT_ERROR
+    assert main([*args, "--radius", "0.02"]) == ExitCode.FINDING
+    assert main([*args, "--radius", "0.3"]) == ExitCode.OK
+    assert main([*args[:2], "--radius", "-1"]) == ExitCode.ERROR
+    assert main(["audit", "/nonexistent.csv"]) == ExitCode.ERROR
     capsys.readouterr()
 
 
@@ -126,10 +126,10 @@ def audit_cli(argv):
     """The audit subcommand without main()'s error handling, so a ValueError surfaces."""
     import argparse
 
-    from truescore_fast._cli_audit import add_audit_parser
+    from truescore_fast.cli.audit import add_parser
 
     parser = argparse.ArgumentParser(prog="truescore-fast")
-    add_audit_parser(parser.add_subparsers(dest="command"))
+    add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["audit", *argv])
     return args.func(args)
 
@@ -269,7 +269,7 @@ def test_console_script_runs_as_a_process():
         text=True,
         check=False,
     )
-    assert proc.returncode == EXIT_OK, proc.stderr
+    assert proc.returncode == ExitCode.OK, proc.stderr
     assert json.loads(proc.stdout)["n_permutations"] == 99
 
 
@@ -288,7 +288,7 @@ def run_cli(*argv, stdin=None, **kwargs):
 
 def assert_one_line_error(code, err, *words):
     assert "Traceback" not in err, err
-    assert code == EXIT_ERROR, err
+    assert code == ExitCode.ERROR, err
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     for word in words:
@@ -391,7 +391,7 @@ def test_a_utf8_byte_order_mark_is_read_transparently(tmp_path):
         '{"kind": "canonical", "loglik": 1}\n{"kind": "p", "loglik": 2}\n', "utf-8-sig"
     )
     code, _, err = run_cli("contamination", str(jsonl))
-    assert code == EXIT_OK and "Traceback" not in err, err
+    assert code == ExitCode.OK and "Traceback" not in err, err
 
 
 # ---------------------------------------------------------------------------- Ctrl-C, closed pipe

@@ -21,7 +21,7 @@ EXIT_INTERRUPTED = 130
 def bank(seed):
     """The synthetic bank the command describes in its notes: 2,000 parents, public and
     two fresh forms, per-parent difficulty Beta(2, 2), no form effect."""
-    from truescore_fast._cli_calibrate import _synthetic_bank
+    from truescore_fast.studies._presets import _synthetic_bank
 
     public, fresh = _synthetic_bank(1, 2000, np.random.default_rng(seed))
     return public[0], fresh[0]

@@ -193,7 +193,7 @@ def test_shard_orders_refuse_a_huge_output_before_writing(tmp_path):
 
 @pytest.mark.parametrize("n, r, p", [(1, 1, 1), (9, 3, 2), (1234, 7, 3), (10**4, 50, 2)])
 def test_shard_orders_size_bound_holds(n, r, p):
-    from truescore_fast._cli_shard_orders import estimated_bytes
+    from truescore_fast.cli.shard_orders import estimated_bytes
 
     _, out, _ = run_cli("shard-orders", str(n), "--shards", str(r), "--permutations", str(p))
     actual = len(out.encode())
@@ -227,7 +227,7 @@ def test_shard_orders_to_an_unwritable_place_is_one_line(tmp_path):
 
 
 def test_an_interrupted_write_leaves_the_old_file(tmp_path):
-    from truescore_fast._cli_common import write_output
+    from truescore_fast.cli._common import write_output
 
     target = tmp_path / "orders.jsonl"
     target.write_text("kept\n")
@@ -502,7 +502,7 @@ def test_top_level_help_lists_every_command_with_its_own_help_line():
 
     code, out, _ = run_cli("--help")
     assert code == 0 and "Exit codes" in out
-    for name, (_, _, line) in cli._COMMANDS.items():
+    for name, line in cli._COMMANDS.items():
         assert name in out
         parser = cli._build_parser(name)
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

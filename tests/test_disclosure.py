@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
-from truescore_fast.disclosure import (
+from truescore_fast.io.disclosure import (
     CONTAMINATION_TYPES,
     disclosure_schema,
     linear_weighted_kappa,

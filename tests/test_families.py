@@ -9,7 +9,7 @@ import pytest
 from reference import ref_family_bootstrap_differences, ref_holm
 from truescore_fast import _core
 from truescore_fast._random import philox_key
-from truescore_fast.families import family_bootstrap_difference, holm_correction
+from truescore_fast.compare.families import family_bootstrap_difference, holm_correction
 
 
 def clustered(n_families, effect, seed, sd_family=1.0, sd_item=0.3):

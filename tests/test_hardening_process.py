@@ -113,8 +113,8 @@ def test_python_sizes_its_work_by_the_threads_the_core_runs(n_threads):
     # One policy: the engine's chunks (and anything else split by thread in Python) use
     # the count the core resolves, so n_threads=2**31 - 1 does not make one giant chunk
     # (which no Ctrl-C could stop between chunks).
-    from truescore_fast._engine import _run_cell
     from truescore_fast._validation import threads_used
+    from truescore_fast.studies._engine import _run_cell
 
     assert threads_used(n_threads) == _core.testing.resolved_threads(n_threads or 0)
     calls = []

@@ -179,7 +179,7 @@ def test_every_real_scalar_argument_is_checked_alike(call, name, value) -> None:
 
 
 def _bad_line_error(tmp_path, text: str, name: str = "rows.jsonl") -> str:
-    from truescore_fast._io import read_rows
+    from truescore_fast._files import read_rows
 
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8"))
@@ -244,7 +244,7 @@ def test_a_record_64_levels_deep_is_still_checked_against_the_schema() -> None:
 
 def test_the_command_line_reads_a_record_through_the_api_reader(tmp_path, monkeypatch) -> None:
     pytest.importorskip("jsonschema")
-    from truescore_fast import _io
+    from truescore_fast import _files as _io
     from truescore_fast.cli import main
 
     seen = []
@@ -254,7 +254,7 @@ def test_the_command_line_reads_a_record_through_the_api_reader(tmp_path, monkey
         seen.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("truescore_fast.disclosure.read_json_file", spy)
+    monkeypatch.setattr("truescore_fast.io.disclosure.read_json_file", spy)
     path = tmp_path / "deep.json"
     path.write_text('{"x": ' * 5000 + "{}" + "}" * 5000, encoding="utf-8")
     assert main(["disclose", "validate", str(path)]) == 1
@@ -268,7 +268,7 @@ def test_executor_slices_of_zero_seconds_give_identical_results(monkeypatch) -> 
     import json
     from concurrent.futures import ThreadPoolExecutor
 
-    from truescore_fast import _engine
+    from truescore_fast.studies import _engine
 
     population = np.repeat([-1.0, -0.5, 0.0, 0.5, 1.0], [40, 60, 200, 60, 40])
     kw = dict(intervals=("wald", "betting"), replications=700, seed=9, progress=False)
@@ -297,7 +297,7 @@ def test_executor_slices_of_zero_seconds_give_identical_results(monkeypatch) -> 
 
 
 def _stouffer(counts, n_permutations):
-    from truescore_fast.contamination import ExchangeabilityTests
+    from truescore_fast.contamination.batch import ExchangeabilityTests
 
     counts = np.asarray(counts, dtype=np.int64)
     m = np.asarray(n_permutations, dtype=np.int64)

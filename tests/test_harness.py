@@ -1,10 +1,12 @@
-"""Evaluation-harness runs read for the matched-form audit (truescore_fast.harness): the
+"""Evaluation-harness runs read for the matched-form audit (truescore_fast.io.harness): the
 shipped lm-evaluation-harness and Inspect examples end to end, at the Python level and as
 a process, against references that parse the files here with plain json/zipfile; the
 score mapping against Inspect's documented value_to_float; and every refusal."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import importlib.util
 import json
 import zipfile
@@ -18,7 +20,10 @@ from hypothesis import strategies as st
 from test_cli import assert_one_line_error
 from test_cli import run_cli as run_in_repo
 from test_input_formats import run_cli
-from truescore_fast.cli import EXIT_FINDING, EXIT_OK
+from truescore_fast.cli import ExitCode
+from truescore_fast.cli.audit import add_audit_parser
+from truescore_fast.io import harness as harness_module
+from truescore_fast.io._harness_base import HarnessReader, Record, Run
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 LM_EVAL = EXAMPLES / "harness" / "lm_eval"
@@ -130,7 +135,7 @@ def test_cli_lm_eval_example_is_a_claim():
         "--metric",
         "exact_match,strict-match",
     )
-    assert code == EXIT_FINDING, err
+    assert code == ExitCode.FINDING, err
     assert "n = 30 parents, K = 2 fresh form(s)" in out
     assert "Exposure claimed for: all" in out
 
@@ -138,10 +143,10 @@ def test_cli_lm_eval_example_is_a_claim():
 def test_cli_inspect_example_is_no_claim_and_json_matches_python():
     argv = ["audit", *IN_ARGS, "--metric", "match"]
     code, out, err = run_cli(*argv)
-    assert code == EXIT_OK, err
+    assert code == ExitCode.OK, err
     assert "== example/clean-model ==" in out and "No model meets the claim rule." in out
     code, out, _ = run_cli(*argv, "--json", "--seed", "5")
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     doc = json.loads(out)
     data = tf.read_harness_runs(IN_PUBLIC, IN_FRESH, match_key="metadata.parent_id")
     expected = tf.matched_form_audit(data.public, data.fresh, seed=5).to_dict()
@@ -160,7 +165,7 @@ def test_cli_reads_one_run_from_standard_input():
     # a .eval archive from standard input is recognised by its zip signature
     argv = [{str(IN_FRESH[1]): "-"}.get(str(a), a) for a in IN_ARGS]
     code, out, err = run_cli("audit", *argv, stdin=IN_FRESH[1].read_bytes())
-    assert code == EXIT_OK and "K = 2" in out, err
+    assert code == ExitCode.OK and "K = 2" in out, err
 
 
 def test_readme_harness_commands_exit_as_the_readme_says():
@@ -175,7 +180,7 @@ def test_readme_harness_commands_exit_as_the_readme_says():
     ]
     assert len(commands) == 2
     results = [run_in_repo(*shlex.split(c)[1:], cwd=EXAMPLES.parent)[:2] for c in commands]
-    assert [code for code, _ in results] == [EXIT_FINDING, EXIT_OK]  # "exits 2", "exits 0"
+    assert [code for code, _ in results] == [ExitCode.FINDING, ExitCode.OK]  # "exits 2", "exits 0"
     # "public score 0.80, fresh 0.37"
     assert "public score 0.8000, fresh score 0.3667" in results[0][1]
 
@@ -527,14 +532,14 @@ def test_cli_control_runs_match_the_python_control_bank(tmp_path):
         "--control-public", bank[0], "--control-fresh", bank[1], "--control-fresh", bank[2],
         "--match-key", "metadata.parent", "--radius", "0.05", "--json",
     )  # fmt: skip
-    assert code in (EXIT_OK, EXIT_FINDING), err
+    assert code in (ExitCode.OK, ExitCode.FINDING), err
     data = tf.read_harness_runs(runs[0], runs[1:], match_key="metadata.parent")
     ctrl = tf.read_harness_runs(bank[0], bank[1:], match_key="metadata.parent")
     expected = tf.matched_form_audit(
         data.public, data.fresh, control=(ctrl.public, ctrl.fresh), transport_radius=0.05
     )
     assert json.loads(out)["models"]["m"] == json.loads(json.dumps(expected.to_dict()))
-    assert code == (EXIT_FINDING if expected.claim else EXIT_OK)
+    assert code == (ExitCode.FINDING if expected.claim else ExitCode.OK)
 
 
 # ------------------------------------------------------------------------ any input
@@ -622,3 +627,148 @@ def test_gzipped_harness_logs_read_as_the_plain_ones(tmp_path):
         assert got.parents == plain.parents and got.model == plain.model
         np.testing.assert_array_equal(got.public, plain.public)
         np.testing.assert_array_equal(got.fresh, plain.fresh)
+
+
+# ------------------------------------------------------------- the registry of formats
+
+BUILT_IN = ("auto", "lm-eval", "inspect", "table")
+
+
+def _sheet_load(file):
+    """A toy format: one JSON object ``{"sheet": {item: score}, "model": ...}``."""
+    document = file.document
+    if document is None or not isinstance(document.get("sheet"), dict):
+        raise ValueError(f"{file.where} is not a score sheet")
+    records = [
+        Record(f"{file.where} item {item}", {"item": item, "score": score}, number, None)
+        for number, (item, score) in enumerate(document["sheet"].items(), 1)
+    ]
+    return Run(file.where, document.get("model"), records)
+
+
+SHEET = HarnessReader(
+    name="sheet",
+    load=_sheet_load,
+    metric=lambda run, metric: (metric or "score", lambda r: r.fields["score"], run.records),
+    claim_document=lambda document: (
+        "a score sheet (it has 'sheet')" if "sheet" in document else None
+    ),
+)
+
+
+def _tally_load(file):
+    """A toy format guessed from its first record: JSON Lines with a ``tally`` field."""
+    rows = file.records
+    records = [Record(f"{file.where} tally {i}", row, i, None) for i, row in enumerate(rows, 1)]
+    return Run(file.where, None, records)
+
+
+TALLY = HarnessReader(
+    name="tally",
+    load=_tally_load,
+    metric=lambda run, metric: ("tally", lambda r: r.fields["tally"], run.records),
+    looks_like=lambda record: "tally" in record,
+)
+
+
+@pytest.fixture
+def register(monkeypatch):
+    """Registers toy formats for one test and removes them after it (the module's
+    HARNESSES object itself is put back: the package's top level holds the same object)."""
+    monkeypatch.setattr(harness_module, "HARNESSES", harness_module.HARNESSES)
+    added = []
+
+    def add(reader):
+        harness_module._register(reader)
+        added.append(reader.name)
+
+    yield add
+    for name in reversed(added):
+        harness_module._unregister(name)
+    assert harness_module.HARNESSES == BUILT_IN
+    monkeypatch.undo()
+
+
+def sheet(path, scores, model="m"):
+    path.write_text(json.dumps({"model": model, "sheet": scores}))
+    return path
+
+
+def test_harnesses_are_auto_then_the_registered_formats_in_order():
+    assert harness_module.HARNESSES == ("auto", *harness_module._READERS) == BUILT_IN
+    assert tf.HARNESSES == BUILT_IN
+    audit = add_audit_parser(argparse.ArgumentParser().add_subparsers())
+    (choices,) = [action.choices for action in audit._actions if action.dest == "harness"]
+    assert tuple(choices) == BUILT_IN  # the command line's --harness choices
+
+
+def test_a_registered_format_is_read_by_name_and_recognised_by_auto(tmp_path, register):
+    with pytest.raises(ValueError, match="harness must be one of 'auto', 'lm-eval', 'inspect'"):
+        tf.read_harness_runs(tmp_path / "a", tmp_path / "b", match_key="item", harness="sheet")
+    register(SHEET)
+    assert harness_module.HARNESSES == (*BUILT_IN, "sheet")
+    public = sheet(tmp_path / "pub.json", {"a": 1, "b": "C", "c": 0})
+    fresh = sheet(tmp_path / "fresh.json", {"b": 0, "a": 0.5})
+    by_name = tf.read_harness_runs(public, fresh, match_key="item", harness="sheet")
+    by_auto = tf.read_harness_runs(public, fresh, match_key="item")
+    for data in (by_name, by_auto):
+        assert data.parents == ("a", "b") and data.model == "m"
+        np.testing.assert_array_equal(data.public, [1.0, 1.0])
+        np.testing.assert_array_equal(data.fresh, [[0.5], [0.0]])
+    # a sheet beside the other formats: matched to an lm-eval run by text
+    runs = lm_eval_file_of(tmp_path / "f.jsonl", [("a", 1), ("b", 0)])
+    mixed = tf.read_harness_runs(
+        sheet(tmp_path / "ids.json", {"0": 1, "1": 0}), runs, match_key="doc_id",
+        public_match_key="item", metric="acc",
+    )  # fmt: skip
+    assert mixed.parents == ("0", "1") and mixed.model == "m"
+
+
+def test_a_registered_format_is_refused_as_another_and_refuses_the_others(tmp_path, register):
+    register(SHEET)
+    path = sheet(tmp_path / "s.json", {"a": 1})
+    other = sheet(tmp_path / "other.json", {"a": 0})
+    for named in ("lm-eval", "inspect", "table"):
+        with pytest.raises(
+            ValueError, match=rf"s.json is a score sheet \(it has 'sheet'\), not {named}$"
+        ):
+            tf.read_harness_runs(path, other, match_key="item", harness=named)
+    refusals = [
+        (
+            inspect_log(tmp_path / "log.json", [1, 0]),
+            "is an Inspect log (it has 'samples'), not sheet",
+        ),
+        (_write(tmp_path / "t.csv", "item,ok\na,1\n"), "is a table (.csv), not sheet output"),
+        (lm_eval_file_of(tmp_path / "l.jsonl", [("a", 1)]), "l.jsonl is not a score sheet"),
+    ]
+    for run, words in refusals:
+        with pytest.raises(ValueError) as info:
+            tf.read_harness_runs(run, other, match_key="item", harness="sheet")
+        assert words in str(info.value)
+
+
+def test_a_guessed_format_registered_after_the_table_comes_before_the_catch_all(
+    tmp_path, register
+):
+    register(TALLY)
+    rows = [{"who": "a", "tally": 1}, {"who": "b", "tally": 0}]
+    path = _write(tmp_path / "t.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    other = _write(tmp_path / "o.jsonl", "".join(json.dumps(r) + "\n" for r in rows[::-1]))
+    data = tf.read_harness_runs(path, other, match_key="who")  # no metric: the tally's own
+    np.testing.assert_array_equal(data.public, [1.0, 0.0])
+    # what no reader recognises is still a table; a named lm-eval still refuses a tally
+    plain = _write(tmp_path / "p.jsonl", '{"who": "a", "ok": 1}\n{"who": "b", "ok": 0}\n')
+    with pytest.raises(ValueError, match="metric must name the column of .*p.jsonl"):
+        tf.read_harness_runs(plain, other, match_key="who")
+    with pytest.raises(ValueError, match="not an lm-evaluation-harness samples file"):
+        tf.read_harness_runs(path, other, match_key="who", harness="lm-eval")
+
+
+def test_the_registry_refuses_a_name_twice_and_a_second_catch_all(register):
+    register(SHEET)
+    for name in ("sheet", "auto"):
+        with pytest.raises(ValueError, match=f"the harness name '{name}' is taken"):
+            harness_module._register(dataclasses.replace(SHEET, name=name))
+    with pytest.raises(ValueError, match="only one harness format reads what none recognises"):
+        harness_module._register(dataclasses.replace(SHEET, name="rows", catch_all=True))
+    assert harness_module.HARNESSES == (*BUILT_IN, "sheet")

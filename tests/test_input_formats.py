@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 from test_cli import assert_one_line_error
-from truescore_fast._io import read_rows, sniff_format
-from truescore_fast.cli import EXIT_FINDING
+from truescore_fast._files import read_rows, sniff_format
+from truescore_fast.cli import ExitCode
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLE = EXAMPLES / "audit_example.csv"
@@ -98,7 +98,7 @@ def test_standard_input_is_recognised_by_its_content(tmp_path, kind):
     args = ["--control", CONTROL, "--population-size", "1000", "--radius", "0.02", "--json"]
     code_file, out_file, _ = run_cli("audit", EXAMPLE, *args)
     code, out, err = run_cli("audit", "-", *args, stdin=data)
-    assert code == code_file == EXIT_FINDING, err
+    assert code == code_file == ExitCode.FINDING, err
     assert json.loads(out) == json.loads(out_file)
 
 
@@ -113,7 +113,7 @@ def test_read_rows_reads_a_text_stdin_without_a_buffer(monkeypatch):
 def test_contamination_reads_standard_input_too():
     data = (EXAMPLES / "contamination_sharded.csv").read_bytes()
     code, out, err = run_cli("contamination", "-", "--shard-column", "shard", stdin=data)
-    assert code == EXIT_FINDING, err
+    assert code == ExitCode.FINDING, err
     assert "pooled p = 0.002748" in out  # the README's figure, as from the file
 
 
@@ -149,7 +149,7 @@ def test_column_flags_read_a_table_with_other_names(tmp_path):
     mapping = [a for flag, name in zip(flags, RENAMED.values(), strict=True) for a in (flag, name)]
     code, out, err = run_cli("audit", path, *mapping, "--public-form", "original", *args)
     code_ref, out_ref, _ = run_cli("audit", EXAMPLE, *args)
-    assert code == code_ref == EXIT_FINDING, err
+    assert code == code_ref == ExitCode.FINDING, err
     assert json.loads(out) == json.loads(out_ref)
     # without the flags the columns are missing: named, with what the table has
     code, _, err = run_cli("audit", path)
@@ -242,7 +242,7 @@ def test_gzipped_tables_read_as_the_plain_ones(tmp_path, kind):
     args = ["--control", CONTROL, "--population-size", "1000", "--radius", "0.02", "--json"]
     _, out_file, _ = run_cli("audit", plain, *args)
     code, out, err = run_cli("audit", "-", *args, stdin=packed.read_bytes())
-    assert code == EXIT_FINDING, err
+    assert code == ExitCode.FINDING, err
     assert json.loads(out) == json.loads(out_file)
 
 
@@ -301,10 +301,10 @@ def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path):
     assert path.stat().st_size < 1 << 20
     code = (
         "import resource, sys\n"
-        "from truescore_fast._io import read_rows\n"
+        "from truescore_fast._files import read_rows\n"
         "import truescore_fast._validation as v\n"
         "v.memory_limit = lambda: 48 << 20\n"  # as if the machine had 48 MB
-        "import truescore_fast._io as io_\n"
+        "import truescore_fast._files as io_\n"
         "io_.memory_limit = v.memory_limit\n"
         f"try:\n    read_rows({str(path)!r})\n"
         "except MemoryError as e:\n    print(e); sys.exit(0)\n"

@@ -9,7 +9,7 @@ import pytest
 from reference import ref_sign_flip_counts, ref_sign_flip_mc_counts, ref_sign_flip_p_at
 from scipy import stats
 from truescore_fast._random import philox_key
-from truescore_fast.pacost import paired_confidence_test
+from truescore_fast.compare.pacost import paired_confidence_test
 
 ALTERNATIVES = ("greater", "less", "two-sided")
 

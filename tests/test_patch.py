@@ -16,8 +16,8 @@ import truescore.contamination
 import truescore.doctor
 import truescore.slices
 import truescore_fast
-from truescore_fast import compare as fast_compare
-from truescore_fast import contamination as fast_contamination
+from truescore_fast.compare import paired as fast_compare
+from truescore_fast.contamination import exact as fast_contamination
 from truescore_fast.patch import is_patched, patch_truescore, unpatch_truescore
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -283,4 +283,4 @@ def test_patched_truescore_command_in_a_fresh_process(tmp_path):
     )
     assert done.returncode == 2, done.stderr
     assert "FINDING: a real difference" in done.stdout
-    assert done.stderr.strip() == "truescore_fast.compare"  # the CLI ran on ours
+    assert done.stderr.strip() == "truescore_fast.compare.paired"  # the CLI ran on ours

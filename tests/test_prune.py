@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from reference import ref_clopper_pearson, ref_pair_classifier_accuracy
-from truescore_fast.prune import (
+from truescore_fast.audit.prune import (
     FEATURE_NAMES,
     MissingExtraError,
     audit_prune,

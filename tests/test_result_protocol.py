@@ -21,9 +21,9 @@ import pytest
 import truescore_fast as tf
 from test_prune import load_example  # the bundled Audit-Prune example
 from truescore_fast._result import Result, TabularResult
-from truescore_fast.disclosure import linear_weighted_kappa, validate_disclosure
-from truescore_fast.families import family_bootstrap_difference, holm_correction
-from truescore_fast.pacost import paired_confidence_test
+from truescore_fast.compare.families import family_bootstrap_difference, holm_correction
+from truescore_fast.compare.pacost import paired_confidence_test
+from truescore_fast.io.disclosure import linear_weighted_kappa, validate_disclosure
 
 # Dataclasses that are not results of this package's protocol, each with the reason.
 NOT_RESULTS = {
@@ -36,6 +36,11 @@ NOT_RESULTS = {
     "StressSetting": "an input setting of stress_grid",
     "_Cell": "calibration engine's internal task",
     "_Design": "calibration's internal sampling design",
+    "Study": "an entry of the study registry",
+    "StudyOptions": "the studies' shared keywords (an input)",
+    "StudySettings": "the command line's study settings (an input)",
+    "StudyRun": "the tables a registered study prints",
+    "HarnessReader": "an entry of the harness-format registry",
 }
 
 
@@ -230,10 +235,10 @@ def test_non_finite_numbers_follow_the_documented_convention():
 
 def _package_dataclasses() -> dict[str, type]:
     found: dict[str, type] = {}
-    for info in pkgutil.iter_modules(tf.__path__):
-        if info.name == "__main__":  # importing it runs the command line
+    for info in pkgutil.walk_packages(tf.__path__, "truescore_fast."):
+        if info.name == "truescore_fast.__main__":  # importing it runs the command line
             continue
-        module = importlib.import_module(f"truescore_fast.{info.name}")
+        module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
             if (
                 isinstance(obj, type)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 from reference import ref_besag_clifford_null, ref_betting_sequence_rejects
-from truescore_fast.sequential import _log_bets, _log_capital_max
+from truescore_fast.audit._betting import log_bets, log_capital_max
 
 # --------------------------------------------------------------------------------------
 # The betting confidence sequence
@@ -33,7 +33,7 @@ def test_capital_matches_the_loop_reference(population, horizon):
     d = np.round(rng.uniform(-1, 1, 120) * 4) / 4
     x = (d + 1) / 2
     candidates = np.linspace(-1, 1, 41)
-    values = _log_capital_max(x, (candidates + 1) / 2, population, _log_bets(x, 0.05, horizon))
+    values = log_capital_max(x, (candidates + 1) / 2, population, log_bets(x, 0.05, horizon))
     for m, v in zip(candidates, values, strict=True):
         rejected = bool(v >= -math.log(0.05))
         assert rejected == ref_betting_sequence_rejects(d, m, population, 0.05, horizon), m
@@ -107,7 +107,7 @@ def test_the_horizon_moves_width_from_early_to_the_horizon():
 
 def _ever_rejects_truth(d, truth, population):
     x = (d + 1) / 2
-    value = _log_capital_max(x, np.array([(truth + 1) / 2]), population, _log_bets(x, 0.1))[0]
+    value = log_capital_max(x, np.array([(truth + 1) / 2]), population, log_bets(x, 0.1))[0]
     return value >= -math.log(0.1)
 
 
@@ -155,7 +155,8 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
     # data-dependent stop: the first look (every 25) at which the library's sequence
     # excludes 0. Both must be at most alpha = 0.1 within 3 Monte Carlo SEs (300 runs:
     # SE <= 0.018); the library must agree with the reference on every run.
-    from truescore_fast.sequential import _first_hits, _log_bets
+    from truescore_fast.audit._betting import log_bets
+    from truescore_fast.studies.sequential import _first_hits
 
     alpha, runs, n = 0.1, 300, 300
     rng = np.random.default_rng(1000 + (population or 0) + horizon)
@@ -171,7 +172,7 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
         d = np.stack([rng.permutation(pop)[:n] for _ in range(runs)])
     x = (d + 1) / 2
     size = population if population is not None else 10**9
-    bets = _log_bets(x, alpha, horizon)
+    bets = log_bets(x, alpha, horizon)
     up, down = _first_hits(x, np.full(runs, (truth + 1) / 2), size, alpha, bets)
     zero_up, zero_down = _first_hits(x, np.full(runs, 0.5), size, alpha, bets)
     looks = np.arange(25, n + 1, 25)
@@ -573,7 +574,8 @@ def test_canonical_cannot_change():
 
 
 def test_first_hits_match_the_loop_reference():
-    from truescore_fast.sequential import _first_hits, _log_bets
+    from truescore_fast.audit._betting import log_bets
+    from truescore_fast.studies.sequential import _first_hits
 
     rng = np.random.default_rng(21)
     d = np.round(rng.uniform(-1, 1, (30, 80)) * 2) / 2
@@ -581,7 +583,7 @@ def test_first_hits_match_the_loop_reference():
         for horizon in (None, 80):
             x = (d + 1) / 2
             up, down = _first_hits(
-                x, np.full(30, (m + 1) / 2), 200, 0.1, _log_bets(x, 0.1, horizon)
+                x, np.full(30, (m + 1) / 2), 200, 0.1, log_bets(x, 0.1, horizon)
             )
             for row in range(30):
                 first = min(up[row], down[row])
@@ -657,7 +659,7 @@ def test_tuning_to_the_budget_finds_a_very_large_effect_later():
 
 
 def test_same_power_parents_reads_the_curve():
-    from truescore_fast.sequential import _same_power_parents
+    from truescore_fast.studies.sequential import _same_power_parents
 
     looks = np.array([100, 200, 300])
     curve = np.array([0.2, 0.5, 0.9])
@@ -702,7 +704,7 @@ def test_order_study_with_h_above_m_decides_as_the_fixed_test():
 
 
 def test_order_study_replications_match_the_class():
-    from truescore_fast.sequential import _order_replications
+    from truescore_fast.studies.sequential import _order_replications
 
     rng = np.random.default_rng(5)
     canonical = rng.standard_normal((40, 3, 1)) + 1.0

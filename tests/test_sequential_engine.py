@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 from test_checkpoint import Recorder, one_task_per_call  # noqa: F401 (a fixture)
-from truescore_fast import _engine
-from truescore_fast import sequential as seq
 from truescore_fast._random import philox_key
-from truescore_fast.calibration import _rate
+from truescore_fast.studies import _engine
+from truescore_fast.studies import sequential as seq
+from truescore_fast.studies._common import _rate
 
 TASK = 250  # replications per task of the sequential studies
 REPS = 2 * TASK + 17  # three tasks per row, the last one short

@@ -91,7 +91,7 @@ def test_p_below_double_range_is_reported_through_its_log():
     "t, df", [(5.0, 3), (40.0, 10), (1e3, 99), (1e5, 80), (1e8, 1), (1e155, 2), (1e200, 3)]
 )
 def test_t_log_tail_matches_high_precision(t, df):
-    from truescore_fast.sharded import _t_log_sf
+    from truescore_fast.contamination.sharded import _t_log_sf
 
     assert _t_log_sf(t, df) == pytest.approx(mp_log_t_sf(t, df), rel=1e-12)
 

@@ -3,308 +3,76 @@
 A compiled (C++17) core behind a thin Python API. It is a drop-in for the pure-Python
 truescore library's contamination module and its paired comparison of two systems
 (``paired_bootstrap``, ``paired_permutation``, ``holm``, ``benjamini_hochberg``), and adds
-Oren et al.'s sharded tests, the CleanScore matched-form audit, the calibration studies
-that justify it, and PaCoST, disclosure records, family-clustered intervals and
-Audit-Prune.
-The package re-exports every public module's ``__all__``.
+Oren et al.'s sharded tests, the CleanScore matched-form audit, the studies that justify
+it, and PaCoST, disclosure records, family-clustered intervals and Audit-Prune.
 
-The re-exports are looked up on first use (PEP 562): ``import truescore_fast`` loads only
-the compiled core, so ``truescore-fast --version`` and ``--help`` do not pay for SciPy.
-The first name used imports the module that defines it (and what that module needs).
+The package is laid out by domain, each subpackage with its own modules:
+
+* :mod:`truescore_fast.contamination` -- order-based tests on log-likelihoods;
+* :mod:`truescore_fast.compare` -- comparing systems (the truescore drop-in, families,
+  PaCoST);
+* :mod:`truescore_fast.audit` -- the matched-form audit (intervals, the audit, the
+  randomization test, the sequential audit, Audit-Prune);
+* :mod:`truescore_fast.resampling` -- permutation nulls, finite-population bootstraps,
+  difference in differences, seed-paired contrasts;
+* :mod:`truescore_fast.studies` -- the Monte Carlo studies;
+* :mod:`truescore_fast.io` -- evaluation-harness runs and disclosure records;
+* :mod:`truescore_fast.cli` -- the ``truescore-fast`` command line.
+
+Every public name is also here, flat (``truescore_fast.matched_form_audit``): each is
+written once, in its module's ``__all__``, and found here on first use (PEP 562) by
+importing the subpackages in the order above until one exports it. ``import
+truescore_fast`` loads only the compiled core, so ``truescore-fast --version`` and
+``--help`` do not pay for SciPy.
 """
-
-# ruff: noqa: F401  (the TYPE_CHECKING imports are re-exports; __all__ is built from _EXPORTS)
 
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 # The version is pyproject.toml's, compiled into the core (see CMakeLists.txt): one source.
-from truescore_fast._core import __version__
+from truescore_fast._core import __version__ as __version__
 
-# Public name -> the module that defines it. The TYPE_CHECKING imports below say the same
-# for type checkers and editors; tests/test_lazy_imports.py checks that the two agree.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "audit": (
-        "AuditData",
-        "ControlBank",
-        "MatchedFormAudit",
-        "matched_form_audit",
-        "matched_form_audits",
-        "read_audit_table",
-    ),
-    "calibration": (
-        "REPLICATIONS_PER_TASK",
-        "STRESS_SHAPES",
-        "StressSetting",
-        "budget_study",
-        "coverage_study",
-        "detection_study",
-        "plan_audit_size",
-        "stress_grid",
-        "stress_population",
-        "stress_settings",
-    ),
-    "compare": (
-        "ComparisonResult",
-        "benjamini_hochberg",
-        "holm",
-        "paired_bootstrap",
-        "paired_permutation",
-    ),
-    "contamination": (
-        "CombinedContamination",
-        "ContaminationResult",
-        "ExchangeabilityTests",
-        "PooledContamination",
-        "combine_shards",
-        "exchangeability_test",
-        "exchangeability_tests",
-    ),
-    "did": (
-        "DID_COLUMNS",
-        "DiDResult",
-        "did_estimate",
-    ),
-    "disclosure": (
-        "CONTAMINATION_TYPES",
-        "DisclosureValidation",
-        "KappaResult",
-        "disclosure_schema",
-        "disclosure_template",
-        "linear_weighted_kappa",
-        "validate_disclosure",
-    ),
-    "families": (
-        "FamilyBootstrapResult",
-        "HolmResult",
-        "family_bootstrap_difference",
-        "holm_correction",
-    ),
-    "finite_population": (
-        "BootstrapResult",
-        "finite_population_bootstrap",
-    ),
-    "harness": (
-        "HARNESSES",
-        "read_harness_runs",
-    ),
-    "intervals": (
-        "INTERVAL_METHODS",
-        "Interval",
-        "Intervals",
-        "bernstein_interval",
-        "bernstein_intervals",
-        "betting_interval",
-        "betting_intervals",
-        "hoeffding_interval",
-        "hoeffding_intervals",
-        "hoeffding_serfling_interval",
-        "hoeffding_serfling_intervals",
-        "matched_form_intervals",
-        "wald_interval",
-        "wald_intervals",
-    ),
-    "pacost": (
-        "PairedConfidenceResult",
-        "paired_confidence_test",
-    ),
-    "patch": (
-        "is_patched",
-        "patch_truescore",
-        "unpatch_truescore",
-    ),
-    "patterns": (
-        "PatternTest",
-        "pattern_permutation_test",
-    ),
-    "prune": (
-        "FEATURE_NAMES",
-        "HEDGE_WORDS",
-        "LeakageAudit",
-        "MissingExtraError",
-        "PruneResult",
-        "PruneStep",
-        "audit_prune",
-        "feature_differences",
-        "leakage_audit",
-        "surface_features",
-    ),
-    "randomization": (
-        "RandomizationTest",
-        "randomization_test",
-    ),
-    "sequential": (
-        "AuditState",
-        "SequentialAudit",
-        "SequentialExchangeabilityTest",
-        "SequentialVerdict",
-        "ShardState",
-        "audit_order",
-        "besag_clifford_p_value",
-        "betting_confidence_sequence",
-        "sequential_order_study",
-        "sequential_order_verdict",
-        "sequential_study",
-    ),
-    "sharded": (
-        "ShardedLikelihoodResult",
-        "ShardOrders",
-        "shard_orders",
-        "sharded_likelihood_test",
-    ),
-    "signflip": (
-        "SeedContrast",
-        "seed_contrast",
-    ),
-}
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+# The modules whose __all__ the top level re-exports, in the order they are searched.
+_PUBLIC = ("contamination", "compare", "audit", "resampling", "studies", "io", "patch")
 
-__all__ = ["__version__", *sorted(_MODULE_OF, key=str.lower)]
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    # ruff: noqa: F403
+    from truescore_fast.audit import *
+    from truescore_fast.compare import *
+    from truescore_fast.contamination import *
+    from truescore_fast.io import *
+    from truescore_fast.patch import *
+    from truescore_fast.resampling import *
+    from truescore_fast.studies import *
 
-if TYPE_CHECKING:  # the names are re-exported through __all__, built from _EXPORTS
-    from truescore_fast.audit import (
-        AuditData,
-        ControlBank,
-        MatchedFormAudit,
-        matched_form_audit,
-        matched_form_audits,
-        read_audit_table,
-    )
-    from truescore_fast.calibration import (
-        REPLICATIONS_PER_TASK,
-        STRESS_SHAPES,
-        StressSetting,
-        budget_study,
-        coverage_study,
-        detection_study,
-        plan_audit_size,
-        stress_grid,
-        stress_population,
-        stress_settings,
-    )
-    from truescore_fast.compare import (
-        ComparisonResult,
-        benjamini_hochberg,
-        holm,
-        paired_bootstrap,
-        paired_permutation,
-    )
-    from truescore_fast.contamination import (
-        CombinedContamination,
-        ContaminationResult,
-        ExchangeabilityTests,
-        PooledContamination,
-        combine_shards,
-        exchangeability_test,
-        exchangeability_tests,
-    )
-    from truescore_fast.did import (
-        DID_COLUMNS,
-        DiDResult,
-        did_estimate,
-    )
-    from truescore_fast.disclosure import (
-        CONTAMINATION_TYPES,
-        DisclosureValidation,
-        KappaResult,
-        disclosure_schema,
-        disclosure_template,
-        linear_weighted_kappa,
-        validate_disclosure,
-    )
-    from truescore_fast.families import (
-        FamilyBootstrapResult,
-        HolmResult,
-        family_bootstrap_difference,
-        holm_correction,
-    )
-    from truescore_fast.finite_population import (
-        BootstrapResult,
-        finite_population_bootstrap,
-    )
-    from truescore_fast.harness import HARNESSES, read_harness_runs
-    from truescore_fast.intervals import (
-        INTERVAL_METHODS,
-        Interval,
-        Intervals,
-        bernstein_interval,
-        bernstein_intervals,
-        betting_interval,
-        betting_intervals,
-        hoeffding_interval,
-        hoeffding_intervals,
-        hoeffding_serfling_interval,
-        hoeffding_serfling_intervals,
-        matched_form_intervals,
-        wald_interval,
-        wald_intervals,
-    )
-    from truescore_fast.pacost import (
-        PairedConfidenceResult,
-        paired_confidence_test,
-    )
-    from truescore_fast.patch import (
-        is_patched,
-        patch_truescore,
-        unpatch_truescore,
-    )
-    from truescore_fast.patterns import (
-        PatternTest,
-        pattern_permutation_test,
-    )
-    from truescore_fast.prune import (
-        FEATURE_NAMES,
-        HEDGE_WORDS,
-        LeakageAudit,
-        MissingExtraError,
-        PruneResult,
-        PruneStep,
-        audit_prune,
-        feature_differences,
-        leakage_audit,
-        surface_features,
-    )
-    from truescore_fast.randomization import (
-        RandomizationTest,
-        randomization_test,
-    )
-    from truescore_fast.sequential import (
-        AuditState,
-        SequentialAudit,
-        SequentialExchangeabilityTest,
-        SequentialVerdict,
-        ShardState,
-        audit_order,
-        besag_clifford_p_value,
-        betting_confidence_sequence,
-        sequential_order_study,
-        sequential_order_verdict,
-        sequential_study,
-    )
-    from truescore_fast.sharded import (
-        ShardedLikelihoodResult,
-        ShardOrders,
-        shard_orders,
-        sharded_likelihood_test,
-    )
-    from truescore_fast.signflip import (
-        SeedContrast,
-        seed_contrast,
-    )
+
+def _public(module: str) -> ModuleType:
+    return importlib.import_module(f"truescore_fast.{module}")
+
+
+def _all() -> list[str]:
+    names = {name for module in _PUBLIC for name in _public(module).__all__}
+    return ["__version__", *sorted(names, key=str.lower)]
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(f"truescore_fast.{module}"), name)
-        globals()[name] = value  # the next lookup is an ordinary attribute
-        return value
-    if name in _EXPORTS:  # a public module not imported yet: truescore_fast.compare
-        return importlib.import_module(f"truescore_fast.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name == "__all__":  # `from truescore_fast import *`, help(), documentation tools
+        value: Any = _all()
+    elif name in _PUBLIC:  # a subpackage not imported yet: truescore_fast.compare
+        return _public(name)
+    elif name.startswith("_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:
+        module = next((m for m in map(_public, _PUBLIC) if name in m.__all__), None)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(module, name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(_all()))

@@ -26,8 +26,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from truescore_fast import compare as _compare
-from truescore_fast import contamination as _contamination
+from truescore_fast.compare import paired as _compare
+from truescore_fast.contamination import exact as _contamination
 
 __all__ = ["is_patched", "patch_truescore", "unpatch_truescore"]
 

@@ -1,0 +1,319 @@
+"""Reading input files, shared by every reader of the package: the bytes of a file or of
+standard input (gzip-compressed or not), its format sniffed from its content, its rows
+as dicts (:func:`read_rows`: CSV, TSV, JSON Lines or Parquet) and JSON documents.
+Not a public API: :func:`truescore_fast.read_audit_table` and
+:func:`truescore_fast.read_harness_runs` are the public readers built on it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import stat
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+from truescore_fast._validation import memory_error, memory_limit, optional_module
+
+__all__ = [
+    "STDIN",
+    "NotJsonError",
+    "check_input_file",
+    "decode_text",
+    "parquet_rows",
+    "parse_json",
+    "read_input_bytes",
+    "read_json_file",
+    "read_rows",
+    "sniff_format",
+    "table_suffix",
+    "text_rows",
+]
+
+
+def check_input_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path if it names a regular file; otherwise an error saying what it is.
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        ValueError: a directory, a FIFO, a device or a socket (reading a FIFO or a
+            device could block for ever or never end).
+    """
+    file_path = Path(path)
+    try:
+        mode = file_path.stat().st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {file_path}") from None
+    if stat.S_ISREG(mode):
+        return file_path
+    if stat.S_ISDIR(mode):
+        what = "a directory"
+    elif stat.S_ISFIFO(mode):
+        what = "a FIFO (named pipe)"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        what = "a device"
+    elif stat.S_ISSOCK(mode):
+        what = "a socket"
+    else:
+        what = "not a regular file"
+    raise ValueError(f"{file_path} is {what}, not a file: give the path of a regular file")
+
+
+class NotJsonError(ValueError):
+    """Text that is not a JSON document this package reads (the message says where)."""
+
+
+def parse_json(text: str, where: str, **hooks: Any) -> Any:
+    """``json.loads(text, **hooks)``, the one JSON parser of the package (tables, rows,
+    disclosure records). Text that is not JSON, or that a hook refuses, or that is nested
+    too deeply for the parser (about 1,000 levels: it recurses once per level) is a
+    :class:`NotJsonError` starting with ``where``; never a ``RecursionError``."""
+    try:
+        return json.loads(text, **hooks)
+    except RecursionError:
+        raise NotJsonError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError as error:  # json.JSONDecodeError, or a hook's refusal
+        raise NotJsonError(f"{where}: not valid JSON: {error}") from None
+
+
+def read_json_file(path: str | os.PathLike[str], where: str | None = None, **hooks: Any) -> Any:
+    """The JSON document in the file ``path`` (UTF-8, a byte-order mark skipped), parsed by
+    :func:`parse_json`; messages start with ``where`` (default: the path).
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`check_input_file` (not a regular file).
+        NotJsonError: not UTF-8, not JSON, or nested too deeply.
+    """
+    file_path = check_input_file(path)
+    where = str(file_path) if where is None else where
+    try:
+        text = file_path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise NotJsonError(f"{where}: not UTF-8 text: {error}") from None
+    return parse_json(text, where, **hooks)
+
+
+STDIN = "-"
+"""The name that reads standard input instead of a file (the convention of pandas, csv
+tools and most command lines)."""
+
+# suffix -> format; the formats read_rows reads
+_TABLE_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_PARQUET_MAGIC = b"PAR1"
+_ZIP_MAGIC = b"PK\x03\x04"
+_GZIP_MAGIC = b"\x1f\x8b"
+_GUNZIP_PIECE = 1 << 24  # bytes decompressed at a time
+
+
+def read_input_bytes(path: str | os.PathLike[str]) -> tuple[str, bytes]:
+    """``(name for messages, content)`` of a regular file, or of standard input for ``-``.
+
+    Gzip-compressed content (a ``.jsonl.gz`` harness log, a ``.csv.gz`` table, or gzip on
+    standard input) is recognised by its magic bytes, not its name, and decompressed.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: not a regular file, no standard input to read, or a damaged or
+            truncated gzip stream.
+        MemoryError: the decompressed content would not fit in memory.
+    """
+    if isinstance(path, str) and path == STDIN:
+        stdin = sys.stdin
+        if stdin is None:
+            raise ValueError("'-' reads standard input, but there is none")
+        buffer = getattr(stdin, "buffer", None)
+        data = buffer.read() if buffer is not None else stdin.read().encode("utf-8")
+        where = "standard input"
+    else:
+        file_path = check_input_file(path)
+        where, data = str(file_path), file_path.read_bytes()
+    if data.startswith(_GZIP_MAGIC):
+        data = _gunzip(data, where)
+    return where, data
+
+
+def _gunzip(data: bytes, where: str) -> bytes:
+    """The decompressed content of the gzip stream(s) in ``data``, read in pieces so that a
+    stream that expands past the memory this process can have is refused, not allocated
+    (a small file can decompress to terabytes)."""
+    limit = memory_limit() or 2**62
+    pieces: list[bytes] = []
+    total = 0
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
+        while True:
+            try:
+                piece = inflater.decompress(rest, _GUNZIP_PIECE)
+            except zlib.error as error:
+                raise ValueError(f"{where}: not a readable gzip stream ({error})") from None
+            total += len(piece)
+            if total > limit // 2:  # the decompressed bytes, then the text decoded from them
+                raise memory_error(
+                    f"{where} (gzip)", 2 * total, "decompress it to a file first, or split it"
+                )
+            pieces.append(piece)
+            rest = inflater.unconsumed_tail
+            if inflater.eof or not (rest or piece):
+                break
+        if not inflater.eof:
+            raise ValueError(f"{where}: the gzip stream is truncated")
+        rest = inflater.unused_data  # gzip allows several members back to back
+        if not rest.strip(b"\0"):  # and zero bytes after the last (tape padding)
+            break
+        if not rest.startswith(_GZIP_MAGIC):
+            raise ValueError(f"{where}: data after the end of the gzip stream")
+    return b"".join(pieces)
+
+
+def table_suffix(path: str | os.PathLike[str]) -> str:
+    """The lower-case suffix that names a file's format, looking through a trailing
+    ``.gz`` (``runs.jsonl.gz`` -> ``.jsonl``); ``""`` for standard input."""
+    if isinstance(path, str) and path == STDIN:
+        return ""
+    name = Path(path)
+    if name.suffix.lower() == ".gz":
+        name = name.with_suffix("")
+    return name.suffix.lower()
+
+
+def sniff_format(data: bytes) -> str:
+    """The table format of ``data`` read without a file name (standard input): Parquet by
+    its magic bytes, JSON (Lines) by a leading ``{`` or ``[``, TSV when the first line has
+    more tabs than commas, else CSV. ``"zip"`` for a zip archive (an Inspect ``.eval``)."""
+    if data.startswith(_PARQUET_MAGIC):
+        return "parquet"
+    if data.startswith(_ZIP_MAGIC):
+        return "zip"
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head[:1] in (b"{", b"["):
+        return "json"
+    first = head.split(b"\n", 1)[0]
+    return "tsv" if first.count(b"\t") > first.count(b",") else "csv"
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """``data`` as UTF-8 text (a byte-order mark skipped), or a ValueError saying which byte
+    is not UTF-8."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{where}: not UTF-8 text (byte {error.start} is {error.object[error.start]:#x}); "
+            "save it as UTF-8"
+        ) from None
+
+
+def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Rows of a table as dicts: CSV (``.csv``), TSV (``.tsv``/``.tab``), JSON Lines
+    (``.jsonl``/``.ndjson``/``.json``) or Parquet (``.parquet``/``.pq``, needs the
+    ``parquet`` extra: pyarrow); ``-`` reads standard input, its format recognised from the
+    content (Parquet's magic bytes, a leading ``{`` or ``[`` for JSON, tabs for TSV).
+
+    A UTF-8 byte-order mark (Excel's "CSV UTF-8") is skipped. A ``.json`` file may also
+    hold one JSON array of objects. CSV and TSV fields are strings; JSON and Parquet keep
+    their types.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: not a regular file, unknown suffix, an unparsable line or field (with
+            its line number), a row that is not an object, or no rows.
+        MissingExtraError: a Parquet file without pyarrow installed.
+    """
+    where, data, kind = _table_source(path)
+    if kind == "parquet":
+        rows = parquet_rows(data, where)
+    else:
+        rows = text_rows(decode_text(data, where), kind, where)
+    if not rows:
+        raise ValueError(f"{where} has no rows")
+    return rows
+
+
+def _table_source(path: str | os.PathLike[str]) -> tuple[str, bytes, str]:
+    if isinstance(path, str) and path == STDIN:
+        where, data = read_input_bytes(path)
+        kind = sniff_format(data)
+        if kind == "zip":
+            raise ValueError(f"{where} is a zip archive, not a table")
+        return where, data, kind
+    suffix = table_suffix(path)
+    kind = _TABLE_FORMATS.get(suffix, "")
+    if not kind:
+        check_input_file(path)  # a missing file is named before its suffix
+        raise ValueError(
+            f"unsupported file type {suffix!r}: use .csv, .tsv, .jsonl, .ndjson, .json or "
+            ".parquet, each optionally gzipped (.csv.gz), or - for standard input"
+        )
+    where, data = read_input_bytes(path)
+    return where, data, kind
+
+
+def parquet_rows(data: bytes, where: str) -> list[dict[str, Any]]:
+    pyarrow = optional_module(
+        "pyarrow", requirement="pyarrow>=14", extra="parquet", purpose="reading Parquet files"
+    )
+    parquet = optional_module(
+        "pyarrow.parquet", requirement="pyarrow>=14", extra="parquet", purpose="reading Parquet"
+    )
+    try:
+        table = parquet.read_table(pyarrow.BufferReader(data))
+    except (OSError, ValueError, pyarrow.ArrowException) as error:
+        raise ValueError(f"{where}: not a readable Parquet file ({error})") from None
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
+
+
+def text_rows(text: str, kind: str, where: str) -> list[dict[str, Any]]:
+    if kind in ("csv", "tsv"):
+        reader = csv.DictReader(
+            io.StringIO(text, newline=""), delimiter="\t" if kind == "tsv" else ","
+        )
+        try:
+            return [dict(row) for row in reader]
+        except csv.Error as error:
+            # line_num counts the lines fully read: the bad row starts on the next one
+            start = reader.line_num + 1
+            raise ValueError(f"{where} row starting on line {start}: {error}") from None
+    if text.lstrip().startswith("["):
+        loaded = parse_json(text, where)
+        if not isinstance(loaded, list):  # pragma: no cover - "[" starts an array
+            raise ValueError(f"{where}: expected a JSON array of objects")
+        for number, item in enumerate(loaded, start=1):
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"{where} item {number}: expected a JSON object (one row); "
+                    f"got {type(item).__name__}"
+                )
+        return list(loaded)
+    # Lines end at "\n", "\r\n" or "\r" (as the csv reader counts them) and nowhere else:
+    # str.splitlines would also split at U+2028, U+0085 or a form feed, which JSON allows
+    # inside a string, and misnumber every later line; leading blank lines are counted.
+    rows = []
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            item = parse_json(line, f"{where} line {number}")
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"{where} line {number}: expected a JSON object (one row); "
+                    f"got {type(item).__name__}"
+                )
+            rows.append(item)
+    return rows
+
+
+# ---------------------------------------------------------------------------- audit tables

@@ -1,0 +1,56 @@
+"""The registry of interval methods, read from the compiled core's one table.
+
+``src/cpp/truescore/intervals.hpp`` lists every interval method once: its enum value,
+its name and its traits. Everything in the package that names or chooses a method reads
+this module: the interval functions, the audit's fallbacks, the studies' dispatch, the
+command line's choices and the plots' styles. A new order-free method is therefore its
+formula and one row of that table in C++; nothing here changes. Not a public API:
+:data:`truescore_fast.INTERVAL_METHODS` is the public list.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from truescore_fast import _core
+
+__all__ = [
+    "FALLBACK_METHODS",
+    "INTERVAL_METHODS",
+    "TRAITS",
+    "MethodTraits",
+    "code_of",
+    "methods_for",
+]
+
+
+class MethodTraits(NamedTuple):
+    """One row of the compiled core's registry of interval methods (intervals.hpp)."""
+
+    code: int  # the method's _core.IntervalMethod value
+    needs_population: bool  # requires the population size N
+    order_dependent: bool  # depends on the order of the gaps, not only on their moments
+    uses_variance: bool  # reads the sample variance
+    may_be_fallback: bool  # may serve as the fallback under the guardrail
+
+
+#: Every interval method and its traits, in the core's order.
+TRAITS: dict[str, MethodTraits] = {
+    name: MethodTraits(**row) for name, row in _core.interval_method_traits().items()
+}
+#: The interval methods, in the order tables and audits list them.
+INTERVAL_METHODS: tuple[str, ...] = tuple(TRAITS)
+#: The methods that may serve as the audit's fallback under the guardrail.
+FALLBACK_METHODS: tuple[str, ...] = tuple(m for m, t in TRAITS.items() if t.may_be_fallback)
+
+
+def code_of(method: str) -> int:
+    """The core's code of ``method`` (a name from :data:`INTERVAL_METHODS`)."""
+    return TRAITS[method].code
+
+
+def methods_for(population_size: Any) -> tuple[str, ...]:
+    """Every interval method, less those that need a population size when there is none."""
+    return tuple(
+        m for m, t in TRAITS.items() if population_size is not None or not t.needs_population
+    )

@@ -1,0 +1,214 @@
+"""The matched-form audit's data: one model's public and fresh scores
+(:class:`AuditData`), read from a long-format table (:func:`read_audit_table`) or checked
+from arrays. The evaluation-harness readers in :mod:`truescore_fast.io.harness` build
+:class:`AuditData` too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from truescore_fast._files import read_rows
+from truescore_fast._validation import check_unit_interval
+
+__all__ = [
+    "AuditData",
+    "read_audit_table",
+]
+
+
+"""The name that reads standard input instead of a file (the convention of pandas, csv
+tools and most command lines)."""
+
+
+# ---------------------------------------------------------------------------- audit tables
+
+
+def _forms(
+    public: npt.ArrayLike, fresh: npt.ArrayLike, prefix: str = ""
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    pub = check_unit_interval(f"{prefix}public", public)
+    fr = check_unit_interval(f"{prefix}fresh", fresh)
+    if pub.ndim != 1:
+        raise ValueError(
+            f"{prefix}public must be 1-D (one score per parent); got shape {pub.shape}"
+        )
+    if fr.ndim == 1:
+        fr = fr[:, None]
+    if fr.ndim != 2:
+        raise ValueError(f"{prefix}fresh must be 1-D or (n, K); got shape {fr.shape}")
+    if fr.shape[0] != pub.shape[0]:
+        raise ValueError(
+            f"{prefix}fresh must have one row per parent: {prefix}public has {pub.shape[0]}, "
+            f"{prefix}fresh has {fr.shape[0]}"
+        )
+    if fr.shape[1] < 1:
+        raise ValueError(f"{prefix}fresh must hold at least one fresh form per parent")
+    if pub.shape[0] < 2:
+        raise ValueError(f"{prefix}public needs at least 2 parents; got {pub.shape[0]}")
+    return pub, fr
+
+
+@dataclass(frozen=True)
+class AuditData:
+    """One model's scores from a long-format table: ``public`` (n,), ``fresh`` (n, K)."""
+
+    model: str
+    parents: tuple[str, ...]
+    fresh_forms: tuple[tuple[str, ...], ...]
+    public: npt.NDArray[np.float64]
+    fresh: npt.NDArray[np.float64]
+
+
+ALL_MODELS = "all"
+
+
+def _columns(source: Any) -> dict[str, list[Any]]:
+    if isinstance(source, (str, os.PathLike)):
+        return _columns_from_rows(read_rows(source), str(source))
+    if isinstance(source, io.IOBase) or hasattr(source, "read"):
+        return _columns_from_rows(list(csv.DictReader(source)), "table")
+    if isinstance(source, Mapping) or hasattr(source, "columns"):
+        names = list(source.keys()) if isinstance(source, Mapping) else list(source.columns)
+        return {str(c).strip(): list(np.asarray(source[c]).tolist()) for c in names}
+    raise ValueError("table must be a path, an open text file or a mapping of columns")
+
+
+def _columns_from_rows(rows: list[dict[str, Any]], where: str) -> dict[str, list[Any]]:
+    if not rows:
+        raise ValueError(f"{where} is empty: expected a header with parent, form, correct")
+    names = list(rows[0])
+    cols: dict[str, list[Any]] = {str(n).strip(): [] for n in names}
+    for row in rows:
+        for raw in names:
+            cols[str(raw).strip()].append(row.get(raw))
+    return cols
+
+
+def read_audit_table(
+    table: Any,
+    *,
+    parent_column: str = "parent",
+    form_column: str = "form",
+    correct_column: str = "correct",
+    model_column: str = "model",
+    public_form: str = "public",
+) -> dict[str, AuditData]:
+    """Read a long-format audit table: one row per (model, parent, form).
+
+    Columns ``parent``, ``form``, ``correct`` and optionally ``model`` (other names with
+    ``parent_column``, ``form_column``, ``correct_column``, ``model_column``). The form
+    named ``public`` (``public_form``) is the public form; any other name is a fresh form.
+    Every parent needs exactly one public row and the same number K >= 1 of fresh forms.
+    ``table`` is a path to a CSV, TSV, JSON Lines or Parquet file (see :func:`read_rows`;
+    ``"-"`` is standard input), an open CSV text file, or a mapping of columns (a pandas
+    DataFrame works).
+
+    Returns:
+        ``{model: AuditData}`` in order of first appearance; without a model column
+        the single key is ``"all"``.
+
+    Raises:
+        ValueError: a missing column, a non-numeric or out-of-range correctness, a
+            duplicated (model, parent, form), a parent without its public form or
+            without fresh forms, or parents with different numbers of fresh forms.
+    """
+    for name, given in (
+        ("parent_column", parent_column),
+        ("form_column", form_column),
+        ("correct_column", correct_column),
+        ("model_column", model_column),
+        ("public_form", public_form),
+    ):
+        if not isinstance(given, str) or not given.strip():
+            raise ValueError(f"{name} must be a non-empty string; got {given!r}")
+    p_col, f_col, c_col, m_col = (
+        parent_column.strip(),
+        form_column.strip(),
+        correct_column.strip(),
+        model_column.strip(),
+    )
+    public_name = public_form.strip()
+    if len({p_col, f_col, c_col, m_col}) < 4:
+        raise ValueError(
+            "parent_column, form_column, correct_column and model_column must name four "
+            f"different columns; got {p_col!r}, {f_col!r}, {c_col!r}, {m_col!r}"
+        )
+    cols = _columns(table)
+    for required in (p_col, f_col, c_col):
+        if required not in cols:
+            raise ValueError(
+                f"table is missing the column {required!r} (need {p_col}, {f_col}, {c_col}; "
+                f"optional {m_col}); got {sorted(cols)}"
+            )
+    has_model = m_col in cols
+    rows = len(cols[p_col])
+    if rows == 0:
+        raise ValueError("table has no rows")
+    models = cols[m_col] if has_model else [ALL_MODELS] * rows
+    grouped: dict[str, dict[str, dict[str, float]]] = {}
+    for i in range(rows):
+        model = str(models[i]).strip() if models[i] is not None else ""
+        parent = str(cols[p_col][i]).strip() if cols[p_col][i] is not None else ""
+        form = str(cols[f_col][i]).strip() if cols[f_col][i] is not None else ""
+        if not parent or not form or (not model and has_model):
+            raise ValueError(f"table row {i + 1}: empty model, parent or form")
+        raw = cols[c_col][i]
+        try:
+            value = float(raw.strip() if isinstance(raw, str) else raw)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"table row {i + 1}: {c_col} must be a number; got {cols[c_col][i]!r}"
+            ) from error
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise ValueError(f"table row {i + 1}: {c_col} must lie in [0, 1]; got {value}")
+        forms = grouped.setdefault(model, {}).setdefault(parent, {})
+        if form in forms:
+            raise ValueError(
+                f"table row {i + 1}: duplicate form {form!r} for parent {parent!r}"
+                + (f" (model {model!r})" if has_model else "")
+            )
+        forms[form] = value
+    out: dict[str, AuditData] = {}
+    for model, parents in grouped.items():
+        where = f" (model {model!r})" if has_model else ""
+        k: int | None = None
+        pub: list[float] = []
+        fresh: list[list[float]] = []
+        names: list[tuple[str, ...]] = []
+        for parent, forms in parents.items():
+            if public_name not in forms:
+                raise ValueError(
+                    f"parent {parent!r}{where} is missing its public form "
+                    f"({f_col} = {public_name!r})"
+                )
+            fresh_names = tuple(sorted(f for f in forms if f != public_name))
+            if not fresh_names:
+                raise ValueError(f"parent {parent!r}{where} has no fresh form")
+            if k is None:
+                k = len(fresh_names)
+            elif len(fresh_names) != k:
+                raise ValueError(
+                    f"parent {parent!r}{where} has {len(fresh_names)} fresh forms; earlier "
+                    f"parents have {k}: every parent needs the same number"
+                )
+            pub.append(forms[public_name])
+            fresh.append([forms[f] for f in fresh_names])
+            names.append(fresh_names)
+        out[model] = AuditData(
+            model=model,
+            parents=tuple(parents),
+            fresh_forms=tuple(names),
+            public=np.array(pub, dtype=np.float64),
+            fresh=np.array(fresh, dtype=np.float64),
+        )
+    return out

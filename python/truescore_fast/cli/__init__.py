@@ -1,0 +1,192 @@
+"""The ``truescore-fast`` command line.
+
+    truescore-fast contamination FILE [--shard-column shard] [--test exact|slct] [--json]
+    truescore-fast audit FILE [--control FILE] [--population-size N] [--radius R]
+        [--randomization] [--sequential [--target-half-width W] [--effect D]] [--json]
+    truescore-fast compare FILE --a-column A --b-column B [--cluster-column C]
+        [--method bootstrap|permutation] [--json]
+    truescore-fast shard-orders N_EXAMPLES --shards R --permutations P [--seed S] [-o FILE]
+    truescore-fast disclose {validate FILE,template,schema} [--json]
+    truescore-fast calibrate {coverage,stress,detection,budget,sequential,
+        sequential-orders} [--replications R]
+        [--seed S] [--threads T] [--json] [--plot FILE.png]
+
+FILE is a CSV (``.csv``), TSV (``.tsv``), JSON Lines (``.jsonl``, ``.ndjson``, ``.json``)
+or Parquet (``.parquet``, the ``parquet`` extra) table, or ``-`` for standard input; a
+disclosure record is a ``.json`` document. ``audit`` also reads evaluation-harness runs
+(``--public RUN --fresh RUN ...``: lm-evaluation-harness samples files, Inspect logs).
+
+Exit codes let a pipeline tell a finding from a failure:
+
+    0  ran, found nothing
+    2  ran, and found something (evidence of contamination)
+    1  could not run: unreadable file, bad arguments, unusable data, a missing optional
+       dependency (printed as one line: what needs it and the ``pip install`` that fixes it)
+
+``disclose validate`` exits 1 for an invalid record (there, 1 is the finding).
+``audit --sequential`` and ``contamination --sequential`` read the rows scored so far
+and also exit 3: not decided yet, continue scoring (0 is then "stop without a finding").
+
+argparse's own usage errors would exit 2, the code for a finding; this parser exits 1.
+Each subcommand's ``--help`` lists its input columns, defaults and exit codes.
+Every error is one line on stderr, never a traceback. Two more codes, as shells use them:
+
+    130  interrupted (Ctrl-C); prints "interrupted"
+    141  stdout was closed before the output was written (``... --json | head``):
+         nothing more is printed; the code is not 0 because the result was not read
+
+Only the chosen subcommand's module is imported (and it imports the library inside its
+handler), so ``--version`` and ``--help`` load neither NumPy nor SciPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import re
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from truescore_fast import __version__
+from truescore_fast.cli._common import ExitCode
+
+__all__ = ["ExitCode", "main"]
+
+# The library's error messages start with the name of the Python argument; the user
+# typed a flag. One table, applied to every message main() prints.
+_FLAG_OF_ARGUMENT = {
+    "alpha": "--alpha",
+    "clusters": "--cluster-column",
+    "correct_column": "--correct-column",
+    "fallback": "--fallback",
+    "form_column": "--form-column",
+    "effect_size": "--effect",
+    "guardrail": "--guardrail",
+    "h": "--h",
+    "match_key": "--match-key",
+    "method": "--method",
+    "max_parents": "--max-parents",
+    "max_permutations": "--max-permutations",
+    "metric": "--metric",
+    "model_column": "--model-column",
+    "n_bootstrap": "--resamples",
+    "n_examples": "N_EXAMPLES",
+    "n_resamples": "--resamples",
+    "n_shards": "--shards",
+    "n_threads": "--threads",
+    "parent_column": "--parent-column",
+    "permutations_per_shard": "--permutations",
+    "population_size": "--population-size",
+    "public_form": "--public-form",
+    "public_match_key": "--public-match-key",
+    "replications": "--replications",
+    "seed": "--seed",
+    "target_half_width": "--target-half-width",
+    "transport_radius": "--radius",
+    "variant": "--variant",
+}
+_LEADING_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def _with_flag_names(message: str) -> str:
+    """``message`` with its leading Python argument name replaced by the CLI flag."""
+    match = _LEADING_NAME.match(message)
+    if match and match.group(1) in _FLAG_OF_ARGUMENT:
+        return _FLAG_OF_ARGUMENT[match.group(1)] + message[match.end() :]
+    return message
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # one line, like every other error of this command line (usage: --help)
+        self.exit(ExitCode.ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# Every subcommand and the one line the top-level --help lists it with. Command NAME is
+# the module truescore_fast.cli.NAME (a dash read as an underscore), whose add_parser
+# registers its options with that same line (a test checks it). Only the chosen command's
+# module is imported.
+_COMMANDS: dict[str, str] = {
+    "contamination": "exact exchangeability test or SLCT on published vs shuffled log-likelihoods",
+    "audit": "matched-form audit of a long-format table (parent, form, correct[, model])",
+    "compare": "paired comparison of two systems scored on the same examples",
+    "shard-orders": "write the shard orders to score for the sharded contamination tests",
+    "disclose": "contamination disclosure records for reported scores",
+    "calibrate": "run a Monte Carlo calibration study and print its table",
+}
+
+
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    # The top-level parser takes no option with a value, so the first word that is not
+    # an option names the command.
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with ``command``'s options; every other command is listed by name and
+    help line only, so its module is not imported."""
+    parser = _Parser(
+        prog="truescore-fast",
+        description="Contamination tests for language-model benchmark scores. "
+        "Exit codes: 0 nothing found, 2 finding, 1 could not run, 130 interrupted.",
+        epilog="Run truescore-fast COMMAND --help for a command's input columns, defaults "
+        "and exit codes.",
+    )
+    parser.add_argument("--version", action="version", version=f"truescore-fast {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, help_line in _COMMANDS.items():
+        if name == command:
+            module = importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
+            module.add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_line)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 nothing found, 2 finding, 1 error,
+    130 interrupted, 141 stdout closed)."""
+    try:
+        words = sys.argv[1:] if argv is None else list(argv)
+        parser = _build_parser(_chosen_command(words))
+        args = parser.parse_args(words)
+        try:
+            code: int = args.func(args)
+        except RecursionError:
+            raise ValueError(f"{args.file}: nested too deeply to read") from None
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except (ValueError, OverflowError, OSError, KeyError, ImportError) as error:
+        if isinstance(error, BrokenPipeError):
+            return _closed_pipe()
+        if isinstance(error, ImportError) and not _is_missing_extra(error):
+            raise
+        print(f"error: {_with_flag_names(str(error))}", file=sys.stderr)
+        return ExitCode.ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+
+
+def _is_missing_extra(error: ImportError) -> bool:
+    # imported here: _validation needs NumPy, which --version and --help never load
+    from truescore_fast._validation import MissingExtraError
+
+    return isinstance(error, MissingExtraError)
+
+
+def _closed_pipe() -> int:
+    # The reader went away. Point stdout at devnull so the interpreter's final flush
+    # does not raise again (the recipe of the Python docs' signal module notes).
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (e.g. captured)
+        pass
+    return ExitCode.CLOSED_PIPE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""Pieces the ``truescore-fast`` subcommands share: reading a number from a row, printing
+text or JSON, writing an output file or standard output.
+
+Standard library only: the command line imports this before it knows which subcommand
+runs, and ``--version``/``--help`` must not pay for NumPy or SciPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "SEQUENTIAL_EXIT_HELP",
+    "ExitCode",
+    "check_sequential_only",
+    "add_output_flag",
+    "emit",
+    "integer_flag",
+    "number",
+    "seed_flag",
+    "shown",
+    "write_output",
+]
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit code of ``truescore-fast``, so a pipeline can tell a finding from a
+    failure. A command returns one of these from ``main``; the shell sees its value."""
+
+    OK = 0
+    """Ran and found nothing (``--sequential``: stop without a finding; ``disclose
+    validate``: the record is valid)."""
+    ERROR = 1
+    """Could not run: unreadable file, bad arguments, unusable data, a missing optional
+    dependency. ``disclose validate`` also exits 1 for an invalid record (there, 1 is the
+    finding)."""
+    FINDING = 2
+    """Ran and found something: evidence of contamination, an exposure claim, a
+    significant difference."""
+    CONTINUE = 3
+    """``--sequential`` only: not decided yet, score more."""
+    INTERRUPTED = 130
+    """Interrupted (Ctrl-C): 128 + SIGINT, what a shell reports."""
+    CLOSED_PIPE = 141
+    """Standard output was closed before the output was written (``... | head``): 128 +
+    SIGPIPE, what a shell reports for ``yes | head``."""
+
+
+def number(row: dict[str, Any], column: str, line: int) -> float:
+    """``row[column]`` as a finite float; the error names the row and the column."""
+    if column not in row:
+        raise ValueError(f"row {line} has no column {column!r}")
+    try:
+        value = float(row[column])
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"row {line}: {column}={row[column]!r} is not a number") from error
+    if not math.isfinite(value):
+        raise ValueError(f"row {line}: {column} is not finite")
+    return value
+
+
+def emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
+    """Print ``payload`` as JSON with ``--json``, else ``text``."""
+    print(json.dumps(payload, indent=2) if getattr(args, "json", False) else text)
+
+
+def add_output_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """``-o/--output FILE`` (default ``-``, standard output), read by :func:`write_output`."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        default="-",
+        help=f"where to write {what} (default -, standard output)",
+    )
+
+
+def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -> None:
+    """Write ``chunks`` to ``path``, or to standard output for ``None`` or ``"-"``.
+
+    An existing file is replaced only once everything is written (a temporary file
+    beside it, then an atomic rename), so an error or Ctrl-C never leaves half a file.
+    """
+    if path is None or path == "-":
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"{flag}: {path} is a directory; name a file")
+    partial = f"{path}.partial"
+    try:
+        with open(partial, "w", encoding="utf-8", newline="\n") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.replace(partial, path)
+    except BaseException as error:
+        if os.path.exists(partial):
+            os.remove(partial)
+        if isinstance(error, OSError):
+            raise ValueError(f"{flag}: cannot write {path}: {error.strerror or error}") from None
+        raise
+
+
+def shown(text: str, keep: int = 24) -> str:
+    """A flag's text for an error line: as typed, or its first characters and its length
+    when longer (a 400-digit number is not worth a screenful)."""
+    if len(text) <= 2 * keep:
+        return repr(text)
+    return f"{text[:keep]!r}... ({len(text):,} characters)"
+
+
+def integer_flag(text: str) -> int:
+    """An integer flag's value (argparse ``type=``): beyond int64 is refused here, with the
+    flag's name, rather than deep in the compiled core."""
+    try:
+        value = int(text)
+    except ValueError:  # not an integer, or more digits than int() converts (4,300)
+        raise argparse.ArgumentTypeError(f"expected an integer; got {shown(text)}") from None
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{shown(text)} is out of range (|value| < 2**63)")
+    return value
+
+
+def seed_flag(text: str) -> int:
+    """A ``--seed`` value: an integer >= 0 (any size NumPy accepts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a non-negative integer; got {shown(text)}"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {shown(text)}")
+    return value
+
+
+SEQUENTIAL_EXIT_HELP = (
+    "With --sequential the exit code is 2 finding (stop), 0 stop without a finding, 3 "
+    "continue scoring, 1 could not run."
+)
+
+
+def check_sequential_only(args: argparse.Namespace, flags: dict[str, str]) -> None:
+    """Refuse, naming the flag, a ``--sequential``-only option given without it."""
+    if not args.sequential:
+        used = [flag for name, flag in flags.items() if getattr(args, name) is not None]
+        if used:
+            raise ValueError(f"{used[0]} applies to --sequential only")

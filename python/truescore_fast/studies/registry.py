@@ -1,0 +1,106 @@
+"""Every study, listed once: the command line's ``calibrate`` subcommands, their default
+replications, the settings each takes and the figure each can draw all come from
+:data:`STUDIES`.
+
+Adding a study is its module (the study function, with its tests) and one
+:class:`Study` entry here; the ``run`` that builds its printed tables can be the
+function itself (:func:`Study.of`) or a preset in ``truescore_fast.studies._presets``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from truescore_fast._table import StudyTable
+from truescore_fast.studies import _plot, _presets
+from truescore_fast.studies.options import StudyOptions, StudyRun, StudySettings
+
+__all__ = ["STUDIES", "Study"]
+
+Plot = Callable[[Any, list[StudyTable]], Any]
+
+
+@dataclass(frozen=True)
+class Study:
+    """One registered study."""
+
+    name: str  # the subcommand: calibrate NAME
+    summary: str  # what it measures, for --help
+    replications: int  # the default replications per cell
+    run: Callable[[StudyOptions, StudySettings], StudyRun]
+    settings: tuple[str, ...] = ()  # the StudySettings fields (flags) it reads
+    plot: Plot | None = None  # draws the figure of its tables (matplotlib's pyplot first)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.settings) - set(StudySettings.names())
+        if unknown:
+            raise ValueError(f"study {self.name!r}: no such setting {sorted(unknown)}")
+
+    @classmethod
+    def of(
+        cls,
+        function: Callable[..., StudyTable],
+        name: str,
+        summary: str,
+        replications: int,
+        plot: Plot | None = None,
+    ) -> Study:
+        """A study whose printed table is ``function(**options.keywords(name))``: a study
+        function that needs no setting of the command line's."""
+
+        def run(options: StudyOptions, settings: StudySettings) -> StudyRun:
+            return StudyRun([function(**options.keywords(name))])
+
+        return cls(name, summary, replications, run, (), plot)
+
+
+STUDIES: dict[str, Study] = {
+    study.name: study
+    for study in (
+        Study(
+            "coverage",
+            "coverage and half-width of every interval (Table 2)",
+            5000,
+            _presets.coverage_tables,
+            ("population", "value_column", "strata_column", "n", "intervals"),
+            _plot.plot_coverage,
+        ),
+        Study(
+            "stress",
+            "coverage over the 36 stress settings (Table 6)",
+            4000,
+            _presets.stress_tables,
+            ("intervals",),
+            _plot.plot_stress,
+        ),
+        Study(
+            "detection",
+            "detection rates, type-I error and form mismatch (Tables 11-13, Fig. 10)",
+            2000,
+            _presets.detection_tables,
+            plot=_plot.plot_detection,
+        ),
+        Study(
+            "budget",
+            "budget curves and an audit-size plan (Table 10)",
+            2000,
+            _presets.budget_tables,
+            ("population_size",),
+            _plot.plot_budget,
+        ),
+        Study(
+            "sequential",
+            "the sequential audit under continuous monitoring",
+            1000,
+            _presets.sequential_tables,
+        ),
+        Study(
+            "sequential-orders",
+            "the sequential order test's size, power and orders scored",
+            2000,
+            _presets.sequential_order_tables,
+        ),
+    )
+}
