@@ -68,7 +68,7 @@ autodoc_type_aliases = {
     "npt.ArrayLike": "numpy.typing.ArrayLike",
     "npt.NDArray": "numpy.typing.NDArray",
     "SeedLike": "truescore_fast._random.SeedLike",
-    "Pattern": "truescore_fast.patterns.Pattern",
+    "Pattern": "truescore_fast.resampling.patterns.Pattern",
 }
 
 
