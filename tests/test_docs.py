@@ -11,6 +11,7 @@ import argparse
 import html as html_module
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -79,8 +80,69 @@ def test_every_page_is_reachable(built):
     for page in (
         "install",
         "cli",
+        "input-formats",
+        "dropin",
+        "performance",
+        "developer",
         "references",
         "api/index",
         *(f"quickstart/{p.stem}" for p in (DOCS / "quickstart").glob("*.md")),
+        *(f"guide/{p.stem}" for p in (DOCS / "guide").glob("*.md")),
     ):
         assert f'href="{page}.html"' in index, page
+
+
+def test_command_line_page_lines_run_with_the_exit_codes_they_state(tmp_path):
+    # docs/cli.md lists one command line per workflow, each with its exit code in a comment.
+    page = (DOCS / "cli.md").read_text()
+    section = page.split("\n## One line per workflow\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```console\n(.*?)```", section, re.S)
+    assert block is not None
+    lines = [line for line in block.group(1).splitlines() if line.strip()]
+    assert len(lines) >= 10
+    env = dict(os.environ)
+    package_parent = str(Path(truescore_fast.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, env.get("PYTHONPATH", "")])
+    for line in lines:
+        command, _, comment = line.partition("  # exit ")
+        argv = shlex.split(command)
+        assert argv[0] == "truescore-fast"
+        # inputs come from examples/; files the commands write go to a scratch directory
+        argv = [str(ROOT / w) if w.startswith("examples/") else w for w in argv[1:]]
+        done = subprocess.run(
+            [sys.executable, "-m", "truescore_fast", *argv],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == int(comment), (line, done.stderr)
+
+
+def test_input_formats_page_harness_commands_exit_as_it_says():
+    # docs/input-formats.md: the lm-eval example "exits 2 (... public score 0.80, fresh
+    # 0.37)", the Inspect example "exits 0".
+    page = (DOCS / "input-formats.md").read_text()
+    commands = [
+        block.replace("\\\n", " ")
+        for block in re.findall(r"```console\n(truescore-fast audit.*?)```", page, re.S)
+        if "--public" in block
+    ]
+    assert len(commands) == 2
+    env = dict(os.environ)
+    package_parent = str(Path(truescore_fast.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, env.get("PYTHONPATH", "")])
+    done = [
+        subprocess.run(
+            [sys.executable, "-m", "truescore_fast", *shlex.split(command)[1:]],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        for command in commands
+    ]
+    assert [d.returncode for d in done] == [2, 0], [d.stderr for d in done]
+    assert "public score 0.8000, fresh score 0.3667" in done[0].stdout

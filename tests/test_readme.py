@@ -4,9 +4,9 @@ Each block runs in a fresh namespace (a reader may copy any one block into a fre
 interpreter), from the repository root (the blocks name files such as
 ``examples/audit_example.csv`` relative to it). When a block is followed directly by a
 ```text block, that block is the output the page shows: the printed output must equal it.
-Each block runs at most once per session of this module: the README's calibration block
-runs the 36 x 4,000 stress grid (seconds), and the last test checks the page's summary of
-that grid.
+Each block runs at most once per session of this module: the calibration guide's block
+runs the 36 x 4,000 stress grid (seconds), and a test checks the page's summary of that
+grid; the sequential guide's figures are checked the same way.
 """
 
 from __future__ import annotations
@@ -70,8 +70,11 @@ def run_block():
 def test_pages_have_examples():
     pages = {where.split(":")[0] for where, _, _ in BLOCKS}
     assert "README.md" in pages
-    for quickstart in (ROOT / "docs" / "quickstart").glob("*.md"):
-        assert str(quickstart.relative_to(ROOT)) in pages, quickstart
+    for page in [
+        *(ROOT / "docs" / "quickstart").glob("*.md"),
+        *(ROOT / "docs" / "guide").glob("*.md"),
+    ]:
+        assert str(page.relative_to(ROOT)) in pages, page
     assert sum(1 for _, body, _ in BLOCKS if CALIBRATION in body) == 1
 
 
@@ -83,8 +86,8 @@ def test_block_runs_alone(where, run_block):
         assert printed == shown
 
 
-def test_readme_stress_grid_summary_holds(run_block):
-    # The calibration section's notes summarise its 36 x 4,000 stress grid at seed 2026.
+def test_stress_grid_summary_holds(run_block):
+    # docs/guide/calibration-studies.md summarises its 36 x 4,000 stress grid at seed 2026.
     (where,) = [w for w, body, _ in BLOCKS if CALIBRATION in body]
     grid = run_block(where)[0]["grid"]
     assert grid.meta["replications"] == 4000 and grid.meta["seed"] == 2026
@@ -97,22 +100,25 @@ def test_readme_stress_grid_summary_holds(run_block):
     assert (round(float(ratio.min()), 2), round(float(ratio.max()), 2)) == (0.69, 1.83)
 
 
-def _readme_block(text: str) -> str:
-    (where,) = [w for w, body, _ in BLOCKS if w.startswith("README.md") and text in body]
+SEQUENTIAL = "docs/guide/sequential.md"
+
+
+def _page_block(page: str, text: str) -> str:
+    (where,) = [w for w, body, _ in BLOCKS if w.startswith(page + ":") and text in body]
     return where
 
 
-def test_readme_sequential_audit_example_holds(run_block):
+def test_sequential_audit_example_holds(run_block):
     # "prints a finding after 850 of the 3,000 parents (Delta's sequence [+0.006, +0.128])"
-    state = run_block(_readme_block("tsf.SequentialAudit(3000"))[0]["state"]
+    state = run_block(_page_block(SEQUENTIAL, "tsf.SequentialAudit(3000"))[0]["state"]
     assert state.decision == "finding" and state.n_parents == 850
     assert (round(state.delta.low, 3), round(state.delta.high, 3)) == (0.006, 0.128)
 
 
-def test_readme_sequential_study_table_holds(run_block):
+def test_sequential_study_table_holds(run_block):
     # The table under the sequential study and the sentences after it: rates in percent,
     # mean parents, the fixed design with the same power.
-    namespace = run_block(_readme_block("tsf.sequential_study("))[0]
+    namespace = run_block(_page_block(SEQUENTIAL, "tsf.sequential_study("))[0]
     study = namespace["study"]
     assert [round(100 * v, 1) for v in study["claim_rate"]] == [4.3, 86.0, 100.0]
     assert round(100 * study["false_claim_rate"][0], 1) == 0.1
