@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -521,34 +520,6 @@ def test_the_compare_example_is_reproduced_by_its_seeded_script(tmp_path):
     module.main()
     name = "compare_example.csv"
     assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes()
-
-
-def test_the_readme_command_lines_run_with_the_exit_codes_they_state(tmp_path):
-    import re
-    import shlex
-
-    readme = (EXAMPLES.parent / "README.md").read_text()
-    section = readme.split("\n## The command line\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```console\n(.*?)```", section, re.S)
-    assert block is not None
-    lines = [line for line in block.group(1).splitlines() if line.strip()]
-    # run from a scratch directory: a relative PYTHONPATH would no longer find the package
-    import truescore_fast
-
-    package_root = str(Path(truescore_fast.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": package_root}
-    assert len(lines) >= 10
-    for line in lines:
-        command, _, comment = line.partition("  # exit ")
-        argv = shlex.split(command)
-        assert argv[0] == "truescore-fast"
-        # files the commands write go to a scratch directory; inputs come from examples/
-        argv = [
-            str(EXAMPLES.parent / word) if word.startswith("examples/") else word
-            for word in argv[1:]
-        ]
-        code, _, err = run_cli(*argv, cwd=tmp_path, env=env)
-        assert code == int(comment), (line, err)
 
 
 # ---------------------------------------------------------------------------- library pieces

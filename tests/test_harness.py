@@ -18,7 +18,6 @@ import truescore_fast as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cli import assert_one_line_error
-from test_cli import run_cli as run_in_repo
 from test_input_formats import run_cli
 from truescore_fast.cli import ExitCode
 from truescore_fast.cli.audit import add_audit_parser
@@ -166,23 +165,6 @@ def test_cli_reads_one_run_from_standard_input():
     argv = [{str(IN_FRESH[1]): "-"}.get(str(a), a) for a in IN_ARGS]
     code, out, err = run_cli("audit", *argv, stdin=IN_FRESH[1].read_bytes())
     assert code == ExitCode.OK and "K = 2" in out, err
-
-
-def test_readme_harness_commands_exit_as_the_readme_says():
-    import re
-    import shlex
-
-    readme = (EXAMPLES.parent / "README.md").read_text()
-    commands = [
-        block.replace("\\\n", " ")
-        for block in re.findall(r"```\n(truescore-fast audit.*?)```", readme, re.S)
-        if "--public" in block
-    ]
-    assert len(commands) == 2
-    results = [run_in_repo(*shlex.split(c)[1:], cwd=EXAMPLES.parent)[:2] for c in commands]
-    assert [code for code, _ in results] == [ExitCode.FINDING, ExitCode.OK]  # "exits 2", "exits 0"
-    # "public score 0.80, fresh 0.37"
-    assert "public score 0.8000, fresh score 0.3667" in results[0][1]
 
 
 def test_shipped_harness_examples_are_reproduced_by_their_seeded_script(tmp_path):
