@@ -1,10 +1,10 @@
 """The ``truescore-fast audit`` subcommand: the matched-form audit of a long-format table
 (CSV, TSV, JSON Lines or Parquet, or ``-`` for standard input, read by
-:func:`truescore_fast._io.read_audit_table`), or of evaluation-harness runs named with
+:func:`truescore_fast.read_audit_table`), or of evaluation-harness runs named with
 ``--public RUN --fresh RUN ...`` (read by :func:`truescore_fast.io.harness.read_harness_runs`).
 
 Kept apart from the main CLI module so the audit's options live with the audit;
-``cli.py`` calls :func:`add_parser` and dispatches to :func:`run_audit`.
+``truescore_fast.cli`` calls :func:`add_parser` and dispatches to :func:`run_audit`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The execution engine of the calibration studies: cells, tasks, progress, executors.
 
-A study (:mod:`truescore_fast.calibration`) describes its grid as a list of
+A study (:mod:`truescore_fast.studies`) describes its grid as a list of
 :class:`_Cell` s, one compiled task kernel and its arguments per setting (the sequential
-studies of :mod:`truescore_fast.sequential` give a Python task function instead, run on
+studies of :mod:`truescore_fast.studies.sequential` give a Python task function instead, run on
 threads, with tasks of their own size and stream numbering). This module runs them: a
 cell's replications are split into tasks of ``REPLICATIONS_PER_TASK``; task
 t of cell c draws from Philox stream ``c * _CELL_STRIDE + t``, and the tasks' rows of
@@ -128,7 +128,7 @@ class _Cell:
     The kernel is a compiled one's name in ``_core`` (the calibration studies), or a
     Python function ``kernel(key, stream, size, *args)`` returning one task's row of
     sums for ``size`` replications drawn only from Philox stream ``stream`` of ``key``
-    (the sequential studies, :mod:`truescore_fast.sequential`); task t of the cell is
+    (the sequential studies, :mod:`truescore_fast.studies.sequential`); task t of the cell is
     stream ``task_offset + t``. ``block`` is the replications per task.
     """
 

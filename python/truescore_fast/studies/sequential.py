@@ -117,7 +117,7 @@ def sequential_study(
     ``n_threads`` (None: every core), ``progress`` (None: a bar after a second),
     ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) and
     ``checkpoint`` (a file to save progress in and resume from) work as for the other
-    studies (:mod:`truescore_fast.calibration`), on the same engine: each row is a cell
+    studies (:mod:`truescore_fast.studies`), on the same engine: each row is a cell
     whose replications run in tasks of 250, task t of row i drawing from Philox stream
     i x tasks + t of the seed's key and adding its counts to the row's sums in task
     order, so the table is the same for any thread count, executor or resumed checkpoint.
