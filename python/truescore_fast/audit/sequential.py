@@ -275,8 +275,8 @@ class SequentialAudit:
     Tuned to max_parents, Delta's interval read at max_parents is the fixed-time betting
     interval at that n (:func:`~truescore_fast.betting_interval`), so a budget of
     max_parents loses no power to the option of stopping early; early on the interval is
-    wider than the horizon-free one, so a very large effect is found later. On the
-    sequential guide's bank (docs/guide/sequential.md: N = 2,000, max_parents = 1,200, looks every 50) tuning to the
+    wider than the horizon-free one, so a very large effect is found later. On the bank
+    of the sequential guide (N = 2,000, max_parents = 1,200, looks every 50) tuning to the
     budget raised the power at a planted delta = 0.05 from 39% to 86% and lowered the
     mean parents scored at delta = 0, 0.05 and 0.10 (see :func:`sequential_study`), but
     a planted delta = 0.3 was found after 107 parents on average instead of 55. Without
