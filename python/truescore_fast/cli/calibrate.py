@@ -46,11 +46,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "calibrate",
         help="run a Monte Carlo calibration study and print its table",
         description=(
-            "Run a named calibration study and print tables shaped like the CleanScore "
-            "paper's: coverage (Table 2), stress (Table 6), detection (Tables 11-13, Fig. "
-            "10), budget (Table 10 and an audit-size plan), sequential (the sequential "
-            "audit under continuous monitoring) and sequential-orders (the sequential "
-            "order test's size, power and orders scored). The studies run on seeded "
+            "Run a named calibration study (listed below) and print tables shaped like "
+            "the CleanScore paper's. The studies run on seeded "
             "synthetic populations; 'coverage --population FILE' runs on your own audit's "
             "per-item gaps (a .csv or JSON Lines file, one row per parent item, the gap "
             "public - mean(fresh) in [-1, 1] in --value-column). Results are identical for "
