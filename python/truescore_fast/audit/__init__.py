@@ -19,7 +19,14 @@ only the part of a leak's effect that does not carry over to the fresh forms.
 
 # ruff: noqa: F403  (each module's __all__ is the one list of its public names)
 
-from truescore_fast.audit import data, intervals, matched_form, prune, randomization, sequential
+from typing import TYPE_CHECKING
+
+from truescore_fast.audit import data as _data
+from truescore_fast.audit import intervals as _intervals
+from truescore_fast.audit import matched_form as _matched_form
+from truescore_fast.audit import prune as _prune
+from truescore_fast.audit import randomization as _randomization
+from truescore_fast.audit import sequential as _sequential
 from truescore_fast.audit.data import *
 from truescore_fast.audit.intervals import *
 from truescore_fast.audit.matched_form import *
@@ -27,10 +34,14 @@ from truescore_fast.audit.prune import *
 from truescore_fast.audit.randomization import *
 from truescore_fast.audit.sequential import *
 
-__all__: list[str] = []
-__all__ += intervals.__all__
-__all__ += data.__all__
-__all__ += matched_form.__all__
-__all__ += randomization.__all__
-__all__ += sequential.__all__
-__all__ += prune.__all__
+# The list the top level searches for a name. Type checkers read the star imports above
+# instead (mypy does not follow an __all__ built from other modules' lists).
+if not TYPE_CHECKING:
+    __all__ = [
+        *_intervals.__all__,
+        *_data.__all__,
+        *_matched_form.__all__,
+        *_randomization.__all__,
+        *_sequential.__all__,
+        *_prune.__all__,
+    ]

@@ -11,12 +11,20 @@
 
 # ruff: noqa: F403  (each module's __all__ is the one list of its public names)
 
-from truescore_fast.compare import families, pacost, paired
+from typing import TYPE_CHECKING
+
+from truescore_fast.compare import families as _families
+from truescore_fast.compare import pacost as _pacost
+from truescore_fast.compare import paired as _paired
 from truescore_fast.compare.families import *
 from truescore_fast.compare.pacost import *
 from truescore_fast.compare.paired import *
 
-__all__: list[str] = []
-__all__ += paired.__all__
-__all__ += families.__all__
-__all__ += pacost.__all__
+# The list the top level searches for a name. Type checkers read the star imports above
+# instead (mypy does not follow an __all__ built from other modules' lists).
+if not TYPE_CHECKING:
+    __all__ = [
+        *_paired.__all__,
+        *_families.__all__,
+        *_pacost.__all__,
+    ]

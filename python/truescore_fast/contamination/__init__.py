@@ -17,14 +17,23 @@ the published order unremarkable).
 
 # ruff: noqa: F403  (each module's __all__ is the one list of its public names)
 
-from truescore_fast.contamination import batch, exact, sequential, sharded
+from typing import TYPE_CHECKING
+
+from truescore_fast.contamination import batch as _batch
+from truescore_fast.contamination import exact as _exact
+from truescore_fast.contamination import sequential as _sequential
+from truescore_fast.contamination import sharded as _sharded
 from truescore_fast.contamination.batch import *
 from truescore_fast.contamination.exact import *
 from truescore_fast.contamination.sequential import *
 from truescore_fast.contamination.sharded import *
 
-__all__: list[str] = []
-__all__ += exact.__all__
-__all__ += batch.__all__
-__all__ += sharded.__all__
-__all__ += sequential.__all__
+# The list the top level searches for a name. Type checkers read the star imports above
+# instead (mypy does not follow an __all__ built from other modules' lists).
+if not TYPE_CHECKING:
+    __all__ = [
+        *_exact.__all__,
+        *_batch.__all__,
+        *_sharded.__all__,
+        *_sequential.__all__,
+    ]

@@ -8,10 +8,17 @@
 
 # ruff: noqa: F403  (each module's __all__ is the one list of its public names)
 
-from truescore_fast.io import disclosure, harness
+from typing import TYPE_CHECKING
+
+from truescore_fast.io import disclosure as _disclosure
+from truescore_fast.io import harness as _harness
 from truescore_fast.io.disclosure import *
 from truescore_fast.io.harness import *
 
-__all__: list[str] = []
-__all__ += harness.__all__
-__all__ += disclosure.__all__
+# The list the top level searches for a name. Type checkers read the star imports above
+# instead (mypy does not follow an __all__ built from other modules' lists).
+if not TYPE_CHECKING:
+    __all__ = [
+        *_harness.__all__,
+        *_disclosure.__all__,
+    ]

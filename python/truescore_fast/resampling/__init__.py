@@ -27,14 +27,23 @@ O(n) memory per thread: B replicates cost B numbers, never a B x n matrix.
 
 # ruff: noqa: F403  (each module's __all__ is the one list of its public names)
 
-from truescore_fast.resampling import did, finite_population, patterns, signflip
+from typing import TYPE_CHECKING
+
+from truescore_fast.resampling import did as _did
+from truescore_fast.resampling import finite_population as _finite_population
+from truescore_fast.resampling import patterns as _patterns
+from truescore_fast.resampling import signflip as _signflip
 from truescore_fast.resampling.did import *
 from truescore_fast.resampling.finite_population import *
 from truescore_fast.resampling.patterns import *
 from truescore_fast.resampling.signflip import *
 
-__all__: list[str] = []
-__all__ += did.__all__
-__all__ += finite_population.__all__
-__all__ += patterns.__all__
-__all__ += signflip.__all__
+# The list the top level searches for a name. Type checkers read the star imports above
+# instead (mypy does not follow an __all__ built from other modules' lists).
+if not TYPE_CHECKING:
+    __all__ = [
+        *_did.__all__,
+        *_finite_population.__all__,
+        *_patterns.__all__,
+        *_signflip.__all__,
+    ]

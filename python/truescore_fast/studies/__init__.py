@@ -66,17 +66,17 @@ costs and saves (:mod:`~truescore_fast.studies.sequential`).
 
 # ruff: noqa: F403  (each module's __all__ is the one list of its public names)
 
+from typing import TYPE_CHECKING
+
 from truescore_fast import _table
 from truescore_fast._table import *
-from truescore_fast.studies import (
-    budget,
-    coverage,
-    detection,
-    options,
-    registry,
-    sequential,
-    stress,
-)
+from truescore_fast.studies import budget as _budget
+from truescore_fast.studies import coverage as _coverage
+from truescore_fast.studies import detection as _detection
+from truescore_fast.studies import options as _options
+from truescore_fast.studies import registry as _registry
+from truescore_fast.studies import sequential as _sequential
+from truescore_fast.studies import stress as _stress
 from truescore_fast.studies.budget import *
 from truescore_fast.studies.coverage import *
 from truescore_fast.studies.detection import *
@@ -85,12 +85,16 @@ from truescore_fast.studies.registry import *
 from truescore_fast.studies.sequential import *
 from truescore_fast.studies.stress import *
 
-__all__: list[str] = []
-__all__ += _table.__all__
-__all__ += coverage.__all__
-__all__ += stress.__all__
-__all__ += detection.__all__
-__all__ += budget.__all__
-__all__ += sequential.__all__
-__all__ += options.__all__
-__all__ += registry.__all__
+# The list the top level searches for a name. Type checkers read the star imports above
+# instead (mypy does not follow an __all__ built from other modules' lists).
+if not TYPE_CHECKING:
+    __all__ = [
+        *_table.__all__,
+        *_coverage.__all__,
+        *_stress.__all__,
+        *_detection.__all__,
+        *_budget.__all__,
+        *_sequential.__all__,
+        *_options.__all__,
+        *_registry.__all__,
+    ]
