@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from test_cli import assert_one_line_error
 from test_input_formats import run_cli
 from truescore_fast.cli import ExitCode
-from truescore_fast.cli.audit import add_audit_parser
+from truescore_fast.cli.audit import add_parser as add_audit_parser
 from truescore_fast.io import harness as harness_module
 from truescore_fast.io._harness_base import HarnessReader, Record, Run
 
