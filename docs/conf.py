@@ -1,6 +1,6 @@
 """Sphinx configuration: the API reference from the docstrings, the pages in Markdown (MyST).
 
-Build with ``python -m sphinx -W -b html docs build/docs`` (tests/test_docs.py does, into a
+Build with ``python -m sphinx -W -b html docs build/docs`` (tests/package/test_docs.py does, into a
 temporary directory). autodoc imports the package: an installed truescore-fast, or else the
 development tree ``python/`` with the core built in place by ``tools/dev-build.sh``.
 """

@@ -2,7 +2,7 @@
 # The test suite (or the tests given as arguments) under AddressSanitizer and UBSan.
 #
 #   tools/sanitize.sh                                  # every test
-#   tools/sanitize.sh tests/test_compare.py -k exact   # a subset: arguments go to pytest
+#   tools/sanitize.sh tests/compare/test_paired.py -k exact   # a subset: arguments go to pytest
 #
 # Builds the core with -DTRUESCORE_SANITIZE=ON into build/asan (TRUESCORE_ASAN_DIR to
 # change it), copies python/truescore_fast with that module into a temporary directory

@@ -1,4 +1,4 @@
-# Stub of the compiled module truescore_fast._core (kept in sync by tests/test_stub.py).
+# Stub of the compiled module truescore_fast._core (kept in sync by tests/package/test_stub.py).
 # Internal: use the truescore_fast package's public functions instead.
 
 from types import ModuleType

@@ -311,7 +311,7 @@ def test_paired_confidence_test_at_subnormal_and_huge_differences() -> None:
     assert tiny.statistic == base.statistic and tiny.p_value == base.p_value
     assert 0.0 < tiny.low < tiny.estimate
     # The sign-flip p-value is computed in scaled units; the reported sum of differences
-    # is infinite when it lies beyond the largest double (tests/test_pacost.py pins this).
+    # is infinite when it lies beyond the largest double (tests/compare/test_pacost.py pins this).
     huge = ts.paired_confidence_test(np.full(5, 1e308), np.zeros(5), method="sign_flip")
     assert (
         huge.p_value

@@ -84,7 +84,7 @@ def _paired_dropins(a: Args, name: str) -> None:
     if name == "paired_bootstrap" and a(False, st.booleans()):
         kwargs["clusters"] = a(lambda: np.arange(12) // 3, arrays())
     # Resampled with Philox streams: the random fields agree in distribution only
-    # (tests/test_compare.py), the others exactly.
+    # (tests/compare/test_paired.py), the others exactly.
     same = ("difference", "level", "method", "n_pairs")
     dropin(name, a(x, scores()), a(lambda: y[:, 0], scores()), same=same, **kwargs)
 

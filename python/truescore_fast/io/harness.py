@@ -87,7 +87,7 @@ another reader than the one named is refused, saying what it is ("... is a table
 not inspect output"). A new format is one module defining its reader, one
 ``_register(...)`` line in this module (its place there is its place in ``HARNESSES``
 and in the order of claims), its entry in the list of formats above, and its tests in
-``tests/test_harness.py``; the command line's ``--harness`` choices follow
+``tests/io/test_harness.py``; the command line's ``--harness`` choices follow
 :data:`HARNESSES`.
 """
 
