@@ -16,8 +16,11 @@ def test_mypy_sees_the_top_level_names_with_their_types(tmp_path, monkeypatch):
     probe.write_text(
         "import truescore_fast as tsf\n" + "".join(f"reveal_type(tsf.{n})\n" for n in names)
     )
-    # the package as imported here (a development tree or site-packages)
-    monkeypatch.setenv("MYPYPATH", str(Path(truescore_fast.__file__).resolve().parents[1]))
+    # the package as imported here: a development tree is named on MYPYPATH; an installed
+    # one mypy finds itself (py.typed), and it refuses site-packages on MYPYPATH
+    root = Path(truescore_fast.__file__).resolve().parents[1]
+    if root.name not in ("site-packages", "dist-packages"):
+        monkeypatch.setenv("MYPYPATH", str(root))
     out, err, _ = api.run([str(probe), "--cache-dir", str(tmp_path / "cache")])
     revealed = [line for line in out.splitlines() if "Revealed type" in line]
     assert len(revealed) == len(names), out + err
