@@ -21,6 +21,7 @@ import pytest
 import truescore_fast as ts
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from reference import ref_moments_mpmath
 
 EXAMPLES = int(os.environ.get("TRUESCORE_FUZZ_EXAMPLES", "25"))
 SLOW = {  # functions that simulate: fewer examples
@@ -570,3 +571,28 @@ def run_extreme_counts() -> list[str]:
                 except AssertionError as error:
                     findings.append(f"{name}({param}={value!r:.30}): {error}")
     return findings
+
+
+# ------------------------------------------ the rank test's property cases (contamination)
+
+any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+wide_float = st.one_of(
+    st.floats(min_value=-1e308, max_value=1e308, allow_nan=False),
+    any_float,
+    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308, -1.7976931348623157e308]),
+)
+
+
+def assert_sane_rank_test(p, mean, sd, z, values):
+    """A rank test's result on any values is sane: p in (1/(m+1), 1], finite mean, sd >= 0
+    (infinite only where the true sd exceeds the largest double), z not NaN."""
+    m = len(values)
+    assert 0.0 < p <= 1.0 and p >= 1.0 / (m + 1) - 1e-15
+    assert math.isfinite(mean)
+    assert sd >= 0.0
+    if not math.isfinite(sd):
+        # Only where the true sd exceeds the largest double (values near +-1.8e308).
+        assert ref_moments_mpmath(values)[1] == math.inf
+    assert not math.isnan(z)

@@ -10,10 +10,11 @@ import math
 import numpy as np
 import pytest
 import truescore_fast as tf
+from common import mc_se, same_bits
+from fuzzing import assert_sane_rank_test, wide_float
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import (
-    ref_moments_mpmath,
     ref_rank_test,
     ref_rank_tests_rows,
     ref_row_means,
@@ -24,19 +25,6 @@ N_NULL = 4000  # null replications for every rate check
 
 
 N_SE = 4.0  # tolerance, in Monte Carlo standard errors
-
-
-def same_bits(a, b) -> bool:
-    """Bitwise equality of float arrays (distinguishes -0.0 from 0.0; NaN never passes)."""
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    if a.shape != b.shape or np.isnan(a).any() or np.isnan(b).any():
-        return False
-    return bool(np.array_equal(a.view(np.int64), b.view(np.int64)))
-
-
-def mc_se(rate: float, n: int) -> float:
-    return math.sqrt(rate * (1.0 - rate) / n)
 
 
 @pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1])
@@ -362,26 +350,6 @@ def test_combined_and_batch_summaries():
 # Property test: any input gives a finite result or a ValueError
 # ---------------------------------------------------------------------------------------
 
-any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)
-
-
-wide_float = st.one_of(
-    st.floats(min_value=-1e308, max_value=1e308, allow_nan=False),
-    any_float,
-    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308, -1.7976931348623157e308]),
-)
-
-
-def _assert_sane(p, mean, sd, z, values):
-    m = len(values)
-    assert 0.0 < p <= 1.0 and p >= 1.0 / (m + 1) - 1e-15
-    assert math.isfinite(mean)
-    assert sd >= 0.0
-    if not math.isfinite(sd):
-        # Only where the true sd exceeds the largest double (values near +-1.8e308).
-        assert ref_moments_mpmath(values)[1] == math.inf
-    assert not math.isnan(z)
-
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -411,7 +379,7 @@ def test_property_batch(data, n_shards, ragged):
         [values[offsets[i] : offsets[i + 1]] for i in range(n_shards)] if ragged else list(values)
     )
     for i in range(n_shards):
-        _assert_sane(res.p_values[i], res.means[i], res.sds[i], res.z_scores[i], rows[i])
+        assert_sane_rank_test(res.p_values[i], res.means[i], res.sds[i], res.z_scores[i], rows[i])
     for method in ("fisher", "stouffer", "average"):
         pooled = res.combine(method)
         assert 0.0 <= pooled.p_value <= 1.0 and not math.isnan(pooled.log_p_value)

@@ -14,6 +14,8 @@ import pytest
 import truescore.contamination as ts
 import truescore.contamination as ts_contamination
 import truescore_fast as tf
+from common import mc_se, same_bits
+from fuzzing import assert_sane_rank_test, wide_float
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import (
@@ -55,19 +57,6 @@ N_NULL = 4000  # null replications for every rate check
 
 
 N_SE = 4.0  # tolerance, in Monte Carlo standard errors
-
-
-def same_bits(a, b) -> bool:
-    """Bitwise equality of float arrays (distinguishes -0.0 from 0.0; NaN never passes)."""
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    if a.shape != b.shape or np.isnan(a).any() or np.isnan(b).any():
-        return False
-    return bool(np.array_equal(a.view(np.int64), b.view(np.int64)))
-
-
-def mc_se(rate: float, n: int) -> float:
-    return math.sqrt(rate * (1.0 - rate) / n)
 
 
 # ---------------------------------------------------------------------------------------
@@ -508,26 +497,6 @@ def test_explain_negative_result_says_what_it_does_not_mean():
 # Property test: any input gives a finite result or a ValueError
 # ---------------------------------------------------------------------------------------
 
-any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)
-
-
-wide_float = st.one_of(
-    st.floats(min_value=-1e308, max_value=1e308, allow_nan=False),
-    any_float,
-    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308, -1.7976931348623157e308]),
-)
-
-
-def _assert_sane(p, mean, sd, z, values):
-    m = len(values)
-    assert 0.0 < p <= 1.0 and p >= 1.0 / (m + 1) - 1e-15
-    assert math.isfinite(mean)
-    assert sd >= 0.0
-    if not math.isfinite(sd):
-        # Only where the true sd exceeds the largest double (values near +-1.8e308).
-        assert ref_moments_mpmath(values)[1] == math.inf
-    assert not math.isnan(z)
-
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(canonical=wide_float, permuted=st.lists(wide_float, max_size=40))
@@ -537,7 +506,7 @@ def test_property_single(canonical, permuted):
     except ValueError:
         return
     assert math.isfinite(canonical) and permuted and all(map(math.isfinite, permuted))
-    _assert_sane(r.p_value, r.permutation_mean, r.permutation_std, r.z_score, permuted)
+    assert_sane_rank_test(r.p_value, r.permutation_mean, r.permutation_std, r.z_score, permuted)
     # The mean lies between the extremes, up to the rounding of sum / m (NumPy's mean of
     # three equal values can be one ulp off them).
     lo, hi = min(permuted), max(permuted)

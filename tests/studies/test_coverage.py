@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 import truescore_fast as tf
+from common import bank
 from reference import (
     ref_coverage_sums,
     ref_proportional_allocation,
@@ -185,14 +186,6 @@ def test_wald_undercovers_small_sparse_audits():
 
 
 # ---------------------------------------------------------------------------- detection
-
-
-def bank(big_n=120, k=2, seed=0):
-    rng = np.random.default_rng(seed)
-    difficulty = rng.beta(2, 2, size=big_n)
-    public = (rng.random(big_n) < difficulty).astype(float)
-    fresh = (rng.random((big_n, k)) < difficulty[:, None]).astype(float)
-    return public, fresh
 
 
 # ---------------------------------------------------------------------------- output, errors

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import truescore_fast as tf
+from common import bank
 from reference import (
     ref_detection_sums,
 )
@@ -17,14 +18,6 @@ BLOCK = cal.REPLICATIONS_PER_TASK
 
 
 # ---------------------------------------------------------------------------- detection
-
-
-def bank(big_n=120, k=2, seed=0):
-    rng = np.random.default_rng(seed)
-    difficulty = rng.beta(2, 2, size=big_n)
-    public = (rng.random(big_n) < difficulty).astype(float)
-    fresh = (rng.random((big_n, k)) < difficulty[:, None]).astype(float)
-    return public, fresh
 
 
 @pytest.mark.parametrize("relabel, fallback", [(False, "hoeffding"), (True, "bernstein")])
