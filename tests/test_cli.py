@@ -1,9 +1,16 @@
 """The truescore-fast command line, every subcommand: findings, exit codes, JSON, bad
-files, plots. (The truescore command line run on our core is tested in test_patch.py.)"""
+files, plots. (The truescore command line run on our core is tested in test_patch.py.)
+
+Commands run in this process through :func:`run_cli` (``main(argv)`` with its streams
+captured); the few properties only a real process has (``python -m``, Ctrl-C, a closed
+pipe) run as subprocesses, each saying why."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -252,10 +259,12 @@ def test_shipped_examples_are_reproduced_by_their_seeded_scripts(tmp_path, scrip
         assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes()
 
 
-# ---------------------------------------------------------------------------- as a process
+# ------------------------------------------------------ as a process, and in this one
 
 
 def test_console_script_runs_as_a_process():
+    # a real process: `python -m truescore_fast` (its __main__ and the exit code the shell
+    # sees) is the property under test
     proc = subprocess.run(
         [
             sys.executable,
@@ -273,17 +282,34 @@ def test_console_script_runs_as_a_process():
     assert json.loads(proc.stdout)["n_permutations"] == 99
 
 
-def run_cli(*argv, stdin=None, **kwargs):
-    """``python -m truescore_fast ARGV`` as a process: (exit code, stdout, stderr)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "truescore_fast", *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        **kwargs,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
+def run_cli(*argv, stdin=None, cwd=None):
+    """``truescore-fast ARGV`` run in this process: (exit code, stdout, stderr).
+
+    ``main(argv)`` with sys.stdout and sys.stderr captured (and sys.stdin reading the
+    bytes ``stdin``, the working directory ``cwd``, both restored afterwards). An
+    exception main lets through is not caught here: where a user would see a traceback,
+    the test fails. argparse's exits (--help, --version, a usage error) give their code.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    saved_stdin, saved_cwd = sys.stdin, os.getcwd()
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = int(main([str(word) for word in argv]))
+            except SystemExit as exit_:  # what the interpreter makes of sys.exit(code)
+                if exit_.code is None or isinstance(exit_.code, int):
+                    code = exit_.code or 0
+                else:
+                    print(exit_.code, file=sys.stderr)
+                    code = 1
+    finally:
+        sys.stdin = saved_stdin
+        os.chdir(saved_cwd)
+    return code, out.getvalue(), err.getvalue()
 
 
 def assert_one_line_error(code, err, *words):
@@ -358,20 +384,12 @@ def test_a_directory_fifo_or_device_is_named_as_such(tmp_path):
         assert_one_line_error(code, err, what)
 
 
-def test_disclose_validate_without_jsonschema_is_one_line(tmp_path):
+def test_disclose_validate_without_jsonschema_is_one_line(tmp_path, monkeypatch):
     record = write(tmp_path, "record.json", "{}")
-    code = (  # jsonschema made unimportable, as when the extra is not installed
-        "import sys; sys.modules['jsonschema'] = None; "
-        "from truescore_fast.cli import main; sys.exit(main(sys.argv[1:]))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "disclose", "validate", record],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert_one_line_error(proc.returncode, proc.stderr, "jsonschema", "pip install")
+    # jsonschema made unimportable, as when the extra is not installed
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    code, _, err = run_cli("disclose", "validate", record)
+    assert_one_line_error(code, err, "jsonschema", "pip install")
 
 
 # ---------------------------------------------------------------------------- BOM, kind column
@@ -398,6 +416,7 @@ def test_a_utf8_byte_order_mark_is_read_transparently(tmp_path):
 
 
 def test_ctrl_c_exits_130_with_one_line():
+    # a real process: a SIGINT delivered to a running command, its exit status 130
     import signal
     import time
 
@@ -425,6 +444,8 @@ def test_ctrl_c_exits_130_with_one_line():
 
 
 def test_a_closed_stdout_exits_141_quietly():
+    # a real process: stdout must be a pipe whose reader has gone, and main() then points
+    # file descriptor 1 at devnull (os.dup2), which would silence this test process
     proc = subprocess.Popen(
         [sys.executable, "-m", "truescore_fast", "contamination"]
         + [str(EXAMPLES / "contamination_sharded.csv"), "--shard-column", "shard", "--json"],
