@@ -1,8 +1,9 @@
-"""The commands of issue 12, end to end as processes on the shipped examples: compare,
-shard-orders, contamination --test slct and its one pooled verdict, audit
---randomization, disclose template|schema, and every subcommand's --help. Expected
+"""The commands of issue 12, end to end on the shipped examples: compare, shard-orders,
+contamination --test slct and its one pooled verdict, audit --randomization, disclose
+template|schema, and every subcommand's --help. Expected
 numbers come from the example files through independent computations (csv, NumPy,
-SciPy), never from the functions the commands call."""
+SciPy), never from the functions the commands call. Each command runs as main(argv) in
+this process (test_cli.run_cli); a closed pipe needs a real process."""
 
 from __future__ import annotations
 
@@ -241,6 +242,8 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path):
 
 
 def test_shard_orders_into_a_closed_pipe_exit_141_quietly():
+    # a real process: stdout must be a pipe whose reader has gone, and main() then points
+    # file descriptor 1 at devnull (os.dup2), which would silence this test process
     proc = subprocess.Popen(
         [sys.executable, "-m", "truescore_fast", "shard-orders", "20000"]
         + ["--shards", "10", "--permutations", "50"],

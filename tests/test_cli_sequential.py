@@ -1,8 +1,9 @@
-"""``audit --sequential`` and ``contamination --sequential`` end to end, as processes on
-the shipped partial tables (examples/sequential_*_partial.csv). The expected decisions
-are recomputed from the files read with the csv module and fed to the library's
-sequential classes in file order: the test checks what the command reads and how it
-decides, the statistics being tested in tests/test_sequential.py."""
+"""``audit --sequential`` and ``contamination --sequential`` end to end (main(argv) in
+this process, test_cli.run_cli) on the shipped partial tables
+(examples/sequential_*_partial.csv). The expected decisions are recomputed from the files
+read with the csv module and fed to the library's sequential classes in file order: the
+test checks what the command reads and how it decides, the statistics being tested in
+tests/test_sequential.py."""
 
 from __future__ import annotations
 
