@@ -1,5 +1,7 @@
-"""``truescore-fast calibrate`` end to end, as a user runs it: a subprocess per call, its
-exit code and output. Your own population (--population), the budget plan's N and
+"""``truescore-fast calibrate`` end to end, as a user runs it: main(argv) in this process
+(test_cli.run_cli), its exit code and output; a process only where the test needs one
+(a terminal, Ctrl-C, a Dask cluster the command starts, Dask's logging), each saying
+why. Your own population (--population), the budget plan's N and
 integer counts, progress only on a terminal (--progress/--no-progress/--quiet), tables
 within 100 columns (--wide), --json, --plot in three formats, --checkpoint (Ctrl-C and
 resume) and Dask (--dask-scheduler, --executor dask)."""
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 from interrupting import interrupt_after
+from test_cli import run_cli as run_command
 
 ROOT = Path(__file__).resolve().parents[1]
 POPULATION = ROOT / "examples" / "calibration_population.csv"
@@ -32,7 +35,13 @@ def child_env(env=None):
     return env
 
 
-def run_cli(*argv, timeout=300, env=None, **kwargs):
+def run_cli(*argv, cwd=None):
+    """``truescore-fast calibrate ARGV`` in this process: (exit code, stdout, stderr)."""
+    return run_command("calibrate", *argv, cwd=cwd)
+
+
+def run_cli_process(*argv, timeout=300, env=None, **kwargs):
+    """``truescore-fast calibrate ARGV`` as a process, for what needs one."""
     proc = subprocess.run(
         [sys.executable, "-m", "truescore_fast", "calibrate", *map(str, argv)],
         capture_output=True,
@@ -271,9 +280,10 @@ def run_on_a_terminal(*argv):
 
 def test_progress_only_on_a_terminal_unless_asked():
     code, _, err = run_cli(*_slow_enough())
-    assert code == EXIT_OK and err == "", err  # stderr is a pipe: no bar
+    assert code == EXIT_OK and err == "", err  # stderr is not a terminal: no bar
     code, _, err = run_cli(*_slow_enough(), "--progress")
     assert code == EXIT_OK and "coverage" in err  # asked for: a bar even on a pipe
+    # a real process for the terminal: its stderr must be a pseudo-terminal (isatty)
     code, _, terminal = run_on_a_terminal(*_slow_enough())
     assert code == EXIT_OK and "coverage" in terminal  # a terminal: the automatic bar
     code, _, terminal = run_on_a_terminal(*_slow_enough(), "--no-progress")
@@ -282,6 +292,7 @@ def test_progress_only_on_a_terminal_unless_asked():
 
 def test_quiet_prints_only_the_tables(tmp_path):
     pytest.importorskip("matplotlib")
+    # a real process: --quiet is checked on a terminal (stderr a pseudo-terminal)
     plot = tmp_path / "budget.png"
     code, out, terminal = run_on_a_terminal(
         "budget", "--replications", 30000, "--plot", plot, "--quiet"
@@ -354,7 +365,7 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_result(tmp_path):
         "sys.exit(main(sys.argv[1:]))"
     )
     # Ctrl-C as soon as the first of the three cells is saved (two are still to run),
-    # however fast the machine
+    # however fast the machine: a real process, for a real SIGINT and its exit status
     code, _, err, _ = interrupt_after(
         [sys.executable, "-c", script, "calibrate", *argv, "--checkpoint", str(path)], 0.0,
         timeout=120, when=lambda: path.exists() and '"tasks"' in path.read_text(),
@@ -394,15 +405,19 @@ def test_executor_dask_starts_a_local_cluster():
     argv = ("budget", "--replications", 300, "--json")
     code, local, err = run_cli(*argv)
     assert code == EXIT_OK, err
+    # a real process: the command starts its own cluster of worker processes, and Dask
+    # reads its configuration (DASK_* variables, here removed) when first imported
     env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
-    code, remote, err = run_cli(*argv, "--executor", "dask", env=env)
+    code, remote, err = run_cli_process(*argv, "--executor", "dask", env=env)
     assert code == EXIT_OK, err
     assert remote == local
 
 
 def test_an_unreachable_scheduler_is_a_one_line_error():
     pytest.importorskip("distributed")
-    code, _, err = run_cli(
+    # a real process: distributed's log handlers write to the stderr of the process that
+    # imported it, so only a process shows whether the user sees one line and no more
+    code, _, err = run_cli_process(
         "budget", "--replications", 20, "--dask-scheduler", "tcp://127.0.0.1:9", timeout=120
     )
     one_line_error(code, err, "--dask-scheduler", "tcp://127.0.0.1:9")

@@ -1,7 +1,9 @@
 """``truescore-fast calibrate sequential`` and ``calibrate sequential-orders`` end to end,
-as processes: the library's tables (same seed, same settings), --json and narrow text,
---checkpoint (read back, refused for other settings, Ctrl-C then resume), a Dask cluster
-of worker processes (--executor dask) and one-line errors for flags that do not apply."""
+in this process (main(argv), test_cli_calibrate.run_cli; a process for Ctrl-C and for the
+Dask cluster the command starts): the library's tables (same seed, same settings),
+--json and narrow text, --checkpoint (read back, refused for other settings, Ctrl-C then
+resume), a Dask cluster of worker processes (--executor dask) and one-line errors for
+flags that do not apply."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 from interrupting import interrupt_after
-from test_cli_calibrate import EXIT_OK, child_env, one_line_error, run_cli
+from test_cli_calibrate import EXIT_OK, child_env, one_line_error, run_cli, run_cli_process
 
 EXIT_INTERRUPTED = 130
 
@@ -99,7 +101,8 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_result(tmp_path):
         "import sys; from truescore_fast.cli import main; print('ready', flush=True); "
         "sys.exit(main(sys.argv[1:]))"
     )
-    # Ctrl-C as soon as the first of the three rows is saved (two are still to run)
+    # Ctrl-C as soon as the first of the three rows is saved (two are still to run): a
+    # real process, for a real SIGINT and its exit status
     code, _, err, _ = interrupt_after(
         [sys.executable, "-c", script, "calibrate", *argv, "--threads", "1",
          "--checkpoint", str(path)], 0.0, env=child_env(), timeout=120,
@@ -133,7 +136,9 @@ def test_executor_dask_gives_the_local_result():
     argv = ("sequential-orders", "--replications", 600, "--seed", 2, "--json")
     code, local, err = run_cli(*argv, "--threads", 1)
     assert code == EXIT_OK, err
+    # a real process: the command starts its own cluster of worker processes, and Dask
+    # reads its configuration (DASK_* variables, here removed) when first imported
     env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
-    code, remote, err = run_cli(*argv, "--executor", "dask", env=env)
+    code, remote, err = run_cli_process(*argv, "--executor", "dask", env=env)
     assert code == EXIT_OK, err
     assert remote == local

@@ -1,9 +1,9 @@
 """The commands of issue 12, end to end on the shipped examples: compare, shard-orders,
 contamination --test slct and its one pooled verdict, audit --randomization, disclose
-template|schema, and every subcommand's --help. Expected
-numbers come from the example files through independent computations (csv, NumPy,
-SciPy), never from the functions the commands call. Each command runs as main(argv) in
-this process (test_cli.run_cli); a closed pipe needs a real process."""
+template|schema, and every subcommand's --help. Expected numbers come from the example
+files through independent computations (csv, NumPy, SciPy), never from the functions the
+commands call. Each command runs as main(argv) in this process (test_cli.run_cli); a
+closed pipe needs a real process."""
 
 from __future__ import annotations
 
