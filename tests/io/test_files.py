@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as tf
-from processes import assert_one_line_error, run_cli
+from commands import assert_one_line_error, run_cli, run_cli_process
 from truescore_fast._files import read_rows, sniff_format
 from truescore_fast.cli import ExitCode
 
@@ -186,7 +186,7 @@ def test_a_table_read_with_columns_can_be_audited_directly(tmp_path):
 def test_parquet_without_pyarrow_is_one_line(tmp_path):
     path = write_as(tmp_path / "t.parquet", typed(example_rows()), "parquet")
     pre = "import sys; sys.modules['pyarrow'] = None; sys.modules['pyarrow.parquet'] = None; "
-    code, _, err = run_cli("audit", path, pre=pre)
+    code, _, err = run_cli_process("audit", path, pre=pre)  # pyarrow gone before start-up
     assert_one_line_error(code, err, "Parquet", "pip install 'truescore-fast[parquet]'")
 
 

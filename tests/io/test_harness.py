@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as tf
+from commands import assert_one_line_error, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from processes import assert_one_line_error, run_cli
 from truescore_fast.cli import ExitCode
 from truescore_fast.cli.audit import add_parser as add_audit_parser
 from truescore_fast.io import harness as harness_module

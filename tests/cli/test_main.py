@@ -7,8 +7,6 @@ pipe) run as subprocesses, each saying why."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -16,9 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from commands import assert_one_line_error, run_cli
 from truescore_fast.cli import ExitCode, main
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 # ---------------------------------------------------------------------------- contamination
@@ -282,45 +281,6 @@ def test_console_script_runs_as_a_process():
     assert json.loads(proc.stdout)["n_permutations"] == 99
 
 
-def run_cli(*argv, stdin=None, cwd=None):
-    """``truescore-fast ARGV`` run in this process: (exit code, stdout, stderr).
-
-    ``main(argv)`` with sys.stdout and sys.stderr captured (and sys.stdin reading the
-    bytes ``stdin``, the working directory ``cwd``, both restored afterwards). An
-    exception main lets through is not caught here: where a user would see a traceback,
-    the test fails. argparse's exits (--help, --version, a usage error) give their code.
-    """
-    out, err = io.StringIO(), io.StringIO()
-    saved_stdin, saved_cwd = sys.stdin, os.getcwd()
-    if stdin is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
-    try:
-        if cwd is not None:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = int(main([str(word) for word in argv]))
-            except SystemExit as exit_:  # what the interpreter makes of sys.exit(code)
-                if exit_.code is None or isinstance(exit_.code, int):
-                    code = exit_.code or 0
-                else:
-                    print(exit_.code, file=sys.stderr)
-                    code = 1
-    finally:
-        sys.stdin = saved_stdin
-        os.chdir(saved_cwd)
-    return code, out.getvalue(), err.getvalue()
-
-
-def assert_one_line_error(code, err, *words):
-    assert "Traceback" not in err, err
-    assert code == ExitCode.ERROR, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for word in words:
-        assert word in lines[0], lines[0]
-
-
 # ------------------------------------------------------------ hostile input: one line, exit 1
 
 
@@ -369,7 +329,6 @@ def test_out_of_range_flags_give_one_line_and_exit_1(argv, words):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and /dev/null are POSIX")
 def test_a_directory_fifo_or_device_is_named_as_such(tmp_path):
-    import os
 
     fifo = tmp_path / "pipe.csv"
     os.mkfifo(fifo)

@@ -1,5 +1,5 @@
 """``truescore-fast calibrate`` end to end, as a user runs it: main(argv) in this process
-(test_cli.run_cli), its exit code and output; a process only where the test needs one
+(commands.run_calibrate), its exit code and output; a process only where the test needs one
 (a terminal, Ctrl-C, a Dask cluster the command starts, Dask's logging), each saying
 why. Your own population (--population), the budget plan's N and
 integer counts, progress only on a terminal (--progress/--no-progress/--quiet), tables
@@ -18,49 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as tf
+from commands import assert_one_line_error as one_line_error
+from commands import run_calibrate, run_calibrate_process
 from interrupting import interrupt_after
-from test_cli import run_cli as run_command
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 POPULATION = ROOT / "examples" / "calibration_population.csv"
 EXIT_OK, EXIT_ERROR = 0, 1
-
-
-def child_env(env=None):
-    """The environment for a child, PYTHONPATH made absolute (a test may change cwd)."""
-    env = dict(os.environ if env is None else env)
-    if env.get("PYTHONPATH"):
-        parts = env["PYTHONPATH"].split(os.pathsep)
-        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in parts)
-    return env
-
-
-def run_cli(*argv, cwd=None):
-    """``truescore-fast calibrate ARGV`` in this process: (exit code, stdout, stderr)."""
-    return run_command("calibrate", *argv, cwd=cwd)
-
-
-def run_cli_process(*argv, timeout=300, env=None, **kwargs):
-    """``truescore-fast calibrate ARGV`` as a process, for what needs one."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "truescore_fast", "calibrate", *map(str, argv)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=timeout,
-        env=child_env(env),
-        **kwargs,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def one_line_error(code, err, *words):
-    assert code == EXIT_ERROR, err
-    assert "Traceback" not in err, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for word in words:
-        assert word in lines[0], lines[0]
+run_cli, run_cli_process = run_calibrate, run_calibrate_process
 
 
 def example_gaps():

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as tf
-from test_cli import assert_one_line_error, run_cli
+from commands import assert_one_line_error, run_cli
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 AUDIT = str(EXAMPLES / "sequential_audit_partial.csv")
 ORDERS = str(EXAMPLES / "sequential_orders_partial.csv")
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from commands import assert_one_line_error, run_cli
 from scipy import stats
-from test_cli import assert_one_line_error, run_cli
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 COMPARE = str(EXAMPLES / "compare_example.csv")
 SHARDED = str(EXAMPLES / "contamination_sharded.csv")
-SCHEMA = Path(__file__).resolve().parents[1] / "python/truescore_fast/schemas"
+SCHEMA = Path(__file__).resolve().parents[2] / "python/truescore_fast/schemas"
 
 
 def column(path, name, cast=float):

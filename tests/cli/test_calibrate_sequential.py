@@ -14,8 +14,13 @@ import sys
 import numpy as np
 import pytest
 import truescore_fast as tf
+from commands import assert_one_line_error as one_line_error
+from commands import child_env
+from commands import run_calibrate as run_cli
+from commands import run_calibrate_process as run_cli_process
 from interrupting import interrupt_after
-from test_cli_calibrate import EXIT_OK, child_env, one_line_error, run_cli, run_cli_process
+
+EXIT_OK = 0
 
 EXIT_INTERRUPTED = 130
 
