@@ -449,3 +449,18 @@ def test_disclose_validate_shortens_an_offending_value(tmp_path):
     assert problem.endswith("is not of type 'string'"), problem[-100:]
     code, out, _ = run_cli("disclose", "validate", str(path), "--json")
     assert max(len(p) for p in json.loads(out)["problems"]) < 300
+
+
+@pytest.mark.parametrize("argv", [["calibrate", "sequential"], ["audit", "x.csv"]])
+def test_input_nested_too_deeply_is_one_line_for_every_command(argv, monkeypatch):
+    # no reader lets a RecursionError out today; if one did, a command without a FILE
+    # argument (calibrate) must still give one line, not an AttributeError
+    def too_deep(args):
+        raise RecursionError
+
+    module = "calibrate" if argv[0] == "calibrate" else "audit"
+    handler = "run_calibrate" if module == "calibrate" else "run_audit"
+    monkeypatch.setattr(f"truescore_fast.cli.{module}.{handler}", too_deep)
+    code, _, err = run_cli(*argv)
+    where = "the input" if module == "calibrate" else "x.csv"
+    assert_one_line_error(code, err, f"{where}: nested too deeply to read")

@@ -155,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             code: int = args.func(args)
         except RecursionError:
-            raise ValueError(f"{args.file}: nested too deeply to read") from None
+            where = getattr(args, "file", None)  # calibrate, shard-orders: no file
+            raise ValueError(f"{where or 'the input'}: nested too deeply to read") from None
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code
     except (ValueError, OverflowError, OSError, KeyError, ImportError) as error:
