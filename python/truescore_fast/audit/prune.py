@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, TabularResult
@@ -248,6 +247,8 @@ def _audit_scaled(
         margin = ds[test] @ _fit(model_cls, ds[train])
         solved[test] = np.where(margin == 0.0, coin[test], margin > 0.0)
     k = int(solved.sum())
+    from scipy import stats  # here, not at import: scipy.stats costs ~0.5 s
+
     test = stats.binomtest(k, n, 0.5)
     ci = test.proportion_ci(confidence_level=1.0 - alpha, method="exact")
     coef = _fit(model_cls, ds)

@@ -42,7 +42,6 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from truescore_fast import _core
 from truescore_fast._numeric import (
@@ -186,6 +185,8 @@ def _hodges_lehmann_interval(
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
     tail = alpha / 2.0 if alternative == "two-sided" else alpha
     # c is 1-based: the c-th smallest and c-th largest Walsh averages bound the interval.
+    from scipy import stats  # here, not at import: scipy.stats costs ~0.5 s
+
     c = int(math.floor(m / 2.0 - upper_quantile(stats.norm.ppf, tail) * sd))
     # A one-sided level below 1/2 (alpha > 0.5) puts c past the middle, and for a small n
     # past the last Walsh average: the bound is then the largest (smallest) one.
@@ -262,6 +263,8 @@ def paired_confidence_test(
     mean = unscale(float(d.mean()), exponent)
     is_exact = False
     used = 0
+
+    from scipy import stats  # here, not at import: scipy.stats costs ~0.5 s
 
     if method == "t":
         if n < 2:
