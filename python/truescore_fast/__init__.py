@@ -21,7 +21,7 @@ The package is laid out by domain, each subpackage with its own modules:
 
 Every public name is also here, flat (``truescore_fast.matched_form_audit``): each is
 written once, in its module's ``__all__``, and found here on first use (PEP 562) by
-importing the subpackages in the order above until one exports it. ``import
+importing ``patch`` and then the subpackages in the order above until one exports it. ``import
 truescore_fast`` loads only the compiled core, so ``truescore-fast --version`` and
 ``--help`` do not pay for SciPy.
 """
@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 # The version is pyproject.toml's, compiled into the core (see CMakeLists.txt): one source.
 from truescore_fast._core import __version__ as __version__
 
-# The modules whose __all__ the top level re-exports, in the order they are searched.
-_PUBLIC = ("contamination", "compare", "audit", "resampling", "studies", "io", "patch")
+# The modules whose __all__ the top level re-exports, in the order they are searched
+# (patch first: it loads only the two drop-in subpackages, which come next).
+_PUBLIC = ("patch", "contamination", "compare", "audit", "resampling", "studies", "io")
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     # ruff: noqa: F403

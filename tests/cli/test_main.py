@@ -261,14 +261,16 @@ def test_shipped_examples_are_reproduced_by_their_seeded_scripts(tmp_path, scrip
 # ------------------------------------------------------ as a process, and in this one
 
 
-def test_console_script_runs_as_a_process():
+@pytest.mark.parametrize("module", ["truescore_fast", "truescore_fast.cli"])
+def test_console_script_runs_as_a_process(module):
     # a real process: `python -m truescore_fast` (its __main__ and the exit code the shell
-    # sees) is the property under test
+    # sees) is the property under test; `python -m truescore_fast.cli` ran too when the
+    # command line was one module, and still does
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
-            "truescore_fast",
+            module,
             "contamination",
             str(EXAMPLES / "contamination_clean.csv"),
             "--json",

@@ -1,7 +1,7 @@
 """The betting machinery behind the confidence sequences: the truncated plug-in bets, the
 capital of a candidate mean, and the search for the sequence's ends.
 
-Shared by :mod:`truescore_fast.audit.matched_form.sequential` (the sequential audit) and
+Shared by :mod:`truescore_fast.audit.sequential` (the sequential audit) and
 :mod:`truescore_fast.studies.sequential` (the study that simulates it), which reads the
 bets once per alpha for all its first-hit searches. Not a public API.
 """

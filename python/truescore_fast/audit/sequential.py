@@ -17,7 +17,7 @@ already known, so an evaluation team scores only as many items as the answer nee
 :func:`audit_order`
     A seeded random order in which to score the parents: the guarantee needs it.
 
-The order-based counterpart is :mod:`truescore_fast.contamination.exact.sequential`; what
+The order-based counterpart is :mod:`truescore_fast.contamination.sequential`; what
 stopping early costs and saves is measured by :mod:`truescore_fast.studies.sequential`.
 """
 

@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = getattr(args, "file", None)  # calibrate, shard-orders: no file
             raise ValueError(f"{where or 'the input'}: nested too deeply to read") from None
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
-        return code
+        return int(code)  # an ExitCode is an int; the caller gets the plain number
     except (ValueError, OverflowError, OSError, KeyError, ImportError) as error:
         if isinstance(error, BrokenPipeError):
             return _closed_pipe()
@@ -187,7 +187,3 @@ def _closed_pipe() -> int:
     except (OSError, ValueError):  # stdout is not a file descriptor (e.g. captured)
         pass
     return ExitCode.CLOSED_PIPE
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
