@@ -1,6 +1,8 @@
 """Helpers shared by the test files of several areas: bitwise equality of float arrays,
-a rate's Monte Carlo standard error, and a small synthetic audit bank."""
+a rate's Monte Carlo standard error, small synthetic banks, gap populations and shard
+tables, and the equality of two study tables."""
 
+import json
 import math
 
 import numpy as np
@@ -28,3 +30,36 @@ def bank(big_n=120, k=2, seed=0):
     public = (rng.random(big_n) < difficulty).astype(float)
     fresh = (rng.random((big_n, k)) < difficulty[:, None]).astype(float)
     return public, fresh
+
+
+def k2_scores(rng, n, p_public=0.6, p_fresh=0.6):
+    return (
+        (rng.random(n) < p_public).astype(float),
+        (rng.random((n, 2)) < p_fresh).astype(float),
+    )
+
+
+def shards(rng, n_shards, m_choices, *, ties):
+    """Ragged rows with realistic log-likelihoods, some ties, and canonical values that
+    sometimes equal a permuted value exactly (the >= boundary)."""
+    rows, canonical = [], []
+    for _ in range(n_shards):
+        m = int(rng.choice(m_choices))
+        row = rng.normal(-2000.0, 30.0, size=m)
+        if ties:
+            row = np.round(row / 5.0) * 5.0
+        c = rng.normal(-2000.0, 30.0)
+        if rng.uniform() < 0.3:
+            c = float(row[rng.integers(m)])
+        rows.append(row)
+        canonical.append(c)
+    return np.array(canonical, dtype=np.float64), rows
+
+
+def lattice_population(big_n, probs, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], p=probs, size=big_n)
+
+
+def same_table(a, b):
+    return json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)

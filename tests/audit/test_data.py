@@ -10,18 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import truescore_fast as tf
+from common import k2_scores
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 # ------------------------------------------------------------------------ the audit
-
-
-def k2_scores(rng, n, p_public=0.6, p_fresh=0.6):
-    return (
-        (rng.random(n) < p_public).astype(float),
-        (rng.random((n, 2)) < p_fresh).astype(float),
-    )
 
 
 # ------------------------------------------------------------------ long-format table

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 import truescore_fast as ts
+from common import k2_scores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from truescore_fast.audit import intervals as intervals_mod
@@ -18,13 +19,6 @@ from truescore_fast.audit import matched_form as audit_mod
 from truescore_fast.audit import randomization as randomization_mod
 
 # ------------------------------------------------------------------------ the audit
-
-
-def k2_scores(rng, n, p_public=0.6, p_fresh=0.6):
-    return (
-        (rng.random(n) < p_public).astype(float),
-        (rng.random((n, 2)) < p_fresh).astype(float),
-    )
 
 
 def test_audit_reports_scores_intervals_and_reproducible_order():

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 import truescore_fast as tf
-from common import mc_se, same_bits
+from common import mc_se, same_bits, shards
 from fuzzing import assert_sane_rank_test, wide_float
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -51,23 +51,6 @@ def test_false_positive_rate_matches_alpha_batched(alpha):
 SIZES = [0, 1, 7, 1000]
 
 
-def _shards(rng, n_shards, m_choices, *, ties):
-    """Ragged rows with realistic log-likelihoods, some ties, and canonical values that
-    sometimes equal a permuted value exactly (the >= boundary)."""
-    rows, canonical = [], []
-    for _ in range(n_shards):
-        m = int(rng.choice(m_choices))
-        row = rng.normal(-2000.0, 30.0, size=m)
-        if ties:
-            row = np.round(row / 5.0) * 5.0
-        c = rng.normal(-2000.0, 30.0)
-        if rng.uniform() < 0.3:
-            c = float(row[rng.integers(m)])
-        rows.append(row)
-        canonical.append(c)
-    return np.array(canonical, dtype=np.float64), rows
-
-
 def _assert_matches_reference(out, ref):
     assert np.array_equal(out["count"], ref["count"])
     assert out["count"].dtype == np.int64
@@ -80,7 +63,7 @@ def _assert_matches_reference(out, ref):
 @pytest.mark.parametrize("ties", [False, True])
 def test_dense_kernel_equals_reference(n_shards, m, ties):
     rng = np.random.default_rng(1000 * n_shards + m + ties)
-    canonical, rows = _shards(rng, n_shards, [m], ties=ties)
+    canonical, rows = shards(rng, n_shards, [m], ties=ties)
     dense = np.array(rows, dtype=np.float64).reshape(n_shards, m)
     ref = ref_rank_tests_rows(canonical, rows)
     outs = [_core.rank_tests_dense(canonical, dense, n_threads=t) for t in (1, 2, None, 3)]
@@ -95,7 +78,7 @@ def test_dense_kernel_equals_reference(n_shards, m, ties):
 @pytest.mark.parametrize("ties", [False, True])
 def test_ragged_kernel_equals_reference(n_shards, ties):
     rng = np.random.default_rng(5000 + n_shards + ties)
-    canonical, rows = _shards(rng, n_shards, [1, 2, 7, 8, 9, 127, 128, 129, 1000], ties=ties)
+    canonical, rows = shards(rng, n_shards, [1, 2, 7, 8, 9, 127, 128, 129, 1000], ties=ties)
     lengths = [len(r) for r in rows]
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     values = np.concatenate(rows) if rows else np.zeros(0)
@@ -126,7 +109,7 @@ def test_single_kernel_equals_reference(m):
 @pytest.mark.parametrize("n_shards", [1, 7, 1000])
 def test_public_batch_equals_single_calls_and_reference(n_shards):
     rng = np.random.default_rng(n_shards)
-    canonical, rows = _shards(rng, n_shards, [1, 3, 50], ties=True)
+    canonical, rows = shards(rng, n_shards, [1, 3, 50], ties=True)
     offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
     res = tf.exchangeability_tests(canonical, np.concatenate(rows), offsets=offsets)
     ref = ref_rank_tests_rows(canonical, rows)

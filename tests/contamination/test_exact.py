@@ -14,7 +14,7 @@ import pytest
 import truescore.contamination as ts
 import truescore.contamination as ts_contamination
 import truescore_fast as tf
-from common import mc_se, same_bits
+from common import mc_se, same_bits, shards
 from fuzzing import assert_sane_rank_test, wide_float
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -219,23 +219,6 @@ def test_memorised_order_is_detected():
     assert res.combine("fisher").log_p_value < math.log(1e-30)
 
 
-def _shards(rng, n_shards, m_choices, *, ties):
-    """Ragged rows with realistic log-likelihoods, some ties, and canonical values that
-    sometimes equal a permuted value exactly (the >= boundary)."""
-    rows, canonical = [], []
-    for _ in range(n_shards):
-        m = int(rng.choice(m_choices))
-        row = rng.normal(-2000.0, 30.0, size=m)
-        if ties:
-            row = np.round(row / 5.0) * 5.0
-        c = rng.normal(-2000.0, 30.0)
-        if rng.uniform() < 0.3:
-            c = float(row[rng.integers(m)])
-        rows.append(row)
-        canonical.append(c)
-    return np.array(canonical, dtype=np.float64), rows
-
-
 # ---------------------------------------------------------------------------------------
 # Pooling against the reference
 # ---------------------------------------------------------------------------------------
@@ -243,7 +226,7 @@ def _shards(rng, n_shards, m_choices, *, ties):
 
 def test_combine_methods_equal_reference():
     rng = np.random.default_rng(8)
-    canonical, rows = _shards(rng, 30, [1, 9, 99], ties=True)
+    canonical, rows = shards(rng, 30, [1, 9, 99], ties=True)
     offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
     res = tf.exchangeability_tests(canonical, np.concatenate(rows), offsets=offsets, alpha=0.1)
 

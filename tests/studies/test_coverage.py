@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 import truescore_fast as tf
-from common import bank
+from common import bank, lattice_population
 from reference import (
     ref_coverage_sums,
     ref_proportional_allocation,
@@ -23,11 +23,6 @@ BLOCK = cal.REPLICATIONS_PER_TASK
 
 
 ALL = ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
-
-
-def lattice_population(big_n, probs, seed=0):
-    rng = np.random.default_rng(seed)
-    return rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], p=probs, size=big_n)
 
 
 def rows_of(table, interval):

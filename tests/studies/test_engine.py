@@ -16,21 +16,13 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 import truescore_fast as ts
+from common import lattice_population, same_table
 from interrupting import interrupt_after
 from recording import Recorder
 from truescore_fast import studies as cal
 from truescore_fast.studies import _engine
 
 ALL = ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
-
-
-def lattice_population(big_n, probs, seed=0):
-    rng = np.random.default_rng(seed)
-    return rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], p=probs, size=big_n)
-
-
-def same_table(a, b):
-    return json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
 
 
 # ---------------------------------------------------------------------------- invariance

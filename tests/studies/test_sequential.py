@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import numpy as np
 import pytest
 import truescore_fast as tf
+from common import same_table
 from recording import Recorder
 from reference import ref_betting_sequence_rejects
 from truescore_fast._random import philox_key
@@ -45,10 +46,6 @@ def audit(**extra):
 
 def orders(**extra):
     return tf.sequential_order_study(**{"progress": False, **ORDERS, **extra})
-
-
-def same_table(a, b):
-    return json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
 
 
 # --------------------------------------------------------------------- same as before

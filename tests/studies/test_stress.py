@@ -4,7 +4,6 @@ dask cluster, and stopped by Ctrl-C within a second."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -13,6 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 import truescore_fast as tf
+from common import same_table
 from interrupting import interrupt_after
 from reference import (
     ref_coverage_sums,
@@ -24,10 +24,6 @@ BLOCK = cal.REPLICATIONS_PER_TASK
 
 
 ALL = ("hoeffding", "bernstein", "wald", "hoeffding_serfling", "betting")
-
-
-def same_table(a, b):
-    return json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
 
 
 def test_stress_grid_on_a_dask_cluster_is_identical():
