@@ -466,3 +466,9 @@ def test_input_nested_too_deeply_is_one_line_for_every_command(argv, monkeypatch
     code, _, err = run_cli(*argv)
     where = "the input" if module == "calibrate" else "x.csv"
     assert_one_line_error(code, err, f"{where}: nested too deeply to read")
+
+
+def test_main_returns_a_plain_int(capsys):
+    # the exit code a script gets from main() is the number, not the ExitCode member
+    code = main(["contamination", str(EXAMPLES / "contamination_clean.csv")])
+    assert type(code) is int and code == ExitCode.OK
