@@ -74,7 +74,7 @@ def _zstd_decompress(raw: bytes, size: int, where: str) -> bytes:
     member), reading at most ``size + 1`` bytes so that a member that expands past its
     recorded size is refused, not allocated."""
     stdlib = _module("compression.zstd")
-    package = None if stdlib is not None else _module("zstandard")
+    package: Any = None if stdlib is not None else _module("zstandard")
     if stdlib is None and package is None:
         raise ValueError(
             f"{where} is compressed with Zstandard: install the zstandard package "

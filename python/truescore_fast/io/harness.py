@@ -94,6 +94,7 @@ and in the order of claims), its entry in the list of formats above, and its tes
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,7 @@ from truescore_fast._validation import check_choice
 from truescore_fast.audit.data import ALL_MODELS, AuditData
 from truescore_fast.io._harness_base import (
     HarnessReader,
+    MetricReader,
     Record,
     Run,
     RunFile,
@@ -160,6 +162,7 @@ def read_harness_runs(
     metric: str | None = None,
     harness: str = "auto",
     public_match_key: str | None = None,
+    drop_errored: bool = False,
 ) -> AuditData:
     """Read an audit's harness runs: one public-form run and K fresh-form runs.
 
@@ -179,12 +182,17 @@ def read_harness_runs(
         public_match_key: The public run's match key when it differs from the fresh
             runs' (the public run's ``doc.id`` against the fresh runs'
             ``doc.parent_id``); default ``match_key``.
+        drop_errored: Drop every parent that has a sample the harness logged as errored
+            (Inspect's ``error``) in any run, and say how many with a warning: parents
+            that fail are not a random sample of the parents, so dropping them can bias
+            the estimate. Default False: an errored sample is an error naming it.
 
     Returns:
         :class:`~truescore_fast.audit.matched_form.AuditData` with ``public`` (n,) and ``fresh``
         (n, K) in [0, 1], ready for ``matched_form_audit(data.public, data.fresh)``;
-        ``parents`` are the match-key values, ``fresh_forms`` the fresh runs' paths and
-        ``model`` the model the Inspect logs name (``"all"`` when no log names one).
+        ``parents`` are the match-key values, ``fresh_forms`` the fresh runs' paths,
+        ``model`` the model the logs name (``"all"`` when no log names one) and
+        ``dropped`` the parents ``drop_errored`` dropped.
 
     Raises:
         FileNotFoundError: a run does not exist.
@@ -192,8 +200,14 @@ def read_harness_runs(
             without the key or the metric, a score that is not a number in [0, 1], a
             parent twice in one run, fresh runs covering different parents, a parent
             missing from the public run, runs scored by different models, a run given
-            twice; every message names the file and the record.
+            twice, a sample that errored (without ``drop_errored``), an Inspect run that
+            did not finish or a log format version newer than the reader knows; every
+            message names the file and the record.
         MissingExtraError: a Parquet table without pyarrow.
+
+    Warns:
+        UserWarning: parents dropped by ``drop_errored``; an lm-eval run matched by
+            ``doc_id`` (a row index: it pairs the forms by position).
 
     The reader does not check that the fresh forms are faithful rewrites or that the
     parents were sampled at random; see the module docstring.
@@ -205,15 +219,32 @@ def read_harness_runs(
     )
     if metric is not None:
         metric = _check_name("metric", metric)
+    if not isinstance(drop_errored, bool):
+        raise ValueError(f"drop_errored must be True or False; got {drop_errored!r}")
     fresh_paths = _as_paths(fresh)
     _check_distinct(public, fresh_paths)
 
     public_reader, public_run = _load(public, harness)
     fresh_read = [_load(path, harness) for path in fresh_paths]
     fresh_runs = [run for _, run in fresh_read]
-    public_scores = _scores(public_reader, public_run, public_key, metric)
-    fresh_scores = [_scores(reader, run, key, metric) for reader, run in fresh_read]
     model = _common_model([public_run, *fresh_runs])
+    keyed = [(public_reader, public_run, public_key), *((r, run, key) for r, run in fresh_read)]
+    for reader in {id(r): r for r, _, _ in keyed}.values():
+        positional = [run.where for r, run, k in keyed if r is reader and k in r.positional_keys]
+        if positional:
+            more = f" (and {len(positional) - 1} other run(s))" if len(positional) > 1 else ""
+            warning = reader.positional_warning.format(where=positional[0] + more)
+            warnings.warn(warning, stacklevel=2)
+    dropped = _errored_parents(keyed, drop_errored)
+    if dropped:
+        warnings.warn(
+            f"dropped {len(dropped)} parent(s) with an errored sample ({_listing(dropped)}): "
+            "the parents that fail are not a random sample of the parents, so dropping "
+            "them can bias the estimate",
+            stacklevel=2,
+        )
+    public_scores = _scores(public_reader, public_run, public_key, metric, dropped)
+    fresh_scores = [_scores(reader, run, key, metric, dropped) for reader, run in fresh_read]
 
     parents_fresh = fresh_scores[0]
     for run, scores in zip(fresh_runs[1:], fresh_scores[1:], strict=True):
@@ -235,6 +266,7 @@ def read_harness_runs(
         fresh=np.array(
             [[scores[p] for scores in fresh_scores] for p in parents], dtype=np.float64
         ).reshape(len(parents), len(fresh_scores)),
+        dropped=tuple(dropped),
     )
 
 
@@ -343,12 +375,38 @@ def _guess(file: RunFile) -> HarnessReader:
 # ---------------------------------------------------------------------------- the runs
 
 
-def _scores(reader: HarnessReader, run: Run, key: str, metric: str | None) -> dict[str, float]:
-    """``{parent: score}`` of one run, epochs of one sample (one identity) averaged."""
-    name, raw_score, records = reader.metric(run, metric)
+def _errored_parents(keyed: Sequence[tuple[HarnessReader, Run, str]], drop: bool) -> list[str]:
+    """The parents with a sample the harness logged as errored, in any run, in the order
+    found; an error naming the first such sample and quoting its error unless ``drop``."""
+    errored: list[str] = []
+    for _, run, key in keyed:
+        for record in run.records:
+            if record.error is None:
+                continue
+            if not drop:
+                raise ValueError(
+                    f"{record.where} errored ({record.error}): it has no score; run it "
+                    "again (inspect eval-retry), or drop the parents with an errored sample "
+                    "(drop_errored=True, --drop-errored)"
+                )
+            parent = key_value(record, key)
+            if parent not in errored:
+                errored.append(parent)
+    return errored
+
+
+def _scores(
+    reader: HarnessReader, run: Run, key: str, metric: str | None, dropped: Sequence[str]
+) -> dict[str, float]:
+    """``{parent: score}`` of one run, the epochs of one sample (one identity) reduced by
+    the reader's reducer; the parents in ``dropped`` left out."""
+    name, raw_score, records, reduce = MetricReader(*reader.metric(run, metric))
+    skip = set(dropped)
     found: dict[str, list[tuple[Record, float]]] = {}
     for record in records:
         parent = key_value(record, key)
+        if parent in skip:
+            continue
         score = correctness(raw_score(record), record.where, name)
         entries = found.setdefault(parent, [])
         if entries:
@@ -361,7 +419,7 @@ def _scores(reader: HarnessReader, run: Run, key: str, metric: str | None) -> di
                     "fresh form as its own run"
                 )
         entries.append((record, score))
-    return {parent: float(np.mean([s for _, s in e])) for parent, e in found.items()}
+    return {parent: float(reduce([s for _, s in e])) for parent, e in found.items()}
 
 
 def _common_model(runs: Sequence[Run]) -> str:

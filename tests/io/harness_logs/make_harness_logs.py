@@ -29,8 +29,9 @@ Inspect (``inspect/``, ``--match-key metadata.parent_id``, scorer ``match``):
   (Inspect's default format, every member Zstandard-compressed), fresh2 as a ``.json``
   log, kept gzip-compressed (``.json.gz``: the JSON log is 30 times the size);
 * ``max/``: ``Epochs(3, "max")``, the public and fresh1 forms as ``.eval``;
-* ``reducers/``: the public form with 3 epochs reduced by ``median``, ``mode``,
-  ``at_least_2`` and ``pass_at_2``, one log each;
+* ``reducers/``: the fresh1 form with 4 epochs reduced by ``median``, ``mode``,
+  ``at_least_2`` and ``pass_at_2``, one log each (4 epochs of a coin near 50%, so that
+  the reducers and the mean disagree);
 * ``errored/``: 2 epochs; one public sample and one fresh1 sample raise in their solver,
   and ``fail_on_error=0.5`` lets the runs finish with status ``success``;
 * ``status_error/``: a fresh1 run whose erroring sample stops it (status ``error``);
@@ -94,7 +95,8 @@ def question(problem: dict, form: str) -> str:
 # ---------------------------------------------------------------------------------- Inspect
 
 
-def inspect_logs(out: Path) -> None:
+def inspect_logs(out: Path, folders: list[str]) -> None:
+    """The Inspect logs, all of them or those of ``folders`` (``mean``, ``max``, ...)."""
     from inspect_ai import Epochs, Task, eval
     from inspect_ai.dataset import Sample
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
@@ -157,6 +159,8 @@ def inspect_logs(out: Path) -> None:
 
     def run(folder: str, stem: str, form: str, epochs, *, model="mockllm/model", fmt="eval",
             fail=(), log_samples=True, **options) -> None:  # fmt: skip
+        if folders and folder not in folders:
+            return
         skill = "alpha" if model == "mockllm/model" else "beta"
         with tempfile.TemporaryDirectory() as scratch:
             (log,) = eval(
@@ -183,7 +187,7 @@ def inspect_logs(out: Path) -> None:
     for form in FORMS[:2]:
         run("max", f"arith-{form}", form, Epochs(3, "max"))
     for reducer in ("median", "mode", "at_least_2", "pass_at_2"):
-        run("reducers", f"arith-public-{reducer}", "public", Epochs(3, reducer))
+        run("reducers", f"arith-fresh1-{reducer}", "fresh1", Epochs(4, reducer))
     fails = {"public": (("arith-03-public", 1),), "fresh1": (("arith-07-fresh1", 2),)}
     for form in FORMS:
         run("errored", f"arith-{form}", form, 2, fail=fails.get(form, ()), fail_on_error=0.5)
@@ -258,7 +262,11 @@ def write_tasks(folder: Path) -> list[str]:
     probs = problems()
     names = []
     for form in FORMS:
-        order = sorted(probs, key=lambda p: draw("order", p["parent_id"])) if form == "fresh2" else probs
+        order = (
+            sorted(probs, key=lambda p: draw("order", p["parent_id"]))
+            if form == "fresh2"
+            else probs
+        )
         with open(folder / "data" / f"arith_{form}.jsonl", "w", encoding="utf-8") as fh:
             for p in order:
                 total = p["a"] + p["b"]
@@ -309,9 +317,12 @@ def lm_eval_logs(out: Path) -> None:
             for request in requests:
                 doc, continuation = request.doc, request.args[1]
                 right = continuation.strip() == doc["answer"]
-                favourite = right if self.knows(doc) else continuation.strip() == doc["choices"][
-                    (doc["label"] + 1) % len(doc["choices"])
-                ]
+                favourite = (
+                    right
+                    if self.knows(doc)
+                    else continuation.strip()
+                    == doc["choices"][(doc["label"] + 1) % len(doc["choices"])]
+                )
                 out.append((-0.25 if favourite else -4.0 - len(continuation) / 10, favourite))
             return out
 
@@ -360,12 +371,12 @@ def lm_eval_logs(out: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if argv == ["inspect"]:
-        inspect_logs(HERE / "inspect")
+    if argv[:1] == ["inspect"]:
+        inspect_logs(HERE / "inspect", argv[1:])
     elif argv == ["lm-eval"]:
         lm_eval_logs(HERE / "lm_eval")
     else:
-        raise SystemExit("usage: make_harness_logs.py inspect|lm-eval")
+        raise SystemExit("usage: make_harness_logs.py inspect [FOLDER ...] | lm-eval")
 
 
 if __name__ == "__main__":
