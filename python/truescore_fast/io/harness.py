@@ -14,22 +14,32 @@ that matches a record to its parent (``match_key``) and the per-item correctness
     the per-item metrics) and each metric's value as a top-level field (``acc``,
     ``exact_match``, ...). ``metric`` is a metric name, or ``"name,filter"`` (the
     harness's own ``exact_match,strict-match`` spelling) when the task has several
-    filters. A file holding one JSON array of such objects is read too.
+    filters. A file holding one JSON array of such objects is read too. The model is
+    read from the ``results_<date>.json`` lm-eval writes beside the samples files (same
+    date); a results file given in place of a samples file is refused, saying so.
+    ``doc_id`` is the document's row in its task's dataset: a run matched by it gets a
+    warning (it pairs the forms by position).
 ``inspect``
     Inspect eval logs, both formats Inspect writes: the JSON log (one ``EvalLog``
     object: ``eval`` with the task and model, ``samples`` each with ``id``, ``epoch``,
     ``scores`` ``{scorer: {value, answer, explanation, metadata}}`` and ``metadata``)
-    and the ``.eval`` archive (a zip with ``header.json`` or ``_journal/start.json`` and
-    one ``samples/<id>_epoch_<n>.json`` per sample). ``metric`` is a scorer name, or
-    ``"scorer.key"`` for a scorer whose value is a dict. Epochs of one sample are
-    averaged (the mean, Inspect's default epoch reducer), so a parent's score may lie
-    strictly between 0 and 1. Runs whose logs name different models are refused.
+    and the ``.eval`` archive (a zip with ``header.json``, ``reductions.json`` and one
+    ``samples/<id>_epoch_<n>.json`` per sample, each member Zstandard-compressed as
+    Inspect writes them, or deflated). ``metric`` is a scorer name, or ``"scorer.key"``
+    for a scorer whose value is a dict. A sample's epochs reduce to the score Inspect
+    reports: the log's ``reductions``, else its recorded ``epochs_reducer`` applied here
+    (mean by default, median, mode, max, at_least_k, pass_at_k, pass_k), so a parent's
+    score may lie strictly between 0 and 1. A sample logged with an ``error`` is refused,
+    quoting it, unless ``drop_errored``; a run whose ``status`` is not ``success`` (or a
+    ``.eval`` without ``header.json``), a log without samples and a log format
+    ``version`` newer than the reader knows are refused.
 ``table``
     Any table :func:`~truescore_fast._files.read_rows` reads (CSV, TSV, JSON Lines,
     Parquet), one row per item: ``match_key`` and ``metric`` are column names.
 
 Any of these may be gzip-compressed (``samples_<task>_<date>.jsonl.gz``, ``log.json.gz``):
-the content is recognised by gzip's magic bytes and read as the file it holds.
+the content is recognised by gzip's magic bytes and read as the file it holds. Runs whose
+logs name different models are refused.
 
 ``match_key`` is a field of the record (``doc_id``, ``id``) or a dotted path into it
 (``doc.parent_id``, ``metadata.parent``); a field whose own name contains a dot is found
@@ -63,11 +73,15 @@ Why small readers here and not a dependency (the decision issue 12 asked for):
   for a statistics library whose run-time dependencies are numpy and scipy;
   lm-evaluation-harness has no reader for its samples files at all.
 * The fields needed are few and documented by the harnesses: the readers use only
-  ``json`` and ``zipfile`` from the standard library, need no extra, and every error
-  names the file, the record and the problem. The examples in ``examples/harness/`` are
-  written in the documented formats and tested end to end; they were written by this
-  project, not by the harnesses, so a harness's future format change shows as a reader
-  error naming the missing field, not as a wrong number.
+  ``json`` and ``zipfile`` from the standard library, with Zstandard from
+  ``compression.zstd`` (Python 3.14) or the small ``zstandard`` package, need no extra,
+  and every error names the file, the record and the problem. The examples in
+  ``examples/harness/`` are written by this project in the documented formats;
+  ``tests/io/harness_logs/`` holds logs written by Inspect 0.3.285 and
+  lm-evaluation-harness 0.4.13 themselves, and the tests check that each form's mean
+  read from them equals the metric the harness reported. A log of a newer format
+  version is refused; other format changes show as a reader error naming the missing
+  field, not as a wrong number.
 
 What a result does not mean: the reader checks that every parent was scored on every
 form and that the runs agree on the model when their logs say which; it cannot check
