@@ -281,6 +281,24 @@ def test_epochs_are_averaged_and_a_repeated_epoch_is_refused(tmp_path):
         tf.read_harness_runs(public, fresh, match_key="id")
 
 
+def test_a_recorded_reducer_sees_the_epochs_in_epoch_order(tmp_path):
+    """Inspect's mode breaks a tie by the first epoch; a log lists samples in the order
+    they finished, so epoch 2 may come first."""
+    samples = [
+        {"id": 0, "epoch": 2, "scores": {"match": {"value": "I"}}},
+        {"id": 0, "epoch": 1, "scores": {"match": {"value": "C"}}},
+        {"id": 1, "epoch": 1, "scores": {"match": {"value": "I"}}},
+        {"id": 1, "epoch": 2, "scores": {"match": {"value": "C"}}},
+    ]
+    config = {"epochs": 2, "epochs_reducer": ["mode"]}
+    log = {"version": 2, "status": "success", "eval": {"model": "m", "config": config}}
+    public = tmp_path / "pub.json"
+    public.write_text(json.dumps({**log, "samples": samples}))
+    fresh = inspect_log(tmp_path / "fresh.json", [0, 1])
+    data = tf.read_harness_runs(public, fresh, match_key="id")
+    np.testing.assert_array_equal(data.public, [1.0, 0.0])
+
+
 def test_a_dict_valued_scorer_needs_its_key(tmp_path):
     public = inspect_log(tmp_path / "pub.json", [{"acc": 1, "f1": 0.5}, {"acc": 0, "f1": 0}])
     fresh = inspect_log(tmp_path / "fresh.json", [{"acc": 0, "f1": 0}, {"acc": 1, "f1": 1}])
@@ -466,6 +484,7 @@ def test_an_eval_archive_without_samples_and_a_sample_relogged(tmp_path):
         ({"match_key": "id", "metric": 3}, "metric must be a non-empty string"),
         ({"match_key": "id", "harness": "promptfoo"}, "harness"),
         ({"match_key": "id", "public_match_key": " "}, "public_match_key must be"),
+        ({"match_key": "id", "drop_errored": "yes"}, "drop_errored must be True or False"),
     ],
 )
 def test_bad_arguments_name_themselves(tmp_path, kwargs, match):

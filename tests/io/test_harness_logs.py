@@ -327,6 +327,26 @@ def test_lm_eval_model_is_unnamed_without_its_results_file(tmp_path):
     assert data.model == "toy/beta"
 
 
+def test_lm_eval_model_without_a_name_lm_eval_derived_is_its_class_and_arguments(tmp_path):
+    """lm-eval makes up a random model_name when model_args has no pretrained=, model=,
+    path=, ...: then the model is config.model with its arguments, so that two runs of
+    one model agree."""
+    source = lm_eval_samples("toy__alpha", "arith_mc_public")
+    results = lm_eval_results("toy__alpha")
+    names = []
+    for folder, made_up in (("a", "abc123"), ("b", "xyz789")):
+        (tmp_path / folder).mkdir()
+        copy = tmp_path / folder / source.name
+        copy.write_bytes(source.read_bytes())
+        date = source.stem.rsplit("_", 1)[1]
+        results = {**results, "model_name": made_up}
+        results["config"] = {**results["config"], "model_args": "seed=1"}
+        (tmp_path / folder / f"results_{date}.json").write_text(json.dumps(results))
+        names.append(copy)
+    data = tf.read_harness_runs(names[0], names[1], match_key="doc.parent_id", metric="acc")
+    assert data.model == "toy-lm (seed=1)"
+
+
 def test_an_lm_eval_results_file_given_by_mistake_is_named():
     (results,) = (LM_EVAL / "toy__alpha").glob("results_*.json")
     fresh = lm_eval_samples("toy__alpha", "arith_mc_fresh1")

@@ -413,7 +413,7 @@ def _scores(
     reader: HarnessReader, run: Run, key: str, metric: str | None, dropped: Sequence[str]
 ) -> dict[str, float]:
     """``{parent: score}`` of one run, the epochs of one sample (one identity) reduced by
-    the reader's reducer; the parents in ``dropped`` left out."""
+    the reader's reducer, in epoch order; the parents in ``dropped`` left out."""
     name, raw_score, records, reduce = MetricReader(*reader.metric(run, metric))
     skip = set(dropped)
     found: dict[str, list[tuple[Record, float]]] = {}
@@ -433,7 +433,12 @@ def _scores(
                     "fresh form as its own run"
                 )
         entries.append((record, score))
-    return {parent: float(reduce([s for _, s in e])) for parent, e in found.items()}
+    return {parent: float(reduce([s for _, s in _by_epoch(e)])) for parent, e in found.items()}
+
+
+def _by_epoch(entries: list[tuple[Record, float]]) -> list[tuple[Record, float]]:
+    """One sample's epochs in epoch order (a log lists them in the order they finished)."""
+    return sorted(entries, key=lambda pair: pair[0].epoch if isinstance(pair[0].epoch, int) else 0)
 
 
 def _common_model(runs: Sequence[Run]) -> str:
