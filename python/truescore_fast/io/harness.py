@@ -53,7 +53,7 @@ Inspect logs a warning and counts an unreadable value as 0, this reader raises a
 ``ValueError`` naming the record: a silently zeroed item would bias the gap.
 
 Which parents: those of the fresh runs. Every fresh run must hold the same parents, one
-record each (after averaging epochs); the public run must hold every one of them and may
+record each (after reducing epochs); the public run must hold every one of them and may
 hold more (a public run over the whole benchmark when only a sample of parents has fresh
 forms): the extra public records are not part of the audit. Parents keep the public
 run's order.
