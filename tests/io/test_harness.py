@@ -281,6 +281,24 @@ def test_epochs_are_averaged_and_a_repeated_epoch_is_refused(tmp_path):
         tf.read_harness_runs(public, fresh, match_key="id")
 
 
+def test_a_recorded_reducer_sees_the_epochs_in_epoch_order(tmp_path):
+    """Inspect's mode breaks a tie by the first epoch; a log lists samples in the order
+    they finished, so epoch 2 may come first."""
+    samples = [
+        {"id": 0, "epoch": 2, "scores": {"match": {"value": "I"}}},
+        {"id": 0, "epoch": 1, "scores": {"match": {"value": "C"}}},
+        {"id": 1, "epoch": 1, "scores": {"match": {"value": "I"}}},
+        {"id": 1, "epoch": 2, "scores": {"match": {"value": "C"}}},
+    ]
+    config = {"epochs": 2, "epochs_reducer": ["mode"]}
+    log = {"version": 2, "status": "success", "eval": {"model": "m", "config": config}}
+    public = tmp_path / "pub.json"
+    public.write_text(json.dumps({**log, "samples": samples}))
+    fresh = inspect_log(tmp_path / "fresh.json", [0, 1])
+    data = tf.read_harness_runs(public, fresh, match_key="id")
+    np.testing.assert_array_equal(data.public, [1.0, 0.0])
+
+
 def test_a_dict_valued_scorer_needs_its_key(tmp_path):
     public = inspect_log(tmp_path / "pub.json", [{"acc": 1, "f1": 0.5}, {"acc": 0, "f1": 0}])
     fresh = inspect_log(tmp_path / "fresh.json", [{"acc": 0, "f1": 0}, {"acc": 1, "f1": 1}])
@@ -328,9 +346,10 @@ def test_match_keys_compare_as_text_across_kinds_of_run(tmp_path):
     public = lm_eval_file_of(tmp_path / "p.jsonl", [("a", 1), ("b", 0)])  # doc_id 0, 1
     fresh = tmp_path / "fresh.csv"
     fresh.write_text("item,acc\n1,true\n0,no\n")
-    data = tf.read_harness_runs(
-        public, fresh, match_key="item", public_match_key="doc_id", metric="acc"
-    )
+    with pytest.warns(UserWarning, match=r"p.jsonl: matched by doc_id, .* by position"):
+        data = tf.read_harness_runs(
+            public, fresh, match_key="item", public_match_key="doc_id", metric="acc"
+        )
     assert data.parents == ("0", "1")
     np.testing.assert_array_equal(data.fresh, [[0.0], [1.0]])
 
@@ -432,18 +451,28 @@ def test_an_eval_archive_without_samples_and_a_sample_relogged(tmp_path):
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("header.json", json.dumps({"eval": {"model": "m"}}))
     other = inspect_log(tmp_path / "other.json", [1, 0])
-    with pytest.raises(ValueError, match="without samples/"):
+    with pytest.raises(ValueError, match="without samples .*without --no-log-samples"):
         tf.read_harness_runs(path, other, match_key="id")
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("_journal/start.json", json.dumps({"eval": {"model": "m"}}))
-        for i, value in enumerate(["C", "C"]):
-            sample = {"id": i, "epoch": 1, "scores": {"s": {"value": value}}}
-            archive.writestr(f"samples/{i}_epoch_1.json", json.dumps(sample))
-        # sample 1 logged again after a retry: the archive's last copy is the one read
-        with pytest.warns(UserWarning, match="Duplicate name"):
-            archive.writestr(
-                "samples/1_epoch_1.json", json.dumps({**sample, "scores": {"s": {"value": "I"}}})
-            )
+
+    def write(finished):
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("_journal/start.json", json.dumps({"eval": {"model": "m"}}))
+            for i, value in enumerate(["C", "C"]):
+                sample = {"id": i, "epoch": 1, "scores": {"s": {"value": value}}}
+                archive.writestr(f"samples/{i}_epoch_1.json", json.dumps(sample))
+            # sample 1 logged again after a retry: the archive's last copy is the one read
+            with pytest.warns(UserWarning, match="Duplicate name"):
+                archive.writestr(
+                    "samples/1_epoch_1.json",
+                    json.dumps({**sample, "scores": {"s": {"value": "I"}}}),
+                )
+            if finished:  # Inspect writes header.json last, when the run ends
+                archive.writestr("header.json", json.dumps({"status": "success"}))
+
+    write(finished=False)  # a run still going (or killed): samples but no header.json
+    with pytest.raises(ValueError, match="without header.json: the run has not finished"):
+        tf.read_harness_runs(path, other, match_key="id")
+    write(finished=True)
     data = tf.read_harness_runs(path, other, match_key="id")
     np.testing.assert_array_equal(data.public, [1.0, 0.0])
 
@@ -455,6 +484,7 @@ def test_an_eval_archive_without_samples_and_a_sample_relogged(tmp_path):
         ({"match_key": "id", "metric": 3}, "metric must be a non-empty string"),
         ({"match_key": "id", "harness": "promptfoo"}, "harness"),
         ({"match_key": "id", "public_match_key": " "}, "public_match_key must be"),
+        ({"match_key": "id", "drop_errored": "yes"}, "drop_errored must be True or False"),
     ],
 )
 def test_bad_arguments_name_themselves(tmp_path, kwargs, match):
@@ -714,10 +744,11 @@ def test_a_registered_format_is_read_by_name_and_recognised_by_auto(tmp_path, re
         np.testing.assert_array_equal(data.fresh, [[0.5], [0.0]])
     # a sheet beside the other formats: matched to an lm-eval run by text
     runs = lm_eval_file_of(tmp_path / "f.jsonl", [("a", 1), ("b", 0)])
-    mixed = tf.read_harness_runs(
-        sheet(tmp_path / "ids.json", {"0": 1, "1": 0}), runs, match_key="doc_id",
-        public_match_key="item", metric="acc",
-    )  # fmt: skip
+    with pytest.warns(UserWarning, match="matched by doc_id"):
+        mixed = tf.read_harness_runs(
+            sheet(tmp_path / "ids.json", {"0": 1, "1": 0}), runs, match_key="doc_id",
+            public_match_key="item", metric="acc",
+        )  # fmt: skip
     assert mixed.parents == ("0", "1") and mixed.model == "m"
 
 

@@ -60,13 +60,15 @@ def _forms(
 
 @dataclass(frozen=True)
 class AuditData:
-    """One model's scores from a long-format table: ``public`` (n,), ``fresh`` (n, K)."""
+    """One model's scores from a long-format table: ``public`` (n,), ``fresh`` (n, K);
+    ``dropped`` names the parents left out (harness runs read with ``drop_errored``)."""
 
     model: str
     parents: tuple[str, ...]
     fresh_forms: tuple[tuple[str, ...], ...]
     public: npt.NDArray[np.float64]
     fresh: npt.NDArray[np.float64]
+    dropped: tuple[str, ...] = ()
 
 
 ALL_MODELS = "all"

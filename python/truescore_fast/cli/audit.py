@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import warnings
 from typing import Any
 
 from truescore_fast._files import STDIN
@@ -40,7 +42,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``audit FILE [--control FILE] [--population-size N] [--radius R]
     [--alpha A] [--json]`` (plus ``--guardrail``, ``--fallback``, ``--seed``, the table's
     column names, and the harness runs ``--public RUN --fresh RUN ... --match-key KEY
-    [--metric NAME] [--harness H]`` in place of FILE)."""
+    [--metric NAME] [--harness H] [--drop-errored]`` in place of FILE)."""
     parser = subparsers.add_parser(
         "audit",
         help="matched-form audit of a long-format table (parent, form, correct[, model])",
@@ -182,10 +184,18 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="what wrote the runs (default auto: recognised from each file)",
     )
+    runs.add_argument(
+        "--drop-errored",
+        action="store_true",
+        help="drop every parent with a sample the harness logged as errored (Inspect), "
+        "saying how many on stderr; not random: it can bias the estimate (default: an "
+        "errored sample is an error)",
+    )
 
 
 _TABLE_FLAGS = ("parent_column", "form_column", "correct_column", "model_column", "public_form")
 _RUN_FLAGS = ("match_key", "public_match_key", "metric", "control_public", "control_fresh")
+_RUN_SWITCHES = ("drop_errored",)
 
 
 def _flag(name: str) -> str:
@@ -203,6 +213,7 @@ def _audit_inputs(
                 "--fresh RUN --match-key KEY)"
             )
         used = [f for f in (*_RUN_FLAGS, "fresh") if getattr(args, f) is not None]
+        used += [f for f in _RUN_SWITCHES if getattr(args, f)]
         if used:
             raise ValueError(f"{_flag(used[0])} goes with --public (harness runs), not a table")
         if args.file == STDIN and args.control == STDIN:
@@ -231,19 +242,38 @@ def _audit_inputs(
         "metric": args.metric,
         "harness": args.harness,
         "public_match_key": args.public_match_key,
+        "drop_errored": args.drop_errored,
     }
     stdin_runs = [args.public, *args.fresh, args.control_public, *(args.control_fresh or [])]
     if stdin_runs.count(STDIN) > 1:
         raise ValueError("standard input ('-') can be read once: give the other runs as files")
-    runs = read_harness_runs(args.public, args.fresh, **options)
+    runs = _read_runs(args.public, args.fresh, options)
     if args.control_public is None:
         return {runs.model: runs}, None
-    bank = read_harness_runs(args.control_public, args.control_fresh, **options)
+    bank = _read_runs(args.control_public, args.control_fresh, options)
     if ALL_MODELS not in (runs.model, bank.model) and runs.model != bank.model:
         raise ValueError(
             f"the control runs were scored by {bank.model}, the audited runs by {runs.model}"
         )
     return {runs.model: runs}, {runs.model: bank}
+
+
+def _read_runs(public: str, fresh: list[str], options: dict[str, Any]) -> AuditData:
+    """:func:`read_harness_runs`, its warnings (parents dropped, a positional match key)
+    printed on stderr as one line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runs = read_harness_runs(public, fresh, **options)
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    return runs
+
+
+def _dropped_line(data: AuditData) -> str:
+    return (
+        f"Dropped {len(data.dropped)} parent(s) with an errored sample (not at random: the "
+        f"estimate may be biased): {', '.join(data.dropped)}"
+    )
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -284,11 +314,16 @@ def run_audit(args: argparse.Namespace) -> int:
         }
         if exact:
             payload["randomization"] = {m: t.to_dict() for m, t in exact.items()}
+        dropped = {m: list(d.dropped) for m, d in data.items() if d.dropped}
+        if dropped:
+            payload["dropped_parents"] = dropped
         print(json.dumps(payload, indent=2))
     else:
         for model, result in results.items():
             print(f"== {model} ==")
             print(result.summary())
+            if data[model].dropped:
+                print(_dropped_line(data[model]))
             if model in exact:
                 print(exact[model].summary())
             print()

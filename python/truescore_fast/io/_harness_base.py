@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from truescore_fast._files import (
+    STDIN,
     decode_text,
     parquet_rows,
     read_input_bytes,
@@ -36,6 +39,7 @@ __all__ = [
     "field_names",
     "key_value",
     "lookup",
+    "mean",
     "text",
 ]
 
@@ -46,37 +50,56 @@ _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
 
 
 class Record:
-    """One scored record of a run: where it is (for messages), its fields, and the
-    identity that tells epochs of one sample from two samples: records of one run with
-    the same identity are epochs of one sample, averaged (a format without epochs gives
-    each record its own number)."""
+    """One scored record of a run: where it is (for messages), its fields, the identity
+    that tells epochs of one sample from two samples (records of one run with the same
+    identity are epochs of one sample, reduced to one score by the metric reader's
+    ``reduce``; a format without epochs gives each record its own number), and ``error``:
+    the message of the error the harness logged for it, or None when it ran."""
 
-    __slots__ = ("where", "fields", "identity", "epoch")
+    __slots__ = ("where", "fields", "identity", "epoch", "error")
 
-    def __init__(self, where: str, fields: Mapping[str, Any], identity: Any, epoch: Any):
+    def __init__(
+        self,
+        where: str,
+        fields: Mapping[str, Any],
+        identity: Any,
+        epoch: Any,
+        error: str | None = None,
+    ):
         self.where = where
         self.fields = fields
         self.identity = identity
         self.epoch = epoch
+        self.error = error
 
 
 class Run:
-    """A run read from disk: where it is, the model its log names (or None), its records."""
+    """A run read from disk: where it is, the model its log names (or None), its records,
+    and what else of the log its reader's ``metric`` needs (``info``)."""
 
-    def __init__(self, where: str, model: str | None, records: list[Record]):
+    def __init__(
+        self,
+        where: str,
+        model: str | None,
+        records: list[Record],
+        info: Mapping[str, Any] | None = None,
+    ):
         self.where = where
         self.model = model
         self.records = records
+        self.info: Mapping[str, Any] = info or {}
 
 
 class RunFile:
     """One run's file, as read from disk or standard input (gzip undone), with the views
-    the readers recognise it by: its bytes and name (``data``, ``suffix``, ``sniffed``),
+    the readers recognise it by: its bytes and name (``data``, ``suffix``, ``sniffed``;
+    ``path``, None for standard input),
     then, each read once when first asked for, its ``text``, the text as one JSON object
     (``document``) and its JSON (Lines) ``records``."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.where, self.data = read_input_bytes(path)
+        self.path = None if isinstance(path, str) and path == STDIN else Path(self.where)
         self.suffix = table_suffix(path)  # looking through .gz; "" for standard input
         self.sniffed = sniff_format(self.data)  # "zip", "parquet", "json", "tsv" or "csv"
 
@@ -116,9 +139,20 @@ class RunFile:
         return text_rows(self.text, kind, self.where)
 
 
-MetricReader = tuple[str, Callable[[Record], Any], list[Record]]
-"""What a reader's ``metric`` gives: the metric's name, a function giving a record's raw
-score, and the records it scores."""
+def mean(scores: Sequence[float]) -> float:
+    """The mean of one sample's epoch scores (Inspect's default epoch reducer)."""
+    return float(statistics.mean(scores))
+
+
+class MetricReader(NamedTuple):
+    """What a reader's ``metric`` gives: the metric's name, a function giving a record's
+    raw score, the records it scores, and the reduction of one sample's epoch scores (in
+    [0, 1], in epoch order) to its score; a plain 3-tuple means the mean."""
+
+    name: str
+    value: Callable[[Record], Any]
+    records: list[Record]
+    reduce: Callable[[Sequence[float]], float] = mean
 
 
 @dataclass(frozen=True)
@@ -145,6 +179,10 @@ class HarnessReader:
     ``what`` (the claim) and ``harness`` (the format named). A claim may raise a ValueError
     for a file that says it is of the format but is not (a ``.eval`` that is no zip).
     Round 3 is a guess: a named reader reads what no claim took (its ``load`` refuses it).
+
+    ``positional_keys`` are match keys that number the records rather than name them (a
+    row index): a run matched by one gets a warning, ``positional_warning`` formatted
+    with ``where``.
     """
 
     name: str
@@ -155,6 +193,8 @@ class HarnessReader:
     looks_like: Callable[[Mapping[str, Any]], bool] | None = None
     refusal: str = "{where} is {what}, not {harness}"
     catch_all: bool = False
+    positional_keys: tuple[str, ...] = ()
+    positional_warning: str = "{where}: its match key is a row index"
 
 
 # ------------------------------------------------------------------------ key and metric

@@ -59,7 +59,7 @@ def _metric(run: Run, metric: str | None) -> MetricReader:
             )
         return value
 
-    return name, column, run.records
+    return MetricReader(name, column, run.records)
 
 
 TABLE = HarnessReader(

@@ -14,22 +14,32 @@ that matches a record to its parent (``match_key``) and the per-item correctness
     the per-item metrics) and each metric's value as a top-level field (``acc``,
     ``exact_match``, ...). ``metric`` is a metric name, or ``"name,filter"`` (the
     harness's own ``exact_match,strict-match`` spelling) when the task has several
-    filters. A file holding one JSON array of such objects is read too.
+    filters. A file holding one JSON array of such objects is read too. The model is
+    read from the ``results_<date>.json`` lm-eval writes beside the samples files (same
+    date); a results file given in place of a samples file is refused, saying so.
+    ``doc_id`` is the document's row in its task's dataset: a run matched by it gets a
+    warning (it pairs the forms by position).
 ``inspect``
     Inspect eval logs, both formats Inspect writes: the JSON log (one ``EvalLog``
     object: ``eval`` with the task and model, ``samples`` each with ``id``, ``epoch``,
     ``scores`` ``{scorer: {value, answer, explanation, metadata}}`` and ``metadata``)
-    and the ``.eval`` archive (a zip with ``header.json`` or ``_journal/start.json`` and
-    one ``samples/<id>_epoch_<n>.json`` per sample). ``metric`` is a scorer name, or
-    ``"scorer.key"`` for a scorer whose value is a dict. Epochs of one sample are
-    averaged (the mean, Inspect's default epoch reducer), so a parent's score may lie
-    strictly between 0 and 1. Runs whose logs name different models are refused.
+    and the ``.eval`` archive (a zip with ``header.json``, ``reductions.json`` and one
+    ``samples/<id>_epoch_<n>.json`` per sample, each member Zstandard-compressed as
+    Inspect writes them, or deflated). ``metric`` is a scorer name, or ``"scorer.key"``
+    for a scorer whose value is a dict. A sample's epochs reduce to the score Inspect
+    reports: the log's ``reductions``, else its recorded ``epochs_reducer`` applied here
+    (mean by default, median, mode, max, at_least_k, pass_at_k, pass_k), so a parent's
+    score may lie strictly between 0 and 1. A sample logged with an ``error`` is refused,
+    quoting it, unless ``drop_errored``; a run whose ``status`` is not ``success`` (or a
+    ``.eval`` without ``header.json``), a log without samples and a log format
+    ``version`` newer than the reader knows are refused.
 ``table``
     Any table :func:`~truescore_fast._files.read_rows` reads (CSV, TSV, JSON Lines,
     Parquet), one row per item: ``match_key`` and ``metric`` are column names.
 
 Any of these may be gzip-compressed (``samples_<task>_<date>.jsonl.gz``, ``log.json.gz``):
-the content is recognised by gzip's magic bytes and read as the file it holds.
+the content is recognised by gzip's magic bytes and read as the file it holds. Runs whose
+logs name different models are refused.
 
 ``match_key`` is a field of the record (``doc_id``, ``id``) or a dotted path into it
 (``doc.parent_id``, ``metadata.parent``); a field whose own name contains a dot is found
@@ -43,7 +53,7 @@ Inspect logs a warning and counts an unreadable value as 0, this reader raises a
 ``ValueError`` naming the record: a silently zeroed item would bias the gap.
 
 Which parents: those of the fresh runs. Every fresh run must hold the same parents, one
-record each (after averaging epochs); the public run must hold every one of them and may
+record each (after reducing epochs); the public run must hold every one of them and may
 hold more (a public run over the whole benchmark when only a sample of parents has fresh
 forms): the extra public records are not part of the audit. Parents keep the public
 run's order.
@@ -63,11 +73,15 @@ Why small readers here and not a dependency (the decision issue 12 asked for):
   for a statistics library whose run-time dependencies are numpy and scipy;
   lm-evaluation-harness has no reader for its samples files at all.
 * The fields needed are few and documented by the harnesses: the readers use only
-  ``json`` and ``zipfile`` from the standard library, need no extra, and every error
-  names the file, the record and the problem. The examples in ``examples/harness/`` are
-  written in the documented formats and tested end to end; they were written by this
-  project, not by the harnesses, so a harness's future format change shows as a reader
-  error naming the missing field, not as a wrong number.
+  ``json`` and ``zipfile`` from the standard library, with Zstandard from
+  ``compression.zstd`` (Python 3.14) or the small ``zstandard`` package, need no extra,
+  and every error names the file, the record and the problem. The examples in
+  ``examples/harness/`` are written by this project in the documented formats;
+  ``tests/io/harness_logs/`` holds logs written by Inspect 0.3.285 and
+  lm-evaluation-harness 0.4.13 themselves, and the tests check that each form's mean
+  read from them equals the metric the harness reported. A log of a newer format
+  version is refused; other format changes show as a reader error naming the missing
+  field, not as a wrong number.
 
 What a result does not mean: the reader checks that every parent was scored on every
 form and that the runs agree on the model when their logs say which; it cannot check
@@ -94,6 +108,7 @@ and in the order of claims), its entry in the list of formats above, and its tes
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,6 +120,7 @@ from truescore_fast._validation import check_choice
 from truescore_fast.audit.data import ALL_MODELS, AuditData
 from truescore_fast.io._harness_base import (
     HarnessReader,
+    MetricReader,
     Record,
     Run,
     RunFile,
@@ -160,6 +176,7 @@ def read_harness_runs(
     metric: str | None = None,
     harness: str = "auto",
     public_match_key: str | None = None,
+    drop_errored: bool = False,
 ) -> AuditData:
     """Read an audit's harness runs: one public-form run and K fresh-form runs.
 
@@ -179,12 +196,17 @@ def read_harness_runs(
         public_match_key: The public run's match key when it differs from the fresh
             runs' (the public run's ``doc.id`` against the fresh runs'
             ``doc.parent_id``); default ``match_key``.
+        drop_errored: Drop every parent that has a sample the harness logged as errored
+            (Inspect's ``error``) in any run, and say how many with a warning: parents
+            that fail are not a random sample of the parents, so dropping them can bias
+            the estimate. Default False: an errored sample is an error naming it.
 
     Returns:
         :class:`~truescore_fast.audit.matched_form.AuditData` with ``public`` (n,) and ``fresh``
         (n, K) in [0, 1], ready for ``matched_form_audit(data.public, data.fresh)``;
-        ``parents`` are the match-key values, ``fresh_forms`` the fresh runs' paths and
-        ``model`` the model the Inspect logs name (``"all"`` when no log names one).
+        ``parents`` are the match-key values, ``fresh_forms`` the fresh runs' paths,
+        ``model`` the model the logs name (``"all"`` when no log names one) and
+        ``dropped`` the parents ``drop_errored`` dropped.
 
     Raises:
         FileNotFoundError: a run does not exist.
@@ -192,8 +214,14 @@ def read_harness_runs(
             without the key or the metric, a score that is not a number in [0, 1], a
             parent twice in one run, fresh runs covering different parents, a parent
             missing from the public run, runs scored by different models, a run given
-            twice; every message names the file and the record.
+            twice, a sample that errored (without ``drop_errored``), an Inspect run that
+            did not finish or a log format version newer than the reader knows; every
+            message names the file and the record.
         MissingExtraError: a Parquet table without pyarrow.
+
+    Warns:
+        UserWarning: parents dropped by ``drop_errored``; an lm-eval run matched by
+            ``doc_id`` (a row index: it pairs the forms by position).
 
     The reader does not check that the fresh forms are faithful rewrites or that the
     parents were sampled at random; see the module docstring.
@@ -205,15 +233,32 @@ def read_harness_runs(
     )
     if metric is not None:
         metric = _check_name("metric", metric)
+    if not isinstance(drop_errored, bool):
+        raise ValueError(f"drop_errored must be True or False; got {drop_errored!r}")
     fresh_paths = _as_paths(fresh)
     _check_distinct(public, fresh_paths)
 
     public_reader, public_run = _load(public, harness)
     fresh_read = [_load(path, harness) for path in fresh_paths]
     fresh_runs = [run for _, run in fresh_read]
-    public_scores = _scores(public_reader, public_run, public_key, metric)
-    fresh_scores = [_scores(reader, run, key, metric) for reader, run in fresh_read]
     model = _common_model([public_run, *fresh_runs])
+    keyed = [(public_reader, public_run, public_key), *((r, run, key) for r, run in fresh_read)]
+    for reader in {id(r): r for r, _, _ in keyed}.values():
+        positional = [run.where for r, run, k in keyed if r is reader and k in r.positional_keys]
+        if positional:
+            more = f" (and {len(positional) - 1} other run(s))" if len(positional) > 1 else ""
+            warning = reader.positional_warning.format(where=positional[0] + more)
+            warnings.warn(warning, stacklevel=2)
+    dropped = _errored_parents(keyed, drop_errored)
+    if dropped:
+        warnings.warn(
+            f"dropped {len(dropped)} parent(s) with an errored sample ({_listing(dropped)}): "
+            "the parents that fail are not a random sample of the parents, so dropping "
+            "them can bias the estimate",
+            stacklevel=2,
+        )
+    public_scores = _scores(public_reader, public_run, public_key, metric, dropped)
+    fresh_scores = [_scores(reader, run, key, metric, dropped) for reader, run in fresh_read]
 
     parents_fresh = fresh_scores[0]
     for run, scores in zip(fresh_runs[1:], fresh_scores[1:], strict=True):
@@ -235,6 +280,7 @@ def read_harness_runs(
         fresh=np.array(
             [[scores[p] for scores in fresh_scores] for p in parents], dtype=np.float64
         ).reshape(len(parents), len(fresh_scores)),
+        dropped=tuple(dropped),
     )
 
 
@@ -343,12 +389,38 @@ def _guess(file: RunFile) -> HarnessReader:
 # ---------------------------------------------------------------------------- the runs
 
 
-def _scores(reader: HarnessReader, run: Run, key: str, metric: str | None) -> dict[str, float]:
-    """``{parent: score}`` of one run, epochs of one sample (one identity) averaged."""
-    name, raw_score, records = reader.metric(run, metric)
+def _errored_parents(keyed: Sequence[tuple[HarnessReader, Run, str]], drop: bool) -> list[str]:
+    """The parents with a sample the harness logged as errored, in any run, in the order
+    found; an error naming the first such sample and quoting its error unless ``drop``."""
+    errored: list[str] = []
+    for _, run, key in keyed:
+        for record in run.records:
+            if record.error is None:
+                continue
+            if not drop:
+                raise ValueError(
+                    f"{record.where} errored ({record.error}): it has no score; run it "
+                    "again (inspect eval-retry), or drop the parents with an errored sample "
+                    "(drop_errored=True, --drop-errored)"
+                )
+            parent = key_value(record, key)
+            if parent not in errored:
+                errored.append(parent)
+    return errored
+
+
+def _scores(
+    reader: HarnessReader, run: Run, key: str, metric: str | None, dropped: Sequence[str]
+) -> dict[str, float]:
+    """``{parent: score}`` of one run, the epochs of one sample (one identity) reduced by
+    the reader's reducer, in epoch order; the parents in ``dropped`` left out."""
+    name, raw_score, records, reduce = MetricReader(*reader.metric(run, metric))
+    skip = set(dropped)
     found: dict[str, list[tuple[Record, float]]] = {}
     for record in records:
         parent = key_value(record, key)
+        if parent in skip:
+            continue
         score = correctness(raw_score(record), record.where, name)
         entries = found.setdefault(parent, [])
         if entries:
@@ -361,7 +433,12 @@ def _scores(reader: HarnessReader, run: Run, key: str, metric: str | None) -> di
                     "fresh form as its own run"
                 )
         entries.append((record, score))
-    return {parent: float(np.mean([s for _, s in e])) for parent, e in found.items()}
+    return {parent: float(reduce([s for _, s in _by_epoch(e)])) for parent, e in found.items()}
+
+
+def _by_epoch(entries: list[tuple[Record, float]]) -> list[tuple[Record, float]]:
+    """One sample's epochs in epoch order (a log lists them in the order they finished)."""
+    return sorted(entries, key=lambda pair: pair[0].epoch if isinstance(pair[0].epoch, int) else 0)
 
 
 def _common_model(runs: Sequence[Run]) -> str:

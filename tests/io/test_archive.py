@@ -1,0 +1,162 @@
+"""Zip members in every compression Inspect writes (truescore_fast.io._archive): Zstandard
+(method 93) members, several frames each as Inspect writes them, read without patching
+zipfile; damaged members refused; and Inspect's own .eval logs (Zstandard, written by
+inspect-ai 0.3.285, tests/io/harness_logs/) read by the command line in a fresh process
+that never imports inspect_ai."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+import truescore_fast as tf
+from commands import run_cli_process
+from truescore_fast.io import _archive
+from truescore_fast.io._archive import ZIP_ZSTANDARD, read_member
+
+if sys.version_info >= (3, 14):
+    from compression.zstd import compress
+else:  # the package's dependency on these Pythons
+    from zstandard import ZstdCompressor
+
+    compress = ZstdCompressor().compress
+
+LOGS = Path(__file__).resolve().parent / "harness_logs" / "inspect"
+
+
+def zstd_archive(members: dict[str, bytes], *, frames: int = 3, recorded=None) -> bytes:
+    """A zip whose members are Zstandard-compressed in ``frames`` frames, written here
+    with a stored entry whose header is then rewritten to method 93 (zipfile before 3.14
+    cannot write Zstandard); the sizes and CRC-32 recorded are those of ``recorded``
+    (default: the content)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, content in members.items():
+            step = max(1, -(-len(content) // frames))
+            parts = [content[i : i + step] for i in range(0, len(content), step)] or [b""]
+            packed = b"".join(compress(p) for p in parts)
+            info = zipfile.ZipInfo(name, date_time=(2026, 12, 2, 0, 0, 0))
+            archive.writestr(info, packed)  # stored: the compressed bytes as they are
+            info.CRC, info.file_size = zlib.crc32(content), len(content)
+    data = bytearray(out.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        infos = archive.infolist()
+    for info, content in zip(infos, members.values(), strict=True):
+        content = content if recorded is None else recorded
+        for offset in (info.header_offset, _find_central(data, info.filename)):
+            method_at = offset + (8 if offset == info.header_offset else 10)
+            data[method_at : method_at + 2] = ZIP_ZSTANDARD.to_bytes(2, "little")
+            crc_at = offset + (14 if offset == info.header_offset else 16)
+            data[crc_at : crc_at + 4] = zlib.crc32(content).to_bytes(4, "little")
+            size_at = crc_at + 8  # after the CRC and the compressed size
+            data[size_at : size_at + 4] = len(content).to_bytes(4, "little")
+    return bytes(data)
+
+
+def _find_central(data: bytearray, name: str) -> int:
+    start = 0
+    while True:
+        at = data.index(b"PK\x01\x02", start)
+        length = int.from_bytes(data[at + 28 : at + 30], "little")
+        if data[at + 46 : at + 46 + length].decode() == name:
+            return at
+        start = at + 4
+
+
+def read_all(data: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {
+            info.filename: read_member(data, archive, info, f"x member {info.filename}")
+            for info in archive.infolist()
+        }
+
+
+def test_zstandard_members_of_several_frames_read_as_written():
+    members = {"header.json": b'{"status": "success"}', "samples/1.json": b"x" * 5000 + b"y"}
+    data = zstd_archive(members)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert {i.compress_type for i in archive.infolist()} == {ZIP_ZSTANDARD}
+        with pytest.raises(NotImplementedError) if sys.version_info < (3, 14) else _nothing():
+            archive.read("header.json")  # what the standard library makes of it
+    assert read_all(data) == members
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_deflated_and_stored_members_still_go_through_zipfile():
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("a.json", b"[1]", compress_type=zipfile.ZIP_DEFLATED)
+        archive.writestr("b.json", b"[2]", compress_type=zipfile.ZIP_STORED)
+    assert read_all(out.getvalue()) == {"a.json": b"[1]", "b.json": b"[2]"}
+
+
+def test_a_damaged_zstandard_member_is_an_error_naming_it():
+    content = b'{"a": 1}' * 50
+    packed = compress(content)
+    data = zstd_archive({"m.json": content}, frames=1)
+    assert packed in data and read_all(data) == {"m.json": content}
+    with pytest.raises(ValueError, match=r"x member m.json: not a readable Zstandard member"):
+        read_all(data.replace(packed, b"\x00" * len(packed)))
+    # a member whose content is not what the archive records (size, CRC-32)
+    for recorded in (content + b" ", content[:-1] + b"]"):
+        data = zstd_archive({"m.json": content}, recorded=recorded)
+        with pytest.raises(ValueError, match=r"x member m.json: damaged .*size or CRC-32"):
+            read_all(data)
+
+
+def test_without_a_zstandard_module_the_message_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(_archive, "_module", lambda name: None)
+    data = zstd_archive({"m.json": b"{}"})
+    with pytest.raises(ValueError, match="compressed with Zstandard: install the zstandard"):
+        read_all(data)
+
+
+def test_inspects_own_eval_logs_are_zstandard_throughout():
+    logs = sorted(LOGS.rglob("*.eval"))
+    assert len(logs) >= 10
+    for log in logs:
+        with zipfile.ZipFile(log) as archive:
+            assert {i.compress_type for i in archive.infolist()} == {ZIP_ZSTANDARD}, log
+
+
+def test_the_command_line_reads_inspects_default_logs_without_inspect_ai():
+    """In a process of its own that never imports inspect_ai (which patches zipfile): the
+    audit of Inspect's Zstandard .eval logs runs, and zipfile is left as it was."""
+    public, fresh = LOGS / "mean" / "arith-public.eval", LOGS / "mean" / "arith-fresh1.eval"
+    pre = (
+        "import atexit, sys, zipfile\n"
+        "def check():\n"
+        "    assert 'inspect_ai' not in sys.modules\n"
+        "    if sys.version_info < (3, 14):  # zipfile itself still cannot decompress it\n"
+        f"        with zipfile.ZipFile({str(public)!r}) as archive:\n"
+        "            try:\n"
+        "                archive.read('header.json')\n"
+        "            except NotImplementedError:\n"
+        "                pass\n"
+        "            else:\n"
+        "                raise AssertionError('zipfile was patched')\n"
+        "    print('zipfile untouched', file=sys.stderr)\n"
+        "atexit.register(check)\n"
+    )
+    code, out, err = run_cli_process(
+        "audit", "--public", public, "--fresh", fresh, "--match-key", "metadata.parent_id",
+        "--json", pre=pre,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "zipfile untouched" in err and "Traceback" not in err
+    doc = json.loads(out)
+    assert list(doc["models"]) == ["mockllm/model"]
+    in_process = tf.read_harness_runs(public, fresh, match_key="metadata.parent_id")
+    assert doc["models"]["mockllm/model"]["n"] == len(in_process.parents) == 8
