@@ -294,10 +294,18 @@ def _run_rows(
     i x tasks + t of ``key``."""
     tasks = -(-reps // _STUDY_TASK)
     cells = [
-        _Cell(task, args, key, row * tasks, reps, block=_STUDY_TASK)
+        _Cell(task, args, key, row * tasks, reps, block=_STUDY_TASK, layout=_layout(task, args))
         for row, args in enumerate(per_row)
     ]
     return _execute(cells, desc=desc, checkpoint=checkpoint, **engine)
+
+
+def _layout(task: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, int]:
+    """A task's row: (its width, where its histogram of the replications starts)."""
+    if task is _audit_task:  # the sums, the claims per look, the stops at 0..n_max
+        start = len(_AUDIT_SUMS) + len(args[5])
+        return start + args[4] + 1, start
+    return len(_ORDER_SUMS) + args[0] * args[1] + 1, len(_ORDER_SUMS)  # orders 0..r x m
 
 
 def _same_power_parents(
