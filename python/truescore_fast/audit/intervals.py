@@ -49,6 +49,7 @@ from truescore_fast._validation import (
     check_n_threads,
     check_population_size,
     check_population_sizes,
+    check_sequence,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS, TRAITS, code_of, methods_for
 
@@ -374,10 +375,13 @@ def matched_form_intervals(
     ``methods`` defaults to all five when ``population_size`` is given and to all but
     Hoeffding-Serfling otherwise. Returns ``{method: Intervals}``.
     """
-    if methods is None:
-        methods = methods_for(population_size)
+    methods = (
+        methods_for(population_size)
+        if methods is None
+        else check_sequence("methods", methods, "interval methods")
+    )
     for m in methods:
-        if m not in TRAITS:
+        if not isinstance(m, str) or m not in TRAITS:
             raise ValueError(
                 f"methods: unknown interval method {m!r}; choose from {INTERVAL_METHODS}"
             )

@@ -26,6 +26,7 @@ from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
     check_positive_int,
+    check_sequence,
     float_array,
     real_scalar,
 )
@@ -218,9 +219,12 @@ def sequential_order_verdict(
     canonical = np.atleast_1d(float_array("canonical_logliks", canonical_logliks))
     if canonical.ndim != 1 or canonical.shape[0] == 0 or not np.isfinite(canonical).all():
         raise ValueError("canonical_logliks must be a non-empty 1-D array of finite values")
+    if not (isinstance(permuted_logliks, np.ndarray) and permuted_logliks.ndim > 1):
+        permuted_logliks = check_sequence("permuted_logliks", permuted_logliks, "arrays")
     if len(permuted_logliks) != canonical.shape[0]:
         raise ValueError(
-            f"permuted_logliks must hold one array per shard ({canonical.shape[0]}); "
+            f"permuted_logliks must hold one array per shard of canonical_logliks "
+            f"({canonical.shape[0]}); "
             f"got {len(permuted_logliks)}"
         )
     states = []

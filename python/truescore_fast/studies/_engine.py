@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._validation import threads_used
+from truescore_fast._validation import one_line, threads_used
 from truescore_fast.studies._checkpoint import Checkpoint
 
 __all__ = [
@@ -389,8 +389,8 @@ def _execute(
     desc: str,
     checkpoint: str | os.PathLike[str] | None = None,
 ) -> list[npt.NDArray[np.float64]]:
-    if progress not in (None, True, False):
-        raise ValueError(f"progress must be True, False or None (auto); got {progress!r}")
+    if not (progress is None or isinstance(progress, (bool, np.bool_))):
+        raise ValueError(f"progress must be True, False or None (auto); got {one_line(progress)}")
     if executor is not None and not isinstance(executor, Executor):
         raise ValueError(
             f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}"

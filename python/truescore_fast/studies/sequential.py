@@ -22,6 +22,7 @@ from truescore_fast._validation import (
     check_alpha,
     check_n_threads,
     check_positive_int,
+    one_line,
     real_scalar,
 )
 from truescore_fast.audit._betting import capital_logs, check_horizon, log_bets
@@ -174,7 +175,7 @@ def sequential_study(
     tuned = check_horizon(horizon, n_max, most=big_n)
     key = philox_key(seed)
     if not isinstance(relabel, (bool, np.bool_)):
-        raise ValueError(f"relabel must be True or False; got {relabel!r}")
+        raise ValueError(f"relabel must be True or False; got {one_line(relabel)}")
     # mean public correctness (after relabelling, in expectation: the mean of all labels)
     p_public = (
         float((pub.sum() + fr.sum()) / (pub.size + fr.size)) if relabel else float(pub.mean())
