@@ -311,9 +311,7 @@ def test_a_flag_must_be_a_bool(value):
         ts.did_estimate(exposed, unexposed, shared_parents=good, replicates=20)
     if value is not None:  # exact=None is its default (choose by size)
         with pytest.raises(TypeError, match="^exact must be True, False or None; got "):
-            ts.paired_confidence_test(
-                np.arange(6.0), np.zeros(6), method="sign_flip", exact=value
-            )
+            ts.paired_confidence_test(np.arange(6.0), np.zeros(6), method="sign_flip", exact=value)
 
 
 def test_seed_contrast_checks_draws_and_seed_whatever_the_method():
