@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import methods
 import numpy as np
 import truescore_fast as ts
 from fuzzing import COUNT_CALLS, DOCUMENTED, _forms, _gaps, _public_functions, _shuffled
@@ -159,6 +160,54 @@ def _named(param: str, valid: Any, label: str, error: Exception) -> bool:
 
 
 def _walk() -> dict[str, Any]:
+    report = _walk_functions()
+    methods_report = _walk_methods()
+    for key, value in methods_report["counts"].items():
+        report["counts"][f"method_{key}"] = value
+    report["findings"] += methods_report["findings"]
+    return report
+
+
+def _judge(where: str, outcome: tuple[str, Any], param: str, valid: Any, label: str) -> str | None:
+    """The finding of one non-drop-in call, or None: a result must not come from a
+    value never accepted; a refusal must be documented, name ``param``, be one line."""
+    if outcome[0] == "result":
+        if label in NEVER_ACCEPTED or (
+            label == "string" and not isinstance(valid, str) and valid is not None
+        ):
+            return f"{where}: accepted silently"
+        return None
+    error = outcome[1]
+    message = str(error)
+    if not isinstance(error, DOCUMENTED) or not _named(param, valid, label, error):
+        return f"{where}: {type(error).__name__}: {message:.150}"
+    return f"{where}: a message of several lines: {message:.150}" if "\n" in message else None
+
+
+def _walk_methods() -> dict[str, Any]:
+    """Every argument of every public method and constructor (tests/methods.py)."""
+    counts = {"methods": 0, "calls": 0, "refused": 0, "named": 0}
+    findings: list[str] = []
+    for name in sorted(methods.public_methods()):
+        counts["methods"] += 1
+        for param in methods.parameters(name):
+            valid = methods.ARGUMENTS[name].get(param)
+            for label, make in HOSTILE:
+                call = methods.bound(name, np.random.default_rng(0))
+                kwargs = {**methods.ARGUMENTS[name], param: make()}
+                outcome = _outcome(partial(call, **kwargs))
+                counts["calls"] += 1
+                finding = _judge(f"{name}({param}={label})", outcome, param, valid, label)
+                if outcome[0] == "result" and name in methods.CONTAINERS:
+                    finding = None
+                counts["refused"] += outcome[0] == "error"
+                counts["named"] += outcome[0] == "error" and finding is None
+                if finding is not None:
+                    findings.append(finding)
+    return {"counts": counts, "findings": findings}
+
+
+def _walk_functions() -> dict[str, Any]:
     import truescore
 
     functions = _public_functions()

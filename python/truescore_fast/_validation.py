@@ -29,6 +29,7 @@ __all__ = [
     "MissingExtraError",
     "check_alpha",
     "check_bool",
+    "check_index",
     "check_sequence",
     "check_memory",
     "check_labels",
@@ -289,6 +290,15 @@ def check_positive_int(name: str, value: Any, minimum: int = 1, maximum: int = M
     if value > maximum:
         raise ValueError(f"{name} must be at most {maximum}; got {value}")
     return int(value)
+
+
+def check_index(name: str, value: Any, size: int, of: str) -> int:
+    """``value`` as an index into ``size`` items (``of`` names them in the message): an
+    integer from 0 to size - 1 (no negative index: -1 would quietly mean the last)."""
+    index = check_positive_int(name, value, minimum=0)
+    if index >= size:
+        raise ValueError(f"{name} must be below {of} ({size}); got {index}")
+    return index
 
 
 def check_n_threads(n_threads: int | None) -> int | None:

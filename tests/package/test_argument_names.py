@@ -1,4 +1,5 @@
-"""Errors name their argument (issue 23): every argument of every public function is given
+"""Errors name their argument (issue 23): every argument of every public function, method
+and constructor is given
 each hostile value of tests/walking.py in turn (one child process); a refusal is a
 documented exception of one line naming the argument, a drop-in raises exactly what
 truescore 0.7.4 raises, and no argument of this library's own API accepts a complex or
@@ -42,3 +43,8 @@ def test_every_argument_of_every_function_is_named_when_refused() -> None:
     assert with_arguments <= set(walking.VALID), sorted(with_arguments - set(walking.VALID))
     assert counts["functions"] == len(with_arguments)
     assert counts["refused"] == counts["named"] > 2000
+    # and every argument of every public method and constructor (tests/methods.py)
+    import methods
+
+    assert counts["method_methods"] == len(methods.public_methods())
+    assert counts["method_refused"] == counts["method_named"] > 250

@@ -25,6 +25,7 @@ from truescore_fast._random import SeedLike
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
+    check_index,
     check_positive_int,
     check_sequence,
     float_array,
@@ -295,11 +296,7 @@ class SequentialExchangeabilityTest:
         return _shard_state(i, self._draws[i], self._exceed[i], self.h, self.max_permutations)
 
     def _shard_index(self, shard: Any) -> int:
-        r = self.orders.n_shards
-        i = check_positive_int("shard", shard, minimum=0)
-        if i >= r:
-            raise ValueError(f"shard must be below n_shards ({r}); got {i}")
-        return i
+        return check_index("shard", shard, self.orders.n_shards, "n_shards")
 
     def verdict(self) -> SequentialVerdict:
         """The pooled verdict now."""

@@ -36,6 +36,7 @@ from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
+    check_index,
     check_memory,
     check_n_threads,
     check_positive_int,
@@ -295,6 +296,7 @@ class ShardOrders(Result):
 
     def canonical(self, shard: int) -> npt.NDArray[np.int64]:
         """Example indices of ``shard`` in published order."""
+        shard = check_index("shard", shard, self.n_shards, "n_shards")
         return np.arange(self.offsets[shard], self.offsets[shard + 1], dtype=np.int64)
 
     _repr_fields = ("n_examples", "n_shards", "permutations_per_shard", "seed")
