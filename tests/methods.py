@@ -11,14 +11,13 @@ that returns it), so a fuzz case varies the instance as well as the arguments;
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import truescore_fast as ts
+from fuzzing import public_names
 from truescore_fast.studies.options import StudyOptions, StudySettings
 from truescore_fast.studies.registry import Study
 
@@ -31,18 +30,12 @@ CONSTRUCTED = ("SequentialAudit", "SequentialExchangeabilityTest", "StudyOptions
 
 
 def public_classes() -> dict[str, type]:
-    found: dict[str, type] = {}
-    modules = [ts] + [
-        importlib.import_module(f"truescore_fast.{m.name}")
-        for m in pkgutil.iter_modules(ts.__path__)
-        if not m.name.startswith("_") and m.name != "cli"
-    ]
-    for module in modules:
-        for attr in getattr(module, "__all__", ()):
-            obj = getattr(module, attr)
-            if inspect.isclass(obj) and not issubclass(obj, BaseException):
-                found[attr] = obj
-    return found
+    """Every public class but the exceptions (:func:`fuzzing.public_names`)."""
+    return {
+        attr: obj
+        for attr, obj in public_names()
+        if inspect.isclass(obj) and not issubclass(obj, BaseException)
+    }
 
 
 def public_methods() -> dict[str, tuple[type, str]]:
