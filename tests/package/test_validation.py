@@ -352,3 +352,36 @@ def test_a_two_dimensional_value_in_a_message_stays_on_one_line():
     with pytest.raises(TypeError) as caught:
         ts.hoeffding_interval(np.zeros(5), alpha=np.ones((3, 3)))
     assert "\n" not in str(caught.value) and str(caught.value).startswith("alpha must be")
+
+
+def test_indices_into_shards_are_integers_in_range():
+    rng = np.random.default_rng(0)
+    batch = ts.exchangeability_tests(rng.normal(size=3), rng.normal(size=(3, 5)))
+    assert batch.shard(2).p_value == batch.p_values[2]
+    for bad, match in [
+        (2.0, "^index must be an integer; got 2.0"),
+        (-1, "^index must be at least 0; got -1"),  # was the last shard, quietly
+        (3, r"^index must be below the number of shards \(3\); got 3"),
+        (np.array([0, 1]), "^index must be an integer"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            batch.shard(bad)
+    orders = ts.shard_orders(20, 4, 3)
+    assert orders.canonical(3).tolist() == list(range(15, 20))
+    with pytest.raises(ValueError, match="^shard must be at least 0; got -1"):
+        orders.canonical(-1)  # was an empty array
+    with pytest.raises(ValueError, match=r"^shard must be below n_shards \(4\); got 4"):
+        orders.canonical(4)
+
+
+def test_interval_membership_checks_its_value():
+    interval = ts.wald_interval(np.array([0.0, 0.5, 1.0, 0.5]), population_size=10)
+    assert interval.contains(0.5)
+    with pytest.raises(TypeError, match="^value must be a real number; got 'a'"):
+        interval.contains("a")
+    intervals = ts.wald_intervals(np.array([[0.0, 0.5, 1.0, 0.5]] * 2), population_size=10)
+    assert intervals.covers([0.5, 5.0]).tolist() == [True, False]
+    with pytest.raises(TypeError, match="^value must hold real numbers"):
+        intervals.covers(np.array([0.5 + 1j, 0.5]))  # was cast, imaginary part dropped
+    with pytest.raises(ValueError, match=r"^value must be one number or one per audit \(2\)"):
+        intervals.covers([0.1, 0.2, 0.3])
