@@ -9,9 +9,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import json
 import math
 import os
 import pkgutil
+import subprocess
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -391,20 +394,39 @@ def _forms(n: int = 12, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
     return (rng.random(n) < 0.7).astype(float), (rng.random((n, k)) < 0.5).astype(float)
 
 
-def _public_functions() -> dict[str, Callable[..., Any]]:
-    """Every public function: ``truescore_fast.__all__`` and the ``__all__`` of every
-    public submodule (the command line excluded)."""
-    found: dict[str, Callable[..., Any]] = {}
+def public_names() -> list[tuple[str, Any]]:
+    """``(name, object)`` of every public name: ``truescore_fast.__all__`` and the
+    ``__all__`` of every public submodule (the command line excluded)."""
     modules = [ts] + [
         importlib.import_module(f"truescore_fast.{m.name}")
         for m in pkgutil.iter_modules(ts.__path__)
         if not m.name.startswith("_") and m.name != "cli"
     ]
-    for module in modules:
-        for attr in getattr(module, "__all__", ()):
-            obj = getattr(module, attr)
-            if callable(obj) and not inspect.isclass(obj):
-                found[attr] = obj
+    return [(attr, getattr(m, attr)) for m in modules for attr in getattr(m, "__all__", ())]
+
+
+def run_in_child(expression: str, timeout: float = 900) -> Any:
+    """The JSON value of ``expression`` (tests/ importable) evaluated in a child process,
+    so that a crash fails the calling test instead of the run."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        f"import json, sys, warnings; sys.path.insert(0, {tests!r}); "
+        f"warnings.simplefilter('ignore'); import fuzzing, walking; "
+        f"print(json.dumps({expression}))"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def _public_functions() -> dict[str, Callable[..., Any]]:
+    """Every public function (:func:`public_names`)."""
+    found: dict[str, Callable[..., Any]] = {}
+    for attr, obj in public_names():
+        if callable(obj) and not inspect.isclass(obj):
+            found[attr] = obj
     return found
 
 

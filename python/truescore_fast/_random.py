@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._validation import one_line
+
 __all__ = ["SeedLike", "dropin_philox_key", "philox_key", "seed_int"]
 
 SeedLike = (
@@ -89,10 +91,10 @@ def philox_key(seed: SeedLike) -> tuple[int, int]:
     except TypeError as error:
         raise TypeError(
             "seed must be a non-negative int, a sequence of them, a numpy SeedSequence, "
-            f"BitGenerator or Generator; got {seed!r}"
+            f"BitGenerator or Generator; got {one_line(seed)}"
         ) from error
     except ValueError as error:
-        raise ValueError(f"seed must be a non-negative integer; got {seed!r}") from error
+        raise ValueError(f"seed must be a non-negative integer; got {one_line(seed)}") from error
 
 
 def dropin_philox_key(seed: Any) -> tuple[int, int]:

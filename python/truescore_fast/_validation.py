@@ -12,7 +12,8 @@ import importlib
 import math
 import numbers
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from types import ModuleType
 from typing import Any, Literal
@@ -27,6 +28,9 @@ __all__ = [
     "Alternative",
     "MissingExtraError",
     "check_alpha",
+    "check_bool",
+    "check_index",
+    "check_sequence",
     "check_memory",
     "check_labels",
     "check_open_unit",
@@ -50,6 +54,7 @@ __all__ = [
     "format_bytes",
     "memory_error",
     "memory_limit",
+    "one_line",
     "p_values_1d",
     "paired_1d",
     "real_scalar",
@@ -82,7 +87,7 @@ def real_scalar(
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (int, float, np.integer, np.floating, Decimal)
     ):
-        raise TypeError(f"{name} must be a real number; got {value!r:.60}")
+        raise TypeError(f"{name} must be a real number; got {one_line(value)}")
     try:
         number = float(value)
     except OverflowError:
@@ -90,13 +95,13 @@ def real_scalar(
             f"{name} is beyond the largest double; got {short_int(int(value))}"
         ) from None
     if not math.isfinite(number):
-        raise ValueError(f"{name} must be a finite number; got {value!r}")
+        raise ValueError(f"{name} must be a finite number; got {one_line(value)}")
     too_low = number <= low if low_open else number < low
     too_high = number >= high if high_open else number > high
     if too_low or too_high:
         left, right = "(" if low_open else "[", ")" if high_open else "]"
         span = f"{left}{low:g}, {high:g}{right}"
-        raise ValueError(f"{name} must lie in {span}{what}; got {value!r}")
+        raise ValueError(f"{name} must lie in {span}{what}; got {one_line(value)}")
     return number
 
 
@@ -109,7 +114,7 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
     if value / 2.0 == 0.0:
         raise ValueError(
             f"{name} must be at least 1e-323 (alpha / 2, a two-sided tail, underflows to 0 "
-            f"below it); got {value!r}"
+            f"below it); got {one_line(value)}"
         )
     return alpha
 
@@ -226,7 +231,8 @@ def float_array(
         odd = [v for v in raw.flat if not isinstance(v, (numbers.Real, Decimal))][:1]
         if odd:
             raise TypeError(
-                f"{name} must hold real numbers; got a {type(odd[0]).__name__} ({odd[0]!r:.40})"
+                f"{name} must hold real numbers; got a {type(odd[0]).__name__} "
+                f"({one_line(odd[0], 40)})"
             )
     elif kind not in _REAL_KINDS:
         raise TypeError(f"{name} must hold real numbers; got dtype {raw.dtype}")
@@ -278,12 +284,21 @@ MAX_THREADS = 2**31 - 1
 def check_positive_int(name: str, value: Any, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """``value`` as an int in [``minimum``, ``maximum``] (bools and floats are refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer; got {value!r}")
+        raise ValueError(f"{name} must be an integer; got {one_line(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}; got {value}")
     if value > maximum:
         raise ValueError(f"{name} must be at most {maximum}; got {value}")
     return int(value)
+
+
+def check_index(name: str, value: Any, size: int, of: str) -> int:
+    """``value`` as an index into ``size`` items (``of`` names them in the message): an
+    integer from 0 to size - 1 (no negative index: -1 would quietly mean the last)."""
+    index = check_positive_int(name, value, minimum=0)
+    if index >= size:
+        raise ValueError(f"{name} must be below {of} ({size}); got {index}")
+    return index
 
 
 def check_n_threads(n_threads: int | None) -> int | None:
@@ -349,7 +364,7 @@ def check_population_size(
         population_size = int(population_size)
     if isinstance(population_size, bool) or not isinstance(population_size, (int, np.integer)):
         raise ValueError(
-            f"{name} must be an integer (the number of parents N); got {population_size!r}"
+            f"{name} must be an integer (the number of parents N); got {one_line(population_size)}"
         )
     if population_size < n:
         raise ValueError(
@@ -373,11 +388,44 @@ def short_int(value: int) -> str:
     return f"{sign}{digits[0]}.{digits[1:6]}e+{len(digits) - 1}"
 
 
+def one_line(value: Any, width: int = 80) -> str:
+    """``repr(value)`` for an error message: on one line (a 2-D array's repr spans
+    several) and at most ``width`` characters."""
+    text = re.sub(r"\s*\n\s*", " ", repr(value))
+    return text if len(text) <= width else f"{text[: width - 3]}..."
+
+
+def check_bool(name: str, value: Any, *, optional: bool = False) -> Any:
+    """``value`` if it is True or False (a NumPy bool too; ``None`` with ``optional``).
+    Anything else (``"no"``, which is truthy, ``1``, an array) is a ``TypeError`` naming
+    ``name``, never read as its truth value."""
+    if isinstance(value, (bool, np.bool_)) or (optional and value is None):
+        return value
+    allowed = "True, False or None" if optional else "True or False"
+    raise TypeError(f"{name} must be {allowed}; got {one_line(value)}")
+
+
+def check_sequence(name: str, value: Any, what: str = "values") -> tuple[Any, ...]:
+    """``value`` as a tuple: a list, tuple, 1-D array or other ordered sequence. A string
+    (which would be read one character at a time: ``names="abc"`` is not three names), a
+    mapping, a set (no order) or a single value is a ``TypeError`` naming ``name``."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D sequence of {what}; got shape {value.shape}")
+        return tuple(value.tolist())
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        kind = "a string" if isinstance(value, (str, bytes)) else f"a {type(value).__name__}"
+        if isinstance(value, Mapping):
+            kind = "a mapping"
+        raise TypeError(f"{name} must be a sequence of {what}, not {kind}; got {one_line(value)}")
+    return tuple(value)
+
+
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices`` (compared as given, so case matters)."""
     if not isinstance(value, str) or value not in choices:
         options = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {options}; got {value!r}")
+        raise ValueError(f"{name} must be one of {options}; got {one_line(value)}")
     return value
 
 
@@ -456,7 +504,7 @@ def check_population_sizes(
     if arr.dtype.kind not in "iuf" or (
         arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
     ):
-        raise ValueError(f"{name} must hold integers (population sizes N); got {sizes!r:.80}")
+        raise ValueError(f"{name} must hold integers (population sizes N); got {one_line(sizes)}")
     if arr.size and arr.max() >= _INT64_LIMIT:
         raise ValueError(
             f"{name} must be below 2**63 (sizes are counted in 64-bit integers); "

@@ -173,7 +173,7 @@ def test_shard_orders_to_a_file_equal_stdout_and_are_reproducible(tmp_path):
     payload = json.loads(out)
     assert payload["orders"] == 40 and payload["seed"] == 3 and payload["n_shards"] == 5
     assert payload["offsets"] == [0, 20, 40, 60, 80, 100]
-    assert not list(tmp_path.glob("*.partial"))
+    assert [path.name for path in tmp_path.iterdir()] == ["orders.jsonl"]  # no temporary
     other = run_cli("shard-orders", "100", "--shards", "5", "--permutations", "7")[1]
     assert other != stdout_text  # seed 0, not 3
 

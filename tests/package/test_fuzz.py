@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import inspect
 import io
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +53,7 @@ from fuzzing import (
     dropin,
     numbers,
     populations,
+    run_in_child,
     scores,
     seeds,
     threads,
@@ -706,14 +704,5 @@ def test_every_count_argument_is_pushed_to_the_extremes() -> None:
 
 
 def test_extreme_counts_in_one_subprocess() -> None:
-    tests = str(Path(__file__).parents[1])
-    code = (
-        f"import json, sys; sys.path.insert(0, {tests!r}); import fuzzing; "
-        "print(json.dumps(fuzzing.run_extreme_counts()))"
-    )
-    child = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
-    )
-    assert child.returncode == 0, child.stderr[-2000:]
-    findings = json.loads(child.stdout.strip().splitlines()[-1])
+    findings = run_in_child("fuzzing.run_extreme_counts()", timeout=600)
     assert findings == [], "\n".join(findings)

@@ -270,3 +270,118 @@ def test_memory_error_names_the_argument_size_and_remedy() -> None:
     message = str(memory_error("n_resamples", 24e9, "use fewer n_resamples"))
     assert message.startswith("n_resamples needs 24.0 GB of memory")
     assert message.endswith("use fewer n_resamples")
+
+
+# --- issue 23: accepted silently, now refused naming the argument -------------------------
+
+
+def test_a_string_where_a_sequence_is_expected_is_refused():
+    with pytest.raises(TypeError, match="^names must be a sequence of names, not a string"):
+        ts.holm_correction([0.01, 0.02, 0.03], names="abc")  # was three names a, b, c
+    assert ts.holm_correction([0.01, 0.02, 0.03], names=("a", "b", "c")).names == ("a", "b", "c")
+    with pytest.raises(TypeError, match="^categories must be a sequence of categories"):
+        ts.linear_weighted_kappa([0, 1], [1, 0], categories="01")
+    with pytest.raises(TypeError, match="^models must be a sequence of model names"):
+        ts.did_estimate(np.full((6, 4), 0.5), np.full((6, 4), 0.5), models="m")
+    with pytest.raises(TypeError, match="^permuted_logliks must be a sequence of arrays"):
+        ts.sequential_order_verdict([-1.0], 3, max_permutations=9)
+
+
+def test_holm_names_of_the_wrong_length_are_refused_before_converting_them():
+    import tracemalloc
+
+    names = [0.5] * 3_000_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"^names must have one entry per p-value"):
+            ts.holm_correction([0.01, 0.02, 0.03], names=names)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # the 3,000,000 names were not turned into strings (about 150 MB) to be counted
+    assert peak < 64 * 2**20, peak
+
+
+@pytest.mark.parametrize("value", ["no", "yes", 1, 0, None, np.array([True, False])])
+def test_a_flag_must_be_a_bool(value):
+    exposed, unexposed = np.full((6, 4), 0.5), np.full((6, 4), 0.4)
+    with pytest.raises(TypeError, match="^shared_parents must be True or False; got "):
+        ts.did_estimate(exposed, unexposed, shared_parents=value, replicates=20)
+    for good in (True, np.False_):
+        ts.did_estimate(exposed, unexposed, shared_parents=good, replicates=20)
+    if value is not None:  # exact=None is its default (choose by size)
+        with pytest.raises(TypeError, match="^exact must be True, False or None; got "):
+            ts.paired_confidence_test(np.arange(6.0), np.zeros(6), method="sign_flip", exact=value)
+
+
+def test_seed_contrast_checks_draws_and_seed_whatever_the_method():
+    values = np.arange(1.0, 7.0)  # six seeds: method="auto" runs the exact enumeration
+    with pytest.raises(ValueError, match="^draws must be an integer; got nan"):
+        ts.seed_contrast(values, draws=math.nan)
+    with pytest.raises(TypeError, match="^seed must be a non-negative int"):
+        ts.seed_contrast(values, method="exact", seed="abc")
+    assert ts.seed_contrast(values, method="exact").p_value == 2 / 64  # all positive
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, "M8[D]"])
+def test_complex_and_datetime_arrays_are_refused_by_our_own_api(dtype):
+    canonical, permuted = np.zeros(2), np.arange(10).reshape(2, 5).astype(dtype)
+    with pytest.raises(TypeError, match="^permuted must hold real numbers"):
+        ts.exchangeability_tests(canonical, permuted)
+    with pytest.raises(TypeError, match="^permuted_logliks must hold real numbers"):
+        ts.sequential_order_verdict([0.0], [permuted[0]], max_permutations=9)
+
+
+def test_the_dropin_keeps_truescores_answer_for_datetime_input():
+    truescore = pytest.importorskip("truescore")
+    permuted = np.arange(5).astype("M8[D]")
+    ours = ts.exchangeability_test(-3.0, permuted)
+    theirs = truescore.exchangeability_test(-3.0, permuted)
+    assert (ours.p_value, ours.permutation_mean) == (theirs.p_value, theirs.permutation_mean)
+
+
+def test_an_array_as_progress_or_design_is_named():
+    population = np.linspace(-1.0, 1.0, 40)
+    with pytest.raises(ValueError, match="^progress must be True, False or None"):
+        ts.coverage_study(population, 10, replications=9, progress=np.array([True, False]))
+    with pytest.raises(ValueError, match="^design must be one of"):
+        ts.coverage_study(population, 10, replications=9, design=np.array(["srs", "srs"]))
+
+
+def test_a_two_dimensional_value_in_a_message_stays_on_one_line():
+    with pytest.raises(TypeError) as caught:
+        ts.hoeffding_interval(np.zeros(5), alpha=np.ones((3, 3)))
+    assert "\n" not in str(caught.value) and str(caught.value).startswith("alpha must be")
+
+
+def test_indices_into_shards_are_integers_in_range():
+    rng = np.random.default_rng(0)
+    batch = ts.exchangeability_tests(rng.normal(size=3), rng.normal(size=(3, 5)))
+    assert batch.shard(2).p_value == batch.p_values[2]
+    for bad, match in [
+        (2.0, "^index must be an integer; got 2.0"),
+        (-1, "^index must be at least 0; got -1"),  # was the last shard, quietly
+        (3, r"^index must be below the number of shards \(3\); got 3"),
+        (np.array([0, 1]), "^index must be an integer"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            batch.shard(bad)
+    orders = ts.shard_orders(20, 4, 3)
+    assert orders.canonical(3).tolist() == list(range(15, 20))
+    with pytest.raises(ValueError, match="^shard must be at least 0; got -1"):
+        orders.canonical(-1)  # was an empty array
+    with pytest.raises(ValueError, match=r"^shard must be below n_shards \(4\); got 4"):
+        orders.canonical(4)
+
+
+def test_interval_membership_checks_its_value():
+    interval = ts.wald_interval(np.array([0.0, 0.5, 1.0, 0.5]), population_size=10)
+    assert interval.contains(0.5)
+    with pytest.raises(TypeError, match="^value must be a real number; got 'a'"):
+        interval.contains("a")
+    intervals = ts.wald_intervals(np.array([[0.0, 0.5, 1.0, 0.5]] * 2), population_size=10)
+    assert intervals.covers([0.5, 5.0]).tolist() == [True, False]
+    with pytest.raises(TypeError, match="^value must hold real numbers"):
+        intervals.covers(np.array([0.5 + 1j, 0.5]))  # was cast, imaginary part dropped
+    with pytest.raises(ValueError, match=r"^value must be one number or one per audit \(2\)"):
+        intervals.covers([0.1, 0.2, 0.3])

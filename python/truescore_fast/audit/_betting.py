@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from truescore_fast._validation import (
     check_positive_int,
+    one_line,
 )
 
 __all__ = [
@@ -191,7 +192,7 @@ def check_horizon(horizon: Any, auto: Any = _NO_AUTO, most: int | None = None) -
     if isinstance(horizon, str):
         if horizon == "auto" and auto is not _NO_AUTO:
             return cast("int | None", auto)
-        raise ValueError(f"horizon must be {forms}; got {horizon!r:.60}")
+        raise ValueError(f"horizon must be {forms}; got {one_line(horizon)}")
     if horizon is None:
         return None
     tuned = check_positive_int("horizon", horizon)

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._files import read_rows
-from truescore_fast._validation import check_unit_interval
+from truescore_fast._validation import check_unit_interval, one_line
 
 __all__ = [
     "AuditData",
@@ -74,15 +74,31 @@ class AuditData:
 ALL_MODELS = "all"
 
 
-def _columns(source: Any) -> dict[str, list[Any]]:
+def _columns(source: Any, name: str) -> dict[str, list[Any]]:
     if isinstance(source, (str, os.PathLike)):
-        return _columns_from_rows(read_rows(source), str(source))
+        try:
+            return _columns_from_rows(read_rows(source), str(source))
+        except ValueError as error:  # an unknown suffix says nothing of which argument
+            if str(error).startswith("unsupported file type"):
+                raise ValueError(f"{name}: {error}") from None
+            raise
     if isinstance(source, io.IOBase) or hasattr(source, "read"):
-        return _columns_from_rows(list(csv.DictReader(source)), "table")
+        return _columns_from_rows(list(csv.DictReader(source)), name)
     if isinstance(source, Mapping) or hasattr(source, "columns"):
         names = list(source.keys()) if isinstance(source, Mapping) else list(source.columns)
-        return {str(c).strip(): list(np.asarray(source[c]).tolist()) for c in names}
-    raise ValueError("table must be a path, an open text file or a mapping of columns")
+        columns = {}
+        for c in names:
+            values = np.asarray(source[c])
+            if values.ndim != 1:
+                raise ValueError(
+                    f"{name} column {c!r} must be a 1-D sequence of values; "
+                    f"got {one_line(source[c])}"
+                )
+            columns[str(c).strip()] = list(values.tolist())
+        return columns
+    raise ValueError(
+        f"{name} must be a path, an open text file or a mapping of columns; got {one_line(source)}"
+    )
 
 
 def _columns_from_rows(rows: list[dict[str, Any]], where: str) -> dict[str, list[Any]]:
@@ -124,7 +140,29 @@ def read_audit_table(
             duplicated (model, parent, form), a parent without its public form or
             without fresh forms, or parents with different numbers of fresh forms.
     """
-    for name, given in (
+    return _read_table(
+        table,
+        "table",
+        parent_column=parent_column,
+        form_column=form_column,
+        correct_column=correct_column,
+        model_column=model_column,
+        public_form=public_form,
+    )
+
+
+def _read_table(
+    table: Any,
+    name: str,
+    *,
+    parent_column: str,
+    form_column: str,
+    correct_column: str,
+    model_column: str,
+    public_form: str,
+) -> dict[str, AuditData]:
+    """:func:`read_audit_table`, its messages naming the table ``name`` (``control``)."""
+    for argument, given in (
         ("parent_column", parent_column),
         ("form_column", form_column),
         ("correct_column", correct_column),
@@ -132,7 +170,7 @@ def read_audit_table(
         ("public_form", public_form),
     ):
         if not isinstance(given, str) or not given.strip():
-            raise ValueError(f"{name} must be a non-empty string; got {given!r}")
+            raise ValueError(f"{argument} must be a non-empty string; got {one_line(given)}")
     p_col, f_col, c_col, m_col = (
         parent_column.strip(),
         form_column.strip(),
@@ -145,17 +183,19 @@ def read_audit_table(
             "parent_column, form_column, correct_column and model_column must name four "
             f"different columns; got {p_col!r}, {f_col!r}, {c_col!r}, {m_col!r}"
         )
-    cols = _columns(table)
+    cols = _columns(table, name)
     for required in (p_col, f_col, c_col):
         if required not in cols:
             raise ValueError(
-                f"table is missing the column {required!r} (need {p_col}, {f_col}, {c_col}; "
+                f"{name} is missing the column {required!r} (need {p_col}, {f_col}, {c_col}; "
                 f"optional {m_col}); got {sorted(cols)}"
             )
     has_model = m_col in cols
+    if not has_model and model_column != "model":  # named, so meant: not silently dropped
+        raise ValueError(f"{name} has no column {m_col!r} (model_column); got {sorted(cols)}")
     rows = len(cols[p_col])
     if rows == 0:
-        raise ValueError("table has no rows")
+        raise ValueError(f"{name} has no rows")
     models = cols[m_col] if has_model else [ALL_MODELS] * rows
     grouped: dict[str, dict[str, dict[str, float]]] = {}
     for i in range(rows):
@@ -163,20 +203,20 @@ def read_audit_table(
         parent = str(cols[p_col][i]).strip() if cols[p_col][i] is not None else ""
         form = str(cols[f_col][i]).strip() if cols[f_col][i] is not None else ""
         if not parent or not form or (not model and has_model):
-            raise ValueError(f"table row {i + 1}: empty model, parent or form")
+            raise ValueError(f"{name} row {i + 1}: empty model, parent or form")
         raw = cols[c_col][i]
         try:
             value = float(raw.strip() if isinstance(raw, str) else raw)
         except (TypeError, ValueError) as error:
             raise ValueError(
-                f"table row {i + 1}: {c_col} must be a number; got {cols[c_col][i]!r}"
+                f"{name} row {i + 1}: {c_col} must be a number; got {one_line(cols[c_col][i])}"
             ) from error
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise ValueError(f"table row {i + 1}: {c_col} must lie in [0, 1]; got {value}")
+            raise ValueError(f"{name} row {i + 1}: {c_col} must lie in [0, 1]; got {value}")
         forms = grouped.setdefault(model, {}).setdefault(parent, {})
         if form in forms:
             raise ValueError(
-                f"table row {i + 1}: duplicate form {form!r} for parent {parent!r}"
+                f"{name} row {i + 1}: duplicate form {form!r} for parent {parent!r}"
                 + (f" (model {model!r})" if has_model else "")
             )
         forms[form] = value

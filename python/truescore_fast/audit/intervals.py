@@ -49,6 +49,9 @@ from truescore_fast._validation import (
     check_n_threads,
     check_population_size,
     check_population_sizes,
+    check_sequence,
+    float_array,
+    real_scalar,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS, TRAITS, code_of, methods_for
 
@@ -109,7 +112,8 @@ class Interval(Result):
 
     def contains(self, value: float) -> bool:
         """True when the interval is not empty and ``low <= value <= high``."""
-        return not self.empty and self.low <= value <= self.high
+        number = real_scalar("value", value)
+        return not self.empty and self.low <= number <= self.high
 
     def summary(self) -> str:
         if self.empty:
@@ -153,7 +157,12 @@ class Intervals(TabularResult):
 
     def covers(self, value: float | npt.ArrayLike) -> npt.NDArray[np.bool_]:
         """Which intervals contain ``value`` (a scalar or one value per audit)."""
-        v = np.asarray(value, dtype=np.float64)
+        v = float_array("value", value)
+        if v.ndim > 1 or (v.ndim == 1 and v.shape != self.low.shape):
+            raise ValueError(
+                f"value must be one number or one per audit ({self.low.shape[0]}); "
+                f"got shape {v.shape}"
+            )
         return (self.low <= v) & (v <= self.high)  # never true of an empty interval
 
     def _columns(self) -> dict[str, npt.NDArray[Any]]:
@@ -374,10 +383,13 @@ def matched_form_intervals(
     ``methods`` defaults to all five when ``population_size`` is given and to all but
     Hoeffding-Serfling otherwise. Returns ``{method: Intervals}``.
     """
-    if methods is None:
-        methods = methods_for(population_size)
+    methods = (
+        methods_for(population_size)
+        if methods is None
+        else check_sequence("methods", methods, "interval methods")
+    )
     for m in methods:
-        if m not in TRAITS:
+        if not isinstance(m, str) or m not in TRAITS:
             raise ValueError(
                 f"methods: unknown interval method {m!r}; choose from {INTERVAL_METHODS}"
             )

@@ -46,7 +46,7 @@ from truescore_fast._validation import (
     real_scalar,
 )
 from truescore_fast.audit._methods import FALLBACK_METHODS, TRAITS, methods_for
-from truescore_fast.audit.data import ALL_MODELS, AuditData, _forms, read_audit_table
+from truescore_fast.audit.data import ALL_MODELS, AuditData, _forms, _read_table, read_audit_table
 from truescore_fast.audit.intervals import Interval, _single
 
 __all__ = [
@@ -358,7 +358,7 @@ def _tau_half_width(lo_d: float, hi_d: float, lc: float, uc: float, r: float) ->
     return width
 
 
-def _audit_data(table: Any) -> dict[str, AuditData]:
+def _audit_data(table: Any, name: str = "table") -> dict[str, AuditData]:
     if isinstance(table, AuditData):
         return {table.model: table}
     if (
@@ -367,7 +367,17 @@ def _audit_data(table: Any) -> dict[str, AuditData]:
         and all(isinstance(item, AuditData) for item in table.values())
     ):
         return dict(table)
-    return read_audit_table(table)
+    if name == "table":
+        return read_audit_table(table)
+    return _read_table(
+        table,
+        name,
+        parent_column="parent",
+        form_column="form",
+        correct_column="correct",
+        model_column="model",
+        public_form="public",
+    )
 
 
 def matched_form_audits(
@@ -384,7 +394,7 @@ def matched_form_audits(
     :func:`matched_form_audit`.
     """
     data = _audit_data(table)
-    banks = _audit_data(control) if control is not None else None
+    banks = _audit_data(control, "control") if control is not None else None
     results: dict[str, MatchedFormAudit] = {}
     for model, item in data.items():
         results[model] = matched_form_audit(

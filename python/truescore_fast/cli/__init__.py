@@ -33,7 +33,9 @@ Every error is one line on stderr, never a traceback. Two more codes, as shells 
 
     130  interrupted (Ctrl-C); prints "interrupted"
     141  stdout was closed before the output was written (``... --json | head``):
-         nothing more is printed; the code is not 0 because the result was not read
+         nothing more is printed; the code is not 0 because the result was not read.
+         Also when stdout is closed from the start (``>&-``): then nothing runs, and one
+         line on stderr says so
 
 Only the chosen subcommand's module is imported (and it imports the library inside its
 handler), so ``--version`` and ``--help`` load neither NumPy nor SciPy.
@@ -152,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         words = sys.argv[1:] if argv is None else list(argv)
         parser = _build_parser(_chosen_command(words))
         args = parser.parse_args(words)
+        if sys.stdout is None:  # file descriptor 1 closed at start-up (``>&-``)
+            return _closed_stdout()
         try:
             code: int = args.func(args)
         except RecursionError:
@@ -166,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {_with_flag_names(str(error))}", file=sys.stderr)
         return ExitCode.ERROR
+    except MemoryError as error:  # a size the library refused, or one it could not get
+        print(f"error: {_with_flag_names(str(error)) or 'out of memory'}", file=sys.stderr)
+        return ExitCode.ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
@@ -176,6 +183,17 @@ def _is_missing_extra(error: ImportError) -> bool:
     from truescore_fast._validation import MissingExtraError
 
     return isinstance(error, MissingExtraError)
+
+
+def _closed_stdout() -> int:
+    # Python starts with sys.stdout None when descriptor 1 is closed: nothing could be
+    # printed, so nothing is run (an hour's study would be lost); the code of a closed pipe
+    print(
+        "error: standard output is closed: nothing can be printed; redirect it to a file "
+        "or /dev/null instead of closing it",
+        file=sys.stderr,
+    )
+    return ExitCode.CLOSED_PIPE
 
 
 def _closed_pipe() -> int:

@@ -30,7 +30,7 @@ from typing import Any
 
 from truescore_fast._validation import optional_module
 from truescore_fast.audit._methods import INTERVAL_METHODS
-from truescore_fast.cli._common import ExitCode, integer_flag, seed_flag
+from truescore_fast.cli._common import ExitCode, integer_flag, output_file, seed_flag
 from truescore_fast.studies.options import StudyOptions, StudySettings
 from truescore_fast.studies.registry import STUDIES
 
@@ -205,8 +205,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print("\n\n".join(t.summary(width) for t in tables))
     if pyplot is not None and plot is not None:
         figure = plot(pyplot, tables)
-        figure.savefig(args.plot, dpi=120)
-        pyplot.close(figure)
+        try:  # replaced only once written whole, as every output file (docs/cli.md)
+            with output_file(args.plot, flag="--plot", binary=True) as handle:
+                figure.savefig(handle, format=Path(args.plot).suffix.lower()[1:], dpi=120)
+        finally:
+            pyplot.close(figure)
         if not (args.json or args.quiet):
             print(f"\nfigure saved to {args.plot}")
     return ExitCode.OK

@@ -47,6 +47,7 @@ from truescore_fast._validation import (
     check_labels,
     check_n_threads,
     check_positive_int,
+    check_sequence,
     finite_1d,
     p_values_1d,
 )
@@ -298,11 +299,12 @@ def holm_correction(
     if names is None:
         labels = tuple(f"test {k + 1}" for k in range(p.size))
     else:
-        labels = tuple(str(n) for n in names)
-        if len(labels) != p.size:
+        given = check_sequence("names", names, "names")
+        if len(given) != p.size:  # before converting: a long list is refused at once
             raise ValueError(
-                f"names must have one entry per p-value ({p.size}); got {len(labels)}"
+                f"names must have one entry per p-value of p_values ({p.size}); got {len(given)}"
             )
+        labels = tuple(str(n) for n in given)
     adjusted = holm(p)
     return HolmResult(
         names=labels,

@@ -56,6 +56,7 @@ from truescore_fast._validation import (
     ALTERNATIVES,
     Alternative,
     check_alpha,
+    check_bool,
     check_choice,
     check_n_threads,
     check_positive_int,
@@ -246,6 +247,7 @@ def paired_confidence_test(
     check_choice("method", method, ("t", "wilcoxon", "sign_flip"))
     check_choice("alternative", alternative, ALTERNATIVES)
     check_alpha(alpha)
+    check_bool("exact", exact, optional=True)
     rate = alpha
     with np.errstate(over="ignore"):  # checked on the next line
         raw = original - rephrased

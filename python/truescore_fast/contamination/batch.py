@@ -27,6 +27,7 @@ from truescore_fast._result import TabularResult
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
+    check_index,
     check_n_threads,
     finite_1d,
     float_array,
@@ -117,6 +118,7 @@ class ExchangeabilityTests(TabularResult):
 
     def shard(self, index: int) -> ContaminationResult:
         """The result for one shard, as :func:`exchangeability_test` would give it."""
+        index = check_index("index", index, self.p_values.shape[0], "the number of shards")
         return ContaminationResult(
             p_value=float(self.p_values[index]),
             canonical_loglik=float(self.canonical[index]),

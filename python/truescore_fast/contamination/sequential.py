@@ -25,7 +25,9 @@ from truescore_fast._random import SeedLike
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
+    check_index,
     check_positive_int,
+    check_sequence,
     float_array,
     real_scalar,
 )
@@ -218,9 +220,12 @@ def sequential_order_verdict(
     canonical = np.atleast_1d(float_array("canonical_logliks", canonical_logliks))
     if canonical.ndim != 1 or canonical.shape[0] == 0 or not np.isfinite(canonical).all():
         raise ValueError("canonical_logliks must be a non-empty 1-D array of finite values")
+    if not (isinstance(permuted_logliks, np.ndarray) and permuted_logliks.ndim > 1):
+        permuted_logliks = check_sequence("permuted_logliks", permuted_logliks, "arrays")
     if len(permuted_logliks) != canonical.shape[0]:
         raise ValueError(
-            f"permuted_logliks must hold one array per shard ({canonical.shape[0]}); "
+            f"permuted_logliks must hold one array per shard of canonical_logliks "
+            f"({canonical.shape[0]}); "
             f"got {len(permuted_logliks)}"
         )
     states = []
@@ -291,11 +296,7 @@ class SequentialExchangeabilityTest:
         return _shard_state(i, self._draws[i], self._exceed[i], self.h, self.max_permutations)
 
     def _shard_index(self, shard: Any) -> int:
-        r = self.orders.n_shards
-        i = check_positive_int("shard", shard, minimum=0)
-        if i >= r:
-            raise ValueError(f"shard must be below n_shards ({r}); got {i}")
-        return i
+        return check_index("shard", shard, self.orders.n_shards, "n_shards")
 
     def verdict(self) -> SequentialVerdict:
         """The pooled verdict now."""

@@ -36,6 +36,7 @@ from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
+    check_index,
     check_memory,
     check_n_threads,
     check_positive_int,
@@ -248,7 +249,9 @@ def _shuffled_rows(shuffled: Any, r: int) -> tuple[npt.NDArray[np.float64], npt.
     if isinstance(shuffled, (list, tuple)) and any(np.ndim(row) != 0 for row in shuffled):
         rows = [float_array("shuffled", row) for row in shuffled]
         if len(rows) != r:
-            raise ValueError(f"shuffled must have one row per shard ({r}); got {len(rows)}")
+            raise ValueError(
+                f"shuffled must have one row per shard of canonical ({r}); got {len(rows)}"
+            )
         for i, row in enumerate(rows):
             if row.ndim != 1 or row.size == 0:
                 raise ValueError(f"shuffled row {i} must be a non-empty 1-D array")
@@ -259,7 +262,9 @@ def _shuffled_rows(shuffled: Any, r: int) -> tuple[npt.NDArray[np.float64], npt.
     if arr.ndim != 2:
         raise ValueError(f"shuffled must be 2-D (shards x shuffles); got shape {arr.shape}")
     if arr.shape[0] != r:
-        raise ValueError(f"shuffled must have one row per shard ({r}); got {arr.shape[0]}")
+        raise ValueError(
+            f"shuffled must have one row per shard of canonical ({r}); got {arr.shape[0]}"
+        )
     if arr.shape[1] == 0:
         raise ValueError("shuffled must hold at least one shuffled order per shard")
     offsets = np.arange(0, arr.size + 1, arr.shape[1], dtype=np.int64)
@@ -291,6 +296,7 @@ class ShardOrders(Result):
 
     def canonical(self, shard: int) -> npt.NDArray[np.int64]:
         """Example indices of ``shard`` in published order."""
+        shard = check_index("shard", shard, self.n_shards, "n_shards")
         return np.arange(self.offsets[shard], self.offsets[shard + 1], dtype=np.int64)
 
     _repr_fields = ("n_examples", "n_shards", "permutations_per_shard", "seed")

@@ -28,6 +28,7 @@ from truescore_fast._files import (
     table_suffix,
     text_rows,
 )
+from truescore_fast._validation import one_line
 
 __all__ = [
     "HarnessReader",
@@ -242,7 +243,7 @@ def key_value(record: Record, key: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or not text(value):
         raise ValueError(
             f"{record.where}: the match key {key} must be a non-empty string or an integer; "
-            f"got {value!r}"
+            f"got {one_line(value)}"
         )
     return text(value)
 
@@ -271,5 +272,5 @@ def correctness(value: Any, where: str, metric: str) -> float:
             "boolean, yes/no/true/false or an Inspect grade C/P/I/N)"
         )
     if not (math.isfinite(number) and 0.0 <= number <= 1.0):
-        raise ValueError(f"{where}: {metric} must be a score in [0, 1]; got {value!r}")
+        raise ValueError(f"{where}: {metric} must be a score in [0, 1]; got {one_line(value)}")
     return number

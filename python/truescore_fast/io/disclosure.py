@@ -76,6 +76,7 @@ from truescore_fast._validation import (
     check_alpha,
     check_memory,
     check_positive_int,
+    check_sequence,
     optional_module,
 )
 
@@ -443,7 +444,7 @@ def linear_weighted_kappa(
         MemoryError: naming ``n_resamples`` when its kappas (about 25 bytes each) would
             not fit in memory, before anything is drawn.
     """
-    cats = tuple(categories) if not isinstance(categories, str) else ()
+    cats = check_sequence("categories", categories, "categories")
     if len(cats) < 2:
         raise ValueError("categories must list at least two ordered categories")
     try:

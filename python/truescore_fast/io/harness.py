@@ -116,7 +116,7 @@ from typing import Any
 import numpy as np
 
 from truescore_fast._files import STDIN
-from truescore_fast._validation import check_choice
+from truescore_fast._validation import check_choice, one_line
 from truescore_fast.audit.data import ALL_MODELS, AuditData
 from truescore_fast.io._harness_base import (
     HarnessReader,
@@ -289,7 +289,7 @@ def read_harness_runs(
 
 def _check_name(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string; got {value!r}")
+        raise ValueError(f"{name} must be a non-empty string; got {one_line(value)}")
     return value.strip()
 
 
@@ -299,13 +299,13 @@ def _as_paths(
     if isinstance(fresh, (str, os.PathLike)):
         return [fresh]
     if not isinstance(fresh, Sequence) or isinstance(fresh, (bytes, bytearray)):
-        raise ValueError(f"fresh must be a path or a sequence of paths; got {fresh!r}")
+        raise ValueError(f"fresh must be a path or a sequence of paths; got {one_line(fresh)}")
     paths = list(fresh)
     if not paths:
         raise ValueError("fresh must name at least one fresh-form run")
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
-            raise ValueError(f"fresh must hold paths; got {path!r}")
+            raise ValueError(f"fresh must hold paths; got {one_line(path)}")
     return paths
 
 
@@ -319,7 +319,7 @@ def _check_distinct(
     public: str | os.PathLike[str], fresh: Sequence[str | os.PathLike[str]]
 ) -> None:
     if not isinstance(public, (str, os.PathLike)):
-        raise ValueError(f"public must be a path; got {public!r}")
+        raise ValueError(f"public must be a path; got {one_line(public)}")
     seen: dict[str, str] = {}
     for role, path in [("public", public), *(("fresh", p) for p in fresh)]:
         ident = _identity(path)

@@ -28,8 +28,10 @@ from truescore_fast._result import TabularResult
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
+    check_bool,
     check_n_threads,
     check_positive_int,
+    check_sequence,
     check_unit_interval,
     float_array,
 )
@@ -215,9 +217,11 @@ def did_estimate(
     if models is None:
         names = tuple(f"model {i + 1}" for i in range(n_models))
     else:
-        names = tuple(str(v) for v in models)
-        if len(names) != n_models:
-            raise ValueError(f"models must name {n_models} models; got {len(names)}")
+        given = check_sequence("models", models, "model names")
+        if len(given) != n_models:
+            raise ValueError(f"models must name {n_models} models; got {len(given)}")
+        names = tuple(str(v) for v in given)
+    check_bool("shared_parents", shared_parents)
     if shared_parents and (len({g.shape[0] for g in ex}) > 1 or len({g.shape[0] for g in un}) > 1):
         raise ValueError("shared_parents needs the same number of parents for every model")
     b = check_positive_int("replicates", replicates, minimum=2)

@@ -38,6 +38,7 @@ from truescore_fast._validation import (
     check_positive_int,
     finite_1d,
     group_offsets,
+    one_line,
 )
 
 __all__ = ["BootstrapResult", "finite_population_bootstrap"]
@@ -249,7 +250,7 @@ def finite_population_bootstrap(
             )
         else:
             if not callable(statistic):
-                raise ValueError(f"statistic must be callable; got {statistic!r}")
+                raise ValueError(f"statistic must be callable; got {one_line(statistic)}")
             reps, estimate = _weights_statistic(statistic, offsets, m, lam, weight, order, b, key)
     else:
         if resample_size is not None:

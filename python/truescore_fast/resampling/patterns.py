@@ -25,7 +25,7 @@ import numpy.typing as npt
 from truescore_fast import _core
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
-from truescore_fast._validation import check_gaps, check_n_threads, check_positive_int
+from truescore_fast._validation import check_gaps, check_n_threads, check_positive_int, one_line
 
 __all__ = ["PatternTest", "pattern_permutation_test"]
 
@@ -92,7 +92,7 @@ def _pattern_indicator(gaps: npt.NDArray[np.float64], pattern: Pattern) -> tuple
             return gaps != 0, pattern
         raise ValueError(
             f"pattern must be 'harder', 'easier', 'nonzero', a callable or a boolean (M, N) "
-            f"array; got {pattern!r}"
+            f"array; got {one_line(pattern)}"
         )
     if callable(pattern):
         name = getattr(pattern, "__name__", "custom")

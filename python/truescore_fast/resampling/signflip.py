@@ -123,6 +123,9 @@ def seed_contrast(
     check_alpha(alpha)
     check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
+    # checked whatever the method: a bad value is refused, never ignored by one method
+    d = check_positive_int("draws", draws)
+    key = philox_key(seed)
     n = x.size
     # Everything below is scale-free or scale-equivariant: values whose sums or squares
     # would overflow (or squares underflow) are scaled by a power of two (exact) first.
@@ -150,8 +153,6 @@ def seed_contrast(
         p = count / vectors
         used = "exact"
     else:
-        d = check_positive_int("draws", draws)
-        key = philox_key(seed)
         hits = _core.sign_flip_counts(
             x, exact=False, n_resamples=d, key0=key[0], key1=key[1], n_threads=threads
         )["count_two_sided"]

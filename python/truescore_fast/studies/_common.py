@@ -51,7 +51,7 @@ def _methods(intervals: Any) -> tuple[str, ...]:
     if not items:
         raise ValueError("intervals must name at least one interval method")
     for m in items:
-        if m not in TRAITS:
+        if not isinstance(m, str) or m not in TRAITS:
             raise ValueError(f"intervals: unknown method {m!r}; choose from {INTERVAL_METHODS}")
     if len(set(items)) != len(items):
         raise ValueError(f"intervals must not repeat a method; got {items}")

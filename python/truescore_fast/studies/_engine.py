@@ -15,22 +15,19 @@ Ctrl-C cancels what has not started and what runs ends within a second. The posi
 within a task's row of partial sums are named once, by :class:`CoverageSums`,
 :class:`DetectionSums` and :class:`BudgetSums`.
 
-Checkpoints (:class:`_Checkpoint`). A cell's total after its first t tasks is the same
-number however the run was split, so it can be saved and a later run can go on from it:
-the sweep's state is the list of (cell, tasks done, partial sums). A checkpoint file is
-JSON Lines, appended to and never rewritten: a header line per run (a study call) with a
-SHA-256 fingerprint of everything that determines its cells (kernel, arguments, Philox
-key, stream offsets, replications, block size, library version), then one record per
-saved state, ``{"run", "cell", "tasks", "sums"}``, with the sums as ``float.hex`` strings
-so they are read back bit for bit. The latest record of a cell wins; a last line cut off
-by an interruption is dropped; a header whose fingerprint differs from the run's is
-refused.
+Checkpoints. A cell's total after its first t tasks is the same number however the run
+was split, so it can be saved and a later run can go on from it: the sweep's state is the
+list of (cell, tasks done, partial sums), kept in a file by
+:class:`~truescore_fast.studies._checkpoint.Checkpoint` under a SHA-256 fingerprint of
+everything that determines the cells (kernel, arguments, Philox key, stream offsets,
+replications, block size, library version); a file for another fingerprint is refused. A
+cell says what its saved sums can be (:meth:`_Cell.sums_problem`), so a record that no
+run could have written is refused too.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 import time
@@ -38,19 +35,18 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import IntEnum
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._validation import threads_used
+from truescore_fast._validation import one_line, threads_used
+from truescore_fast.studies._checkpoint import Checkpoint
 
 __all__ = [
     "REPLICATIONS_PER_TASK",
     "BudgetSums",
-    "CheckpointRun",
     "CoverageSums",
     "DetectionSums",
 ]
@@ -129,7 +125,9 @@ class _Cell:
     Python function ``kernel(key, stream, size, *args)`` returning one task's row of
     sums for ``size`` replications drawn only from Philox stream ``stream`` of ``key``
     (the sequential studies, :mod:`truescore_fast.studies.sequential`); task t of the cell is
-    stream ``task_offset + t``. ``block`` is the replications per task.
+    stream ``task_offset + t``. ``block`` is the replications per task. A Python kernel
+    gives its row's ``layout``: (its width, the position where a histogram of the
+    replications starts, counting each replication once).
     """
 
     kernel: str | Callable[..., npt.ArrayLike]
@@ -138,10 +136,43 @@ class _Cell:
     task_offset: int
     replications: int
     block: int = REPLICATIONS_PER_TASK
+    layout: tuple[int, int] | None = None
 
     @property
     def n_tasks(self) -> int:
         return -(-self.replications // self.block)
+
+    @property
+    def width(self) -> int:
+        """The number of sums in a task's row."""
+        if self.layout is not None:
+            return self.layout[0]
+        if self.kernel == "coverage_tasks":
+            return len(self.args[5]) * len(CoverageSums)  # args[5]: the interval methods
+        return len(DetectionSums if self.kernel == "detection_tasks" else BudgetSums)
+
+    def sums_problem(self, sums: npt.NDArray[np.float64], tasks: int) -> str | None:
+        """Why ``sums`` (finite) cannot be this cell's total after its first ``tasks``
+        tasks, or None: the row's width, and the counts, shares and squares in it."""
+        if sums.shape != (self.width,):
+            return f"{sums.shape[0]} sums, where this cell's rows have {self.width}"
+        done = min(self.replications, tasks * self.block)
+        counts, shares, positive = _row_kinds(self)
+        if np.any(sums[positive] < 0.0):
+            return "a sum of half-widths or of squares is negative"
+        of = f"{done} (the replications of {tasks} tasks)"
+        share = sums[shares]
+        if np.any((share < 0.0) | (share > done * (1.0 + 1e-9))):
+            return f"a sum of shares is outside [0, {of}]"
+        count = sums[counts]
+        if np.any((count < 0.0) | (count > done) | (count != np.round(count))):
+            return f"a count is not a whole number from 0 to {of}"
+        if self.layout is not None:
+            histogram = sums[self.layout[1] :]
+            whole = np.all((histogram >= 0.0) & (histogram == np.round(histogram)))
+            if not whole or histogram.sum() != done:
+                return f"the histogram of the replications does not count {done} of them"
+        return None
 
     def run(self, begin: int, end: int, n_threads: int | None) -> npt.NDArray[np.float64]:
         if callable(self.kernel):
@@ -158,6 +189,24 @@ class _Cell:
             n_threads=n_threads,
         )
         return np.asarray(out).reshape(end - begin, -1)
+
+
+def _row_kinds(cell: _Cell) -> tuple[list[int], list[int], list[int]]:
+    """Positions in a compiled kernel's row of (counts of replications, sums of shares in
+    [0, 1], sums that cannot be negative)."""
+    if cell.kernel == "coverage_tasks":
+        step = len(CoverageSums)
+        starts = range(0, cell.width, step)
+        positive = [k + CoverageSums.HALF_WIDTH for k in starts]
+        positive += [k + CoverageSums.HALF_WIDTH_SQUARES for k in starts]
+        return [k + CoverageSums.COVERED for k in starts], [], positive
+    if cell.kernel == "detection_tasks":
+        return [DetectionSums.CLAIMS, DetectionSums.REJECTIONS], [], []
+    if cell.kernel == "budget_tasks":
+        shares = [int(BudgetSums.PAIRS_CORRECT), int(BudgetSums.PAIRS_CORRECT_SQUARES)]
+        positive = [BudgetSums.HALF_WIDTH, BudgetSums.HALF_WIDTH_SQUARES]
+        return [BudgetSums.EXACT_ORDER], shares, positive
+    return [], [], []  # a Python kernel: its histogram (layout) is checked
 
 
 def _python_tasks(
@@ -220,7 +269,7 @@ def _run_cell(
     n_threads: int | None = None,
     bar: _Progress | None = None,
     start: tuple[int, npt.NDArray[np.float64] | None] = (0, None),
-    store: _Checkpoint | None = None,
+    store: Checkpoint | None = None,
     index: int = 0,
 ) -> npt.NDArray[np.float64]:
     """All tasks of one cell, reduced in task order (the local run), from ``start`` (the
@@ -340,13 +389,13 @@ def _execute(
     desc: str,
     checkpoint: str | os.PathLike[str] | None = None,
 ) -> list[npt.NDArray[np.float64]]:
-    if progress not in (None, True, False):
-        raise ValueError(f"progress must be True, False or None (auto); got {progress!r}")
+    if not (progress is None or isinstance(progress, (bool, np.bool_))):
+        raise ValueError(f"progress must be True, False or None (auto); got {one_line(progress)}")
     if executor is not None and not isinstance(executor, Executor):
         raise ValueError(
             f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}"
         )
-    store = None if checkpoint is None else _Checkpoint(checkpoint, cells, desc)
+    store = None if checkpoint is None else _checkpoint(checkpoint, cells, desc)
     try:
         starts = store.resume() if store is not None else [(0, None)] * len(cells)
         bar = _Progress(progress, sum(c.replications for c in cells), desc)
@@ -371,7 +420,7 @@ def _execute_on(
     n_threads: int | None,
     bar: _Progress,
     starts: Sequence[tuple[int, npt.NDArray[np.float64] | None]],
-    store: _Checkpoint | None,
+    store: Checkpoint | None,
 ) -> list[npt.NDArray[np.float64]]:
     """Each cell as a sequence of slices, one slice of a cell on the executor at a time.
 
@@ -413,23 +462,6 @@ def _execute_on(
     return [total for total in totals if total is not None]
 
 
-# ---------------------------------------------------------------------------- checkpoints
-
-_FORMAT = "truescore_fast calibration checkpoint"
-_FORMAT_VERSION = 1
-
-
-class CheckpointRun(os.PathLike[str]):
-    """A checkpoint path and the name of the run in it: a caller that makes several study
-    calls (the command line's ``calibrate detection``) keeps them in one file."""
-
-    def __init__(self, path: str | os.PathLike[str], run: str) -> None:
-        self.path, self.run = os.fspath(path), run
-
-    def __fspath__(self) -> str:
-        return self.path
-
-
 def _fingerprint(cells: Sequence[_Cell]) -> str:
     """SHA-256 of everything that determines the cells' sums."""
     digest = hashlib.sha256()
@@ -455,143 +487,15 @@ def _fingerprint(cells: Sequence[_Cell]) -> str:
     return digest.hexdigest()
 
 
-class _Checkpoint:
-    """The saved states of one run's cells in an append-only JSON Lines file."""
-
-    def __init__(self, path: str | os.PathLike[str], cells: Sequence[_Cell], desc: str) -> None:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"checkpoint must be a file path; got {type(path).__name__}")
-        self.path = Path(path)
-        self.run = path.run if isinstance(path, CheckpointRun) else desc
-        self.cells = cells
-        self.header = {
-            "format": _FORMAT,
-            "version": _FORMAT_VERSION,
-            "run": self.run,
-            "fingerprint": _fingerprint(cells),
-            "truescore_fast": _core.__version__,
-            "study": desc,
-            "cells": len(cells),
-            "replications": sorted({c.replications for c in cells}),
-            "key": [str(k) for k in cells[0].key] if cells else [],
-        }
-        self.file: IO[str] | None = None
-        self.last_save = [time.perf_counter()] * len(cells)
-
-    def _where(self, line: int) -> str:
-        return f"checkpoint {self.path}, line {line}"
-
-    def resume(self) -> list[tuple[int, npt.NDArray[np.float64] | None]]:
-        """The saved state of every cell ((0, None): nothing saved), after checking the
-        file belongs to this run; opens the file for appending."""
-        states: list[tuple[int, npt.NDArray[np.float64] | None]] = [(0, None)] * len(self.cells)
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            data = b""
-        except IsADirectoryError:
-            raise ValueError(f"checkpoint {self.path} is a directory, not a file") from None
-        # a last line without its newline was cut off by an interruption: drop it
-        keep = data[: data.rfind(b"\n") + 1]
-        found_header = False
-        for number, raw in enumerate(keep.splitlines(), 1):
-            try:
-                line = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                raise ValueError(
-                    f"{self._where(number)} is not JSON: the file is damaged"
-                ) from None
-            if not isinstance(line, dict):
-                raise ValueError(f"{self._where(number)} is not a JSON object")
-            if number == 1 and line.get("format") != _FORMAT:
-                raise ValueError(
-                    f"checkpoint {self.path} is not a truescore_fast calibration checkpoint "
-                    "(its first line is not a checkpoint header): name a new file"
-                )
-            if "format" in line:
-                if line.get("version") != _FORMAT_VERSION:
-                    raise ValueError(
-                        f"{self._where(number)}: checkpoint format version "
-                        f"{line.get('version')!r}; this truescore_fast reads version "
-                        f"{_FORMAT_VERSION}"
-                    )
-                if line.get("run") == self.run:
-                    self._check_header(line)
-                    found_header = True
-            elif line.get("run") == self.run:
-                if not found_header:
-                    raise ValueError(f"{self._where(number)}: a record before its run's header")
-                cell, tasks, total = self._record(line, number)
-                if tasks >= states[cell][0]:
-                    states[cell] = (tasks, total)
-        try:
-            if len(keep) != len(data):
-                with open(self.path, "r+b") as file:
-                    file.truncate(len(keep))
-            self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - see close()
-        except OSError as error:
-            raise OSError(
-                error.errno, f"checkpoint {self.path} cannot be written: {error.strerror}"
-            ) from None
-        if not found_header:
-            self._write(self.header, sync=True)
-        return states
-
-    def _check_header(self, line: dict[str, Any]) -> None:
-        if line.get("fingerprint") == self.header["fingerprint"]:
-            return
-        differ = [
-            f"{name} {line.get(name)!r} (this run: {self.header[name]!r})"
-            for name in ("truescore_fast", "cells", "replications", "key")
-            if line.get(name) != self.header[name]
-        ]
-        what = "; ".join(differ) if differ else "its populations, sizes or settings differ"
-        raise ValueError(
-            f"checkpoint {self.path} was written for a different {self.run} run ({what}): "
-            "its results cannot be reused; delete it or name another file"
-        )
-
-    def _record(
-        self, line: dict[str, Any], number: int
-    ) -> tuple[int, int, npt.NDArray[np.float64]]:
-        cell, tasks, sums = line.get("cell"), line.get("tasks"), line.get("sums")
-        if not (isinstance(cell, int) and 0 <= cell < len(self.cells)):
-            raise ValueError(f"{self._where(number)}: no cell {cell!r} in this run")
-        if not (isinstance(tasks, int) and 0 < tasks <= self.cells[cell].n_tasks):
-            raise ValueError(f"{self._where(number)}: {tasks!r} tasks done is out of range")
-        try:
-            total = np.array([float.fromhex(x) for x in sums], dtype=np.float64)  # type: ignore[union-attr]
-        except (TypeError, ValueError):
-            raise ValueError(f"{self._where(number)}: sums must be hexadecimal floats") from None
-        return cell, tasks, total
-
-    def _write(self, line: dict[str, Any], *, sync: bool) -> None:
-        assert self.file is not None
-        self.file.write(json.dumps(line, separators=(",", ":")) + "\n")
-        self.file.flush()
-        if sync:
-            os.fsync(self.file.fileno())
-
-    def save(
-        self, cell: int, tasks: int, total: npt.NDArray[np.float64] | None, *, final: bool
-    ) -> None:
-        """Record that cell ``cell``'s first ``tasks`` tasks sum to ``total``: always when
-        ``final``, else at most every _CHECKPOINT_SECONDS (None: nothing run yet)."""
-        now = time.perf_counter()
-        if total is None or tasks == 0:
-            return
-        if not final and now - self.last_save[cell] < _CHECKPOINT_SECONDS:
-            return
-        self.last_save[cell] = now
-        record = {
-            "run": self.run,
-            "cell": cell,
-            "tasks": tasks,
-            "sums": [float(x).hex() for x in total],
-        }
-        self._write(record, sync=final)
-
-    def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
+def _checkpoint(path: str | os.PathLike[str], cells: Sequence[_Cell], desc: str) -> Checkpoint:
+    """The checkpoint of a sweep of ``cells`` (called ``desc``) in the file ``path``."""
+    header = {
+        "fingerprint": _fingerprint(cells),
+        "truescore_fast": _core.__version__,
+        "study": desc,
+        "cells": len(cells),
+        "replications": sorted({c.replications for c in cells}),
+        "key": [str(k) for k in cells[0].key] if cells else [],
+    }
+    width = max((cell.width for cell in cells), default=0)
+    return Checkpoint(path, desc, header, cells, width=width, every=_CHECKPOINT_SECONDS)

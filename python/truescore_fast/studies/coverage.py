@@ -27,6 +27,7 @@ from truescore_fast._validation import (
     check_labels,
     check_n_threads,
     group_offsets,
+    one_line,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS, TRAITS, code_of
 from truescore_fast.studies._common import (
@@ -76,6 +77,7 @@ def _design(
     if n > big_n:
         raise ValueError(f"n must not exceed the population size {big_n}; got {n}")
     truth = float(np.mean(population))
+    check_choice("design", design, ("srs", "stratified"))
     if design == "srs":
         if strata is not None or allocation is not None:
             raise ValueError("strata and allocation apply only to design='stratified'")
@@ -85,7 +87,6 @@ def _design(
             np.array([n], dtype=np.int64),
             truth,
         )
-    check_choice("design", design, ("srs", "stratified"))
     if strata is None:
         raise ValueError("design='stratified' needs strata (one label per population unit)")
     labels = check_labels("strata", strata, big_n, unit="population unit")
@@ -96,14 +97,14 @@ def _design(
         alloc = np.asarray(_core.proportional_allocation(sizes.astype(np.int64), n))
     elif isinstance(allocation, str):
         raise ValueError(
-            f"allocation must be 'proportional' or per-stratum sizes; got {allocation!r}"
+            f"allocation must be 'proportional' or per-stratum sizes; got {one_line(allocation)}"
         )
     else:
         alloc = np.asarray(allocation)
         if alloc.shape != sizes.shape or not np.issubdtype(alloc.dtype, np.integer):
             raise ValueError(
                 f"allocation must hold one integer per stratum ({sizes.size}, in sorted label "
-                f"order); got {allocation!r}"
+                f"order); got {one_line(allocation)}"
             )
         if alloc.sum() != n or (alloc < 0).any() or (alloc > sizes).any():
             raise ValueError(

@@ -25,6 +25,7 @@ from truescore_fast._validation import (
     check_n_threads,
     check_positive_int,
     float_array,
+    one_line,
 )
 from truescore_fast.audit._methods import FALLBACK_METHODS, code_of
 from truescore_fast.studies._common import (
@@ -153,7 +154,7 @@ def detection_study(
     check_choice("fallback", fallback, FALLBACK_METHODS)
     threads = check_n_threads(n_threads)
     if not isinstance(relabel, (bool, np.bool_)):
-        raise ValueError(f"relabel must be True or False; got {relabel!r}")
+        raise ValueError(f"relabel must be True or False; got {one_line(relabel)}")
     key = philox_key(seed)
     big_n = banks[0][0].shape[0]
     if max(ns) > big_n:
@@ -176,12 +177,12 @@ def detection_study(
                     h = 0.0 if gap == 0 else gap / p_fresh if p_fresh > 0 else math.inf
                     if q > 1.0:
                         raise ValueError(
-                            f"delta = {delta} cannot be planted: only {1 - p_pub:.3f} of the "
+                            f"deltas: {delta} cannot be planted: only {1 - p_pub:.3f} of the "
                             "public answers are incorrect"
                         )
                     if h > 1.0:
                         raise ValueError(
-                            f"form gap {gap} cannot be planted: the fresh forms score only "
+                            f"form_gaps: {gap} cannot be planted: the fresh forms score only "
                             f"{p_fresh:.3f}"
                         )
                     args = (pub, fr, size, bool(relabel), q, h, guard, code_of(fallback), alpha)

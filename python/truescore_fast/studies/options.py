@@ -19,7 +19,7 @@ from typing import Any
 
 from truescore_fast._random import SeedLike
 from truescore_fast._table import StudyTable
-from truescore_fast.studies._engine import CheckpointRun
+from truescore_fast.studies._checkpoint import CheckpointRun
 
 __all__ = ["StudyOptions", "StudyRun", "StudySettings"]
 

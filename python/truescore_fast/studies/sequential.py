@@ -22,6 +22,7 @@ from truescore_fast._validation import (
     check_alpha,
     check_n_threads,
     check_positive_int,
+    one_line,
     real_scalar,
 )
 from truescore_fast.audit._betting import capital_logs, check_horizon, log_bets
@@ -174,7 +175,7 @@ def sequential_study(
     tuned = check_horizon(horizon, n_max, most=big_n)
     key = philox_key(seed)
     if not isinstance(relabel, (bool, np.bool_)):
-        raise ValueError(f"relabel must be True or False; got {relabel!r}")
+        raise ValueError(f"relabel must be True or False; got {one_line(relabel)}")
     # mean public correctness (after relabelling, in expectation: the mean of all labels)
     p_public = (
         float((pub.sum() + fr.sum()) / (pub.size + fr.size)) if relabel else float(pub.mean())
@@ -294,10 +295,18 @@ def _run_rows(
     i x tasks + t of ``key``."""
     tasks = -(-reps // _STUDY_TASK)
     cells = [
-        _Cell(task, args, key, row * tasks, reps, block=_STUDY_TASK)
+        _Cell(task, args, key, row * tasks, reps, block=_STUDY_TASK, layout=_layout(task, args))
         for row, args in enumerate(per_row)
     ]
     return _execute(cells, desc=desc, checkpoint=checkpoint, **engine)
+
+
+def _layout(task: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, int]:
+    """A task's row: (its width, where its histogram of the replications starts)."""
+    if task is _audit_task:  # the sums, the claims per look, the stops at 0..n_max
+        start = len(_AUDIT_SUMS) + len(args[5])
+        return start + args[4] + 1, start
+    return len(_ORDER_SUMS) + args[0] * args[1] + 1, len(_ORDER_SUMS)  # orders 0..r x m
 
 
 def _same_power_parents(

@@ -24,6 +24,8 @@ from truescore_fast._validation import (
     check_choice,
     check_n_threads,
     check_positive_int,
+    check_sequence,
+    one_line,
     real_scalar,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS
@@ -137,7 +139,7 @@ def stress_grid(
         The notes summarise it as Table 6 does (coverage range and settings below the
         nominal level per interval).
     """
-    grid = list(stress_settings() if settings is None else settings)
+    grid = list(stress_settings() if settings is None else check_sequence("settings", settings))
     if not grid:
         raise ValueError("settings must hold at least one StressSetting")
     check_alpha(alpha)
@@ -148,7 +150,7 @@ def stress_grid(
     cells = []
     for c, s in enumerate(grid):
         if not isinstance(s, StressSetting):
-            raise ValueError(f"settings[{c}] must be a StressSetting; got {s!r}")
+            raise ValueError(f"settings[{c}] must be a StressSetting; got {one_line(s)}")
         pop = stress_population(s)
         check_positive_int("n", s.n, minimum=2)
         d = _design(pop, s.n, "srs", None, None)

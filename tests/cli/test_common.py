@@ -1,0 +1,254 @@
+"""What the command line writes and where (cli/_common.py, issue 23): an output file is
+replaced through a unique temporary file only when it is a regular file (or absent),
+written directly when it is a FIFO or a device, followed through a symbolic link; a
+planted temporary name cannot redirect the write; an error or Ctrl-C leaves no temporary
+file. A closed standard output and a refused size are one line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from commands import assert_one_line_error, child_env, run_cli
+from truescore_fast.cli._common import output_file, write_output
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ORDERS = ["shard-orders", "40", "--shards", "4", "--permutations", "3", "--seed", "1"]
+
+
+def expected_orders():
+    code, out, err = run_cli(*ORDERS)
+    assert code == 0, err
+    return out
+
+
+def test_a_new_file_gets_the_umask_mode_and_no_temporary_file_stays(tmp_path):
+    target = tmp_path / "orders.jsonl"
+    old = os.umask(0o027)
+    try:
+        code, _, err = run_cli(*ORDERS, "-o", target)
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    assert target.read_text() == expected_orders()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert os.listdir(tmp_path) == ["orders.jsonl"]
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path):
+    target = tmp_path / "orders.jsonl"
+    target.write_text("old\n")
+    target.chmod(0o604)
+    write_output(str(target), ["new\n"])
+    assert target.read_text() == "new\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o604
+
+
+def test_a_planted_partial_link_cannot_redirect_the_write(tmp_path):
+    # the old scheme wrote FILE.partial, following a link planted under that name
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    target = tmp_path / "out.jsonl"
+    (tmp_path / "out.jsonl.partial").symlink_to(victim)
+    code, _, err = run_cli(*ORDERS, "-o", target)
+    assert code == 0, err
+    assert victim.read_text() == "precious\n"
+    assert target.read_text() == expected_orders() and not target.is_symlink()
+    assert sorted(os.listdir(tmp_path)) == ["out.jsonl", "out.jsonl.partial", "victim.txt"]
+
+
+def test_a_symlink_is_followed_and_its_target_replaced(tmp_path):
+    real = tmp_path / "data" / "orders.jsonl"
+    real.parent.mkdir()
+    real.write_text("old\n")
+    link = tmp_path / "orders.jsonl"
+    link.symlink_to(real)
+    code, _, err = run_cli(*ORDERS, "-o", link)
+    assert code == 0, err
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_text() == expected_orders()
+    assert os.listdir(real.parent) == ["orders.jsonl"]  # the temporary file was beside it
+
+
+def test_a_dangling_symlink_creates_the_file_it_names(tmp_path):
+    real = tmp_path / "made.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    write_output(str(link), ["x\n"])
+    assert link.is_symlink() and real.read_text() == "x\n"
+
+
+def test_a_fifo_is_written_directly_and_stays_a_fifo(tmp_path):
+    fifo = tmp_path / "orders.fifo"
+    os.mkfifo(fifo)
+    received = []
+
+    def read():
+        with open(fifo) as handle:
+            received.append(handle.read())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    code, _, err = run_cli(*ORDERS, "-o", fifo)
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert received == [expected_orders()]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert os.listdir(tmp_path) == ["orders.fifo"]
+
+
+def test_devices_are_written_directly_never_replaced():
+    write_output(os.devnull, ["nothing\n"])
+    assert stat.S_ISCHR(os.lstat(os.devnull).st_mode)
+    if os.path.exists("/dev/full"):  # a full device: one line, the device left as it is
+        code, _, err = run_cli(*ORDERS, "-o", "/dev/full")
+        assert_one_line_error(code, err, "-o", "/dev/full")
+        assert stat.S_ISCHR(os.lstat("/dev/full").st_mode)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="no /dev/stdout")
+def test_dev_stdout_writes_to_the_shells_file_without_replacing_it(tmp_path):
+    # `truescore-fast ... -o /dev/stdout > out` writes through the shell's descriptor: not
+    # a file resolved and renamed over, nor a second truncating open that the summary
+    # printed after it overwrites
+    out = tmp_path / "out.jsonl"
+    with open(out, "wb") as handle:
+        before = os.fstat(handle.fileno()).st_ino
+        proc = subprocess.run(
+            [sys.executable, "-m", "truescore_fast", *ORDERS, "-o", "/dev/stdout"],
+            stdout=handle,
+            stderr=subprocess.PIPE,
+            env=child_env(),
+            timeout=120,
+            check=False,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_ino == before
+    text = out.read_text()
+    assert text.startswith(expected_orders())
+    assert text[len(expected_orders()) :].endswith("wrote 16 orders to /dev/stdout\n")
+
+
+def test_an_error_mid_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    target = tmp_path / "orders.jsonl"
+    target.write_text("kept\n")
+
+    def chunks():
+        yield "half"
+        raise RuntimeError("the producer failed")
+
+    with pytest.raises(RuntimeError):
+        write_output(str(target), chunks())
+    assert target.read_text() == "kept\n" and os.listdir(tmp_path) == ["orders.jsonl"]
+
+
+def test_ctrl_c_in_a_real_process_leaves_no_temporary(tmp_path):
+    # SIGINT while the output is being written: exit 130, the old file, nothing else
+    target = tmp_path / "orders.jsonl"
+    target.write_text("kept\n")
+    code = (
+        "import os, signal, sys\n"
+        "from truescore_fast.cli import _common\n"
+        "def chunks():\n"
+        "    yield 'half'\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    yield 'never'\n"
+        f"_common.write_output({str(target)!r}, chunks())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=child_env(), timeout=120
+    )
+    assert proc.returncode != 0 and b"KeyboardInterrupt" in proc.stderr
+    assert target.read_text() == "kept\n" and os.listdir(tmp_path) == ["orders.jsonl"]
+
+
+def test_a_directory_is_refused_in_one_line(tmp_path):
+    code, _, err = run_cli(*ORDERS, "-o", tmp_path)
+    assert_one_line_error(code, err, "-o", "directory")
+    with pytest.raises(ValueError, match="--plot: .* is a directory"):
+        with output_file(str(tmp_path), flag="--plot", binary=True):
+            pass
+
+
+def test_plot_is_written_through_a_temporary_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "coverage.png"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.png"
+    link.symlink_to(target)
+    code, _, err = run_cli(
+        "calibrate", "coverage", "--replications", "4", "--no-progress", "--plot", link
+    )
+    assert code == 0, err
+    assert target.read_bytes().startswith(b"\x89PNG") and link.is_symlink()
+    assert sorted(os.listdir(tmp_path)) == ["coverage.png", "link.png"]
+
+
+# ---------------------------------------------------------------------------- closed stdout
+
+CLOSED = [
+    ORDERS,
+    ORDERS + ["-o", "{tmp}/orders.jsonl"],
+    ["disclose", "schema"],
+    ["disclose", "template"],
+    ["contamination", str(EXAMPLES / "contamination_sharded.csv"), "--shard-column", "shard"],
+    ["compare", str(EXAMPLES / "compare_example.csv"), "--a-column", "system_a"]
+    + ["--b-column", "system_b"],
+    *(
+        ["calibrate", study, "--replications", "2"]
+        for study in ("coverage", "stress", "detection", "budget", "sequential")
+        + ("sequential-orders",)
+    ),
+]
+
+
+@pytest.mark.parametrize("argv", CLOSED, ids=lambda argv: " ".join(argv[:2]))
+def test_a_closed_stdout_is_one_line_and_exit_141(argv, tmp_path):
+    # descriptor 1 really closed in the child (the shell's >&-), not pointed at devnull
+    words = [word.replace("{tmp}", str(tmp_path)) for word in argv]
+    proc = subprocess.run(
+        [sys.executable, "-m", "truescore_fast", *words],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - no threads in this test
+        env=child_env(),
+        timeout=120,
+        check=False,
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 141, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: standard output is closed"), err
+    assert not (tmp_path / "orders.jsonl").exists()  # nothing ran
+
+
+def test_the_shells_close_gives_the_same_line():
+    proc = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -m truescore_fast disclose schema >&-'],
+        stderr=subprocess.PIPE,
+        env=child_env(),
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 141
+    assert proc.stderr.decode().startswith("error: standard output is closed")
+
+
+def test_a_huge_resample_count_is_one_line():
+    # 10**13 resamples of the 200 examples: the size is refused before allocating
+    code, _, err = run_cli(
+        "compare",
+        EXAMPLES / "compare_example.csv",
+        "--a-column",
+        "system_a",
+        "--b-column",
+        "system_b",
+        "--resamples",
+        str(10**13),
+    )
+    assert_one_line_error(code, err, "--resamples")
