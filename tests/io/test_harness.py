@@ -484,7 +484,6 @@ def test_an_eval_archive_without_samples_and_a_sample_relogged(tmp_path):
         ({"match_key": "id", "metric": 3}, "metric must be a non-empty string"),
         ({"match_key": "id", "harness": "promptfoo"}, "harness"),
         ({"match_key": "id", "public_match_key": " "}, "public_match_key must be"),
-        ({"match_key": "id", "drop_errored": "yes"}, "drop_errored must be True or False"),
     ],
 )
 def test_bad_arguments_name_themselves(tmp_path, kwargs, match):
@@ -492,6 +491,14 @@ def test_bad_arguments_name_themselves(tmp_path, kwargs, match):
     fresh = inspect_log(tmp_path / "fresh.json", [1, 0])
     with pytest.raises(ValueError, match=match):
         tf.read_harness_runs(public, fresh, **kwargs)
+
+
+@pytest.mark.parametrize("flag", ["yes", 1, np.ones((2, 2))])
+def test_drop_errored_must_be_a_bool(tmp_path, flag):
+    public = inspect_log(tmp_path / "pub.json", [1, 0])
+    fresh = inspect_log(tmp_path / "fresh.json", [1, 0])
+    with pytest.raises(TypeError, match="drop_errored must be True or False; got"):
+        tf.read_harness_runs(public, [fresh], match_key="id", drop_errored=flag)
 
 
 def test_a_run_given_twice_is_refused(tmp_path):

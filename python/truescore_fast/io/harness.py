@@ -116,7 +116,7 @@ from typing import Any
 import numpy as np
 
 from truescore_fast._files import STDIN
-from truescore_fast._validation import check_choice, one_line
+from truescore_fast._validation import check_bool, check_choice, one_line
 from truescore_fast.audit.data import ALL_MODELS, AuditData
 from truescore_fast.io._harness_base import (
     HarnessReader,
@@ -233,8 +233,7 @@ def read_harness_runs(
     )
     if metric is not None:
         metric = _check_name("metric", metric)
-    if not isinstance(drop_errored, bool):
-        raise ValueError(f"drop_errored must be True or False; got {drop_errored!r}")
+    check_bool("drop_errored", drop_errored)
     fresh_paths = _as_paths(fresh)
     _check_distinct(public, fresh_paths)
 
