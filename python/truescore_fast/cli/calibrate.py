@@ -277,8 +277,11 @@ def _executor(args: argparse.Namespace) -> Iterator[Any]:
     with contextlib.ExitStack() as stack:
         if address is None:
             cluster = stack.enter_context(
-                distributed.LocalCluster(
-                    n_workers=2, threads_per_worker=1, dashboard_address=None, processes=True
+                distributed.LocalCluster(  # its HTTP server on any free loopback port
+                    n_workers=2,
+                    threads_per_worker=1,
+                    dashboard_address="127.0.0.1:0",
+                    processes=True,
                 )
             )
             address = cluster.scheduler_address
