@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from truescore_fast._core import testing
 
 MAX = 2**64 - 1
