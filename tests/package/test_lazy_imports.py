@@ -155,20 +155,7 @@ def test_import_truescore_fast_loads_only_the_core():
     }
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["compare", "--help"],
-        ["shard-orders", "--help"],
-        ["contamination", "--help"],
-        ["disclose", "--help"],
-        ["disclose", "template", "--help"],
-    ],
-)
-def test_subcommand_help_does_not_import_scipy(argv):
-    names, proc = loaded_modules(*argv)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert not [n for n in names if n.split(".")[0] == "scipy"]
+# Every subcommand's --help: tests/cli/test_help.py (the commands read from the parser).
 
 
 def _modules_listing(name: str) -> list[str]:
