@@ -6,28 +6,13 @@ interpreter that then lists sys.modules. The lists the parsers need without the 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import loaded_modules
 from truescore_fast.cli import _build_parser, _catalog
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-# Runs the command line, then prints sys.modules (however imported) on stderr's last line.
-_RUN_AND_LIST = """
-import json, sys
-from truescore_fast.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as stop:
-    code = stop.code
-finally:
-    print(json.dumps(sorted(sys.modules)), file=sys.stderr)
-sys.exit(code)
-"""
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -48,17 +33,6 @@ def command_paths() -> list[tuple[str, ...]]:
     for command in _subcommands(_build_parser()):
         walk((command,), _subcommands(_build_parser(command))[command])
     return paths
-
-
-def loaded_modules(*argv: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
-    proc = subprocess.run(
-        [sys.executable, "-c", _RUN_AND_LIST, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    return set(json.loads(proc.stderr.strip().splitlines()[-1])), proc
 
 
 def heavy(names: set[str]) -> list[str]:

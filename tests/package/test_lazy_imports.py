@@ -5,13 +5,13 @@ fresh interpreter imported, from ``python -X importtime``)."""
 from __future__ import annotations
 
 import ast
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import truescore_fast
+from commands import loaded_modules
 
 PACKAGE = Path(truescore_fast.__file__).resolve().parent
 
@@ -45,33 +45,6 @@ def importtime_modules(*args: str) -> tuple[set[str], subprocess.CompletedProces
         if line.startswith("import time:") and "|" in line
     }
     return names, proc
-
-
-# Runs the command line in a fresh interpreter, then lists sys.modules (all of them,
-# however imported) on stderr's last line.
-_RUN_AND_LIST = """
-import json, sys
-from truescore_fast.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as stop:
-    code = stop.code
-finally:
-    print(json.dumps(sorted(sys.modules)), file=sys.stderr)
-sys.exit(code)
-"""
-
-
-def loaded_modules(*argv: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
-    """Every module in sys.modules after ``truescore-fast ARGV`` ran, and the process."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _RUN_AND_LIST, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    return set(json.loads(proc.stderr.strip().splitlines()[-1])), proc
 
 
 def heavy(names: set[str]) -> list[str]:
