@@ -4,10 +4,14 @@ integers, on random 64-bit words and the edge values."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from truescore_fast._core import testing
 
+SOURCES = Path(__file__).resolve().parents[2] / "src" / "cpp"
 MAX = 2**64 - 1
 EDGES = [0, 1, 2, 3, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2**63, 2**63 + 1, MAX - 1, MAX]
 
@@ -110,3 +114,16 @@ XCR0_AVX, XCR0_AVX512 = 0b110 | 1, 0b11100110 | 1
 def test_decode_cpuid_reads_the_documented_bits(registers, expected):
     got = testing.decode_cpuid(*registers)
     assert (got["popcnt"], got["avx"], got["avx2"], got["avx512f"]) == tuple(map(bool, expected))
+
+
+def test_only_portable_hpp_uses_compiler_extensions():
+    # unsigned __int128 and __builtin_* exist on GCC and Clang only (MSVC has neither):
+    # everything else goes through portable.hpp, whose branches the tests above check
+    found = [
+        f"{path.relative_to(SOURCES)}:{n}: {line.strip()}"
+        for path in sorted(SOURCES.rglob("*.[ch]pp"))
+        if path.name != "portable.hpp"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"__int128|__builtin_", line.split("//")[0])
+    ]
+    assert found == []
