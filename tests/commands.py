@@ -2,10 +2,12 @@
 process with its streams captured (most tests), ``run_cli_process`` runs it as a child
 process (for what needs one); ``run_calibrate`` and ``run_calibrate_process`` the same for
 ``calibrate``; ``assert_one_line_error`` checks that an error is one
-line, exit code 1, naming the given words."""
+line, exit code 1, naming the given words; ``loaded_modules`` runs it in a fresh
+interpreter and lists every module it loaded."""
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -66,6 +68,33 @@ def run_cli_process(*argv, stdin=None, pre=""):
         input=stdin,
     )
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+# Runs the command line, then prints sys.modules (however imported) on stderr's last line.
+_RUN_AND_LIST = """
+import json, sys
+from truescore_fast.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+finally:
+    print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def loaded_modules(*argv):
+    """Every module in sys.modules after ``truescore-fast ARGV`` ran in a fresh
+    interpreter, and the process."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_LIST, *map(str, argv)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    return set(json.loads(proc.stderr.strip().splitlines()[-1])), proc
 
 
 def child_env(env=None):

@@ -300,4 +300,24 @@ class _Testing(ModuleType):
         counts: npt.ArrayLike, n: int, key0: int, key1: int, task: int, draws: int
     ) -> npt.NDArray[np.int64]: ...
 
+    # portable.hpp's operations, native branch or plain C++ fallback (portable=True)
+    @staticmethod
+    def mul_wide(
+        a: npt.ArrayLike, b: npt.ArrayLike, portable: bool
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+    @staticmethod
+    def div_wide(
+        hi: npt.ArrayLike, lo: npt.ArrayLike, d: npt.ArrayLike, portable: bool
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+    @staticmethod
+    def popcount(x: npt.ArrayLike, bits: int, portable: bool) -> npt.NDArray[np.int64]: ...
+    @staticmethod
+    def cpu_features(from_cpuid: bool) -> dict[str, bool]: ...
+    @staticmethod
+    def decode_cpuid(
+        max_leaf: int, leaf1_ecx: int, leaf7_ebx: int, xcr0: int
+    ) -> dict[str, bool]: ...
+    @staticmethod
+    def has_cpuid() -> bool: ...
+
 testing: _Testing

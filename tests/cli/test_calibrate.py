@@ -353,7 +353,7 @@ def test_dask_scheduler_gives_the_local_result():
     assert code == EXIT_OK, err
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
-        host="127.0.0.1", dashboard_address=None,
+        host="127.0.0.1", dashboard_address="127.0.0.1:0",  # None serves on port 8787
     ) as cluster:  # fmt: skip
         with distributed.Client(cluster) as client:
             code, remote, err = run_cli(*argv, "--dask-scheduler", cluster.scheduler_address)

@@ -5,13 +5,13 @@ fresh interpreter imported, from ``python -X importtime``)."""
 from __future__ import annotations
 
 import ast
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import truescore_fast
+from commands import loaded_modules
 
 PACKAGE = Path(truescore_fast.__file__).resolve().parent
 
@@ -45,33 +45,6 @@ def importtime_modules(*args: str) -> tuple[set[str], subprocess.CompletedProces
         if line.startswith("import time:") and "|" in line
     }
     return names, proc
-
-
-# Runs the command line in a fresh interpreter, then lists sys.modules (all of them,
-# however imported) on stderr's last line.
-_RUN_AND_LIST = """
-import json, sys
-from truescore_fast.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as stop:
-    code = stop.code
-finally:
-    print(json.dumps(sorted(sys.modules)), file=sys.stderr)
-sys.exit(code)
-"""
-
-
-def loaded_modules(*argv: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
-    """Every module in sys.modules after ``truescore-fast ARGV`` ran, and the process."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _RUN_AND_LIST, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    return set(json.loads(proc.stderr.strip().splitlines()[-1])), proc
 
 
 def heavy(names: set[str]) -> list[str]:
@@ -155,20 +128,7 @@ def test_import_truescore_fast_loads_only_the_core():
     }
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["compare", "--help"],
-        ["shard-orders", "--help"],
-        ["contamination", "--help"],
-        ["disclose", "--help"],
-        ["disclose", "template", "--help"],
-    ],
-)
-def test_subcommand_help_does_not_import_scipy(argv):
-    names, proc = loaded_modules(*argv)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert not [n for n in names if n.split(".")[0] == "scipy"]
+# Every subcommand's --help: tests/cli/test_help.py (the commands read from the parser).
 
 
 def _modules_listing(name: str) -> list[str]:

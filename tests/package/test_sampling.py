@@ -101,12 +101,20 @@ def test_a_sample_depends_only_on_key_and_task():
         ([5000, 3000, 2000], 401),
         ([7, 1, 0, 2], 10),
         ([333, 333, 334], 100),
+        # n * size above 2**64: the 128-bit product and division of portable.hpp
+        ([3 * 10**12, 5 * 10**12 + 7, 10**12 + 1], 4 * 10**12 + 3),
+        ([2**40, 2**40 + 1, 3], 2**40),
     ],
 )
 def test_proportional_allocation_is_largest_remainder(sizes, n):
     got = _core.proportional_allocation(np.asarray(sizes, np.int64), n)
     assert got.tolist() == ref_proportional_allocation(sizes, n)
     assert got.sum() == n and (got <= np.asarray(sizes)).all()
+
+
+def test_proportional_allocation_of_empty_strata_is_zero():
+    # every stratum empty: n can only be 0 (this divided by zero, a crash, before)
+    assert _core.proportional_allocation(np.zeros(3, np.int64), 0).tolist() == [0, 0, 0]
 
 
 # ---- inclusion probabilities: every unit n/N (or n_h/N_h) within Monte Carlo error -----

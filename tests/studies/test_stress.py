@@ -32,8 +32,10 @@ def test_stress_grid_on_a_dask_cluster_is_identical():
     kw = dict(replications=300, seed=5, progress=False)
     local = tf.stress_grid(settings, **kw)
     with (
+        # dashboard_address=None would still serve HTTP on port 8787 (and warn, an error
+        # here, when that port is taken): any free port of the loopback interface instead
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

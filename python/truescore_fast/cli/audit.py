@@ -13,12 +13,9 @@ import argparse
 import json
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from truescore_fast._files import STDIN
-from truescore_fast.audit._methods import FALLBACK_METHODS
-from truescore_fast.audit.data import ALL_MODELS, AuditData, read_audit_table
-from truescore_fast.audit.matched_form import matched_form_audits
+from truescore_fast.cli._catalog import HARNESSES, interval_methods
 from truescore_fast.cli._common import (
     SEQUENTIAL_EXIT_HELP,
     ExitCode,
@@ -27,7 +24,11 @@ from truescore_fast.cli._common import (
     integer_flag,
     seed_flag,
 )
-from truescore_fast.io.harness import HARNESSES, read_harness_runs
+
+if TYPE_CHECKING:
+    from truescore_fast.audit.data import AuditData
+
+# The library is imported where it is used: --help loads neither NumPy nor SciPy.
 
 __all__ = ["add_parser", "run_audit"]
 
@@ -108,7 +109,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--fallback",
         default="betting",
-        choices=list(FALLBACK_METHODS),
+        choices=list(interval_methods(fallback_only=True)),
         help="primary interval under the guardrail (default betting)",
     )
     parser.add_argument(
@@ -206,6 +207,9 @@ def _audit_inputs(
     args: argparse.Namespace,
 ) -> tuple[dict[str, AuditData], dict[str, AuditData] | None]:
     """The audit's data and control bank, from the table or from the harness runs."""
+    from truescore_fast._files import STDIN
+    from truescore_fast.audit.data import ALL_MODELS, read_audit_table
+
     if args.public is None:
         if args.file is None:
             raise ValueError(
@@ -261,6 +265,8 @@ def _audit_inputs(
 def _read_runs(public: str, fresh: list[str], options: dict[str, Any]) -> AuditData:
     """:func:`read_harness_runs`, its warnings (parents dropped, a positional match key)
     printed on stderr as one line each."""
+    from truescore_fast.io.harness import read_harness_runs
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         runs = read_harness_runs(public, fresh, **options)
@@ -282,6 +288,8 @@ def run_audit(args: argparse.Namespace) -> int:
     Raises:
         ValueError: unreadable file or bad data (the main CLI turns it into exit 1).
     """
+    from truescore_fast.audit.matched_form import matched_form_audits
+
     check_sequential_only(args, _SEQUENTIAL_FLAGS)
     try:
         data, banks = _audit_inputs(args)  # read once: the audit and the exact test share it

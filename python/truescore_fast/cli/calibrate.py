@@ -28,11 +28,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from truescore_fast._validation import optional_module
-from truescore_fast.audit._methods import INTERVAL_METHODS
+from truescore_fast.cli import _catalog
 from truescore_fast.cli._common import ExitCode, integer_flag, output_file, seed_flag
-from truescore_fast.studies.options import StudyOptions, StudySettings
-from truescore_fast.studies.registry import STUDIES
+
+# The library is imported where it is used: --help loads neither NumPy nor SciPy.
+INTERVAL_METHODS = _catalog.interval_methods()
 
 __all__ = ["add_parser", "run_calibrate"]
 
@@ -57,9 +57,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "study",
-        choices=list(STUDIES),
+        choices=list(_catalog.STUDIES),
         help="which study to run: "
-        + "; ".join(f"{s.name}, {s.summary}" for s in STUDIES.values()),
+        + "; ".join(f"{name}, {summary}" for name, (summary, _) in _catalog.STUDIES.items()),
     )
     data = parser.add_argument_group("your own data (calibrate coverage)")
     data.add_argument(
@@ -97,7 +97,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=integer_flag,
         default=None,
         help="replications per cell (defaults: "
-        + ", ".join(f"{s.name} {s.replications}" for s in STUDIES.values())
+        + ", ".join(f"{name} {reps}" for name, (_, reps) in _catalog.STUDIES.items())
         + ")",
     )
     study.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
@@ -181,6 +181,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     """Run the study, print its tables (text or JSON), optionally save a plot."""
+    from truescore_fast.studies.options import StudyOptions, StudySettings
+    from truescore_fast.studies.registry import STUDIES
+
     _check_flags(args)
     pyplot = _pyplot() if args.plot else None  # a missing matplotlib fails before the run
     study = STUDIES[args.study]
@@ -216,6 +219,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    from truescore_fast.studies.options import StudySettings
+    from truescore_fast.studies.registry import STUDIES
+
     if args.plot is not None and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
         raise ValueError(
             f"--plot must name a .png, .svg or .pdf file (the suffix picks the format); got "
@@ -251,6 +257,8 @@ def _progress(args: argparse.Namespace) -> bool | None:
 
 
 def _pyplot() -> Any:
+    from truescore_fast._validation import optional_module
+
     need = {"requirement": "matplotlib>=3.7", "extra": "plot", "purpose": "--plot"}
     optional_module("matplotlib", **need).use("Agg")
     return optional_module("matplotlib.pyplot", **need)
@@ -267,6 +275,8 @@ def _executor(args: argparse.Namespace) -> Iterator[Any]:
     which needs no ``if __name__ == "__main__"`` guard from the user: this process is the
     command line's), and check that every worker imports this version of truescore-fast.
     """
+    from truescore_fast._validation import optional_module
+
     if args.executor != "dask":
         yield None
         return
@@ -280,8 +290,11 @@ def _executor(args: argparse.Namespace) -> Iterator[Any]:
     with contextlib.ExitStack() as stack:
         if address is None:
             cluster = stack.enter_context(
-                distributed.LocalCluster(
-                    n_workers=2, threads_per_worker=1, dashboard_address=None, processes=True
+                distributed.LocalCluster(  # its HTTP server on any free loopback port
+                    n_workers=2,
+                    threads_per_worker=1,
+                    dashboard_address="127.0.0.1:0",
+                    processes=True,
                 )
             )
             address = cluster.scheduler_address
@@ -296,6 +309,8 @@ def _executor(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def _configured_scheduler() -> str | None:
+    from truescore_fast._validation import optional_module
+
     dask = optional_module(
         "dask", requirement="dask[distributed]>=2024.1", extra="dask", purpose="--executor dask"
     )

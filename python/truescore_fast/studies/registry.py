@@ -5,6 +5,9 @@ replications, the settings each takes and the figure each can draw all come from
 Adding a study is its module (the study function, with its tests) and one
 :class:`Study` entry here; the ``run`` that builds its printed tables can be the
 function itself (:func:`Study.of`) or a preset in ``truescore_fast.studies._presets``.
+Its name, summary and replications are repeated in ``truescore_fast/cli/_catalog.py``,
+from which ``calibrate --help`` lists them without loading NumPy (a test checks the two
+agree).
 """
 
 from __future__ import annotations

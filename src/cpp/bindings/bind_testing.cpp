@@ -128,6 +128,8 @@ py::array_t<std::uint64_t> in_runs(const ArrayI64& sizes, Take take) {
 
 }  // namespace
 
+void bind_portable_testing(py::module_& t);  // bind_portable.cpp
+
 void bind_testing(py::module_& m) {
     py::module_ t = m.def_submodule("testing", "Test-only hooks into the compiled core's samplers (internal).");
     t.def("sample_indices", &sample_indices, py::arg("design"), py::arg("population_size"), py::arg("n"),
@@ -209,4 +211,5 @@ void bind_testing(py::module_& m) {
         py::arg("n"), py::arg("key0"), py::arg("key1"), py::arg("task"), py::arg("sizes"),
         "Uniform integers on [0, n) from one PackedIndexSampler on task `task`'s stream, "
         "taken by fill() in runs of sizes[i].");
+    bind_portable_testing(t);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "truescore/numeric.hpp"
+#include "truescore/portable.hpp"
 
 // The capital passes and the path's divisions run several lanes at once: SSE2 on every
 // x86-64, AVX (chosen at run time) where the CPU has it; plain loops elsewhere. Every lane
@@ -247,8 +248,7 @@ TRUESCORE_TARGET_AVX void lanes_avx(const BettingPath& p, Lanes& r) {
 }
 
 bool cpu_has_avx() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx");
+    return cpu_features().avx;
 }
 #endif
 

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "truescore/portable.hpp"
+
 // AVX-512 kernels (bulk Philox here, index cutting in sampling.hpp) are compiled with
 // function target attributes, so the library still runs on any x86-64 CPU, and chosen at
 // run time. They compute with integers only: their output is bit-identical to the
@@ -40,8 +42,8 @@ namespace simd {
 inline bool& avx512_switch() {
 #ifdef TRUESCORE_AVX512
     static bool on = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
+        const CpuFeatures f = cpu_features();
+        return f.avx512f && f.popcnt;
     }();
 #else
     static bool on = false;
@@ -104,18 +106,13 @@ public:
 
     // Uniform integer on [0, n), n >= 1, unbiased (Lemire's multiply-and-reject).
     std::uint64_t below(std::uint64_t n) {
-        std::uint64_t x = next_u64();
-        unsigned __int128 m = static_cast<unsigned __int128>(x) * n;
-        std::uint64_t low = static_cast<std::uint64_t>(m);
+        std::uint64_t low;
+        std::uint64_t high = mul_wide_u64(next_u64(), n, &low);
         if (low < n) {
             const std::uint64_t threshold = (0 - n) % n;
-            while (low < threshold) {
-                x = next_u64();
-                m = static_cast<unsigned __int128>(x) * n;
-                low = static_cast<std::uint64_t>(m);
-            }
+            while (low < threshold) high = mul_wide_u64(next_u64(), n, &low);
         }
-        return static_cast<std::uint64_t>(m >> 64);
+        return high;
     }
 
 #ifdef TRUESCORE_AVX512
@@ -189,9 +186,7 @@ public:
 
 private:
     static void mulhilo(std::uint64_t a, std::uint64_t b, std::uint64_t* hi, std::uint64_t* lo) {
-        const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
-        *hi = static_cast<std::uint64_t>(p >> 64);
-        *lo = static_cast<std::uint64_t>(p);
+        *hi = mul_wide_u64(a, b, lo);
     }
 
     static constexpr std::size_t kLanes = 2;

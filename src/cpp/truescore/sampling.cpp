@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "truescore/portable.hpp"
+
 namespace truescore {
 
 FisherYatesSampler::FisherYatesSampler(std::size_t population_size) {
@@ -57,12 +59,15 @@ std::vector<std::size_t> proportional_allocation(const std::size_t* stratum_size
     for (std::size_t h = 0; h < n_strata; ++h) total += stratum_sizes[h];
     if (n > total) throw std::invalid_argument("n must not exceed the population size");
     std::vector<std::size_t> alloc(n_strata), order(n_strata);
-    std::vector<unsigned __int128> remainder(n_strata);
+    if (total == 0) return alloc;  // n == 0: nothing to share (and no division by zero)
+    std::vector<std::uint64_t> remainder(n_strata);
     std::size_t given = 0;
     for (std::size_t h = 0; h < n_strata; ++h) {
-        const unsigned __int128 q = static_cast<unsigned __int128>(n) * stratum_sizes[h];
-        alloc[h] = static_cast<std::size_t>(q / total);
-        remainder[h] = q % total;
+        // n * size_h / total, exactly: the product needs 128 bits, the quotient (<= n)
+        // and the remainder (< total) fit in 64.
+        std::uint64_t lo;
+        const std::uint64_t hi = mul_wide_u64(n, stratum_sizes[h], &lo);
+        alloc[h] = static_cast<std::size_t>(div_wide_u64(hi, lo, total, &remainder[h]));
         given += alloc[h];
     }
     std::iota(order.begin(), order.end(), std::size_t{0});

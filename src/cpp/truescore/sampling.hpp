@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "truescore/parallel.hpp"
+#include "truescore/portable.hpp"
 #include "truescore/random.hpp"
 
 namespace truescore {
@@ -199,7 +200,7 @@ private:
         // they are, without compressing.
         __m512i lowest = _mm512_and_si512(q[0], mask);
         for (int r = 1; r < PerWord; ++r) lowest = _mm512_min_epu64(lowest, _mm512_and_si512(q[r], mask));
-        if (__builtin_expect(_mm512_cmplt_epu64_mask(lowest, vt) == 0, 1)) {
+        if (TRUESCORE_LIKELY(_mm512_cmplt_epu64_mask(lowest, vt) == 0)) {
             for (int r = 0; r < PerWord; ++r) _mm512_storeu_si512(out + 8 * r, _mm512_srli_epi64(q[r], Bits));
             return 8 * PerWord;
         }
@@ -330,7 +331,7 @@ private:
                                                     std::uint64_t* out) {
         const __mmask8 ok = _mm512_cmpge_epu64_mask(_mm512_and_si512(q, mask), threshold);
         const __m512i v = _mm512_maskz_compress_epi64(ok, _mm512_srli_epi64(q, Bits));
-        const unsigned got = static_cast<unsigned>(__builtin_popcount(ok));
+        const unsigned got = static_cast<unsigned>(popcount32(ok));
         _mm512_mask_storeu_epi64(out, static_cast<__mmask8>((1u << got) - 1u), v);
         return got;
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "truescore/parallel.hpp"
+#include "truescore/portable.hpp"
 #include "truescore/random.hpp"
 #include "truescore/summation.hpp"
 
@@ -107,8 +108,7 @@ Flipped flipped_sum(const std::uint64_t* dbits, std::size_t n, NextWord next_wor
     for (std::size_t base = 0; base < n; base += 64) {
         const std::uint64_t w = next_word();
         const std::size_t len = std::min<std::size_t>(64, n - base);
-        k += static_cast<std::size_t>(
-            __builtin_popcountll(len == 64 ? w : w & ((std::uint64_t{1} << len) - 1)));
+        k += static_cast<std::size_t>(popcount64(len == 64 ? w : w & ((std::uint64_t{1} << len) - 1)));
         const std::uint64_t* chunk = dbits + base;
         std::size_t j = 0;
         for (; j + 4 <= len; j += 4) {
