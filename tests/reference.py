@@ -311,13 +311,48 @@ def ref_betting_interval(d, population_size=None, alpha=0.05, tol=1e-9):
     return low, high, float(np.mean(d)), 0.5 * (high - low)
 
 
-# The five interval references by method name, each called as (d, population_size, alpha).
+def ref_feasible_gap_range(d, population_size):
+    """The exact values (as Fractions) the mean gap of ``population_size`` parents can take
+    when the gaps ``d`` were scored and the others lie anywhere in [-1, 1]: the unscored
+    gaps all -1, or all +1. Exact rational arithmetic on the doubles of ``d``."""
+    total = sum((Fraction(float(v)) for v in d), Fraction(0))
+    rest = population_size - len(d)
+    return (total - rest) / population_size, (total + rest) / population_size
+
+
+def ref_within_feasible_range(interval, d, population_size, betting=False):
+    """An interval tuple (low, high, estimate, half_width) intersected with
+    :func:`ref_feasible_gap_range` (unchanged without a population, or when it is an
+    empty betting set). The betting half-width is that of the result; the symmetric
+    methods keep theirs."""
+    low, high, estimate, half = interval
+    if not population_size or low > high:
+        return interval
+    first, last = ref_feasible_gap_range(d, population_size)
+    low, high = max(low, float(first)), min(high, float(last))
+    if betting:
+        half = 0.0 if low > high else 0.5 * (high - low)
+    return low, high, estimate, half
+
+
+# The five interval references by method name, each called as (d, population_size, alpha),
+# each within the feasible range when population_size is given.
 INTERVAL_REFERENCES = {
-    "hoeffding": lambda d, pop, alpha: ref_hoeffding_interval(d, alpha),
-    "bernstein": lambda d, pop, alpha: ref_bernstein_interval(d, alpha),
-    "wald": lambda d, pop, alpha: ref_wald_interval(d, pop, alpha),
-    "hoeffding_serfling": lambda d, pop, alpha: ref_hoeffding_serfling_interval(d, pop, alpha),
-    "betting": lambda d, pop, alpha: ref_betting_interval(d, pop, alpha),
+    "hoeffding": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_hoeffding_interval(d, alpha), d, pop
+    ),
+    "bernstein": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_bernstein_interval(d, alpha), d, pop
+    ),
+    "wald": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_wald_interval(d, pop, alpha), d, pop
+    ),
+    "hoeffding_serfling": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_hoeffding_serfling_interval(d, pop, alpha), d, pop
+    ),
+    "betting": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_betting_interval(d, pop, alpha), d, pop, betting=True
+    ),
 }
 
 
@@ -1066,8 +1101,10 @@ def ref_budget_sums(gaps, n, method, alpha, key, cell, replications, block):
 def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05, horizon=None):
     """True when the candidate mean gap ``m`` is rejected at some step by Waudby-Smith &
     Ramdas's hedged betting sequence (c = 3/4, either half of the wealth reaching
-    1/alpha). Bets: horizon-free plug-in sqrt(2 log(2/alpha) / (var t log(1 + t))), or,
-    with a horizon n, sqrt(2 log(2/alpha) / (var max(t, n))). One plain loop per step."""
+    1/alpha), or, with a population, when m lies outside the values the population mean
+    can take given the gaps so far (every other gap -1, or every other +1). Bets:
+    horizon-free plug-in sqrt(2 log(2/alpha) / (var t log(1 + t))), or, with a horizon n,
+    sqrt(2 log(2/alpha) / (var max(t, n))). One plain loop per step."""
     x = [(float(v) + 1.0) / 2.0 for v in d]
     target = (m + 1.0) / 2.0
     log_threshold = math.log(2.0 / alpha)  # log((1/alpha) / (1/2))
@@ -1092,6 +1129,10 @@ def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05, horizon
         if max(log_up, log_down) >= log_threshold:
             return True
         total += xi
+        if population_size is not None and not (
+            total <= population_size * target <= total + (population_size - t)
+        ):
+            return True  # the population mean cannot be m given x_1..x_t
         mu = (0.5 + total) / (t + 1.0)
         sq += (xi - mu) ** 2
         var_prev = (0.25 + sq) / (t + 1.0)

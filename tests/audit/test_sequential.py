@@ -6,12 +6,13 @@ bounds, the control bank, type I error under monitoring, bad input)."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 import truescore_fast as tf
-from reference import ref_betting_sequence_rejects
-from truescore_fast.audit._betting import log_bets, log_capital_max
+from reference import ref_betting_sequence_rejects, ref_feasible_gap_range
+from truescore_fast.audit._betting import FEASIBLE_SLACK, log_bets, log_capital_max
 
 # --------------------------------------------------------------------------------------
 # The betting confidence sequence
@@ -415,3 +416,146 @@ def test_an_all_zero_remainder_does_not_rule_out_the_true_mean():
     for n in (10, 30, 39):
         iv = tf.betting_confidence_sequence(d[:n], population_size=40)
         assert iv.contains(float(d.mean())), n
+
+
+# --------------------------------------------------------------------------------------
+# Near and at the census (issue 22): never empty while the truth stands, never outside
+# the values the data allow. The oracle: the exact feasible range of tests/reference.py
+# (Fractions) and the loop reference's verdict on the true mean.
+# --------------------------------------------------------------------------------------
+
+
+def _assert_within_exact_range(iv, d, population):
+    first, last = ref_feasible_gap_range(d, population)
+    # the range is rounded outward by FEASIBLE_SLACK (64 eps), and never more
+    assert float(first) - 2 * FEASIBLE_SLACK <= iv.low, (iv, float(first))
+    assert iv.high <= float(last) + 2 * FEASIBLE_SLACK, (iv, float(last))
+
+
+def _census_population():
+    # the issue's reproducer: 200 gaps, four +1, two -1, the rest 0 (Delta = 0.01)
+    return np.array([1.0] * 4 + [-1.0] * 2 + [0.0] * 194)
+
+
+@pytest.mark.parametrize("horizon", [None, 199])
+def test_the_census_reproducer_is_never_empty_and_holds_the_truth(horizon):
+    # 199 parents scored in random orders, the unscored one a -1; read at N - 5, N - 1
+    # and N. Before the fix every order was empty at t = N - 1 (the 65-point grid of
+    # [0, 1] has no point inside a feasible range 1/N = 0.005 wide).
+    population, size = _census_population(), 200
+    truth = float(population.mean())
+    rng = np.random.default_rng(2201)
+    held = 0
+    for _ in range(40):
+        d = np.append(rng.permutation(population[:-1]), population[-1])  # the -1 last
+        for t in (size - 5, size - 1):
+            iv = tf.betting_confidence_sequence(d[:t], population_size=size, horizon=horizon)
+            rejected = ref_betting_sequence_rejects(d[:t], truth, size, 0.05, horizon)
+            assert iv.contains(truth) == (not rejected), (t, iv)
+            assert not iv.empty or rejected, (t, iv)
+            _assert_within_exact_range(iv, d[:t], size)
+            held += not rejected
+        census = tf.betting_confidence_sequence(d, population_size=size, horizon=horizon)
+        assert census.low == census.high == truth
+    assert held >= 0.9 * 80  # the truth stands in (nearly) every reading
+
+
+@pytest.mark.parametrize("kind", ["moderate", "sparse"])
+def test_near_census_readings_of_a_thousand_parents(kind):
+    # N = 1,000 read at t = 999 and 995 over 60 orders each: before the fix every sparse
+    # order, and nearly every moderate one, was empty at t = 999.
+    rng = np.random.default_rng(2202 if kind == "moderate" else 2203)
+    size = 1000
+    if kind == "moderate":
+        pub, fr = _gaps(rng, size)
+        population = pub - fr.mean(axis=1)
+    else:
+        population = np.where(rng.random(size) < 0.03, rng.choice([-1.0, 1.0], size), 0.0)
+    truth = float(math.fsum(population) / size)
+    empty = 0
+    for _ in range(60):
+        d = rng.permutation(population)
+        for t in (995, 999):
+            iv = tf.betting_confidence_sequence(d[:t], population_size=size)
+            rejected = ref_betting_sequence_rejects(d[:t], truth, size, 0.05, None)
+            assert iv.contains(truth) == (not rejected), (t, iv)
+            _assert_within_exact_range(iv, d[:t], size)
+            empty += iv.empty
+        census = tf.betting_confidence_sequence(d, population_size=size)
+        assert census.low == census.high == pytest.approx(truth, abs=1e-15)
+    assert empty <= 0.1 * 120
+
+
+def _d_to_forms(d):
+    # +1: public right, fresh wrong; -1: the reverse; 0: both right
+    return (d >= 0).astype(float), (d <= 0).astype(float)
+
+
+def test_the_audit_fed_one_parent_at_a_time_to_the_census():
+    population, size = _census_population(), 200
+    truth = float(population.mean())
+    rng = np.random.default_rng(2204)
+    for _ in range(2):
+        d = np.append(rng.permutation(population[:-1]), population[-1])
+        pub, fr = _d_to_forms(d)
+        audit = tf.SequentialAudit(size, horizon=None)
+        for t in range(1, size + 1):
+            state = audit.update(pub[t - 1 : t], fr[t - 1 : t])
+            assert state.n_parents == t
+            _assert_within_exact_range(state.delta, d[:t], size)
+            if t % 20 == 0 or t >= size - 5:
+                rejected = ref_betting_sequence_rejects(d[:t], truth, size, 0.05, None)
+                assert state.delta.contains(truth) == (not rejected), (t, state.delta)
+        assert state.delta.low == state.delta.high == truth
+
+
+def test_the_quoted_small_population_interval_is_cut_to_what_the_data_allow():
+    # The issue's example: N = 20, n = 18 gaps summing to -1, so Delta lies in
+    # [(-1 - 2) / 20, (-1 + 2) / 20] = [-0.15, 0.05]; the bets alone gave about
+    # [-0.18, 0.10] (the last gap never enters a bet).
+    from truescore_fast import _core
+
+    d = np.array([0, 0, 0, 0, 1, -1, 0, 1, 0, -1, 0, 0, 0, 0, 0, 0, -1, 0], dtype=float)
+    first, last = ref_feasible_gap_range(d, 20)
+    assert (first, last) == (Fraction(-3, 20), Fraction(1, 20))
+    raw = _core.testing.betting_interval_bisection(d, 20.0, 0.05, False)  # the bets alone
+    assert raw[0] == pytest.approx(-0.18, abs=0.005) and raw[1] == pytest.approx(0.10, abs=1e-6)
+    for iv in (
+        tf.betting_interval(d, population_size=20),
+        tf.betting_confidence_sequence(d, population_size=20, horizon=18),
+        tf.hoeffding_serfling_interval(d, population_size=20),
+    ):
+        _assert_within_exact_range(iv, d, 20)
+        assert iv.low == pytest.approx(-0.15, abs=1e-13), iv  # the range is the end
+    assert tf.betting_interval(d, population_size=20).high == pytest.approx(0.05, abs=1e-13)
+
+
+@pytest.mark.parametrize("method", ["hoeffding", "bernstein", "wald", "hoeffding_serfling"])
+def test_every_finite_population_interval_stays_within_the_data(method):
+    rng = np.random.default_rng(2205)
+    for n, size in ((18, 20), (90, 100), (195, 200), (50, 5000)):
+        gaps = np.stack([_census_population()[rng.permutation(200)[:n]] for _ in range(20)])
+        ivs = tf.matched_form_intervals(gaps, population_size=size, methods=(method,))[method]
+        for a in range(20):
+            _assert_within_exact_range(ivs[a], gaps[a], size)
+            assert ivs[a].low <= ivs[a].estimate <= ivs[a].high
+
+
+def test_the_study_reads_the_sequence_the_audit_reports_near_the_census():
+    # studies/sequential.py reads the audit's rule through the capital's first hits:
+    # near the census that includes the feasible range, so a candidate is excluded by
+    # the first hit exactly when betting_confidence_sequence excludes it.
+    from truescore_fast.studies.sequential import _first_hits
+
+    population, size = _census_population(), 200
+    rng = np.random.default_rng(2206)
+    d = np.append(rng.permutation(population[:-1]), population[-1])
+    candidates = np.array([-0.01, 0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.05])
+    x = np.tile((d[:-1] + 1) / 2, (candidates.size, 1))
+    up, down = _first_hits(x, (candidates + 1) / 2, size, 0.05, log_bets(x, 0.05))
+    first = np.minimum(up, down)
+    for t in range(150, size):
+        iv = tf.betting_confidence_sequence(d[:t], population_size=size)
+        for m, hit in zip(candidates, first, strict=True):
+            assert iv.contains(m) == (hit > t), (t, m, iv, hit)
+    assert (first <= size - 1).sum() >= 4  # most candidates do fall by t = N - 1

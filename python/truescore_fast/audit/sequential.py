@@ -40,7 +40,12 @@ from truescore_fast._validation import (
     float_array,
     real_scalar,
 )
-from truescore_fast.audit._betting import check_horizon, check_population, sequence_bounds
+from truescore_fast.audit._betting import (
+    check_horizon,
+    check_population,
+    feasible_gap_range,
+    sequence_bounds,
+)
 from truescore_fast.audit.intervals import Interval
 from truescore_fast.audit.matched_form import (
     _READINGS,
@@ -114,13 +119,22 @@ def betting_confidence_sequence(
     depends only on the gaps before t, so the coverage at every n at once, and at any
     stopping time, is 1 - alpha for every horizon, including one far from where the
     scoring actually stops. The horizon must be fixed before looking at the data (not
-    re-chosen after seeing some of it). Ends are found on a grid and refined to 1e-14,
-    then rounded outward.
+    re-chosen after seeing some of it).
+
+    With ``population_size`` N the sequence never reaches outside the values the data
+    allow: it is intersected with the deterministic range [(sum d - (N - n)) / N,
+    (sum d + (N - n)) / N] of the mean gap given the n gaps scored and N - n unscored ones
+    in [-1, 1] (rounded outward by 64 machine epsilons), and each end is searched within
+    that range, so a few parents short of a census the sequence narrows onto the range
+    instead of falling between candidate points, and at the census it is the exact mean.
+    Each end is the crossing of one half of the capital (monotone in the candidate),
+    bracketed within the range and refined to 1e-14 on the [0, 1] scale, then rounded
+    outward by 1e-12.
 
     Returns:
         An :class:`~truescore_fast.Interval` with method ``"betting sequence"``; ``empty``
-        when every mean has been rejected (the order is not random, or an event of
-        probability at most alpha happened).
+        when every feasible mean has been rejected (the order is not random, or an event
+        of probability at most alpha happened).
 
     Raises:
         ValueError: gaps outside [-1, 1], non-finite, not 1-D or empty; bad alpha,
@@ -138,13 +152,29 @@ def betting_confidence_sequence(
         raise ValueError("d must hold finite gaps in [-1, 1]")
     pop = check_population(population_size, gaps.shape[0])
     tuned = check_horizon(horizon, most=pop)
-    x = (gaps + 1.0) / 2.0
-    low, high, empty = sequence_bounds(x, pop, alpha, tuned)
+    low, high, empty = sequence_bounds((gaps + 1.0) / 2.0, pop, alpha, tuned)
+    return _sequence_interval(low, high, empty, gaps, pop, alpha)
+
+
+def _sequence_interval(
+    low: float,
+    high: float,
+    empty: bool,
+    gaps: npt.NDArray[np.float64],
+    population_size: int | None,
+    alpha: float,
+) -> Interval:
+    """The sequence's ends on the [0, 1] scale as an interval for the mean gap, within
+    the values the data allow (:func:`~truescore_fast.audit._betting.feasible_gap_range`)."""
     estimate = float(np.mean(gaps))
-    if empty:
-        return Interval(estimate, estimate, estimate, "betting sequence", alpha, 0.0, empty=True)
-    lo_d, hi_d = max(2.0 * low - 1.0, -1.0), min(2.0 * high - 1.0, 1.0)
-    return Interval(lo_d, hi_d, estimate, "betting sequence", alpha, (hi_d - lo_d) / 2.0)
+    if not empty:
+        first, last = feasible_gap_range(gaps, population_size)
+        if first == last:  # a census: the mean gap itself (not its round trip through x)
+            return Interval(first, last, estimate, "betting sequence", alpha, 0.0)
+        lo_d, hi_d = max(2.0 * low - 1.0, first), min(2.0 * high - 1.0, last)
+        if lo_d <= hi_d:
+            return Interval(lo_d, hi_d, estimate, "betting sequence", alpha, (hi_d - lo_d) / 2.0)
+    return Interval(estimate, estimate, estimate, "betting sequence", alpha, 0.0, empty=True)
 
 
 def _width_shape(t: float, horizon: int | None) -> float:
@@ -255,7 +285,8 @@ class SequentialAudit:
 
     Args:
         population_size: N, the number of parents (sampling without replacement gives a
-            narrower sequence that closes on the exact Delta when all N are scored).
+            narrower sequence, never outside the values of Delta the parents scored so
+            far allow, that closes on the exact Delta when all N are scored).
         alpha: Error rate of the intervals and of the claim.
         control: ``(public, fresh)`` of a control bank, or None.
         transport_radius: r >= 0, the assumed bound on ``|b - b_C|``.
@@ -402,15 +433,7 @@ class SequentialAudit:
         intervals = {}
         for a in (self.alpha, self.alpha / 2.0):
             low, high, empty = self._sequence(x, a)
-            if empty:
-                intervals[a] = Interval(
-                    estimate, estimate, estimate, "betting sequence", a, 0.0, True
-                )
-            else:
-                lo_d, hi_d = max(2.0 * low - 1.0, -1.0), min(2.0 * high - 1.0, 1.0)
-                intervals[a] = Interval(
-                    lo_d, hi_d, estimate, "betting sequence", a, (hi_d - lo_d) / 2.0
-                )
+            intervals[a] = _sequence_interval(low, high, empty, d, self.population_size, a)
         delta, half = intervals[self.alpha], intervals[self.alpha / 2.0]
         lc, uc = self._control_bounds
         r = self.transport_radius
