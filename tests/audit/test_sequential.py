@@ -559,3 +559,28 @@ def test_the_study_reads_the_sequence_the_audit_reports_near_the_census():
         for m, hit in zip(candidates, first, strict=True):
             assert iv.contains(m) == (hit > t), (t, m, iv, hit)
     assert (first <= size - 1).sum() >= 4  # most candidates do fall by t = N - 1
+
+
+def test_one_parent_may_be_given_as_scalars():
+    # One rule: a scalar public is one parent and fresh is its row (issue 22: a scalar
+    # public was accepted and a scalar fresh refused).
+    pairs = [
+        ((1.0, 0.0), ([1.0], [0.0])),
+        ((0.0, 0.0), ([0.0], [[0.0]])),
+        ((1.0, [0.0, 1.0]), ([1.0], [[0.0, 1.0]])),
+        ((np.float64(0.5), np.array(1.0)), (np.array([0.5]), np.array([1.0]))),
+    ]
+    for scalars, arrays in pairs:
+        one, other = tf.SequentialAudit(50), tf.SequentialAudit(50)
+        for _ in range(3):
+            a, b = one.update(*scalars), other.update(*arrays)
+            assert (a.delta, a.tau, a.fresh_score, a.n_parents) == (
+                b.delta,
+                b.tau,
+                b.fresh_score,
+                b.n_parents,
+            )
+    with pytest.raises(ValueError, match="fresh must be one parent's row"):
+        tf.SequentialAudit().update(1.0, [[0.0, 1.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="fresh must hold one row"):
+        tf.SequentialAudit().update([1.0, 0.0], 0.0)  # two parents, one fresh score

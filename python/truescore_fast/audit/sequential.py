@@ -378,12 +378,22 @@ class SequentialAudit:
         """Add the next parents (in scoring order) and return the new state.
 
         ``public`` has one score in [0, 1] per parent; ``fresh`` one row of K fresh-form
-        scores per parent (or one score each, K = 1), the same K in every update.
+        scores per parent (or one score each, K = 1), the same K in every update. One
+        parent may be given as scalars: a scalar ``public`` is one parent, and ``fresh``
+        is then its row (a scalar for K = 1, or its K scores), so ``update(1.0, 0.0)``
+        is ``update([1.0], [0.0])`` and ``update(1.0, [0.0, 1.0])`` is
+        ``update([1.0], [[0.0, 1.0]])``.
         """
         pub = check_unit_interval("public", public)
         fr = check_unit_interval("fresh", fresh)
         if pub.ndim == 0:
             pub = pub.reshape(1)
+            if fr.ndim > 1:
+                raise ValueError(
+                    "fresh must be one parent's row of fresh-form scores when public is a "
+                    f"scalar (one parent); got shape {fr.shape}"
+                )
+            fr = fr.reshape(1, -1)
         if pub.ndim != 1:
             raise ValueError(f"public must be 1-D (one score per parent); got shape {pub.shape}")
         if fr.ndim == 1 and fr.shape[0] == pub.shape[0]:
