@@ -5,8 +5,10 @@ bounds, the control bank, type I error under monitoring, bad input)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -584,3 +586,85 @@ def test_one_parent_may_be_given_as_scalars():
         tf.SequentialAudit().update(1.0, [[0.0, 1.0], [1.0, 1.0]])
     with pytest.raises(ValueError, match="fresh must hold one row"):
         tf.SequentialAudit().update([1.0, 0.0], 0.0)  # two parents, one fresh score
+
+
+# --------------------------------------------------------------------------------------
+# Width against an independent hedged_cs, and validity from known truth (issue 22): the
+# tables of docs/guide/sequential.md, recomputed by tools/sequential_calibration.py
+# --------------------------------------------------------------------------------------
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _calibration_tool():
+    spec = importlib.util.spec_from_file_location(
+        "sequential_calibration", _ROOT / "tools" / "sequential_calibration.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _guide_tables():
+    """The two tables after the width-table marker of the sequential guide, as
+    {row name: [cells]} each."""
+    text = (_ROOT / "docs" / "guide" / "sequential.md").read_text(encoding="utf-8")
+    tables, current = [], None
+    for line in text.split("<!-- sequential-width-table -->", 1)[1].splitlines():
+        if line.startswith("| ") and not line.startswith("| population"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            current = {} if current is None else current
+            current[cells[0]] = cells[1:]
+        elif current is not None and not line.startswith("|"):
+            tables.append(current)
+            current = None
+    if current is not None:
+        tables.append(current)
+    return tables
+
+
+def test_the_reference_hedged_cs_is_our_sequence_at_truncation_three_quarters(monkeypatch):
+    # The reference is written from the paper; at our truncation (3/4) it must give our
+    # sequence, and at 1/2 our sequence with truncation 1/2, to the bisection's 1e-10.
+    from reference import ref_hedged_cs
+    from truescore_fast.audit import _betting
+
+    tool = _calibration_tool()
+    for shape in tool.SHAPES:
+        d = tool._orders(shape, 5000, 2, 300)
+        for row in d:
+            x = (row + 1) / 2
+            for c in (0.75, 0.5):
+                monkeypatch.setattr(_betting, "_TRUNCATION", c)
+                low, high, empty = _betting.sequence_bounds(x, 5000, 0.05, None)
+                ref = ref_hedged_cs(x, 5000, 0.05, c=c)
+                assert not empty
+                assert low == pytest.approx(ref[0], abs=2e-10) and high == pytest.approx(
+                    ref[1], abs=2e-10
+                ), (shape, c)
+
+
+def test_the_guides_width_table_is_recomputed():
+    tool = _calibration_tool()
+    widths = tool.width_table(orders=20)
+    table = _guide_tables()[0]
+    assert set(table) == set(tool.SHAPES)
+    for shape in tool.SHAPES:
+        assert table[shape] == [f"{widths[(shape, n)]:.2f}" for n in tool.WIDTH_NS], shape
+
+
+def test_time_uniform_miss_rates_from_known_truth():
+    # 2,000 random orders of each whole population (three shapes, N = 200, 1,000 and
+    # 5,000): the sequence may exclude the true Delta at some t <= N - 1 in at most
+    # alpha = 0.05 of them, within 3 Monte Carlo SEs (sqrt(0.05 x 0.95 / 2000) = 0.0049).
+    # The guide's validity table is these rates.
+    tool = _calibration_tool()
+    table = _guide_tables()[1]
+    bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
+    for shape in tool.SHAPES:
+        cells = []
+        for size in tool.VALIDITY_SIZES:
+            rate, se = tool.miss_rate(shape, size, 2000)
+            assert rate <= bound, (shape, size, rate)
+            cells.append(f"{rate:.4f} ({se:.4f})")
+        assert table[shape] == cells, shape
