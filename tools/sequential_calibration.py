@@ -61,9 +61,8 @@ def _orders(shape: str, size: int, count: int, length: int) -> np.ndarray:
 def width_table(orders: int = 20, alpha: float = 0.05) -> dict[tuple[str, int], float]:
     """{(shape, n): mean width of ours / mean width of the reference hedged_cs}."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from reference import ref_hedged_cs
-
     import truescore_fast as tf
+    from reference import ref_hedged_cs
 
     out = {}
     for shape in SHAPES:
