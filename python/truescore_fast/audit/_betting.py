@@ -20,10 +20,13 @@ from truescore_fast._validation import (
 
 __all__ = [
     "FEASIBLE_SLACK",
+    "IncrementalSequence",
+    "RunningSum",
     "capital_logs",
     "check_horizon",
     "check_population",
     "feasible_gap_range",
+    "gap_range",
     "log_bets",
     "log_capital_max",
     "sequence_bounds",
@@ -56,14 +59,45 @@ def feasible_gap_range(
     if population_size is None:
         return -1.0, 1.0
     n = d.shape[0]
+    return gap_range(math.fsum(d.tolist()), n, population_size, float(np.mean(d)))
+
+
+def gap_range(total: float, n: int, population_size: int, mean: float) -> tuple[float, float]:
+    """:func:`feasible_gap_range` from the sum ``total`` of the n gaps (the point ``mean``
+    at a census)."""
     if n == population_size:
-        mean = float(np.mean(d))
         return mean, mean
-    total, rest = math.fsum(d.tolist()), float(population_size - n)
+    rest = float(population_size - n)
     return (
         max(-1.0, (total - rest) / population_size - FEASIBLE_SLACK),
         min(1.0, (total + rest) / population_size + FEASIBLE_SLACK),
     )
+
+
+class RunningSum:
+    """A sum that grows by arrays, compensated (Neumaier): within a rounding or two of
+    math.fsum of everything added, at the cost of what is added."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.carry = 0.0
+        self.count = 0
+
+    def add(self, values: npt.NDArray[np.float64]) -> None:
+        total, carry = self.total, self.carry
+        for v in values.tolist():
+            new = total + v
+            if abs(total) >= abs(v):
+                carry += (total - new) + v
+            else:
+                carry += (v - new) + total
+            total = new
+        self.total, self.carry = total, carry
+        self.count += values.shape[0]
+
+    @property
+    def value(self) -> float:
+        return self.total + self.carry
 
 
 def capital_logs(
@@ -243,6 +277,244 @@ def sequence_bounds(
     if low > high:
         return math.nan, math.nan, True  # the halves' rejections cross: no candidate left
     return low, high, False
+
+
+# The incremental sequence (IncrementalSequence) reports each end to within this share of
+# the sequence's width, outward, and keeps at most _KEEP candidates per end.
+_RESOLUTION = 1.0 / 512.0
+_LADDER = 32
+_KEEP = 64
+
+
+class _End:
+    """One end of an :class:`IncrementalSequence`: the candidates not yet rejected by its
+    half of the capital, in ``key`` = m (the lower end, the up-betting half) or -m (the
+    upper end) ascending, their capital's log now and its running peak, and the key of
+    the innermost candidate rejected so far."""
+
+    def __init__(self, up: bool) -> None:
+        self.up = up
+        self.sign = 1.0 if up else -1.0
+        self.keys = np.empty(0)
+        self.cap = np.empty(0)
+        self.peak = np.empty(0)
+        self.rejected = -math.inf
+
+
+class IncrementalSequence:
+    """The betting confidence sequence of a growing sample, updated at the cost of the new
+    observations (amortised), for :class:`~truescore_fast.SequentialAudit`.
+
+    It keeps, for each end, the capital of a few candidates near it (the up-betting
+    half's for the lower end, the down-betting half's for the upper end), and carries
+    them forward by the new observations alone: the same operations, in the same order,
+    as :func:`sequence_bounds` on the whole sample, so a candidate's capital is the same
+    number. A candidate the half rejects moves its end inward (the half is monotone in
+    the candidate, so everything beyond it is rejected too); new candidates, which need
+    the whole sample replayed, are placed only when the end has moved past those kept:
+    a ladder of 32 candidates 1/512 of the sequence's width apart ahead of each end, and
+    up to 15 candidates per pass in a bracket wider than 2/512 of the width. Each end
+    read from it is thus the innermost rejected candidate rounded outward by 1e-12 (as
+    in :func:`sequence_bounds`), at most 1/200 of the width outside the end
+    :func:`sequence_bounds` finds (2/512 of a width that may have shrunk by a fifth
+    since it was last settled), never inside it; within the feasible range of the
+    population mean. :meth:`exact_bounds` gives :func:`sequence_bounds` itself. As an
+    end drifts about width / (2 t) per observation, a ladder (32 replays of t steps)
+    lasts about t / 8 observations: a constant cost per observation whatever t.
+    """
+
+    def __init__(self, population_size: int | None, alpha: float, horizon: int | None) -> None:
+        self.population_size = population_size
+        self.alpha = alpha
+        self.horizon = horizon
+        self.threshold = math.log(2.0) - math.log(alpha)
+        self._log_2_over_alpha = math.log(2.0) - math.log(alpha)
+        self.t = 0
+        self._x = np.empty(64)
+        self._before = np.empty(64)  # S_{i-1}
+        self._bet = np.empty(64)
+        self._sum = 0.0  # S_t, by the sequential additions np.cumsum makes
+        self._squares = 0.0  # sum of (x_i - mu_i)^2, likewise
+        self._total = RunningSum()  # S_t again, compensated, for the feasible range
+        self._ends = (_End(up=True), _End(up=False))
+        self._width = 1.0
+        self.empty = False
+        self.work = 0  # candidate-steps of capital computed so far (a cost counter)
+
+    @property
+    def x(self) -> npt.NDArray[np.float64]:
+        return self._x[: self.t]
+
+    def _grow(self, size: int) -> None:
+        if size <= self._x.shape[0]:
+            return
+        capacity = max(size, 2 * self._x.shape[0])
+        for name in ("_x", "_before", "_bet"):
+            old = getattr(self, name)
+            new = np.empty(capacity)
+            new[: self.t] = old[: self.t]
+            setattr(self, name, new)
+
+    def extend(self, x: npt.NDArray[np.float64]) -> None:
+        """Add observations (in [0, 1], in order) and carry every candidate forward."""
+        k = x.shape[0]
+        start, stop = self.t, self.t + k
+        self._grow(stop)
+        sums = np.cumsum(np.concatenate(([self._sum], x)))
+        t = np.arange(start + 1, stop + 1, dtype=np.float64)
+        mu = (0.5 + sums[1:]) / (t + 1.0)
+        squares = np.cumsum(np.concatenate(([self._squares], (x - mu) ** 2)))
+        var_prev = ((0.25 + squares) / np.concatenate(([float(start) + 1.0], t + 1.0)))[:-1]
+        if self.horizon is None:
+            log_scale = np.log(t) + np.log(np.log1p(t))
+        else:
+            log_scale = np.log(np.maximum(t, float(self.horizon)))
+        log_bet = 0.5 * (
+            math.log(2.0) + math.log(self._log_2_over_alpha) - np.log(var_prev) - log_scale
+        )
+        self._x[start:stop] = x
+        self._before[start:stop] = sums[:-1]
+        self._bet[start:stop] = np.exp(log_bet)
+        self._sum, self._squares = float(sums[-1]), float(squares[-1])
+        self._total.add(x)
+        old = self.t
+        self.t = stop
+        for end in self._ends:
+            if end.keys.size:
+                steps = self._log_factors(end.sign * end.keys, old, stop, end.up)
+                running = np.cumsum(np.concatenate((end.cap[:, None], steps), axis=1), axis=1)
+                end.cap = running[:, -1].copy()
+                end.peak = np.maximum(end.peak, running[:, 1:].max(axis=1))
+
+    def _log_factors(
+        self, m: npt.NDArray[np.float64], start: int, stop: int, up: bool
+    ) -> npt.NDArray[np.float64]:
+        """log1p of one half's factors at candidates ``m`` for steps start..stop - 1, as
+        :func:`_half_peaks` computes them."""
+        x, bet = self._x[start:stop], self._bet[start:stop]
+        self.work += m.shape[0] * (stop - start)
+        if self.population_size is None:
+            mt = np.broadcast_to(m[:, None], (m.shape[0], stop - start))
+        else:
+            remaining = self.population_size - np.arange(start, stop, dtype=np.float64)
+            mt = np.clip(
+                (self.population_size * m[:, None] - self._before[start:stop]) / remaining,
+                0.0,
+                1.0,
+            )
+        with np.errstate(divide="ignore"):
+            if up:
+                factor = np.minimum(bet, _TRUNCATION / mt) * (x - mt)
+            else:
+                factor = -np.minimum(bet, _TRUNCATION / (1.0 - mt)) * (x - mt)
+        return np.asarray(np.log1p(factor))
+
+    def _feasible(self) -> tuple[float, float]:
+        if self.population_size is None:
+            return 0.0, 1.0
+        total, size = self._total.value, self.population_size
+        return (
+            max(0.0, total / size - _SLACK),
+            min(1.0, (total + size - self.t) / size + _SLACK),
+        )
+
+    def _add(self, end: _End, keys: npt.NDArray[np.float64]) -> None:
+        """New candidates (keys) for ``end``, their capital replayed over every step."""
+        steps = self._log_factors(end.sign * keys, 0, self.t, end.up)
+        running = np.cumsum(steps, axis=1)
+        cap = running[:, -1] if self.t else np.zeros(keys.size)
+        peak = running.max(axis=1) if self.t else np.full(keys.size, -math.inf)
+        merged = np.concatenate((end.keys, keys))
+        order = np.argsort(merged, kind="stable")
+        end.keys = merged[order]
+        end.cap = np.concatenate((end.cap, cap))[order]
+        end.peak = np.concatenate((end.peak, peak))[order]
+
+    def _settle(self, end: _End, first: float, last: float) -> None:
+        """Move ``end`` inward past the candidates its half has rejected, place new ones
+        until its bracket is at most 2 x _RESOLUTION of the width, and keep a ladder of
+        candidates _RESOLUTION of the width apart ahead of it for the observations to
+        come (the slack of 2 lets the width halve before an old ladder needs filling)."""
+        edge, far = (first, last) if end.up else (-last, -first)  # in keys
+        resolution = max(_RESOLUTION * self._width, _TOLERANCE)
+        while True:
+            dead = (end.peak >= self.threshold) | (end.keys < edge)
+            if dead.any():
+                end.rejected = max(end.rejected, float(end.keys[dead].max()))
+            alive = ~dead & (end.keys > end.rejected)
+            end.keys, end.cap, end.peak = end.keys[alive], end.cap[alive], end.peak[alive]
+            inner = max(end.rejected, edge)
+            if inner >= far:
+                return  # every feasible candidate rejected
+            kept = float(end.keys[0]) if end.keys.size else far
+            if end.keys.size and kept - inner <= 2.0 * resolution:
+                break
+            # up to 15 points, about `resolution` apart where the bracket allows
+            count = min(_SECTIONS, max(2, math.ceil((kept - inner) / resolution)))
+            points = inner + np.arange(1, count) / count * (kept - inner)
+            if not end.keys.size:
+                points = np.append(points, far)  # whether anything is kept at all
+            points = np.unique(points[points > inner])
+            if not points.size:
+                break
+            self._add(end, points)
+        if end.keys.size < _LADDER // 2:
+            # The end moves inward about width / (2 t) per observation: a ladder of
+            # candidates `resolution` apart lasts about _LADDER t / 256 observations,
+            # for _LADDER replays of t steps.
+            ladder = float(end.keys[-1]) + resolution * np.arange(1.0, _LADDER + 1.0)
+            ladder = ladder[ladder < far]
+            if ladder.size:
+                self._add(end, ladder)
+        end.keys, end.cap, end.peak = end.keys[:_KEEP], end.cap[:_KEEP], end.peak[:_KEEP]
+
+    def bounds(self) -> tuple[float, float, bool]:
+        """The sequence now, as :func:`sequence_bounds` returns it (ends outward of its
+        by at most _RESOLUTION of the width); at a census the exact mean."""
+        if self.population_size is not None and self.t == self.population_size:
+            mean = float(np.mean(self.x))
+            return mean, mean, False
+        if self.empty:
+            return math.nan, math.nan, True
+        first, last = self._feasible()
+        lower, upper = self._ends
+        while True:
+            for end in self._ends:
+                self._settle(end, first, last)
+            low = max(lower.rejected - _MARGIN, first)
+            high = min(-upper.rejected + _MARGIN, last)
+            if (
+                max(lower.rejected, first) >= last
+                or max(upper.rejected, -last) >= -first
+                or low > high
+            ):
+                self.empty = True
+                return math.nan, math.nan, True
+            # the resolution follows the width: settle again if it shrank by a fifth
+            shrunk = 1.25 * (high - low) < self._width
+            self._width = high - low
+            if not shrunk:
+                return low, high, False
+
+    def exact_bounds(self) -> tuple[float, float, bool]:
+        """:func:`sequence_bounds` of the whole sample (a pass over it per candidate
+        tried), the incremental ends moved to its ends."""
+        if self.population_size is not None and self.t == self.population_size:
+            return self.bounds()
+        low, high, empty = sequence_bounds(self.x, self.population_size, self.alpha, self.horizon)
+        if empty:
+            self.empty = True
+            return low, high, empty
+        first, last = self._feasible()
+        lower, upper = self._ends
+        # Each end is a rejected candidate moved _MARGIN outward: half of that inward is
+        # still rejected (monotone halves), and reads back as the same end to 5e-13.
+        if low > first:
+            lower.rejected = max(lower.rejected, low + 0.5 * _MARGIN)
+        if high < last:
+            upper.rejected = max(upper.rejected, -(high - 0.5 * _MARGIN))
+        self._width = high - low
+        return low, high, False
 
 
 _NO_AUTO = object()  # check_horizon's auto for a function that takes no "auto"
