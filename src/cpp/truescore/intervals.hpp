@@ -131,7 +131,7 @@ GapInterval gap_interval(IntervalMethod method, const double* d, std::size_t n,
                          double population_size, double alpha, double* scratch = nullptr);
 
 // Many audits of size n at once: d is row-major (n_audits, n); population_size is nullptr
-// (none) or one value per audit. For each of n_methods methods and each audit, writes
+// (none) or one value per audit (each interval then within_feasible_range, by gap_interval). For each of n_methods methods and each audit, writes
 // out[m * n_audits + a] for low, high, estimate, half_width (each caller-owned,
 // n_methods * n_audits long). Throws std::invalid_argument naming the first bad audit.
 void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const double* d,
