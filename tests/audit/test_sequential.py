@@ -720,3 +720,26 @@ def test_an_update_costs_what_its_parents_cost():
     per_update = np.diff(np.array(work))
     early, late = per_update[100:200].mean(), per_update[1099:].mean()
     assert late <= 2.0 * early, (early, late)
+
+
+@pytest.mark.parametrize("population", [None, 400, 1000])
+def test_the_incremental_sequence_is_empty_only_when_the_sequence_is(population):
+    # A sorted (far from random) order empties the sequence: the incremental one empties
+    # at the same parent here, and never before the exact one (an empty set must never
+    # be claimed by the resolution of the tracking).
+    from truescore_fast.audit._betting import IncrementalSequence, sequence_bounds
+
+    rng = np.random.default_rng(5)
+    x = (np.sort(rng.choice([-1.0, 0.0, 1.0], size=400, p=[0.3, 0.4, 0.3])) + 1) / 2
+    sequence = IncrementalSequence(population, 0.05, None)
+    first = {}
+    for t in range(1, 401):
+        sequence.extend(x[t - 1 : t])
+        empty = sequence.bounds()[2]
+        if empty or t % 10 == 0 or 140 <= t <= 200:
+            exact = sequence_bounds(x[:t], population, 0.05, None)[2]
+            assert exact or not empty, t
+            for key, value in (("incremental", empty), ("exact", exact)):
+                if value:
+                    first.setdefault(key, t)
+    assert first["incremental"] == first["exact"] < 200, first
