@@ -10,6 +10,9 @@ an independent hedged_cs and its time-uniform miss rate, by simulation.
 * Validity: the share of random orders of a whole population (N = 200, 1,000, 5,000)
   in which the sequence excludes the true mean at some t <= N - 1 (the census itself
   is the exact mean), with its Monte Carlo standard error.
+* Near the census: of random orders of N = 1,000 parents read at t = 999, how many
+  sequences are empty and how many miss the true mean (before issue 22 every sparse
+  one was empty).
 
 docs/guide/sequential.md shows both tables; tests/audit/test_sequential.py recomputes the
 width table and runs the validity check at 2,000 orders for N = 200 and 1,000. Usage:
@@ -100,6 +103,28 @@ def miss_rate(shape: str, size: int, orders: int, alpha: float = 0.05) -> tuple[
     return p, math.sqrt(p * (1.0 - p) / orders)
 
 
+def near_census(shape: str, size: int, orders: int, alpha: float = 0.05) -> tuple[int, int, int]:
+    """(orders whose sequence read at t = N - 1 is empty, orders in which it misses the
+    true mean, empty orders in which the loop reference of tests/reference.py does not
+    reject the true mean: false verdicts) over ``orders`` random orders."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import truescore_fast as tf
+    from reference import ref_betting_sequence_rejects
+
+    pop = population(shape, size)
+    truth = math.fsum(pop) / size
+    rng = np.random.default_rng([25, SHAPES.index(shape), size])
+    empty = missed = false = 0
+    for _ in range(orders):
+        d = rng.permutation(pop)[: size - 1]
+        iv = tf.betting_confidence_sequence(d, population_size=size, alpha=alpha)
+        empty += iv.empty
+        missed += not iv.contains(truth)
+        if iv.empty:
+            false += not ref_betting_sequence_rejects(d, truth, size, alpha)
+    return empty, missed, false
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=2000, help="orders per validity cell")
@@ -121,6 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     for shape in SHAPES:
         cells = [miss_rate(shape, size, args.orders) for size in VALIDITY_SIZES]
         print(f"| {shape} | " + " | ".join(f"{p:.4f} ({se:.4f})" for p, se in cells) + " |")
+    print()
+    print(f"Read at t = N - 1 = 999, {args.orders} orders")
+    print("| population | empty | missing the true mean | empty, the true mean not rejected |")
+    print("|---|---:|---:|---:|")
+    for shape in ("sparse", "moderate"):
+        empty, missed, false = near_census(shape, 1000, args.orders)
+        print(f"| {shape} | {empty} | {missed} | {false} |")
     return 0
 
 
