@@ -77,7 +77,7 @@ def test_the_sequence_is_wider_than_the_fixed_time_interval():
     assert seq.high - seq.low > fixed.high - fixed.low
 
 
-@pytest.mark.parametrize("population", [None, 900])
+@pytest.mark.parametrize("population", [None, 900, 302])  # 302: the range binds
 @pytest.mark.parametrize("seed", range(3))
 def test_read_at_its_horizon_the_sequence_is_the_fixed_time_interval(population, seed):
     # Tuned to n and read at n: the same bets and the same capital as betting_interval
