@@ -311,13 +311,48 @@ def ref_betting_interval(d, population_size=None, alpha=0.05, tol=1e-9):
     return low, high, float(np.mean(d)), 0.5 * (high - low)
 
 
-# The five interval references by method name, each called as (d, population_size, alpha).
+def ref_feasible_gap_range(d, population_size):
+    """The exact values (as Fractions) the mean gap of ``population_size`` parents can take
+    when the gaps ``d`` were scored and the others lie anywhere in [-1, 1]: the unscored
+    gaps all -1, or all +1. Exact rational arithmetic on the doubles of ``d``."""
+    total = sum((Fraction(float(v)) for v in d), Fraction(0))
+    rest = population_size - len(d)
+    return (total - rest) / population_size, (total + rest) / population_size
+
+
+def ref_within_feasible_range(interval, d, population_size, betting=False):
+    """An interval tuple (low, high, estimate, half_width) intersected with
+    :func:`ref_feasible_gap_range` (unchanged without a population, or when it is an
+    empty betting set). The betting half-width is that of the result; the symmetric
+    methods keep theirs."""
+    low, high, estimate, half = interval
+    if not population_size or low > high:
+        return interval
+    first, last = ref_feasible_gap_range(d, population_size)
+    low, high = max(low, float(first)), min(high, float(last))
+    if betting:
+        half = 0.0 if low > high else 0.5 * (high - low)
+    return low, high, estimate, half
+
+
+# The five interval references by method name, each called as (d, population_size, alpha),
+# each within the feasible range when population_size is given.
 INTERVAL_REFERENCES = {
-    "hoeffding": lambda d, pop, alpha: ref_hoeffding_interval(d, alpha),
-    "bernstein": lambda d, pop, alpha: ref_bernstein_interval(d, alpha),
-    "wald": lambda d, pop, alpha: ref_wald_interval(d, pop, alpha),
-    "hoeffding_serfling": lambda d, pop, alpha: ref_hoeffding_serfling_interval(d, pop, alpha),
-    "betting": lambda d, pop, alpha: ref_betting_interval(d, pop, alpha),
+    "hoeffding": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_hoeffding_interval(d, alpha), d, pop
+    ),
+    "bernstein": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_bernstein_interval(d, alpha), d, pop
+    ),
+    "wald": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_wald_interval(d, pop, alpha), d, pop
+    ),
+    "hoeffding_serfling": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_hoeffding_serfling_interval(d, pop, alpha), d, pop
+    ),
+    "betting": lambda d, pop, alpha: ref_within_feasible_range(
+        ref_betting_interval(d, pop, alpha), d, pop, betting=True
+    ),
 }
 
 
@@ -1066,8 +1101,10 @@ def ref_budget_sums(gaps, n, method, alpha, key, cell, replications, block):
 def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05, horizon=None):
     """True when the candidate mean gap ``m`` is rejected at some step by Waudby-Smith &
     Ramdas's hedged betting sequence (c = 3/4, either half of the wealth reaching
-    1/alpha). Bets: horizon-free plug-in sqrt(2 log(2/alpha) / (var t log(1 + t))), or,
-    with a horizon n, sqrt(2 log(2/alpha) / (var max(t, n))). One plain loop per step."""
+    1/alpha), or, with a population, when m lies outside the values the population mean
+    can take given the gaps so far (every other gap -1, or every other +1). Bets:
+    horizon-free plug-in sqrt(2 log(2/alpha) / (var t log(1 + t))), or, with a horizon n,
+    sqrt(2 log(2/alpha) / (var max(t, n))). One plain loop per step."""
     x = [(float(v) + 1.0) / 2.0 for v in d]
     target = (m + 1.0) / 2.0
     log_threshold = math.log(2.0 / alpha)  # log((1/alpha) / (1/2))
@@ -1092,6 +1129,10 @@ def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05, horizon
         if max(log_up, log_down) >= log_threshold:
             return True
         total += xi
+        if population_size is not None and not (
+            total <= population_size * target <= total + (population_size - t)
+        ):
+            return True  # the population mean cannot be m given x_1..x_t
         mu = (0.5 + total) / (t + 1.0)
         sq += (xi - mu) ** 2
         var_prev = (0.25 + sq) / (t + 1.0)
@@ -1116,3 +1157,68 @@ def ref_besag_clifford_null(m: int, h: int) -> dict[float, float]:
             if prob:
                 out[h / j] = out.get(h / j, 0.0) + prob
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# The hedged betting confidence sequence of Waudby-Smith & Ramdas (2023), written from
+# the paper's formulas (JRSS-B 86(1), "Estimating means of bounded random variables by
+# betting", Sections 4 and 6; with the truncation scale of confseq's hedged_cs, 1/2):
+# independent of audit/_betting.py, which the widths of the documentation are set against
+# ---------------------------------------------------------------------------------------
+
+
+def _ref_hedged_half_ever_reaches(x, m, population_size, alpha, c, positive):
+    """Whether theta K_t^+(m) (positive) or (1 - theta) K_t^-(m) reaches 1/alpha at some
+    t, theta = 1/2: K_t^+-(m) = prod_i (1 +- lambda_i^+-(m) (x_i - m_i)), m_i the mean
+    of what is left (N m - sum_{j<i} x_j) / (N - i + 1) (m without a population),
+    lambda_i^+ = min(lambda_i, c / m_i), lambda_i^- = min(lambda_i, c / (1 - m_i)),
+    lambda_i = sqrt(2 log(2/alpha) / (sigma_{i-1}^2 i log(1 + i))), sigma_i^2 =
+    (1/4 + sum_{j<=i} (x_j - mu_j)^2) / (i + 1), mu_i = (1/2 + sum_{j<=i} x_j) / (i + 1)."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    i = np.arange(1, n + 1, dtype=np.float64)
+    sums = np.cumsum(x)
+    mu = (0.5 + sums) / (i + 1.0)
+    sigma2 = (0.25 + np.cumsum((x - mu) ** 2)) / (i + 1.0)
+    sigma2_prev = np.concatenate(([0.25], sigma2[:-1]))
+    lam = np.sqrt(2.0 * math.log(2.0 / alpha) / (sigma2_prev * i * np.log1p(i)))
+    if population_size is None:
+        mi = np.full(n, m)
+    else:
+        before = np.concatenate(([0.0], sums[:-1]))
+        mi = (population_size * m - before) / (population_size - i + 1.0)
+        # a mean too low (this half) or too high (the other) for these draws: no
+        # population with it could have given them
+        if np.any(mi < 0.0) if positive else np.any(mi > 1.0):
+            return True
+    with np.errstate(divide="ignore"):
+        if positive:
+            bet = np.minimum(lam, c / mi)
+            log_capital = np.cumsum(np.log1p(bet * (x - mi)))
+        else:
+            bet = np.minimum(lam, c / (1.0 - mi))
+            log_capital = np.cumsum(np.log1p(-bet * (x - mi)))
+    return bool(np.any(log_capital + math.log(0.5) >= -math.log(alpha)))
+
+
+def ref_hedged_cs(x, population_size=None, alpha=0.05, c=0.5, tol=1e-10):
+    """Waudby-Smith & Ramdas's hedged capital confidence sequence (predictable plug-in
+    bets, truncation scale ``c``, theta = 1/2) for the mean of ``x`` in [0, 1], read after
+    all of ``x`` as its running intersection: the candidates m whose hedged capital
+    max(theta K_t^+, (1 - theta) K_t^-) never reached 1/alpha. Each half is monotone in m,
+    so each end is a bisection to ``tol`` on its half alone. Returns (low, high) on the
+    [0, 1] scale, the outer (rejected) points of the bisections."""
+
+    def end(positive):
+        rejected, kept = (0.0, 1.0) if positive else (1.0, 0.0)
+        if not _ref_hedged_half_ever_reaches(x, rejected, population_size, alpha, c, positive):
+            return rejected
+        while abs(kept - rejected) > tol:
+            mid = 0.5 * (rejected + kept)
+            if _ref_hedged_half_ever_reaches(x, mid, population_size, alpha, c, positive):
+                rejected = mid
+            else:
+                kept = mid
+        return rejected
+
+    return end(True), end(False)

@@ -5,13 +5,16 @@ bounds, the control bank, type I error under monitoring, bad input)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 import truescore_fast as tf
-from reference import ref_betting_sequence_rejects
-from truescore_fast.audit._betting import log_bets, log_capital_max
+from reference import ref_betting_sequence_rejects, ref_feasible_gap_range
+from truescore_fast.audit._betting import FEASIBLE_SLACK, log_bets, log_capital_max
 
 # --------------------------------------------------------------------------------------
 # The betting confidence sequence
@@ -74,7 +77,7 @@ def test_the_sequence_is_wider_than_the_fixed_time_interval():
     assert seq.high - seq.low > fixed.high - fixed.low
 
 
-@pytest.mark.parametrize("population", [None, 900])
+@pytest.mark.parametrize("population", [None, 900, 302])  # 302: the range binds
 @pytest.mark.parametrize("seed", range(3))
 def test_read_at_its_horizon_the_sequence_is_the_fixed_time_interval(population, seed):
     # Tuned to n and read at n: the same bets and the same capital as betting_interval
@@ -415,3 +418,328 @@ def test_an_all_zero_remainder_does_not_rule_out_the_true_mean():
     for n in (10, 30, 39):
         iv = tf.betting_confidence_sequence(d[:n], population_size=40)
         assert iv.contains(float(d.mean())), n
+
+
+# --------------------------------------------------------------------------------------
+# Near and at the census (issue 22): never empty while the truth stands, never outside
+# the values the data allow. The oracle: the exact feasible range of tests/reference.py
+# (Fractions) and the loop reference's verdict on the true mean.
+# --------------------------------------------------------------------------------------
+
+
+def _assert_within_exact_range(iv, d, population):
+    first, last = ref_feasible_gap_range(d, population)
+    # the range is rounded outward by FEASIBLE_SLACK (64 eps), and never more
+    assert float(first) - 2 * FEASIBLE_SLACK <= iv.low, (iv, float(first))
+    assert iv.high <= float(last) + 2 * FEASIBLE_SLACK, (iv, float(last))
+
+
+def _census_population():
+    # the issue's reproducer: 200 gaps, four +1, two -1, the rest 0 (Delta = 0.01)
+    return np.array([1.0] * 4 + [-1.0] * 2 + [0.0] * 194)
+
+
+@pytest.mark.parametrize("horizon", [None, 199])
+def test_the_census_reproducer_is_never_empty_and_holds_the_truth(horizon):
+    # 199 parents scored in random orders, the unscored one a -1; read at N - 5, N - 1
+    # and N. Before the fix every order was empty at t = N - 1 (the 65-point grid of
+    # [0, 1] has no point inside a feasible range 1/N = 0.005 wide).
+    population, size = _census_population(), 200
+    truth = float(population.mean())
+    rng = np.random.default_rng(2201)
+    held = 0
+    for _ in range(40):
+        d = np.append(rng.permutation(population[:-1]), population[-1])  # the -1 last
+        for t in (size - 5, size - 1):
+            iv = tf.betting_confidence_sequence(d[:t], population_size=size, horizon=horizon)
+            rejected = ref_betting_sequence_rejects(d[:t], truth, size, 0.05, horizon)
+            assert iv.contains(truth) == (not rejected), (t, iv)
+            assert not iv.empty or rejected, (t, iv)
+            _assert_within_exact_range(iv, d[:t], size)
+            held += not rejected
+        census = tf.betting_confidence_sequence(d, population_size=size, horizon=horizon)
+        assert census.low == census.high == truth
+    assert held >= 0.9 * 80  # the truth stands in (nearly) every reading
+
+
+@pytest.mark.parametrize("kind", ["moderate", "sparse"])
+def test_near_census_readings_of_a_thousand_parents(kind):
+    # N = 1,000 read at t = 999 and 995 over 60 orders each: before the fix every sparse
+    # order, and nearly every moderate one, was empty at t = 999.
+    rng = np.random.default_rng(2202 if kind == "moderate" else 2203)
+    size = 1000
+    if kind == "moderate":
+        pub, fr = _gaps(rng, size)
+        population = pub - fr.mean(axis=1)
+    else:
+        population = np.where(rng.random(size) < 0.03, rng.choice([-1.0, 1.0], size), 0.0)
+    truth = float(math.fsum(population) / size)
+    empty = 0
+    for _ in range(60):
+        d = rng.permutation(population)
+        for t in (995, 999):
+            iv = tf.betting_confidence_sequence(d[:t], population_size=size)
+            rejected = ref_betting_sequence_rejects(d[:t], truth, size, 0.05, None)
+            assert iv.contains(truth) == (not rejected), (t, iv)
+            _assert_within_exact_range(iv, d[:t], size)
+            empty += iv.empty
+        census = tf.betting_confidence_sequence(d, population_size=size)
+        assert census.low == census.high == pytest.approx(truth, abs=1e-15)
+    assert empty <= 0.1 * 120
+
+
+def _d_to_forms(d):
+    # +1: public right, fresh wrong; -1: the reverse; 0: both right
+    return (d >= 0).astype(float), (d <= 0).astype(float)
+
+
+def test_the_audit_fed_one_parent_at_a_time_to_the_census():
+    population, size = _census_population(), 200
+    truth = float(population.mean())
+    rng = np.random.default_rng(2204)
+    for _ in range(2):
+        d = np.append(rng.permutation(population[:-1]), population[-1])
+        pub, fr = _d_to_forms(d)
+        audit = tf.SequentialAudit(size, horizon=None)
+        for t in range(1, size + 1):
+            state = audit.update(pub[t - 1 : t], fr[t - 1 : t])
+            assert state.n_parents == t
+            _assert_within_exact_range(state.delta, d[:t], size)
+            if t % 20 == 0 or t >= size - 5:
+                # never a false verdict: the truth stands, so the audit holds it (its
+                # ends may lie a little outside the exact ones, see IncrementalSequence)
+                if not ref_betting_sequence_rejects(d[:t], truth, size, 0.05, None):
+                    assert state.delta.contains(truth), (t, state.delta)
+        assert state.delta.low == state.delta.high == truth
+
+
+def test_the_quoted_small_population_interval_is_cut_to_what_the_data_allow():
+    # The issue's example: N = 20, n = 18 gaps summing to -1, so Delta lies in
+    # [(-1 - 2) / 20, (-1 + 2) / 20] = [-0.15, 0.05]; the bets alone gave about
+    # [-0.18, 0.10] (the last gap never enters a bet).
+    from truescore_fast import _core
+
+    d = np.array([0, 0, 0, 0, 1, -1, 0, 1, 0, -1, 0, 0, 0, 0, 0, 0, -1, 0], dtype=float)
+    first, last = ref_feasible_gap_range(d, 20)
+    assert (first, last) == (Fraction(-3, 20), Fraction(1, 20))
+    raw = _core.testing.betting_interval_bisection(d, 20.0, 0.05, False)  # the bets alone
+    assert raw[0] == pytest.approx(-0.18, abs=0.005) and raw[1] == pytest.approx(0.10, abs=1e-6)
+    for iv in (
+        tf.betting_interval(d, population_size=20),
+        tf.betting_confidence_sequence(d, population_size=20, horizon=18),
+        tf.hoeffding_serfling_interval(d, population_size=20),
+    ):
+        _assert_within_exact_range(iv, d, 20)
+        assert iv.low == pytest.approx(-0.15, abs=1e-13), iv  # the range is the end
+    assert tf.betting_interval(d, population_size=20).high == pytest.approx(0.05, abs=1e-13)
+
+
+@pytest.mark.parametrize("method", ["hoeffding", "bernstein", "wald", "hoeffding_serfling"])
+def test_every_finite_population_interval_stays_within_the_data(method):
+    rng = np.random.default_rng(2205)
+    for n, size in ((18, 20), (90, 100), (195, 200), (50, 5000)):
+        gaps = np.stack([_census_population()[rng.permutation(200)[:n]] for _ in range(20)])
+        ivs = tf.matched_form_intervals(gaps, population_size=size, methods=(method,))[method]
+        for a in range(20):
+            _assert_within_exact_range(ivs[a], gaps[a], size)
+            assert ivs[a].low <= ivs[a].estimate <= ivs[a].high
+
+
+def test_the_study_reads_the_sequence_the_audit_reports_near_the_census():
+    # studies/sequential.py reads the audit's rule through the capital's first hits:
+    # near the census that includes the feasible range, so a candidate is excluded by
+    # the first hit exactly when betting_confidence_sequence excludes it.
+    from truescore_fast.studies.sequential import _first_hits
+
+    population, size = _census_population(), 200
+    rng = np.random.default_rng(2206)
+    d = np.append(rng.permutation(population[:-1]), population[-1])
+    candidates = np.array([-0.01, 0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.05])
+    x = np.tile((d[:-1] + 1) / 2, (candidates.size, 1))
+    up, down = _first_hits(x, (candidates + 1) / 2, size, 0.05, log_bets(x, 0.05))
+    first = np.minimum(up, down)
+    for t in range(150, size):
+        iv = tf.betting_confidence_sequence(d[:t], population_size=size)
+        for m, hit in zip(candidates, first, strict=True):
+            assert iv.contains(m) == (hit > t), (t, m, iv, hit)
+    assert (first <= size - 1).sum() >= 4  # most candidates do fall by t = N - 1
+
+
+def test_one_parent_may_be_given_as_scalars():
+    # One rule: a scalar public is one parent and fresh is its row (issue 22: a scalar
+    # public was accepted and a scalar fresh refused).
+    pairs = [
+        ((1.0, 0.0), ([1.0], [0.0])),
+        ((0.0, 0.0), ([0.0], [[0.0]])),
+        ((1.0, [0.0, 1.0]), ([1.0], [[0.0, 1.0]])),
+        ((np.float64(0.5), np.array(1.0)), (np.array([0.5]), np.array([1.0]))),
+    ]
+    for scalars, arrays in pairs:
+        one, other = tf.SequentialAudit(50), tf.SequentialAudit(50)
+        for _ in range(3):
+            a, b = one.update(*scalars), other.update(*arrays)
+            assert (a.delta, a.tau, a.fresh_score, a.n_parents) == (
+                b.delta,
+                b.tau,
+                b.fresh_score,
+                b.n_parents,
+            )
+    with pytest.raises(ValueError, match="fresh must be one parent's row"):
+        tf.SequentialAudit().update(1.0, [[0.0, 1.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="fresh must hold one row"):
+        tf.SequentialAudit().update([1.0, 0.0], 0.0)  # two parents, one fresh score
+
+
+# --------------------------------------------------------------------------------------
+# Width against an independent hedged_cs, and validity from known truth (issue 22): the
+# tables of docs/guide/sequential.md, recomputed by tools/sequential_calibration.py
+# --------------------------------------------------------------------------------------
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _calibration_tool():
+    spec = importlib.util.spec_from_file_location(
+        "sequential_calibration", _ROOT / "tools" / "sequential_calibration.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _guide_tables():
+    """The two tables after the width-table marker of the sequential guide, as
+    {row name: [cells]} each."""
+    text = (_ROOT / "docs" / "guide" / "sequential.md").read_text(encoding="utf-8")
+    tables, current = [], None
+    for line in text.split("<!-- sequential-width-table -->", 1)[1].splitlines():
+        if line.startswith("| ") and not line.startswith("| population"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            current = {} if current is None else current
+            current[cells[0]] = cells[1:]
+        elif current is not None and not line.startswith("|"):
+            tables.append(current)
+            current = None
+    if current is not None:
+        tables.append(current)
+    return tables
+
+
+def test_the_reference_hedged_cs_is_our_sequence_at_truncation_three_quarters(monkeypatch):
+    # The reference is written from the paper; at our truncation (3/4) it must give our
+    # sequence, and at 1/2 our sequence with truncation 1/2, to the bisection's 1e-10.
+    from reference import ref_hedged_cs
+    from truescore_fast.audit import _betting
+
+    tool = _calibration_tool()
+    for shape in tool.SHAPES:
+        d = tool._orders(shape, 5000, 2, 300)
+        for row in d:
+            x = (row + 1) / 2
+            for c in (0.75, 0.5):
+                monkeypatch.setattr(_betting, "_TRUNCATION", c)
+                low, high, empty = _betting.sequence_bounds(x, 5000, 0.05, None)
+                ref = ref_hedged_cs(x, 5000, 0.05, c=c)
+                assert not empty
+                assert low == pytest.approx(ref[0], abs=2e-10) and high == pytest.approx(
+                    ref[1], abs=2e-10
+                ), (shape, c)
+
+
+def test_the_guides_width_table_is_recomputed():
+    tool = _calibration_tool()
+    widths = tool.width_table(orders=20)
+    table = _guide_tables()[0]
+    assert set(table) == set(tool.SHAPES)
+    for shape in tool.SHAPES:
+        assert table[shape] == [f"{widths[(shape, n)]:.2f}" for n in tool.WIDTH_NS], shape
+
+
+def test_time_uniform_miss_rates_from_known_truth():
+    # 2,000 random orders of each whole population (three shapes, N = 200, 1,000 and
+    # 5,000): the sequence may exclude the true Delta at some t <= N - 1 in at most
+    # alpha = 0.05 of them, within 3 Monte Carlo SEs (sqrt(0.05 x 0.95 / 2000) = 0.0049).
+    # The guide's validity table is these rates.
+    tool = _calibration_tool()
+    table = _guide_tables()[1]
+    bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
+    for shape in tool.SHAPES:
+        cells = []
+        for size in tool.VALIDITY_SIZES:
+            rate, se = tool.miss_rate(shape, size, 2000)
+            assert rate <= bound, (shape, size, rate)
+            cells.append(f"{rate:.4f} ({se:.4f})")
+        assert table[shape] == cells, shape
+
+
+# --------------------------------------------------------------------------------------
+# SequentialAudit.update at the cost of its new parents (issue 22)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("population", "horizon", "batch"),
+    [(2000, None, 1), (None, None, 7), (2000, 600, 1), (700, None, 50), (700, 700, 3)],
+)
+def test_the_incremental_sequence_is_the_sequence_to_a_200th_of_its_width(
+    population, horizon, batch
+):
+    # Fed in batches, the incremental sequence's ends are never inside those of
+    # sequence_bounds on the whole sample, and at most 1/200 of the width (plus the
+    # 1e-12 rounding) outside; it is empty exactly when they are.
+    from truescore_fast.audit._betting import IncrementalSequence, sequence_bounds
+
+    rng = np.random.default_rng(2207 + batch)
+    pub, fr = _gaps(rng, 700)
+    x = (pub - fr.mean(axis=1) + 1) / 2
+    sequence = IncrementalSequence(population, 0.05, horizon)
+    for start in range(0, 690, batch):
+        sequence.extend(x[start : start + batch])
+        t = sequence.t
+        low, high, empty = sequence.bounds()
+        if t % 70 < batch or t < 12:
+            want = sequence_bounds(x[:t], population, 0.05, horizon)
+            assert empty == want[2], t
+            slack = (want[1] - want[0]) / 200 + 2e-12
+            assert want[0] - slack <= low <= want[0], (t, low, want)
+            assert want[1] <= high <= want[1] + slack, (t, high, want)
+
+
+def test_an_update_costs_what_its_parents_cost():
+    # The work an update does (candidate-steps of capital computed, counted by the
+    # sequence) does not grow with the parents already scored: the last 100 of 1,200
+    # single-parent updates cost about what updates 101 to 200 did. Recomputing from
+    # scratch (as before issue 22) would cost 6 to 12 times more there.
+    rng = np.random.default_rng(2208)
+    pub, fr = _gaps(rng, 1200)
+    audit = tf.SequentialAudit(3000, horizon=None)
+    work = []
+    for i in range(1200):
+        audit.update(pub[i], fr[i])
+        work.append(sum(s.work for s in audit._sequences.values()))
+    per_update = np.diff(np.array(work))
+    early, late = per_update[100:200].mean(), per_update[1099:].mean()
+    assert late <= 2.0 * early, (early, late)
+
+
+@pytest.mark.parametrize("population", [None, 400, 1000])
+def test_the_incremental_sequence_is_empty_only_when_the_sequence_is(population):
+    # A sorted (far from random) order empties the sequence: the incremental one empties
+    # at the same parent here, and never before the exact one (an empty set must never
+    # be claimed by the resolution of the tracking).
+    from truescore_fast.audit._betting import IncrementalSequence, sequence_bounds
+
+    rng = np.random.default_rng(5)
+    x = (np.sort(rng.choice([-1.0, 0.0, 1.0], size=400, p=[0.3, 0.4, 0.3])) + 1) / 2
+    sequence = IncrementalSequence(population, 0.05, None)
+    first = {}
+    for t in range(1, 401):
+        sequence.extend(x[t - 1 : t])
+        empty = sequence.bounds()[2]
+        if empty or t % 10 == 0 or 140 <= t <= 200:
+            exact = sequence_bounds(x[:t], population, 0.05, None)[2]
+            assert exact or not empty, t
+            for key, value in (("incremental", empty), ("exact", exact)):
+                if value:
+                    first.setdefault(key, t)
+    assert first["incremental"] == first["exact"] < 200, first

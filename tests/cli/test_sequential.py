@@ -174,3 +174,27 @@ def test_a_control_bank_without_the_model_names_the_flag(tmp_path):
     argv = ["audit", AUDIT, "--sequential", "--population-size", "2000", "--control", control]
     code, _, err = run_cli(*argv)
     assert_one_line_error(code, err, "--control has no rows for model")
+
+
+def test_audit_a_parent_short_of_the_census_is_not_a_false_verdict(tmp_path):
+    # Issue 22's reproducer: 200 gaps (four +1, two -1, the rest 0; Delta = 0.01), 199
+    # scored in a random order, the unscored one a -1. It used to print "empty ... no
+    # value is consistent with the data in this order"; now the sequence holds Delta and
+    # lies within the values the 199 parents allow.
+    gaps = np.random.default_rng(22).permutation([1.0] * 4 + [-1.0] + [0.0] * 194)
+    path = tmp_path / "near_census.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["model", "parent", "form", "correct"])
+        for i, g in enumerate(gaps):
+            writer.writerow(["m", f"p{i}", "public", int(g >= 0)])
+            writer.writerow(["m", f"p{i}", "fresh1", int(g <= 0)])
+    code, out, err = run_cli(
+        "audit", str(path), "--sequential", "--population-size", "200", "--json"
+    )
+    delta = json.loads(out)["models"]["m"]["delta"]
+    assert not delta["empty"], (code, err)
+    assert delta["low"] <= 0.01 <= delta["high"]
+    assert 0.01 - 1e-12 <= delta["low"] and delta["high"] <= 0.02 + 1e-12  # (3 -/+ 1) / 200
+    code, out, _ = run_cli("audit", str(path), "--sequential", "--population-size", "200")
+    assert "empty" not in out and "not consistent" not in out

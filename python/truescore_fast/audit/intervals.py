@@ -26,6 +26,12 @@ Intervals (level 1 - alpha, range R = 2):
   order of the gaps** (the bets are predictable); the audit fixes the order with a
   recorded seed so it is never an accident of the file.
 
+With ``population_size`` N every interval is intersected with the values the data allow:
+the deterministic range [(sum d - (N - n)) / N, (sum d + (N - n)) / N] of the mean gap of
+N parents given the n gaps scored and N - n unscored ones in [-1, 1] (rounded outward by
+64 machine epsilons; the point Delta-hat at a census). ``half_width`` stays each method's
+own half-width, except the betting interval's, which is (high - low) / 2 of the result.
+
 References:
     Waudby-Smith & Ramdas (2020, 2023), "Confidence sequences for sampling without
     replacement"; "Estimating means of bounded random variables by betting".
@@ -223,7 +229,8 @@ def wald_interval(
     d: npt.ArrayLike, *, population_size: int | None = None, alpha: float = 0.05
 ) -> Interval:
     """Normal-approximation interval, with the finite-population correction 1 - n/N when
-    ``population_size`` is given.
+    ``population_size`` is given (and then within the values the data allow, see the
+    module docstring).
 
     Not valid for small or sparse audits: when few gaps are nonzero it undercovers badly
     (measured in the tests: a population of N = 1000 with 3% nonzero gaps gives coverage
@@ -238,7 +245,8 @@ def hoeffding_serfling_interval(
     d: npt.ArrayLike, *, population_size: int, alpha: float = 0.05
 ) -> Interval:
     """Hoeffding-Serfling interval for sampling without replacement from N parents:
-    Delta-hat +- 2 sqrt((1 - (n - 1)/N) ln(2/alpha) / (2n)). Valid; needs N."""
+    Delta-hat +- 2 sqrt((1 - (n - 1)/N) ln(2/alpha) / (2n)), within the values the data
+    allow (see the module docstring). Valid; needs N."""
     return _one("hoeffding_serfling", d, population_size, alpha)
 
 
@@ -257,6 +265,9 @@ def betting_interval(
     bisection's grid of j / 2^30 that tries two grid points per end in each pass over the
     sample: the same points, in a handful of passes where the bisection took 64 (6-10x
     faster at n = 200 to 5,000 in ``benchmarks/test_bench_audit.py``).
+
+    With ``population_size`` the interval is intersected with the values the data allow
+    (see the module docstring): the last gap, which the bets cannot use, still narrows it.
 
     The result depends on the order of ``d`` (the bets at step t use only earlier
     gaps): shuffle with a recorded seed, as :func:`matched_form_audit` does, rather than

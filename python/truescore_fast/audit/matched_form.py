@@ -226,7 +226,9 @@ def matched_form_audit(
         public: Correctness on the public form, shape (n,), values in [0, 1].
         fresh: Correctness on the fresh forms, shape (n, K) (or (n,) for K = 1).
         population_size: N, the number of parents the n were drawn from without
-            replacement; enables the finite-population corrections.
+            replacement; enables the finite-population corrections, and cuts every
+            interval for Delta to the values the n gaps allow (the N - n others
+            anywhere in [-1, 1]).
         control: ``(public, fresh)`` for a control bank of never-public items scored the
             same way, or None.
         transport_radius: r >= 0, the assumed bound on ``|b - b_C|``.

@@ -40,7 +40,15 @@ from truescore_fast._validation import (
     float_array,
     real_scalar,
 )
-from truescore_fast.audit._betting import check_horizon, check_population, sequence_bounds
+from truescore_fast.audit._betting import (
+    IncrementalSequence,
+    RunningSum,
+    check_horizon,
+    check_population,
+    feasible_gap_range,
+    gap_range,
+    sequence_bounds,
+)
 from truescore_fast.audit.intervals import Interval
 from truescore_fast.audit.matched_form import (
     _READINGS,
@@ -114,13 +122,22 @@ def betting_confidence_sequence(
     depends only on the gaps before t, so the coverage at every n at once, and at any
     stopping time, is 1 - alpha for every horizon, including one far from where the
     scoring actually stops. The horizon must be fixed before looking at the data (not
-    re-chosen after seeing some of it). Ends are found on a grid and refined to 1e-14,
-    then rounded outward.
+    re-chosen after seeing some of it).
+
+    With ``population_size`` N the sequence never reaches outside the values the data
+    allow: it is intersected with the deterministic range [(sum d - (N - n)) / N,
+    (sum d + (N - n)) / N] of the mean gap given the n gaps scored and N - n unscored ones
+    in [-1, 1] (rounded outward by 64 machine epsilons), and each end is searched within
+    that range, so a few parents short of a census the sequence narrows onto the range
+    instead of falling between candidate points, and at the census it is the exact mean.
+    Each end is the crossing of one half of the capital (monotone in the candidate),
+    bracketed within the range and refined to 1e-14 on the [0, 1] scale, then rounded
+    outward by 1e-12.
 
     Returns:
         An :class:`~truescore_fast.Interval` with method ``"betting sequence"``; ``empty``
-        when every mean has been rejected (the order is not random, or an event of
-        probability at most alpha happened).
+        when every feasible mean has been rejected (the order is not random, or an event
+        of probability at most alpha happened).
 
     Raises:
         ValueError: gaps outside [-1, 1], non-finite, not 1-D or empty; bad alpha,
@@ -138,13 +155,30 @@ def betting_confidence_sequence(
         raise ValueError("d must hold finite gaps in [-1, 1]")
     pop = check_population(population_size, gaps.shape[0])
     tuned = check_horizon(horizon, most=pop)
-    x = (gaps + 1.0) / 2.0
-    low, high, empty = sequence_bounds(x, pop, alpha, tuned)
-    estimate = float(np.mean(gaps))
-    if empty:
-        return Interval(estimate, estimate, estimate, "betting sequence", alpha, 0.0, empty=True)
-    lo_d, hi_d = max(2.0 * low - 1.0, -1.0), min(2.0 * high - 1.0, 1.0)
-    return Interval(lo_d, hi_d, estimate, "betting sequence", alpha, (hi_d - lo_d) / 2.0)
+    low, high, empty = sequence_bounds((gaps + 1.0) / 2.0, pop, alpha, tuned)
+    feasible = feasible_gap_range(gaps, pop)
+    return _sequence_interval(low, high, empty, float(np.mean(gaps)), feasible, alpha)
+
+
+def _sequence_interval(
+    low: float,
+    high: float,
+    empty: bool,
+    estimate: float,
+    feasible: tuple[float, float],
+    alpha: float,
+) -> Interval:
+    """The sequence's ends on the [0, 1] scale as an interval for the mean gap, within
+    the values the data allow (``feasible``, from
+    :func:`~truescore_fast.audit._betting.feasible_gap_range`)."""
+    if not empty:
+        first, last = feasible
+        if first == last:  # a census: the mean gap itself (not its round trip through x)
+            return Interval(first, last, estimate, "betting sequence", alpha, 0.0)
+        lo_d, hi_d = max(2.0 * low - 1.0, first), min(2.0 * high - 1.0, last)
+        if lo_d <= hi_d:
+            return Interval(lo_d, hi_d, estimate, "betting sequence", alpha, (hi_d - lo_d) / 2.0)
+    return Interval(estimate, estimate, estimate, "betting sequence", alpha, 0.0, empty=True)
 
 
 def _width_shape(t: float, horizon: int | None) -> float:
@@ -253,9 +287,21 @@ class SequentialAudit:
     Only the betting sequence is used: the Wald interval is not valid under continuous
     monitoring (peeking at it after every batch inflates its error rate).
 
+    An update costs what its parents cost, whatever came before (amortised): the two
+    sequences are carried forward by the new parents alone, their ends tracked by the
+    capital of a few candidates near each (see
+    :class:`~truescore_fast.audit._betting.IncrementalSequence`). After a small batch
+    (fewer than 1/16 of the parents so far) each end is then at most 1/200 of the
+    interval's width outside the exact end of :func:`betting_confidence_sequence` on
+    the same parents, never inside it (so the guarantee is untouched and a decision can
+    come at most that little later); after a larger batch, and at the last parent
+    allowed, the ends are exact. The decisions thus depend, within that resolution, on
+    how the parents were batched.
+
     Args:
         population_size: N, the number of parents (sampling without replacement gives a
-            narrower sequence that closes on the exact Delta when all N are scored).
+            narrower sequence, never outside the values of Delta the parents scored so
+            far allow, that closes on the exact Delta when all N are scored).
         alpha: Error rate of the intervals and of the claim.
         control: ``(public, fresh)`` of a control bank, or None.
         transport_radius: r >= 0, the assumed bound on ``|b - b_C|``.
@@ -326,8 +372,13 @@ class SequentialAudit:
             reading = self.control.readings[control_reading]
             self._control_bounds = (reading.low, reading.high)
         self.control_reading = control_reading if control is not None else "none"
-        self._public: list[npt.NDArray[np.float64]] = []
-        self._fresh: list[npt.NDArray[np.float64]] = []
+        # Running sums and the two sequences (alpha and alpha/2), each carried forward by
+        # the new parents alone: an update costs what its parents cost, not what all do.
+        self._public, self._fresh, self._gaps = RunningSum(), RunningSum(), RunningSum()
+        self._sequences = {
+            a: IncrementalSequence(self.population_size, a, self.horizon)
+            for a in (self.alpha, self.alpha / 2.0)
+        }
         self._forms: int | None = None
         self._low = {self.alpha: 0.0, self.alpha / 2.0: 0.0}
         self._high = {self.alpha: 1.0, self.alpha / 2.0: 1.0}
@@ -336,7 +387,7 @@ class SequentialAudit:
     @property
     def n_parents(self) -> int:
         """Parents scored so far."""
-        return int(sum(p.shape[0] for p in self._public))
+        return self._public.count
 
     @property
     def state(self) -> AuditState | None:
@@ -347,12 +398,22 @@ class SequentialAudit:
         """Add the next parents (in scoring order) and return the new state.
 
         ``public`` has one score in [0, 1] per parent; ``fresh`` one row of K fresh-form
-        scores per parent (or one score each, K = 1), the same K in every update.
+        scores per parent (or one score each, K = 1), the same K in every update. One
+        parent may be given as scalars: a scalar ``public`` is one parent, and ``fresh``
+        is then its row (a scalar for K = 1, or its K scores), so ``update(1.0, 0.0)``
+        is ``update([1.0], [0.0])`` and ``update(1.0, [0.0, 1.0])`` is
+        ``update([1.0], [[0.0, 1.0]])``.
         """
         pub = check_unit_interval("public", public)
         fr = check_unit_interval("fresh", fresh)
         if pub.ndim == 0:
             pub = pub.reshape(1)
+            if fr.ndim > 1:
+                raise ValueError(
+                    "fresh must be one parent's row of fresh-form scores when public is a "
+                    f"scalar (one parent); got shape {fr.shape}"
+                )
+            fr = fr.reshape(1, -1)
         if pub.ndim != 1:
             raise ValueError(f"public must be 1-D (one score per parent); got shape {pub.shape}")
         if fr.ndim == 1 and fr.shape[0] == pub.shape[0]:
@@ -375,14 +436,26 @@ class SequentialAudit:
                 f"public: {t} parents scored exceeds population_size ({self.population_size})"
             )
         self._forms = fr.shape[1]
-        self._public.append(pub.copy())
-        self._fresh.append(fr.copy())
-        state = self._read()
+        d = pub - fr.mean(axis=1)
+        self._public.add(pub)
+        self._fresh.add(fr.mean(axis=1))
+        self._gaps.add(d)
+        for sequence in self._sequences.values():
+            sequence.extend((d + 1.0) / 2.0)
+        state = self._read(pub.shape[0])
         self.history.append(state)
         return state
 
-    def _sequence(self, x: npt.NDArray[np.float64], alpha: float) -> tuple[float, float, bool]:
-        low, high, empty = sequence_bounds(x, self.population_size, alpha, self.horizon)
+    def _sequence(self, alpha: float, batch: int) -> tuple[float, float, bool]:
+        sequence = self._sequences[alpha]
+        if sequence.t == self._cap() or 16 * batch >= sequence.t:
+            # The ends exactly, at the cost of passes over every parent: for the last
+            # parent allowed (at max_parents with the bets tuned to it, the fixed-time
+            # betting interval) and for a batch of at least 1/16 of the parents so far
+            # (whose own cost covers them).
+            low, high, empty = sequence.exact_bounds()
+        else:
+            low, high, empty = sequence.bounds()
         if empty:
             return math.nan, math.nan, True
         # Every reading holds at once, so the running intersection holds too (and keeps
@@ -392,25 +465,18 @@ class SequentialAudit:
         self._low[alpha], self._high[alpha] = low, high
         return low, high, low > high
 
-    def _read(self) -> AuditState:
-        pub = np.concatenate(self._public)
-        fr = np.concatenate(self._fresh)
-        d = pub - fr.mean(axis=1)
-        x = (d + 1.0) / 2.0
-        t = int(d.shape[0])
-        estimate = float(np.mean(d))
+    def _read(self, batch: int) -> AuditState:
+        t = self.n_parents
+        estimate = self._gaps.value / t
+        feasible = (
+            (-1.0, 1.0)
+            if self.population_size is None
+            else gap_range(self._gaps.value, t, self.population_size, estimate)
+        )
         intervals = {}
         for a in (self.alpha, self.alpha / 2.0):
-            low, high, empty = self._sequence(x, a)
-            if empty:
-                intervals[a] = Interval(
-                    estimate, estimate, estimate, "betting sequence", a, 0.0, True
-                )
-            else:
-                lo_d, hi_d = max(2.0 * low - 1.0, -1.0), min(2.0 * high - 1.0, 1.0)
-                intervals[a] = Interval(
-                    lo_d, hi_d, estimate, "betting sequence", a, (hi_d - lo_d) / 2.0
-                )
+            low, high, empty = self._sequence(a, batch)
+            intervals[a] = _sequence_interval(low, high, empty, estimate, feasible, a)
         delta, half = intervals[self.alpha], intervals[self.alpha / 2.0]
         lc, uc = self._control_bounds
         r = self.transport_radius
@@ -444,8 +510,8 @@ class SequentialAudit:
             )
         return AuditState(
             n_parents=t,
-            public_score=float(np.mean(pub)),
-            fresh_score=float(np.mean(fr)),
+            public_score=self._public.value / t,
+            fresh_score=self._fresh.value / t,
             estimate=estimate,
             delta=delta,
             tau=tau,

@@ -199,8 +199,10 @@ def coverage_study(
 
     Each replication draws n parents without replacement from ``population`` (the N gaps
     of a whole benchmark, each in [-1, 1]) and computes every interval in ``intervals``
-    at level 1 - alpha with N as the population size; an interval covers when it
-    contains the population's mean gap.
+    at level 1 - alpha with N as the population size, each within the values the sample
+    allows the population's mean gap (as the audit reports it; the half-width is each
+    method's own, the betting interval's that of the result); an interval covers when
+    it contains the population's mean gap.
 
     Args:
         population: The N gaps of the finite population (real or synthetic), in [-1, 1].

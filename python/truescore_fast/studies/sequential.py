@@ -63,7 +63,9 @@ def _first_hits(
     """For each row of ``x`` (R, n) and its candidate ``m[r]``: the first step (1-based)
     at which the up-betting half of the hedged capital reaches 1/alpha (m is then below
     the sequence), and the same for the down-betting half (m above it); n + 1 for never.
-    A candidate made impossible by the data counts as reached by the matching half.
+    A candidate made impossible by the data through that step (outside the values the
+    population mean can take, which the audit's intervals never leave) counts as
+    reached by the matching half.
     ``log_bet`` is :func:`log_bets` of ``x`` at ``alpha`` (computed once by the caller
     for every candidate at that alpha)."""
     n = x.shape[1]

@@ -93,5 +93,6 @@ void bind_intervals(py::module_& m) {
           py::arg("population_size") = py::none(), py::arg("alpha") = 0.05,
           py::arg("n_threads") = py::none(),
           "Intervals for every row of a dense (A, n) array of gaps, for each method code: a dict "
-          "of (n_methods, A) arrays low, high, estimate, half_width.");
+          "of (n_methods, A) arrays low, high, estimate, half_width. With population_size, each "
+          "interval lies within the values the row's gaps allow the population's mean gap.");
 }

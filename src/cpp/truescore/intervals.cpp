@@ -67,8 +67,28 @@ double hoeffding_serfling_half_width(std::size_t n, double population_size,
     return kRange * std::sqrt((1.0 - (nd - 1.0) / population_size) * c.log_2_alpha / (2.0 * nd));
 }
 
-GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
-                            double population_size, const IntervalConstants& c) {
+FeasibleRange feasible_range(double mean, std::size_t n, double population_size) {
+    const double nd = static_cast<double>(n);
+    if (nd >= population_size) return {mean, mean};  // a census: the mean is known
+    const double sum = mean * nd, rest = population_size - nd;
+    return {std::max(-1.0, (sum - rest) / population_size - kFeasibleSlack),
+            std::min(1.0, (sum + rest) / population_size + kFeasibleSlack)};
+}
+
+GapInterval within_feasible_range(IntervalMethod method, GapInterval iv, std::size_t n,
+                                  double population_size) {
+    if (!(population_size > 0.0) || iv.low > iv.high) return iv;
+    const FeasibleRange r = feasible_range(iv.estimate, n, population_size);
+    iv.low = std::max(iv.low, r.low);
+    iv.high = std::min(iv.high, r.high);
+    if (method == IntervalMethod::betting) iv.half_width = iv.low > iv.high ? 0.0 : 0.5 * (iv.high - iv.low);
+    return iv;
+}
+
+namespace {
+
+GapInterval moment_interval_unclipped(IntervalMethod method, double mean, double variance, std::size_t n,
+                                      double population_size, const IntervalConstants& c) {
     switch (method) {
         case IntervalMethod::hoeffding: return symmetric_interval(mean, hoeffding_half_width(n, c));
         case IntervalMethod::bernstein:
@@ -80,6 +100,29 @@ GapInterval moment_interval(IntervalMethod method, double mean, double variance,
         case IntervalMethod::betting: break;
     }
     throw std::invalid_argument("the betting interval depends on the order of the sample, not on its moments");
+}
+
+GapInterval gap_interval_unclipped(IntervalMethod method, const double* d, std::size_t n,
+                                   double population_size, double alpha, double* scratch) {
+    switch (method) {
+        case IntervalMethod::hoeffding: return hoeffding_interval(d, n, alpha);
+        case IntervalMethod::bernstein: return bernstein_interval(d, n, alpha);
+        case IntervalMethod::wald: return wald_interval(d, n, population_size, alpha);
+        case IntervalMethod::hoeffding_serfling:
+            if (!(population_size > 0.0))
+                throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
+            return hoeffding_serfling_interval(d, n, population_size, alpha);
+        case IntervalMethod::betting: return betting_interval(d, n, population_size, alpha, scratch);
+    }
+    throw std::invalid_argument("unknown interval method");
+}
+
+}  // namespace
+
+GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
+                            double population_size, const IntervalConstants& c) {
+    return within_feasible_range(method, moment_interval_unclipped(method, mean, variance, n, population_size, c), n,
+                                 population_size);
 }
 
 GapInterval hoeffding_interval(const double* d, std::size_t n, double alpha) {
@@ -104,17 +147,8 @@ GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double p
 
 GapInterval gap_interval(IntervalMethod method, const double* d, std::size_t n,
                          double population_size, double alpha, double* scratch) {
-    switch (method) {
-        case IntervalMethod::hoeffding: return hoeffding_interval(d, n, alpha);
-        case IntervalMethod::bernstein: return bernstein_interval(d, n, alpha);
-        case IntervalMethod::wald: return wald_interval(d, n, population_size, alpha);
-        case IntervalMethod::hoeffding_serfling:
-            if (!(population_size > 0.0))
-                throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
-            return hoeffding_serfling_interval(d, n, population_size, alpha);
-        case IntervalMethod::betting: return betting_interval(d, n, population_size, alpha, scratch);
-    }
-    throw std::invalid_argument("unknown interval method");
+    return within_feasible_range(method, gap_interval_unclipped(method, d, n, population_size, alpha, scratch), n,
+                                 population_size);
 }
 
 void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const double* d,

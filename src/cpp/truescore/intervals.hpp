@@ -90,8 +90,28 @@ double hoeffding_serfling_half_width(std::size_t n, double population_size,
 // estimate +- half, clipped to [-1, 1].
 GapInterval symmetric_interval(double estimate, double half);
 
+// The values the mean gap of N parents can take when n of them were scored with mean
+// `mean` and the N - n others lie anywhere in [-1, 1]: [(S - (N - n)) / N, (S + (N - n)) / N],
+// S = n mean, rounded outward by kFeasibleSlack (the rounding of S = n mean and of the
+// divisions is far below it for any n < 2^40); at a census (n == N) exactly the point mean.
+// No interval of a finite population can honestly reach outside it.
+constexpr double kFeasibleSlack = 64.0 * 2.220446049250313e-16;
+struct FeasibleRange {
+    double low;
+    double high;
+};
+FeasibleRange feasible_range(double mean, std::size_t n, double population_size);
+// `iv` intersected with feasible_range(iv.estimate, n, population_size) when
+// population_size > 0 (unchanged otherwise). An empty betting set (low > high) stays as
+// it is; a betting interval that leaves the range entirely becomes empty (width 0), and a
+// betting interval's half_width is recomputed as (high - low) / 2. For the symmetric
+// methods half_width stays the method's own (before clipping), as for the clip to [-1, 1].
+GapInterval within_feasible_range(IntervalMethod method, GapInterval iv, std::size_t n,
+                                  double population_size);
+
 // An order-free interval from a sample's mean and unbiased variance alone (every method
-// whose traits are not order_dependent; throws std::invalid_argument for the others).
+// whose traits are not order_dependent; throws std::invalid_argument for the others),
+// intersected with the feasible range when population_size > 0.
 GapInterval moment_interval(IntervalMethod method, double mean, double variance, std::size_t n,
                             double population_size, const IntervalConstants& c);
 
@@ -105,12 +125,13 @@ GapInterval wald_interval(const double* d, std::size_t n, double population_size
 // Requires population_size >= n.
 GapInterval hoeffding_serfling_interval(const double* d, std::size_t n, double population_size,
                                         double alpha);
-// Any method by its enum; `scratch` is passed on to betting_interval.
+// Any method by its enum, intersected with the feasible range when population_size > 0
+// (the per-method functions above are not); `scratch` is passed on to betting_interval.
 GapInterval gap_interval(IntervalMethod method, const double* d, std::size_t n,
                          double population_size, double alpha, double* scratch = nullptr);
 
 // Many audits of size n at once: d is row-major (n_audits, n); population_size is nullptr
-// (none) or one value per audit. For each of n_methods methods and each audit, writes
+// (none) or one value per audit (each interval then within_feasible_range, by gap_interval). For each of n_methods methods and each audit, writes
 // out[m * n_audits + a] for low, high, estimate, half_width (each caller-owned,
 // n_methods * n_audits long). Throws std::invalid_argument naming the first bad audit.
 void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const double* d,

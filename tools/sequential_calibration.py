@@ -1,0 +1,160 @@
+"""The betting confidence sequence measured from known truth (issue 22): its width against
+an independent hedged_cs and its time-uniform miss rate, by simulation.
+
+* Widths: N = 5,000 parents of three shapes (sparse, moderate, skewed; see
+  :func:`population`), read at n = 50, 200 and 1,000 parents of random orders:
+  the mean width of ``betting_confidence_sequence`` (horizon-free, population_size N)
+  over the mean width of Waudby-Smith & Ramdas's hedged capital sequence with the
+  truncation scale of confseq's ``hedged_cs`` (1/2), written from the paper in
+  ``tests/reference.py`` (``ref_hedged_cs``, its running intersection too).
+* Validity: the share of random orders of a whole population (N = 200, 1,000, 5,000)
+  in which the sequence excludes the true mean at some t <= N - 1 (the census itself
+  is the exact mean), with its Monte Carlo standard error.
+* Near the census: of random orders of N = 1,000 parents read at t = 999, how many
+  sequences are empty and how many miss the true mean (before issue 22 every sparse
+  one was empty).
+
+docs/guide/sequential.md shows both tables; tests/audit/test_sequential.py recomputes the
+width table and runs the validity check at 2,000 orders for N = 200 and 1,000. Usage:
+
+    python tools/sequential_calibration.py [--orders 2000] [--width-orders 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = ("sparse", "moderate", "skewed")
+WIDTH_SIZE = 5000
+WIDTH_NS = (50, 200, 1000)
+VALIDITY_SIZES = (200, 1000, 5000)
+
+
+def population(shape: str, size: int, seed: int = 22) -> np.ndarray:
+    """A fixed population of ``size`` gaps in [-1, 1] (its own seeded NumPy stream):
+    ``sparse`` 3% nonzero (+1 seven times in ten, else -1); ``moderate`` public correct
+    w.p. 0.7 minus the mean of two fresh forms correct w.p. 0.62; ``skewed`` 0 or +1
+    (w.p. 0.15) minus 1 w.p. 0.05."""
+    rng = np.random.default_rng([seed, SHAPES.index(shape), size])
+    if shape == "sparse":
+        signs = rng.choice([-1.0, 1.0], size, p=[0.3, 0.7])
+        return np.where(rng.random(size) < 0.03, signs, 0.0)
+    if shape == "moderate":
+        public = (rng.random(size) < 0.7).astype(float)
+        fresh = (rng.random((size, 2)) < 0.62).astype(float)
+        return public - fresh.mean(axis=1)
+    if shape == "skewed":
+        return (rng.random(size) < 0.15).astype(float) - (rng.random(size) < 0.05)
+    raise ValueError(f"shape must be one of {SHAPES}; got {shape!r}")
+
+
+def _orders(shape: str, size: int, count: int, length: int) -> np.ndarray:
+    """``count`` random orders of the population, their first ``length`` gaps."""
+    pop = population(shape, size)
+    rng = np.random.default_rng([23, SHAPES.index(shape), size, count])
+    return np.stack([rng.permutation(pop)[:length] for _ in range(count)])
+
+
+def width_table(orders: int = 20, alpha: float = 0.05) -> dict[tuple[str, int], float]:
+    """{(shape, n): mean width of ours / mean width of the reference hedged_cs}."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import truescore_fast as tf
+    from reference import ref_hedged_cs
+
+    out = {}
+    for shape in SHAPES:
+        d = _orders(shape, WIDTH_SIZE, orders, max(WIDTH_NS))
+        for n in WIDTH_NS:
+            ours = theirs = 0.0
+            for row in d:
+                iv = tf.betting_confidence_sequence(row[:n], population_size=WIDTH_SIZE)
+                ours += iv.high - iv.low
+                low, high = ref_hedged_cs((row[:n] + 1) / 2, WIDTH_SIZE, alpha, c=0.5)
+                theirs += 2.0 * (high - low)
+            out[(shape, n)] = ours / theirs
+    return out
+
+
+def miss_rate(shape: str, size: int, orders: int, alpha: float = 0.05) -> tuple[float, float]:
+    """(share of orders whose sequence excludes the true mean at some t <= N - 1, its
+    Monte Carlo SE sqrt(p (1 - p) / orders))."""
+    from truescore_fast.audit._betting import log_bets
+    from truescore_fast.studies.sequential import _first_hits
+
+    pop = population(shape, size)
+    truth = math.fsum(pop) / size
+    misses = 0
+    for start in range(0, orders, 250):
+        rows = min(250, orders - start)
+        rng = np.random.default_rng([24, SHAPES.index(shape), size, start])
+        d = np.stack([rng.permutation(pop)[: size - 1] for _ in range(rows)])
+        x = (d + 1.0) / 2.0
+        up, down = _first_hits(
+            x, np.full(rows, (truth + 1.0) / 2.0), size, alpha, log_bets(x, alpha)
+        )
+        misses += int(np.sum(np.minimum(up, down) <= size - 1))
+    p = misses / orders
+    return p, math.sqrt(p * (1.0 - p) / orders)
+
+
+def near_census(shape: str, size: int, orders: int, alpha: float = 0.05) -> tuple[int, int, int]:
+    """(orders whose sequence read at t = N - 1 is empty, orders in which it misses the
+    true mean, empty orders in which the loop reference of tests/reference.py does not
+    reject the true mean: false verdicts) over ``orders`` random orders."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import truescore_fast as tf
+    from reference import ref_betting_sequence_rejects
+
+    pop = population(shape, size)
+    truth = math.fsum(pop) / size
+    rng = np.random.default_rng([25, SHAPES.index(shape), size])
+    empty = missed = false = 0
+    for _ in range(orders):
+        d = rng.permutation(pop)[: size - 1]
+        iv = tf.betting_confidence_sequence(d, population_size=size, alpha=alpha)
+        empty += iv.empty
+        missed += not iv.contains(truth)
+        if iv.empty:
+            false += not ref_betting_sequence_rejects(d, truth, size, alpha)
+    return empty, missed, false
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--orders", type=int, default=2000, help="orders per validity cell")
+    parser.add_argument("--width-orders", type=int, default=20, help="orders per width cell")
+    args = parser.parse_args(argv)
+    widths = width_table(args.width_orders)
+    print(
+        f"Width, ours / reference hedged_cs (c = 1/2), N = {WIDTH_SIZE}, "
+        f"{args.width_orders} orders per cell"
+    )
+    print("| population | " + " | ".join(f"n = {n:,}" for n in WIDTH_NS) + " |")
+    print("|---|" + "---:|" * len(WIDTH_NS))
+    for shape in SHAPES:
+        print(f"| {shape} | " + " | ".join(f"{widths[(shape, n)]:.2f}" for n in WIDTH_NS) + " |")
+    print()
+    print(f"Time-uniform miss rate at alpha = 0.05, {args.orders} orders per cell (MC SE)")
+    print("| population | " + " | ".join(f"N = {n:,}" for n in VALIDITY_SIZES) + " |")
+    print("|---|" + "---:|" * len(VALIDITY_SIZES))
+    for shape in SHAPES:
+        cells = [miss_rate(shape, size, args.orders) for size in VALIDITY_SIZES]
+        print(f"| {shape} | " + " | ".join(f"{p:.4f} ({se:.4f})" for p, se in cells) + " |")
+    print()
+    print(f"Read at t = N - 1 = 999, {args.orders} orders")
+    print("| population | empty | missing the true mean | empty, the true mean not rejected |")
+    print("|---|---:|---:|---:|")
+    for shape in ("sparse", "moderate"):
+        empty, missed, false = near_census(shape, 1000, args.orders)
+        print(f"| {shape} | {empty} | {missed} | {false} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
