@@ -22,7 +22,9 @@ from truescore_fast._validation import (
     check_alpha,
     check_n_threads,
     check_positive_int,
+    check_size,
     real_scalar,
+    threads_used,
 )
 from truescore_fast.audit._betting import capital_logs, check_horizon, log_bets
 from truescore_fast.audit.intervals import betting_intervals
@@ -525,6 +527,15 @@ def sequential_order_study(
     reps = _replications(replications)
     check_alpha(alpha)
     threads = check_n_threads(n_threads)
+    # A task holds (replications x n_shards x max_permutations) normals, their booleans
+    # and the running counts; every thread runs one at a time.
+    per_task = min(reps, _STUDY_TASK) * r * m
+    check_size(
+        "n_shards x max_permutations",
+        threads_used(threads) * per_task,
+        24.0,
+        "use fewer n_shards or max_permutations",
+    )
     key = philox_key(seed)
     rows = []
     per_row = [(r, m, shift, hh, alpha) for shift in shift_values]
