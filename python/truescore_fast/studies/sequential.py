@@ -116,7 +116,7 @@ def sequential_study(
     ``max_parents``, None makes them horizon-free. The horizon-free audit is also run on
     the same parents, for comparison.
 
-    ``n_threads`` (None: every core), ``progress`` (None: a bar after a second),
+    ``n_threads`` (None: every usable CPU), ``progress`` (None: a bar after a second),
     ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) and
     ``checkpoint`` (a file to save progress in and resume from) work as for the other
     studies (:mod:`truescore_fast.studies`), on the same engine: each row is a cell

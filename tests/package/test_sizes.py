@@ -1,0 +1,115 @@
+"""Sizes are checked before allocating: a call that would allocate more than the process
+can have is refused at once with one line naming the argument (``SizeError``: a
+``MemoryError``, as truescore's would be, and a ``ValueError``), instead of allocating.
+
+Each case runs in a child whose address space is capped (RLIMIT_AS, 2 GB), so a
+regression fails with NumPy's own MemoryError (or a crash) instead of taking the machine's
+memory; the cap is also the limit the check reads (memory_limit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import truescore_fast as tf
+from truescore_fast._validation import SizeError, check_array_size, check_size
+
+PYTHON_DIR = str(Path(tf.__file__).resolve().parents[1])
+
+# AddressSanitizer reserves terabytes of address space: no RLIMIT_AS under it.
+needs_address_space = pytest.mark.skipif(
+    "libasan" in os.environ.get("LD_PRELOAD", ""), reason="no RLIMIT_AS under ASan"
+)
+
+CAP = 2 << 30
+
+# case -> (the call, the argument its message must name)
+CASES = {
+    "audit_order": ("tf.audit_order(2**31)", "population_size"),
+    "sequential_order_study": (
+        "tf.sequential_order_study(n_shards=2**31, replications=30)",
+        "n_shards",
+    ),
+    "exchangeability_test": ("tf.exchangeability_test(0.0, BIG)", "permuted_logliks"),
+    "exchangeability_test_canonical": ("tf.exchangeability_test(BIG, [1.0])", "canonical_loglik"),
+    "holm": ("tf.holm(BIG)", "p_values"),
+    "benjamini_hochberg": ("tf.benjamini_hochberg(BIG)", "p_values"),
+    "paired_bootstrap": ("tf.paired_bootstrap(BIG, BIG)", "a"),
+    "paired_permutation": ("tf.paired_permutation(BIG, BIG)", "a"),
+    "combine_shards": ("tf.combine_shards(BIG)", "p_values"),
+    "linear_weighted_kappa": ("tf.linear_weighted_kappa(BIG, BIG, categories=[0.5, 1.0])", "a"),
+    "linear_weighted_kappa_int": (
+        "tf.linear_weighted_kappa([1, 2], np.broadcast_to(1, (10**10,)), categories=[1, 2])",
+        "b",
+    ),
+    "holm_int": ("tf.holm(np.broadcast_to(np.int8(0), (10**10,)))", "p_values"),
+}
+
+CHILD = """
+import json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
+import numpy as np, truescore_fast as tf
+from truescore_fast._validation import SizeError
+BIG = np.broadcast_to(0.5, (10**10,))  # 80 GB to a copy, 10 GB to a mask; 8 bytes here
+out = {{}}
+for name, call in {calls!r}.items():
+    try:
+        eval(call)
+        out[name] = ["returned", ""]
+    except BaseException as error:
+        kind = "SizeError" if isinstance(error, SizeError) else type(error).__name__
+        out[name] = [kind, str(error)]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, list[str]]:
+    calls = {name: call for name, (call, _) in CASES.items()}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CHILD.format(cap=CAP, calls=calls))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+@needs_address_space
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_call_too_large_for_memory_is_refused_before_allocating(case, outcomes) -> None:
+    kind, message = outcomes[case]
+    assert kind == "SizeError", (kind, message)
+    name = CASES[case][1]
+    assert message.startswith(f"{name} needs ") or message.startswith(f"{name} x "), message
+    assert "\n" not in message
+    assert "more than the 2.1 GB available" in message  # the cap, as memory_limit reads it
+
+
+def test_size_error_is_both_a_memory_error_and_a_value_error() -> None:
+    with pytest.raises(MemoryError) as as_memory:
+        check_size("n_resamples x n", 1e12, 8.0)
+    with pytest.raises(ValueError):
+        check_size("n_resamples x n", 1e12, 8.0)
+    assert isinstance(as_memory.value, SizeError)
+    assert str(as_memory.value).startswith("n_resamples x n needs 8.0 TB of memory, more than")
+
+
+def test_small_sizes_and_lists_pass_without_a_look_at_the_machine() -> None:
+    import numpy as np
+
+    check_size("n", 1000)
+    check_array_size("values", [0.5] * 10)
+    check_array_size("values", np.zeros(10))
+    check_array_size("values", np.broadcast_to(0.5, (1000,)))
+    with pytest.raises(SizeError, match="^values needs 90.0 GB"):
+        check_array_size("values", np.broadcast_to(0.5, (10**10,)))  # a mask and a copy
