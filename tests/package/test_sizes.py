@@ -113,3 +113,97 @@ def test_small_sizes_and_lists_pass_without_a_look_at_the_machine() -> None:
     check_array_size("values", np.broadcast_to(0.5, (1000,)))
     with pytest.raises(SizeError, match="^values needs 90.0 GB"):
         check_array_size("values", np.broadcast_to(0.5, (10**10,)))  # a mask and a copy
+
+
+# ---- readers: the text a file holds (or inflates to) is bounded before it is read -----
+
+
+def _audit_csv(path: Path, parents: int) -> Path:
+    lines = ["parent,form,correct,model"]
+    for i in range(parents):
+        lines += [f"p{i},public,{i % 2},m", f"p{i},fresh1,{(i // 2) % 2},m"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@needs_address_space
+def test_a_gzip_bomb_is_refused_without_inflating_it(tmp_path) -> None:
+    # 1 GiB of zeros packed to ~1 MB, read under a 2 GB address-space cap: refused once
+    # the inflated text passes what rows of it could be held in (2 GB / 32), in one line
+    # naming the file; inflating it all, then parsing, would pass the cap.
+    import zlib
+
+    path = tmp_path / "bomb.csv.gz"
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(16 << 20)
+    with path.open("wb") as out:
+        out.write(packer.compress(b"parent,form,correct\n"))
+        for _ in range(64):
+            out.write(packer.compress(zeros))
+        out.write(packer.flush())
+    assert path.stat().st_size < 4 << 20
+    code = f"""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, ({CAP}, {CAP}))
+        import truescore_fast as tf
+        from truescore_fast._validation import SizeError
+        try:
+            tf.read_audit_table({str(path)!r})
+        except SizeError as error:
+            print(error)
+            sys.exit(0)
+        sys.exit(1)
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (line,) = proc.stdout.splitlines()
+    assert line.startswith(f"{path} (decompressed) needs "), line
+    assert "decompress it and split it" in line
+
+
+def test_a_table_too_large_for_memory_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    # As on a machine with 64 MB: a 2.5 MB table would need about 80 MB to read.
+    import truescore_fast._files as files
+    import truescore_fast._validation as validation
+
+    path = _audit_csv(tmp_path / "audit.csv", 60_000)
+    assert path.stat().st_size > 2 << 20
+    monkeypatch.setattr(validation, "memory_limit", lambda: 64 << 20)
+    monkeypatch.setattr(files, "memory_limit", lambda: 64 << 20)
+    with pytest.raises(SizeError, match=f"^{path} needs .* split it into smaller files$"):
+        tf.read_audit_table(path)
+
+
+def test_reading_a_table_stays_within_the_memory_the_check_assumes(tmp_path) -> None:
+    # The bound the readers check (32 bytes per byte of text) holds: the peak resident
+    # memory a 200,000-row audit table adds, read and audited, is below it.
+    path = _audit_csv(tmp_path / "audit.csv", 100_000)
+    code = f"""
+        import resource
+        import truescore_fast as tf
+        tf.matched_form_audit([0.0, 1.0], [[1.0], [0.0]])  # everything imported and warm
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        data = tf.read_audit_table({str(path)!r})
+        tf.matched_form_audits(data)
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    added_kb = int(proc.stdout.split()[-1])
+    assert added_kb * 1024 < 32 * path.stat().st_size, (added_kb, path.stat().st_size)
