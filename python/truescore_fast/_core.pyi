@@ -10,6 +10,7 @@ import numpy.typing as npt
 __version__: str  # pyproject.toml's version, compiled in
 
 def default_threads() -> int: ...  # threads for n_threads=None: the usable CPUs
+
 MAX_EXACT_PAIRS: int
 
 def bootstrap_means(

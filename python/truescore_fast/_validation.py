@@ -225,7 +225,7 @@ def check_array_size(name: str, values: Any, bytes_per_value: float | None = Non
         flags = getattr(values, "flags", None)
         in_place = dtype == np.float64 and flags is not None and flags.c_contiguous
         bytes_per_value = 1.0 if in_place else 9.0
-    check_size(name, size, bytes_per_value, f"pass a smaller {name}")
+    check_size(name, float(size), bytes_per_value, f"pass a smaller {name}")
 
 
 def _check_copy(name: str, arr: npt.NDArray[Any], itemsize: int = 8) -> None:
