@@ -4,32 +4,20 @@ cgroup CPU quota (src/cpp/truescore/cpu_budget.hpp), and Python's view of it agr
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-import truescore_fast as tf
+from common import run_python
 from truescore_fast import _core
 from truescore_fast._validation import threads_used
 
-PYTHON_DIR = str(Path(tf.__file__).resolve().parents[1])
 has_affinity = pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this system"
 )
 
 
 def _child(code: str) -> str:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    proc = run_python(code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import truescore_fast as tf
+from common import run_python
 from interrupting import interrupt_after
 
 PYTHON_DIR = str(Path(tf.__file__).resolve().parents[1])
@@ -55,13 +55,7 @@ def _env() -> dict[str, str]:
 def test_a_caught_ctrl_c_from_a_timer_thread_leaves_the_process_healthy(
     n_threads: int, trial: int
 ) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SCRIPT.format(arm=SELF_SIGNAL)), str(n_threads)],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=120,
-    )
+    proc = run_python(SCRIPT.format(arm=SELF_SIGNAL), str(n_threads))
     assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr[-2000:])
     assert proc.stdout.split() == ["ready", "caught", "same"], proc.stderr[-2000:]
     assert proc.returncode != -signal.SIGINT

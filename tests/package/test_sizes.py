@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import truescore_fast as tf
+from common import run_python
 from truescore_fast._validation import SizeError, check_array_size, check_size
-
-PYTHON_DIR = str(Path(tf.__file__).resolve().parents[1])
 
 # AddressSanitizer reserves terabytes of address space: no RLIMIT_AS under it.
 needs_address_space = pytest.mark.skipif(
@@ -71,15 +67,7 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, list[str]]:
     calls = {name: call for name, (call, _) in CASES.items()}
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(CHILD.format(cap=CAP, calls=calls))],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    proc = run_python(CHILD.format(cap=CAP, calls=calls), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
@@ -128,19 +116,14 @@ def _audit_csv(path: Path, parents: int) -> Path:
 
 @needs_address_space
 def test_a_gzip_bomb_is_refused_without_inflating_it(tmp_path) -> None:
-    # 1 GiB of zeros packed to ~1 MB, read under a 2 GB address-space cap: refused once
-    # the inflated text passes what rows of it could be held in (2 GB / 32), in one line
-    # naming the file; inflating it all, then parsing, would pass the cap.
-    import zlib
+    # 1 GiB of zeros packed to ~1 MB (64 gzip members), read under a 2 GB address-space
+    # cap: refused once the inflated text passes what rows of it could be held in
+    # (2 GB / 32), in one line naming the file; inflating it all would pass the cap.
+    import gzip
 
     path = tmp_path / "bomb.csv.gz"
-    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
-    zeros = bytes(16 << 20)
-    with path.open("wb") as out:
-        out.write(packer.compress(b"parent,form,correct\n"))
-        for _ in range(64):
-            out.write(packer.compress(zeros))
-        out.write(packer.flush())
+    member = gzip.compress(bytes(16 << 20), compresslevel=9)  # gzip members back to back
+    path.write_bytes(gzip.compress(b"parent,form,correct\n") + member * 64)
     assert path.stat().st_size < 4 << 20
     code = f"""
         import resource, sys
@@ -154,15 +137,7 @@ def test_a_gzip_bomb_is_refused_without_inflating_it(tmp_path) -> None:
             sys.exit(0)
         sys.exit(1)
     """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    proc = run_python(code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (line,) = proc.stdout.splitlines()
     assert line.startswith(f"{path} (decompressed) needs "), line
@@ -195,15 +170,7 @@ def test_reading_a_table_stays_within_the_memory_the_check_assumes(tmp_path) -> 
         tf.matched_form_audits(data)
         print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
     """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    proc = run_python(code, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     added_kb = int(proc.stdout.split()[-1])
     assert added_kb * 1024 < 32 * path.stat().st_size, (added_kb, path.stat().st_size)
