@@ -51,10 +51,20 @@ export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0:log_path=$r
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export PYTHONPATH="$tmp${PYTHONPATH:+:$PYTHONPATH}"
 
+# pytest with SIGINT at its default action, whatever this script inherited: a shell
+# without job control starts background jobs (the groups below, or this script run as
+# `nohup tools/sanitize.sh &`) with SIGINT ignored, a Python started so inherits that and
+# never installs its Ctrl-C handler, and every test that presses Ctrl-C on a child would
+# wait for it in vain.
+pytest_() {
+  python -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.executable, [sys.executable, "-m", "pytest", *sys.argv[1:]])' \
+    -q -p no:cacheprovider "$@"
+}
+
 start=$(date +%s)
 status=0
 if [ $# -gt 0 ]; then
-  python -m pytest -q -p no:cacheprovider "$@" || status=$?
+  pytest_ "$@" || status=$?
 else
   jobs=${TRUESCORE_SANITIZE_JOBS:-$(nproc)}
   jobs=$((jobs < 1 ? 1 : (jobs > 4 ? 4 : jobs)))
@@ -74,7 +84,7 @@ EOF
   pids=()
   for ((i = 0; i < jobs; i++)); do
     mapfile -t files <"$tmp/group$i"
-    python -m pytest -q -p no:cacheprovider "${files[@]}" >"$tmp/log$i" 2>&1 &
+    pytest_ "${files[@]}" >"$tmp/log$i" 2>&1 &
     pids+=($!)
   done
   for ((i = 0; i < jobs; i++)); do
