@@ -1,9 +1,14 @@
 """Helpers shared by the test files of several areas: bitwise equality of float arrays,
 a rate's Monte Carlo standard error, small synthetic banks, gap populations and shard
-tables, and the equality of two study tables."""
+tables, the equality of two study tables, and a child Python that imports this package."""
 
 import json
 import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 
@@ -63,3 +68,20 @@ def lattice_population(big_n, probs, seed=0):
 
 def same_table(a, b):
     return json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
+
+
+def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``code`` (dedented) run by a child Python with ``args`` as sys.argv[1:], importing
+    the truescore_fast this process imported (tools/sanitize.sh's copy, say)."""
+    import truescore_fast
+
+    env = dict(os.environ)
+    package_dir = str(Path(truescore_fast.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = package_dir + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )

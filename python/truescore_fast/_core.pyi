@@ -8,6 +8,9 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str  # pyproject.toml's version, compiled in
+
+def default_threads() -> int: ...  # threads for n_threads=None: the usable CPUs
+
 MAX_EXACT_PAIRS: int
 
 def bootstrap_means(
@@ -270,6 +273,14 @@ class _Testing(ModuleType):
     def normal_quantile(p: float) -> float: ...
     @staticmethod
     def resolved_threads(n_threads: int) -> int: ...
+    @staticmethod
+    def cgroup_cpu_quota(proc_cgroup: str, sys_root: str) -> int: ...
+    @staticmethod
+    def cpu_budget() -> int: ...
+    @staticmethod
+    def input_alignment(
+        d: npt.ArrayLike, strided: npt.ArrayLike, i: npt.ArrayLike
+    ) -> tuple[int, int, int]: ...
     @staticmethod
     def philox_raw(key0: int, key1: int, task: int, n: int) -> npt.NDArray[np.uint64]: ...
     @staticmethod

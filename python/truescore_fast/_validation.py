@@ -31,7 +31,9 @@ __all__ = [
     "check_bool",
     "check_index",
     "check_sequence",
+    "check_array_size",
     "check_memory",
+    "check_size",
     "check_labels",
     "check_open_unit",
     "check_population_sizes",
@@ -53,6 +55,7 @@ __all__ = [
     "float_array",
     "format_bytes",
     "memory_error",
+    "SizeError",
     "memory_limit",
     "one_line",
     "p_values_1d",
@@ -173,11 +176,18 @@ def memory_limit() -> int | None:
     return min(positive) if positive else None
 
 
-def memory_error(name: str, nbytes: float, advice: str | None = None) -> MemoryError:
-    """The error for ``name`` needing ``nbytes`` that cannot be had."""
+class SizeError(MemoryError, ValueError):
+    """An argument asks for more memory than this process can have, refused before
+    anything is allocated. A ``MemoryError`` (what running out would have raised, and what
+    truescore raises there) that is also a ``ValueError`` (the argument's value is what is
+    wrong), so either ``except`` catches it."""
+
+
+def memory_error(name: str, nbytes: float, advice: str | None = None) -> SizeError:
+    """The error for ``name`` needing ``nbytes`` that cannot be had (one line)."""
     limit = memory_limit()
     have = f"more than the {format_bytes(limit)} available" if limit else "more than can be had"
-    return MemoryError(
+    return SizeError(
         f"{name} needs {format_bytes(nbytes)} of memory, {have}; "
         f"{advice or f'use a smaller {name}'}"
     )
@@ -192,6 +202,35 @@ def check_memory(name: str, nbytes: float, advice: str | None = None) -> None:
 
 
 _SMALL_COPY = 1 << 23  # elements: a copy below 64 MB needs no look at the machine
+
+
+def check_size(
+    name: str, count: float, bytes_per_value: float = 8.0, advice: str | None = None
+) -> None:
+    """The check before allocating: raise :class:`SizeError` (one line naming ``name``)
+    when ``count`` values of ``bytes_per_value`` bytes each, a size the argument ``name``
+    sets, cannot fit in :func:`memory_limit`. Pass the count as computed from the
+    arguments, before any allocation (a float product, so it never overflows); ``name``
+    may name a product ("n_shards x max_permutations") when several arguments set it."""
+    check_memory(name, float(count) * float(bytes_per_value), advice)
+
+
+def check_array_size(name: str, values: Any, bytes_per_value: float | None = None) -> None:
+    """:func:`check_size` for an array argument, before the work on it allocates: a
+    zero-stride ``np.broadcast_to`` view has a logical size far beyond the memory it
+    occupies, and the first mask or copy of it (``np.isfinite``, a float64 conversion)
+    would allocate that size. ``bytes_per_value`` defaults to what validating it costs
+    per value: a boolean mask, and a float64 copy unless it is already C-contiguous
+    float64. Anything without a NumPy ``size`` (a list: it exists already) passes."""
+    size = getattr(values, "size", None)
+    if not isinstance(size, (int, np.integer)) or size < _SMALL_COPY:
+        return
+    if bytes_per_value is None:
+        dtype = getattr(values, "dtype", None)
+        flags = getattr(values, "flags", None)
+        in_place = dtype == np.float64 and flags is not None and flags.c_contiguous
+        bytes_per_value = 1.0 if in_place else 9.0
+    check_size(name, float(size), bytes_per_value, f"pass a smaller {name}")
 
 
 def _check_copy(name: str, arr: npt.NDArray[Any], itemsize: int = 8) -> None:
@@ -302,23 +341,28 @@ def check_index(name: str, value: Any, size: int, of: str) -> int:
 
 
 def check_n_threads(n_threads: int | None) -> int | None:
-    """``None`` (every core) or a positive thread count (the core caps it at 4 per core)."""
+    """``None`` (every usable CPU) or a positive thread count (the core caps it at 4 per
+    usable CPU)."""
     if n_threads is None:
         return None
     return check_positive_int("n_threads", n_threads, maximum=MAX_THREADS)
 
 
 # The one thread policy, the compiled core's (parallel.hpp: resolve_threads): None means
-# every core, a count is taken as given up to MAX_THREADS_PER_CORE per core (more threads
-# only cost memory and start-up), and a thread the system refuses is run inline.
+# every usable CPU (cpu_budget.hpp: the affinity mask and the cgroup CPU quota, read once
+# per process; _core.default_threads), a count is taken as given up to
+# MAX_THREADS_PER_CORE per usable CPU (more threads only cost memory and start-up), and a
+# thread the system refuses is run inline.
 MAX_THREADS_PER_CORE = 4
 
 
 def threads_used(n_threads: int | None) -> int:
     """Threads a call runs on for a checked ``n_threads`` (what Python-side work split by
     thread, such as the calibration engine's chunks, must size itself by)."""
-    cores = os.cpu_count() or 1
-    return cores if n_threads is None else min(n_threads, MAX_THREADS_PER_CORE * cores)
+    from truescore_fast import _core  # the compiled core's own count, so the two agree
+
+    cpus = _core.default_threads()
+    return cpus if n_threads is None else min(n_threads, MAX_THREADS_PER_CORE * cpus)
 
 
 def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[np.float64]:
@@ -602,5 +646,7 @@ ALTERNATIVES: tuple[str, ...] = ("greater", "less", "two-sided")
 
 
 def dropin_1d(name: str, values: Any) -> npt.NDArray[np.float64]:
-    """``values`` as a non-empty, 1-D, all-finite float array, checked as truescore does."""
+    """``values`` as a non-empty, 1-D, all-finite float array, checked as truescore does
+    (one too large to check, say a zero-stride view of 10**10 values, is refused first)."""
+    check_array_size(name, values)
     return _nonempty_finite_1d(name, np.asarray(values, dtype=float))

@@ -306,7 +306,8 @@ def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
-    assert "(gzip) needs" in proc.stdout and "decompress it to a file first" in proc.stdout
+    assert "bomb.csv.gz (decompressed) needs" in proc.stdout
+    assert "decompress it and split it" in proc.stdout
 
 
 # --- JSON Lines: one line-splitting rule, the right line number ---------------------------

@@ -36,6 +36,7 @@ from truescore_fast._validation import (
     check_alpha,
     check_choice,
     check_positive_int,
+    check_size,
     check_unit_interval,
     float_array,
     real_scalar,
@@ -85,6 +86,7 @@ def audit_order(population_size: int, *, seed: SeedLike = 0) -> npt.NDArray[np.i
         ValueError: population_size not an integer >= 1; a bad seed.
     """
     n = check_positive_int("population_size", population_size)
+    check_size("population_size", n, 16.0)  # the permutation and its int64 copy
     return _scoring_order(n, seed_int(seed))
 
 

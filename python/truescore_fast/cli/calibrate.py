@@ -152,7 +152,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="T",
         type=integer_flag,
         default=None,
-        help="threads per work item (default: every core of the machine running it)",
+        help="threads per work item (default: every CPU it may use on the machine running it)",
     )
     run.add_argument(
         "--checkpoint",

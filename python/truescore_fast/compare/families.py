@@ -145,7 +145,7 @@ def family_bootstrap_difference(
         alpha: the percentile interval has level 1 - alpha.
         n_resamples: bootstrap resamples of whole families.
         seed: seed of the resampling (recorded for reproducibility).
-        n_threads: threads for the kernel (None: every core); results do not depend on it.
+        n_threads: threads for the kernel (None: every usable CPU); results do not depend on it.
 
     Raises:
         ValueError: naming the argument, for empty or non-finite outcomes, labels of the

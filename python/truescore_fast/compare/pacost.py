@@ -229,7 +229,7 @@ def paired_confidence_test(
         exact: sign-flip only: enumerate all ``2**n`` patterns. ``None`` (default) does so
             for n <= 20; True with n > 20 is refused.
         seed: seed of the Monte Carlo sign-flip patterns (recorded for reproducibility).
-        n_threads: threads for the sign-flip kernel (None: every core). Results do not
+        n_threads: threads for the sign-flip kernel (None: every usable CPU). Results do not
             depend on it.
 
     Returns:

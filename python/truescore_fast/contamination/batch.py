@@ -227,7 +227,7 @@ def exchangeability_tests(
         offsets: For ragged shards, S + 1 increasing integers starting at 0 and ending
             at ``len(permuted)``; shard i is ``permuted[offsets[i]:offsets[i + 1]]``.
         alpha: Significance level for the per-shard and pooled verdicts.
-        n_threads: Threads to use (default: every core). Results are identical for any
+        n_threads: Threads to use (default: every usable CPU). Results are identical for any
             thread count: shards are split into fixed blocks and never share sums.
 
     Returns:

@@ -36,6 +36,7 @@ from scipy import special
 from truescore_fast import _core
 from truescore_fast._result import Result
 from truescore_fast._validation import (
+    check_array_size,
     dropin_1d,
     dropin_alpha,
 )
@@ -171,6 +172,8 @@ def exchangeability_test(
     paraphrased copies passes it, so a large p-value is absence of evidence.
     """
     dropin_alpha(alpha)
+    check_array_size("canonical_loglik", canonical_loglik)
+    check_array_size("permuted_logliks", permuted_logliks)
     if not np.isfinite(canonical_loglik):
         raise ValueError("canonical_loglik must be finite")
     permuted = np.asarray(permuted_logliks, dtype=float)  # truescore's conversion and errors
@@ -396,6 +399,7 @@ def combine_shards(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> CombinedC
             upstream).
     """
     dropin_alpha(alpha)
+    check_array_size("p_values", p_values, 9.0)  # the logs (a float64 each), then a mask
     values = np.asarray(p_values, dtype=float)  # truescore's conversion and errors
     if values.ndim != 1 or values.size == 0:
         dropin_1d("p_values", values)  # raises the shape error

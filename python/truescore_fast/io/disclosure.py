@@ -74,6 +74,7 @@ from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
+    check_array_size,
     check_memory,
     check_positive_int,
     check_sequence,
@@ -383,6 +384,7 @@ class KappaResult(Result):
 
 
 def _codes(name: str, values: npt.ArrayLike, index: dict[Any, int]) -> npt.NDArray[np.intp]:
+    check_array_size(name, values, 48.0)  # a pointer, a Python object and a code per value
     arr = np.asarray(values, dtype=object)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")

@@ -189,7 +189,7 @@ def did_estimate(
         alpha: Intervals have level 1 - alpha.
         seed: Any seed ``philox_key`` accepts (default 0); replicate b uses Philox task
             stream b.
-        n_threads: Threads (None: every core); the result never depends on it.
+        n_threads: Threads (None: every usable CPU); the result never depends on it.
 
     For each model: DiD_public = (mean after - mean before of public correctness on the
     exposed parents) - (the same on the unexposed parents); DiD_fresh likewise; the

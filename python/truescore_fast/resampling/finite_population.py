@@ -172,7 +172,7 @@ def finite_population_bootstrap(
             replicate from Python (weights are generated 256 replicates at a time).
         seed: Any seed ``philox_key`` accepts (default 0); replicate b uses Philox task
             stream b.
-        n_threads: Threads (None: every core); the result never depends on it.
+        n_threads: Threads (None: every usable CPU); the result never depends on it.
 
     Rao-Wu rescaling (Rao & Wu 1988): per stratum draw m_h units with replacement and
     rescale, ybar*_h = ybar_h + lambda_h (ybar'_h - ybar_h), lambda_h = sqrt(m_h (1 - f_h)

@@ -130,7 +130,7 @@ def pattern_permutation_test(
         min_models: k: a parent counts when at least k models show the pattern on it.
         draws: Permutations of the null (the paper: 20,000).
         seed: Any seed ``philox_key`` accepts (default 0); draw b uses Philox task stream b.
-        n_threads: Threads (None: every core); the result never depends on it.
+        n_threads: Threads (None: every usable CPU); the result never depends on it.
 
     Statistic: T = #{parents j : sum_m indicator[m, j] >= k}. Null: each model's row is
     permuted over parents independently of the others (every model keeps its own number

@@ -104,7 +104,7 @@ def seed_contrast(
             (draws + 1)); ``"auto"`` is exact up to 40 seeds, Monte Carlo above.
         draws, seed: For Monte Carlo only (``seed``: any seed ``philox_key`` accepts,
             default 0).
-        n_threads: Threads for Monte Carlo (None: every core); never changes the result.
+        n_threads: Threads for Monte Carlo (None: every usable CPU); never changes the result.
 
     Null: each seed's contrast is symmetric about 0, so its sign is a fair coin. The
     statistic is ``|sum x_i|``; sign vectors whose ``|sum|`` is within 16 m eps sum

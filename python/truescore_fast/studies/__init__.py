@@ -24,7 +24,7 @@ they are added in task order. The result therefore never depends on the thread c
 on how tasks are grouped into calls (the progress bar's chunks), or on which process
 or machine ran a cell (``executor=``); memory does not grow with R.
 
-Execution. ``n_threads`` (default: every core) threads run inside the compiled core with
+Execution. ``n_threads`` (default: every usable CPU) threads run inside the compiled core with
 the GIL released. Tasks are run in chunks of about a tenth of a second, so a progress
 bar (tqdm when installed; ``progress=None`` shows one for runs longer than a second) can
 update and Ctrl-C stops a sweep within a second, with no thread left running.

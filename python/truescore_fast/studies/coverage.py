@@ -220,7 +220,7 @@ def coverage_study(
         alpha: 1 - nominal coverage.
         seed: int, ``SeedSequence`` or ``Generator``; with the cell index it fixes every
             draw (see the module docstring).
-        n_threads: Threads (default every core); the result does not depend on it.
+        n_threads: Threads (default every usable CPU); the result does not depend on it.
         progress: Show a progress bar (True/False; None: only for runs over 1 s).
         executor: Run the sample sizes as cells on this ``concurrent.futures.Executor``.
         checkpoint: A file to save progress in and resume from (see the module

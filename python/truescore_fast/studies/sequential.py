@@ -22,8 +22,10 @@ from truescore_fast._validation import (
     check_alpha,
     check_n_threads,
     check_positive_int,
+    check_size,
     one_line,
     real_scalar,
+    threads_used,
 )
 from truescore_fast.audit._betting import capital_logs, check_horizon, log_bets
 from truescore_fast.audit.intervals import betting_intervals
@@ -117,7 +119,7 @@ def sequential_study(
     ``max_parents``, None makes them horizon-free. The horizon-free audit is also run on
     the same parents, for comparison.
 
-    ``n_threads`` (None: every core), ``progress`` (None: a bar after a second),
+    ``n_threads`` (None: every usable CPU), ``progress`` (None: a bar after a second),
     ``executor`` (any ``concurrent.futures.Executor``, e.g. a Dask client's) and
     ``checkpoint`` (a file to save progress in and resume from) work as for the other
     studies (:mod:`truescore_fast.studies`), on the same engine: each row is a cell
@@ -536,6 +538,15 @@ def sequential_order_study(
     reps = _replications(replications)
     check_alpha(alpha)
     threads = check_n_threads(n_threads)
+    # A task holds (replications x n_shards x max_permutations) normals, their booleans
+    # and the running counts; every thread runs one at a time.
+    per_task = min(reps, _STUDY_TASK) * r * m
+    check_size(
+        "n_shards x max_permutations",
+        threads_used(threads) * per_task,
+        24.0,
+        "use fewer n_shards or max_permutations",
+    )
     key = philox_key(seed)
     rows = []
     per_row = [(r, m, shift, hh, alpha) for shift in shift_values]

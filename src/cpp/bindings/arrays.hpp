@@ -1,7 +1,17 @@
 // Array policy for every binding, in one place (argument checks: checks.hpp).
 //
-// Inputs are c_style | forcecast: C-contiguous float64 arrives without a copy, anything
-// else (float32, ints, lists, strided views) is converted exactly once by pybind11.
+// Every array argument arrives as an array_t with kInput flags: C-contiguous, aligned
+// float64 (or int64, uint8) arrives without a copy; anything else is converted exactly
+// once by NumPy (PyArray_FromAny) before the kernel sees it: other dtypes, lists,
+// non-contiguous, offset or negative-stride views, and views whose data is not aligned
+// for the element type (np.frombuffer(bytearray(8 * n + 1), offset=1)): a kernel never
+// reads a misaligned double* (undefined behaviour, a fault on strict-alignment CPUs).
+// pybind11's own check_ tests contiguity but not alignment; the conversion does both,
+// because NPY_ARRAY_ALIGNED is among the flags handed to it. Read-only arrays are fine:
+// inputs are only read (outputs are new arrays).
+//
+// ArrayStrided (ranks of a dense permuted matrix) keeps any strides, so a zero-stride
+// np.broadcast_to view is read in place; it is aligned all the same.
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -13,8 +23,12 @@ namespace truescore::bindings {
 
 namespace py = pybind11;
 
-using ArrayD = py::array_t<double, py::array::c_style | py::array::forcecast>;
-using ArrayI64 = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
-using ArrayU8 = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
+inline constexpr int kAligned = py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+inline constexpr int kInput = py::array::c_style | py::array::forcecast | kAligned;
+
+using ArrayD = py::array_t<double, kInput>;
+using ArrayI64 = py::array_t<std::int64_t, kInput>;
+using ArrayU8 = py::array_t<std::uint8_t, kInput>;
+using ArrayStrided = py::array_t<double, py::array::forcecast | kAligned>;
 
 }  // namespace truescore::bindings

@@ -16,6 +16,7 @@
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
+using truescore::bindings::ArrayStrided;
 using truescore::bindings::check_memory;
 using truescore::bindings::check_shard_offsets;
 using truescore::bindings::require_ndim;
@@ -44,8 +45,8 @@ void raise_non_finite(std::int64_t bad, const char* name) {
                                     std::to_string(bad) + ")");
 }
 
-// Any float64 layout, not copied: the dense rank tests read rows in place when they can.
-using ArrayStrided = py::array_t<double, py::array::forcecast>;
+// Any aligned float64 layout, not copied: the dense rank tests read rows in place when they
+// can (arrays.hpp).
 
 py::dict rank_tests_dense(const ArrayD& canonical, const ArrayStrided& permuted, const py::object& n_threads) {
     require_ndim(canonical, 1, "canonical");

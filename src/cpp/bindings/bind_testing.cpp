@@ -13,6 +13,7 @@
 #include "checks.hpp"
 #include "truescore/betting.hpp"
 #include "truescore/compare.hpp"
+#include "truescore/cpu_budget.hpp"
 #include "truescore/numeric.hpp"
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
@@ -166,7 +167,26 @@ void bind_testing(py::module_& m) {
     t.def("normal_quantile", &truescore::normal_quantile, py::arg("p"),
           "The core's standard normal quantile Phi^{-1}(p) (NaN outside (0, 1)).");
     t.def("resolved_threads", &truescore::resolve_threads, py::arg("n_threads"),
-          "Threads a kernel runs on for n_threads (0 or less: every core).");
+          "Threads a kernel runs on for n_threads (0 or less: every usable CPU).");
+    t.def("cgroup_cpu_quota", &truescore::cpu_budget_detail::cgroup_quota, py::arg("proc_cgroup"),
+          py::arg("sys_root"),
+          "The CPU quota (rounded up; 0: none) the default thread count reads, from a file in "
+          "/proc/self/cgroup's format and a cgroup file-system root (fake ones, for tests).");
+    t.def(
+        "input_alignment",
+        [](const truescore::bindings::ArrayD& d, const truescore::bindings::ArrayStrided& s,
+           const truescore::bindings::ArrayI64& i) {
+            const auto misalignment = [](const void* p, std::size_t align) {
+                return static_cast<int>(reinterpret_cast<std::uintptr_t>(p) % align);
+            };
+            return py::make_tuple(misalignment(d.data(), alignof(double)), misalignment(s.data(), alignof(double)),
+                                  misalignment(i.data(), alignof(std::int64_t)));
+        },
+        py::arg("d"), py::arg("strided"), py::arg("i"),
+        "How far the data a kernel receives for an ArrayD, an ArrayStrided and an ArrayI64 argument "
+        "is from its type's alignment (the array policy makes all three 0).");
+    t.def("cpu_budget", &truescore::cpu_budget,
+          "The usable CPUs now (affinity and quota), read afresh (default_threads is read once).");
     t.def(
         "philox_raw",
         [](std::uint64_t key0, std::uint64_t key1, std::uint64_t task, py::ssize_t n) {

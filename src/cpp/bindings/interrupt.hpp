@@ -58,6 +58,10 @@ auto run_interruptible(double work, Kernel kernel) -> decltype(kernel()) {
                 } catch (const Cancelled&) {
                     interrupted = true;
                 }
+                // A poll that ran a raising handler after the kernel's last block (the
+                // workers had finished): the kernel completed, but the handler's exception
+                // is set and must be raised, not left pending under a returned result.
+                if (poll.cancelled()) interrupted = true;
             }
         }
         if (interrupted) throw py::error_already_set();  // the handler's exception

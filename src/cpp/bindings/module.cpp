@@ -1,5 +1,7 @@
 #include <pybind11/pybind11.h>
 
+#include "truescore/parallel.hpp"
+
 namespace py = pybind11;
 
 void bind_compare(py::module_& m);
@@ -15,6 +17,9 @@ void bind_calibration(py::module_& m);
 PYBIND11_MODULE(_core, m) {
     m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
     m.attr("__version__") = TRUESCORE_VERSION;  // pyproject.toml's, from CMakeLists.txt
+    m.def("default_threads", &truescore::core_count,
+          "Threads a call starts when n_threads is None: the CPUs this process may use (its "
+          "affinity mask and cgroup CPU quota), read once.");
     bind_compare(m);
     bind_contamination(m);
     bind_intervals(m);

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "truescore/cpu_budget.hpp"
 #include "truescore/random.hpp"
 
 namespace truescore {
@@ -164,13 +165,11 @@ private:
 
 // ---- Threads ---------------------------------------------------------------------------
 
-// Cores on this machine (at least 1). Read once: hardware_concurrency() reads /sys on
-// glibc, which costs more than a small kernel call itself.
+// CPUs this process may use (cpu_budget.hpp: affinity and cgroup quota; at least 1). Read
+// once, at the first parallel call: it reads /proc and /sys, which costs more than a
+// small kernel call itself.
 inline int core_count() {
-    static const int cores = [] {
-        const unsigned hw = std::thread::hardware_concurrency();
-        return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, 1u << 16));
-    }();
+    static const int cores = cpu_budget();
     return cores;
 }
 
