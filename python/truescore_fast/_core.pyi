@@ -66,6 +66,9 @@ class IntervalMethod:
     def value(self) -> int: ...
 
 def interval_method_traits() -> dict[str, dict[str, Any]]: ...
+def gap_interval_unchecked(
+    d: object, method: int, population_size: float, alpha: float
+) -> tuple[float, float, float, float] | None: ...
 def gap_intervals(
     gaps: npt.ArrayLike,
     methods: npt.ArrayLike,
@@ -115,6 +118,7 @@ def sign_flip_monte_carlo_pairs(
     key0: int,
     key1: int,
     n_threads: int | None = None,
+    screen: bool = True,
 ) -> dict[str, int]: ...
 def sign_flip_count_two_sided(values: npt.ArrayLike) -> float: ...
 def cluster_bootstrap_difference(

@@ -657,6 +657,36 @@ def test_monte_carlo_sign_flip_pairs_identical_for_any_thread_count():
     assert one["n_patterns"] == 20_000 and 0 < one["count_greater"] < 20_000
 
 
+def _screen_cases():
+    """Data where the screened statistic meets near-ties: grids whose signed sums tie the
+    observed one exactly (rubric 0.05 steps, quarters, integers), all-zero and constant
+    differences, magnitudes far apart, and plain continuous scores."""
+    rng = np.random.default_rng(24)
+    yield "rubric", *(np.round(rng.random((2, 3000)) * 20) / 20)
+    yield "quarters", rng.integers(0, 5, 129) / 4.0, rng.integers(0, 5, 129) / 4.0
+    yield "integers", rng.integers(-3, 4, 64).astype(float), rng.integers(-3, 4, 64).astype(float)
+    yield "equal", np.full(50, 0.3), np.full(50, 0.3)
+    yield "constant", np.full(33, 0.7), np.full(33, 0.1)
+    yield "two pairs", np.array([0.1, 0.2]), np.array([0.2, 0.1])
+    yield "spread", rng.normal(size=200) * 10.0 ** rng.integers(-8, 8, 200), rng.normal(size=200)
+    yield "continuous", rng.normal(0.05, 1, 1000), rng.normal(0, 1, 1000)
+    yield "one tenth", np.tile([0.1, 0.2, -0.3], 40), np.zeros(120)
+
+
+@pytest.mark.parametrize("avx512", KERNEL_PATHS, ids=["avx512-if-available", "portable"])
+@pytest.mark.parametrize("case", list(_screen_cases()), ids=lambda c: c[0])
+def test_screened_monte_carlo_counts_equal_every_pattern_evaluated(case, avx512):
+    # The screen classifies a pattern from a signed sum with a proven error bound and
+    # evaluates SciPy's float statistic only near ties: the counts must be those of
+    # evaluating every pattern, bit for bit (issue 24).
+    _, a, b = case
+    args = {"n_resamples": 3000, "key0": 7, "key1": 8}
+    with kernel_path(avx512):
+        fast = _core.sign_flip_monte_carlo_pairs(a, b, **args)
+    slow = _core.sign_flip_monte_carlo_pairs(a, b, screen=False, **args)
+    assert fast == slow
+
+
 A, B = [0.1, 0.5, 0.3, 0.9], [0.2, 0.1, 0.3, 0.4]
 
 
