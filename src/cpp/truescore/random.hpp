@@ -104,13 +104,20 @@ public:
 
     // Uniform integer on [0, n), n >= 1, unbiased (Lemire's multiply-and-reject).
     std::uint64_t below(std::uint64_t n) {
-        std::uint64_t x = next_u64();
+        return below_from([this] { return next_u64(); }, n);
+    }
+
+    // below(n) on the words next() returns (one, or more on a rejection): the same value
+    // below() computes from the same words.
+    template <class Next>
+    static std::uint64_t below_from(Next next, std::uint64_t n) {
+        std::uint64_t x = next();
         unsigned __int128 m = static_cast<unsigned __int128>(x) * n;
         std::uint64_t low = static_cast<std::uint64_t>(m);
         if (low < n) {
             const std::uint64_t threshold = (0 - n) % n;
             while (low < threshold) {
-                x = next_u64();
+                x = next();
                 m = static_cast<unsigned __int128>(x) * n;
                 low = static_cast<std::uint64_t>(m);
             }

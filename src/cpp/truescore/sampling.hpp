@@ -485,8 +485,17 @@ public:
             const std::size_t words = static_cast<std::size_t>((m + 63) / 64);
             if (bits_.size() < words) bits_.resize(words, 0);
             std::uint64_t* bits = bits_.data();
+            // The s words the draws take (one each, but for a rejection, which is rare: a
+            // rejected draw reads on into the later words, and the stream after them),
+            // generated in bulk: the same words in the same order as below() would read.
+            const std::size_t want = static_cast<std::size_t>(s);
+            if (raw_.size() < want) raw_.resize(want);
+            rng.next_words(raw_.data(), want);
+            std::size_t used = 0;
+            const std::uint64_t* raw = raw_.data();
+            auto next = [&] { return used < want ? raw[used++] : rng.next_u64(); };
             for (std::uint64_t j = m - s; j < m; ++j) {
-                const std::uint64_t t = rng.below(j + 1);
+                const std::uint64_t t = Philox::below_from(next, j + 1);
                 std::uint64_t& word = bits[t >> 6];
                 const std::uint64_t bit = std::uint64_t{1} << (t & 63);
                 // t is new: take t; else j (never chosen before: every earlier value is < j).
@@ -523,6 +532,7 @@ private:
 
     std::vector<std::uint64_t> table_;
     std::vector<std::uint64_t> bits_;  // all zero between draws
+    std::vector<std::uint64_t> raw_;   // the bitmap path's words
     std::size_t mask_ = 0;
 };
 
