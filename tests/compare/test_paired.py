@@ -241,15 +241,19 @@ def test_bootstrap_means_equal_numpy_rebuild_of_the_streams(n, n_bootstrap):
     )
 
 
-def test_cluster_bootstrap_means_equal_numpy_rebuild():
+@pytest.mark.parametrize("avx512", KERNEL_PATHS, ids=["avx512-if-available", "portable"])
+@pytest.mark.parametrize("g", [13, 500])
+def test_cluster_bootstrap_means_equal_numpy_rebuild(avx512, g):
     rng = np.random.default_rng(3)
-    sums = rng.normal(size=13)
-    sizes = rng.integers(1, 6, 13)
+    sums = rng.normal(size=g)
+    sizes = rng.integers(1, 6, g)
     key = philox_key(99)
-    ours = _core.cluster_bootstrap_means(sums, sizes, 600, *key)
-    np.testing.assert_allclose(
-        ours, ref_cluster_bootstrap_means(sums, sizes, 600, key), rtol=1e-12
-    )
+    with kernel_path(avx512):
+        ours = _core.cluster_bootstrap_means(sums, sizes, 600, *key)
+        equal = np.full(g, 3)  # every cluster the same size: the kernel skips the size tally
+        ours_equal = _core.cluster_bootstrap_means(sums, equal, 600, *key)
+    np.testing.assert_array_equal(ours, ref_cluster_bootstrap_means(sums, sizes, 600, key))
+    np.testing.assert_array_equal(ours_equal, ref_cluster_bootstrap_means(sums, equal, 600, key))
 
 
 def test_public_bootstrap_is_the_percentile_interval_of_those_means():
