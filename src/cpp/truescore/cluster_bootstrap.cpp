@@ -69,22 +69,27 @@ void cluster_mean_resamples(const StreamBlocks& streams, std::size_t n_clusters,
     const auto f = static_cast<std::uint64_t>(n_clusters);
     const std::int64_t* sizes = statistic.sizes;
     const bool equal = std::all_of(sizes, sizes + n_clusters, [&](std::int64_t s) { return s == sizes[0]; });
+    // The sizes as doubles for the tally: sums of integers below 2^53, so exact in any
+    // order; and a double tally cannot alias the sampler's index stores (an integer one
+    // could), so it stays in a register.
+    std::vector<double> size_of(sizes, sizes + n_clusters);
+    const double* sz = size_of.data();
     for_each_stream_block(streams, n_threads, min_blocks_for_steps(streams.block, n_clusters),
                           [] { return std::vector<std::uint64_t>(kIndexChunk); },
                           [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t, std::size_t r_begin,
                               std::size_t r_end) {
         PackedIndexSampler pick(gen, f);
         for (std::size_t r = r_begin; r < r_end; ++r) {
-            std::int64_t size = sizes[0] * static_cast<std::int64_t>(n_clusters);
+            double size = static_cast<double>(sizes[0]) * static_cast<double>(n_clusters);
             double sum;
             if (equal) {
                 sum = gathered_sum(pick, statistic.sums, n_clusters, idx.data());
             } else {
-                size = 0;
+                size = 0.0;
                 sum = gathered_sum(pick, statistic.sums, n_clusters, idx.data(),
-                                   [&size, sizes](std::uint64_t c) { size += sizes[c]; });
+                                   [&size, sz](std::uint64_t c) { size += sz[c]; });
             }
-            out[r] = sum / static_cast<double>(size);
+            out[r] = sum / size;
         }
     });
 }
