@@ -45,10 +45,7 @@ def main() -> None:
         assert np.all(np.abs(means - d.mean()) < 6 * se + 1e-12), n
         seconds = cpu_best(lambda: _core.bootstrap_means(d, b, 1, 2, n_threads=1))  # noqa: B023
         per_word = 3 if n <= 2**16 else 2
-        print(
-            f"| {n:,} | {8 * n:,} | {1e9 * seconds / (b * n):.2f} | "
-            f"{word_ns / per_word:.2f} |"
-        )
+        print(f"| {n:,} | {8 * n:,} | {1e9 * seconds / (b * n):.2f} | {word_ns / per_word:.2f} |")
 
 
 if __name__ == "__main__":

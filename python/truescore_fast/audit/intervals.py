@@ -191,8 +191,8 @@ def _one(method: str, d: npt.ArrayLike, population_size: Any, alpha: float) -> I
     # run (and raise its error). The same core formula either way, so the same interval.
     if type(d) is np.ndarray and type(alpha) is float:
         if population_size is None or (type(population_size) is int and population_size > 0):
-            pop = 0.0 if population_size is None else float(population_size)
-            got = _core.gap_interval_unchecked(d, _CODE[method], pop, alpha)
+            fast_pop = 0.0 if population_size is None else float(population_size)
+            got = _core.gap_interval_unchecked(d, _CODE[method], fast_pop, alpha)
             if got is not None:
                 low, high, estimate, half_width = got
                 return Interval(low, high, estimate, method, alpha, half_width)
