@@ -616,6 +616,8 @@ def test_fast_path_gives_the_batch_path_interval(method):
         (np.zeros(4), {"population_size": 3}, "population_size"),
         (np.zeros(4), {"population_size": 0}, "population_size"),
         (np.zeros(4), {"population_size": -5}, "population_size"),
+        (np.zeros(4), {"population_size": 2**63}, "population_size"),
+        (np.zeros(4), {"population_size": 10**400}, "population_size"),
     ],
 )
 def test_fast_path_input_still_fails_by_name(d, kwargs, message):

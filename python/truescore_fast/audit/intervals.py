@@ -190,7 +190,9 @@ def _one(method: str, d: npt.ArrayLike, population_size: Any, alpha: float) -> I
     # them and answers None when anything is off; only then does the validating path below
     # run (and raise its error). The same core formula either way, so the same interval.
     if type(d) is np.ndarray and type(alpha) is float:
-        if population_size is None or (type(population_size) is int and population_size > 0):
+        if population_size is None or (
+            type(population_size) is int and 0 < population_size < 2**63
+        ):
             fast_pop = 0.0 if population_size is None else float(population_size)
             got = _core.gap_interval_unchecked(d, _CODE[method], fast_pop, alpha)
             if got is not None:
