@@ -74,10 +74,12 @@ void cluster_mean_resamples(const StreamBlocks& streams, std::size_t n_clusters,
     // could), so it stays in a register.
     std::vector<double> size_of(sizes, sizes + n_clusters);
     const double* sz = size_of.data();
-    for_each_stream_block(streams, n_threads, min_blocks_for_steps(streams.block, n_clusters),
-                          [] { return std::vector<std::uint64_t>(kIndexChunk); },
-                          [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t, std::size_t r_begin,
-                              std::size_t r_end) {
+    // Free workers claim the next block (as bootstrap_means does): a worker whose core is
+    // shared with another process does fewer; each block is the same for every thread count.
+    for_each_stream_block_claimed(streams, n_threads, min_blocks_for_steps(streams.block, n_clusters), 1,
+                                  [] { return std::vector<std::uint64_t>(kIndexChunk); },
+                                  [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t,
+                                      std::size_t r_begin, std::size_t r_end) {
         PackedIndexSampler pick(gen, f);
         for (std::size_t r = r_begin; r < r_end; ++r) {
             double size = static_cast<double>(sizes[0]) * static_cast<double>(n_clusters);
