@@ -231,32 +231,43 @@ public:
     // Queues blocks [0, blocks) of job and wakes workers for them, starting threads up to
     // `blocks` workers (at most kMaxThreadsPerCore x cores - 1, as resolve_threads caps a
     // loop; none if the system refuses, and the caller then runs the blocks).
-    void submit(PoolJob& job, std::size_t blocks) {
+    // Returns false, with nothing of job queued, when there is no memory for the queue:
+    // the caller then runs every block itself.
+    bool submit(PoolJob& job, std::size_t blocks) {
         std::lock_guard<std::mutex> lock(mutex_);
         grow(blocks);
         job.pending = blocks;
-        for (std::size_t w = 0; w < blocks; ++w) queue_.push_back(Task{&job, w});
+        std::size_t queued = 0;
+        try {
+            for (; queued < blocks; ++queued) queue_.push_back(Task{&job, queued});
+        } catch (const std::bad_alloc&) {
+            queue_.erase(queue_.end() - static_cast<std::ptrdiff_t>(queued), queue_.end());
+            job.pending = 0;
+            return false;
+        }
         if (blocks == 1)
             wake_.notify_one();
         else
             wake_.notify_all();
+        return true;
     }
 
-    // Removes the blocks of job no worker has taken; returns them in block order (the
-    // caller runs them and then reports them with finished()).
-    std::vector<std::size_t> take_back(PoolJob& job) {
-        std::vector<std::size_t> mine;
+    // Removes the blocks of job no worker has taken and writes them, in block order, to
+    // mine (room for every block submitted; allocated before, so nothing here can throw
+    // and leave the job queued); returns how many (the caller runs them).
+    std::size_t take_back(PoolJob& job, std::size_t* mine) {
+        std::size_t taken = 0;
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto it = queue_.begin(); it != queue_.end();) {
             if (it->job == &job) {
-                mine.push_back(it->w);
+                mine[taken++] = it->w;
                 it = queue_.erase(it);
             } else {
                 ++it;
             }
         }
-        job.pending -= mine.size();
-        return mine;
+        job.pending -= taken;
+        return taken;
     }
 
     // Waits until every block of job a worker took has finished; while it waits, the
@@ -401,10 +412,16 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
     };
     detail::ThreadPool& pool = detail::ThreadPool::instance();
     detail::PoolJob job{run, &context, 0, {}};
-    pool.submit(job, workers - 1);  // blocks 0 .. workers - 2; the caller runs the last
-    run(&context, workers - 1);
-    for (std::size_t w : pool.take_back(job)) run(&context, w);
-    pool.wait(job);
+    std::vector<std::size_t> mine(workers);
+    const bool queued = pool.submit(job, workers - 1);  // blocks 0 .. workers - 2
+    run(&context, workers - 1);                           // the caller runs the last
+    if (queued) {
+        const std::size_t taken = pool.take_back(job, mine.data());
+        for (std::size_t k = 0; k < taken; ++k) run(&context, mine[k]);
+        pool.wait(job);
+    } else {  // nothing was queued (no memory): every block here, in order
+        for (std::size_t w = 0; w + 1 < workers; ++w) run(&context, w);
+    }
     for (auto& e : context.errors)
         if (e) std::rethrow_exception(e);
 }
