@@ -216,3 +216,45 @@ def test_lattice_test_compiled_20000_for_scaling(benchmark, lattice20000, record
     pub, fr = lattice20000
     res = benchmark(tf.randomization_test, pub / 4, fr / 4, alternative="two-sided")
     assert res.method == "exact-lattice"
+
+
+# --- one interval at n = 200 against its bare NumPy formula (issue 24: <= 2x) ------------
+
+Z975 = 1.959963984540054
+
+
+def numpy_hoeffding(d, alpha=0.05):
+    m = d.mean()
+    h = 2.0 * np.sqrt(np.log(2.0 / alpha) / (2.0 * d.size))
+    return max(-1.0, m - h), min(1.0, m + h)
+
+
+def numpy_wald(d, population_size, alpha=0.05):
+    m = d.mean()
+    h = Z975 * np.sqrt((1.0 - d.size / population_size) * d.var(ddof=1) / d.size)
+    return max(-1.0, m - h), min(1.0, m + h)
+
+
+ONE = {
+    "hoeffding": (lambda d: tf.hoeffding_interval(d), numpy_hoeffding),
+    "wald": (
+        lambda d: tf.wald_interval(d, population_size=N_POP),
+        lambda d: numpy_wald(d, N_POP),
+    ),
+}
+
+
+@pytest.mark.parametrize("method", ONE)
+@pytest.mark.parametrize("role", ["ours", "baseline"])
+def test_one_interval(benchmark, gaps200, method, role, record_role):
+    benchmark.group = f"audit: one {method}_interval, n = 200"
+    ours_fn, numpy_fn = ONE[method]
+    if role == "ours":
+        record_role("ours", f"truescore_fast.{method}_interval")
+        iv = benchmark(ours_fn, gaps200)
+        low, high = iv.low, iv.high
+    else:
+        record_role("baseline", "the bare NumPy formula (mean, var, sqrt, clip)")
+        low, high = benchmark(numpy_fn, gaps200)
+        iv = ours_fn(gaps200)
+    assert abs(iv.low - low) <= 1e-12 and abs(iv.high - high) <= 1e-12

@@ -243,3 +243,141 @@ def test_bootstrap_peak_memory(boot_data):
         )
         assert ours_peak < 50 * 2**20
         assert ours_peak < 0.01 * theirs_peak
+
+
+# --- issue 24: clustered bootstrap and the Monte Carlo permutation test at n = 10^4 -------
+
+CLUSTER_N, CLUSTER_G = 10_000, 500
+
+
+@pytest.fixture(scope="module")
+def cluster_data():
+    """n = 10^4 continuous scores in G = 500 clusters of unequal size (a cluster effect
+    shared by A and B, so the clusters matter)."""
+    rng = np.random.default_rng(24)
+    clusters = np.sort(rng.integers(0, CLUSTER_G, CLUSTER_N))
+    shared = rng.normal(0, 1, CLUSTER_G)[clusters]
+    a = shared + 0.02 + rng.normal(0, 0.5, CLUSTER_N)
+    b = shared + rng.normal(0, 0.5, CLUSTER_N)
+    return a, b, clusters
+
+
+def check_cluster_bootstrap(result, a, b, clusters):
+    """The percentile interval against the ratio estimator's linearised SE, which neither
+    implementation uses: sqrt(sum_g (s_g - r n_g)^2) / n, r the overall mean difference."""
+    d = a - b
+    r = d.mean()
+    s = np.bincount(clusters, weights=d)
+    m = np.bincount(clusters)
+    se = math.sqrt(np.sum((s - r * m) ** 2)) / d.size
+    z = stats.norm.ppf(0.975)
+    assert result.low == pytest.approx(r - z * se, abs=0.1 * se)
+    assert result.high == pytest.approx(r + z * se, abs=0.1 * se)
+
+
+CLUSTER_GROUP = (
+    f"paired_bootstrap(clusters=...), n = {CLUSTER_N:,}, G = {CLUSTER_G}, B = {BOOT_B:,}"
+)
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.benchmark(group=CLUSTER_GROUP)
+def test_cluster_bootstrap(benchmark, cluster_data, role, record_role):
+    a, b, clusters = cluster_data
+    result = _run(
+        benchmark,
+        record_role,
+        role,
+        "paired_bootstrap",
+        a,
+        b,
+        n_bootstrap=BOOT_B,
+        clusters=clusters,
+    )
+    check_cluster_bootstrap(result, a, b, clusters)
+
+
+MC_N, MC_B = 10_000, 10_000
+MC_GROUP = f"paired_permutation (Monte Carlo), rubric scores, n = {MC_N:,}, {MC_B:,} resamples"
+
+
+@pytest.fixture(scope="module")
+def mc_data():
+    return scores(MC_N, 6, effect=0.003)
+
+
+def scipy_permutation(a, b):
+    """What truescore runs: SciPy's permutation test of mean(x) - mean(y), paired samples,
+    vectorised, at SciPy's defaults otherwise (batch=None: every resample at once)."""
+
+    def statistic(x, y, axis):
+        return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+    return stats.permutation_test(
+        (a, b),
+        statistic,
+        vectorized=True,
+        permutation_type="samples",
+        n_resamples=MC_B,
+        random_state=np.random.default_rng(1),
+    ).pvalue
+
+
+def check_mc_p(p, a, b):
+    expected = sign_flip_normal_p(a, b)
+    assert 0.05 < expected < 0.95  # a p-value away from the edges, as the row intends
+    q = expected / 2
+    assert abs(p - expected) < 5 * 2 * math.sqrt(q * (1 - q) / MC_B) + 0.01
+
+
+@pytest.mark.benchmark(group=MC_GROUP)
+def test_mc_permutation_ours(benchmark, mc_data, record_role):
+    a, b = mc_data
+    record_role("ours", "truescore_fast.paired_permutation")
+    result = benchmark(tf.paired_permutation, a, b, n_resamples=MC_B)
+    check_mc_p(result.p_value, a, b)
+    # The screen changes no count: the same p-value as evaluating SciPy's statistic on
+    # every pattern (the ours-variant row times that kernel alone).
+    from truescore_fast._random import dropin_philox_key
+
+    key = dropin_philox_key(0)
+    tweak = 0x5065726D75746521
+    args = {"n_resamples": MC_B, "key0": key[0], "key1": key[1] ^ tweak}
+    from truescore_fast import _core
+
+    slow = _core.sign_flip_monte_carlo_pairs(a, b, screen=False, **args)
+    lower = (slow["count_less"] + 1) / (MC_B + 1)
+    upper = (slow["count_greater"] + 1) / (MC_B + 1)
+    assert result.p_value == min(1.0, 2.0 * min(lower, upper))
+
+
+@pytest.mark.benchmark(group=MC_GROUP)
+def test_mc_permutation_every_pattern(benchmark, mc_data, record_role):
+    from truescore_fast import _core
+
+    a, b = mc_data
+    record_role("ours-variant", "the sign-flip kernel alone, SciPy's statistic on every pattern")
+    args = {"n_resamples": MC_B, "key0": 1, "key1": 2}
+    slow = benchmark.pedantic(
+        _core.sign_flip_monte_carlo_pairs, args=(a, b), kwargs={**args, "screen": False}, rounds=3
+    )
+    assert slow == _core.sign_flip_monte_carlo_pairs(a, b, **args)
+
+
+@pytest.mark.benchmark(group=MC_GROUP)
+def test_mc_permutation_screened_kernel(benchmark, mc_data, record_role):
+    from truescore_fast import _core
+
+    a, b = mc_data
+    record_role("ours-variant", "the sign-flip kernel alone, screened")
+    counts = benchmark(_core.sign_flip_monte_carlo_pairs, a, b, n_resamples=MC_B, key0=1, key1=2)
+    p = 2 * (min(counts["count_less"], counts["count_greater"]) + 1) / (MC_B + 1)
+    check_mc_p(p, a, b)
+
+
+@pytest.mark.benchmark(group=MC_GROUP)
+def test_mc_permutation_scipy(benchmark, mc_data, record_role):
+    a, b = mc_data
+    record_role("baseline", "scipy.stats.permutation_test (vectorised, batch=None)")
+    p = benchmark.pedantic(scipy_permutation, args=(a, b), rounds=2, iterations=1)
+    check_mc_p(p, a, b)

@@ -80,3 +80,40 @@ def test_family_bootstrap_numpy(benchmark, clustered, record_role):
     record_role("baseline", "NumPy vectorised resampling")
     lo, hi = benchmark(numpy_family_bootstrap, *clustered, seed=1)
     assert lo < hi
+
+
+# --- the thread pool (issue 24): a loop's cost per call, pool against threads per call ---
+
+POOL_BLOCKS, POOL_PER_BLOCK, POOL_CALLS = 2, 5_000, 100
+POOL_GROUP = (
+    f"threaded loop, {POOL_BLOCKS} blocks of {POOL_PER_BLOCK:,} additions on 2 threads, "
+    f"{POOL_CALLS} calls"
+)
+
+
+@pytest.fixture(scope="module")
+def pool_values():
+    return np.random.default_rng(24).normal(size=POOL_BLOCKS * POOL_PER_BLOCK)
+
+
+@pytest.mark.parametrize(
+    ("pool", "role", "label"),
+    [
+        (True, "ours", "parallel_for_blocks on the persistent pool"),
+        (
+            False,
+            "baseline",
+            "a std::thread started and joined per block per call (before issue 24)",
+        ),
+    ],
+    ids=["pool", "threads-per-call"],
+)
+@pytest.mark.benchmark(group=POOL_GROUP)
+def test_thread_pool(benchmark, pool_values, pool, role, label, record_role):
+    from truescore_fast import _core
+
+    record_role(role, label)
+    sums = benchmark(
+        _core.testing.parallel_block_sums, pool_values, POOL_BLOCKS, 2, pool=pool, calls=POOL_CALLS
+    )
+    np.testing.assert_allclose(sums, pool_values.reshape(POOL_BLOCKS, -1).sum(axis=1), rtol=1e-12)

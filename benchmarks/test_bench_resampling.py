@@ -171,3 +171,60 @@ def test_pattern_numpy(benchmark, pattern_gaps, record_role):
         numpy_pattern_test, pattern_gaps, 2, DRAWS, np.random.default_rng(3)
     )
     assert _pattern_ok(observed, null_mean, p, pattern_gaps)
+
+
+# ---------------------------------------------------------------------------------------
+# Booth-Butler-Hall bootstrap, n = 10^4 of N = 5 x 10^4 (issue 24)
+# ---------------------------------------------------------------------------------------
+
+BBH_REPLICATES = 2_000
+BBH = f"BBH bootstrap, n = {N_VALUES:,} of N = {POPULATION:,}, B = {BBH_REPLICATES:,}"
+
+
+def numpy_bbh(values, population, replicates, rng):
+    """BBH with NumPy: the pseudo-population (each value N // n times, plus N mod n of them
+    drawn without replacement), then per replicate n of its N units without replacement
+    by np.argpartition of N uniforms; replicate = resample mean - pseudo-population mean."""
+    n = values.size
+    k, r = divmod(population, n)
+    out = np.empty(replicates)
+    for b in range(replicates):
+        pseudo = np.concatenate([np.tile(values, k), values[rng.choice(n, r, replace=False)]])
+        chosen = np.argpartition(rng.random(population), n)[:n]
+        out[b] = pseudo[chosen].mean() - pseudo.mean()
+    return out
+
+
+def _bbh_ok(replicates, unbiased_se):
+    # B = 2,000: the SD's relative MC SE is ~1.6%; 6% is under 4 SE.
+    return abs(np.std(replicates, ddof=1) / unbiased_se - 1) < 0.06
+
+
+@THREADS
+@pytest.mark.benchmark(group=BBH)
+def test_bbh_ours(benchmark, sample, n_threads, role, label, record_role):
+    values, unbiased_se = sample
+    record_role(role, "truescore_fast.finite_population_bootstrap(method='bbh')" + label)
+    result = benchmark(
+        tf.finite_population_bootstrap,
+        values,
+        population_size=POPULATION,
+        method="bbh",
+        replicates=BBH_REPLICATES,
+        seed=1,
+        n_threads=n_threads,
+    )
+    assert _bbh_ok(result.replicates - result.replicates.mean(), unbiased_se)
+
+
+@pytest.mark.benchmark(group=BBH)
+def test_bbh_numpy(benchmark, sample, record_role):
+    values, unbiased_se = sample
+    record_role("baseline", "NumPy, np.argpartition of N uniforms per replicate")
+    reps = benchmark.pedantic(
+        numpy_bbh,
+        args=(values, POPULATION, BBH_REPLICATES, np.random.default_rng(2)),
+        rounds=3,
+        iterations=1,
+    )
+    assert _bbh_ok(reps, unbiased_se)

@@ -874,16 +874,18 @@ def ref_bootstrap_means(diffs: Any, n_bootstrap: int, key: tuple[int, int]) -> n
 def ref_cluster_bootstrap_means(
     sums: Any, sizes: Any, n_bootstrap: int, key: tuple[int, int]
 ) -> np.ndarray:
-    """Cluster resamples: drawn sums over drawn sizes, G clusters drawn per resample."""
+    """Cluster resamples: drawn sums over drawn sizes, G clusters drawn per resample; the
+    drawn sums added draw i to accumulator i mod 4, then ((a0 + a1) + (a2 + a3)) (issue
+    24: the plain bootstrap's order), the sizes exactly (integers)."""
     s = np.asarray(sums, dtype=np.float64)
-    m = np.asarray(sizes, dtype=np.float64)
+    m = np.asarray(sizes, dtype=np.int64)
     g = s.shape[0]
     out = []
     for block in range(-(-n_bootstrap // RESAMPLE_BLOCK)):
         size = min(RESAMPLE_BLOCK, n_bootstrap - block * RESAMPLE_BLOCK)
         idx = ref_uniform_indices(key, block, g, size * g).reshape(size, g)
-        out.append(s[idx].sum(axis=1) / m[idx].sum(axis=1))
-    return np.concatenate(out)
+        out.extend(_four_accumulator_sum(s[row]) / float(m[row].sum()) for row in idx)
+    return np.array(out)
 
 
 def _tie_counts(null: np.ndarray, observed: float, tol: float | None = None) -> tuple[int, int]:

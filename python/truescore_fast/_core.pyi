@@ -69,6 +69,9 @@ class IntervalMethod:
     def value(self) -> int: ...
 
 def interval_method_traits() -> dict[str, dict[str, Any]]: ...
+def gap_interval_unchecked(
+    d: object, method: int, population_size: float, alpha: float
+) -> tuple[float, float, float, float] | None: ...
 def gap_intervals(
     gaps: npt.ArrayLike,
     methods: npt.ArrayLike,
@@ -118,6 +121,7 @@ def sign_flip_monte_carlo_pairs(
     key0: int,
     key1: int,
     n_threads: int | None = None,
+    screen: bool = True,
 ) -> dict[str, int]: ...
 def sign_flip_count_two_sided(values: npt.ArrayLike) -> float: ...
 def cluster_bootstrap_difference(
@@ -281,6 +285,12 @@ class _Testing(ModuleType):
     def input_alignment(
         d: npt.ArrayLike, strided: npt.ArrayLike, i: npt.ArrayLike
     ) -> tuple[int, int, int]: ...
+    @staticmethod
+    def pool_workers() -> int: ...
+    @staticmethod
+    def parallel_block_sums(
+        values: npt.ArrayLike, blocks: int, n_threads: int, pool: bool = True, calls: int = 1
+    ) -> npt.NDArray[np.float64]: ...
     @staticmethod
     def philox_raw(key0: int, key1: int, task: int, n: int) -> npt.NDArray[np.uint64]: ...
     @staticmethod

@@ -598,3 +598,61 @@ def test_betting_intervals_nest_as_alpha_shrinks_into_the_subnormals() -> None:
     for wide, narrow in zip(ends[1:], ends[:-1], strict=True):
         assert wide.low <= narrow.low and narrow.high <= wide.high
     assert all(math.isfinite(e.half_width) for e in ends)
+
+
+# --- the single-interval fast path (issue 24) --------------------------------------------
+
+FAST = {
+    "hoeffding": lambda d, **kw: tf.hoeffding_interval(d, **kw),
+    "bernstein": lambda d, **kw: tf.bernstein_interval(d, **kw),
+    "wald": lambda d, **kw: tf.wald_interval(d, population_size=5000, **kw),
+    "hoeffding_serfling": lambda d, **kw: tf.hoeffding_serfling_interval(
+        d, population_size=5000, **kw
+    ),
+}
+
+
+@pytest.mark.parametrize("method", FAST)
+def test_fast_path_gives_the_batch_path_interval(method):
+    # A float64 array goes straight to the core; a list takes the validating path (and
+    # the batch kernel); both must give the same interval, bit for bit.
+    rng = np.random.default_rng(24)
+    for n in (2, 3, 200, 1001):
+        d = rng.choice([-1.0, -0.5, 0.0, 0.0, 0.25, 1.0], size=n)
+        for alpha in (0.05, 0.5, 1e-300):
+            fast = FAST[method](d, alpha=alpha)
+            slow = FAST[method](d.tolist(), alpha=alpha)
+            assert fast == slow
+            batch = getattr(tf, method + "_intervals")(
+                d[None, :],
+                alpha=alpha,
+                **({"population_size": 5000} if method in ("wald", "hoeffding_serfling") else {}),
+            )[0]
+            assert fast == batch
+
+
+@pytest.mark.parametrize(
+    ("d", "kwargs", "message"),
+    [
+        (np.array([0.1, np.nan]), {}, "d contains non-finite"),
+        (np.array([0.1, 1.5]), {}, r"d must lie in \[-1, 1\]"),
+        (np.array([0.1]), {}, "d needs at least 2 parents"),
+        (np.zeros((2, 3)), {}, "d must be 1-D"),
+        (np.zeros(4), {"alpha": float("nan")}, "alpha"),
+        (np.zeros(4), {"alpha": 1.0}, "alpha"),
+        (np.zeros(4), {"alpha": 5e-324}, "alpha"),
+        (np.zeros(4), {"population_size": 3}, "population_size"),
+        (np.zeros(4), {"population_size": 0}, "population_size"),
+        (np.zeros(4), {"population_size": -5}, "population_size"),
+        (np.zeros(4), {"population_size": 2**63}, "population_size"),
+        (np.zeros(4), {"population_size": 10**400}, "population_size"),
+    ],
+)
+def test_fast_path_input_still_fails_by_name(d, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tf.wald_interval(d, **kwargs)
+
+
+def test_fast_path_needs_the_population_where_the_method_does():
+    with pytest.raises((ValueError, TypeError), match="population_size"):
+        tf.hoeffding_serfling_interval(np.zeros(4), population_size=None)  # type: ignore[arg-type]

@@ -241,15 +241,19 @@ def test_bootstrap_means_equal_numpy_rebuild_of_the_streams(n, n_bootstrap):
     )
 
 
-def test_cluster_bootstrap_means_equal_numpy_rebuild():
+@pytest.mark.parametrize("avx512", KERNEL_PATHS, ids=["avx512-if-available", "portable"])
+@pytest.mark.parametrize("g", [13, 500])
+def test_cluster_bootstrap_means_equal_numpy_rebuild(avx512, g):
     rng = np.random.default_rng(3)
-    sums = rng.normal(size=13)
-    sizes = rng.integers(1, 6, 13)
+    sums = rng.normal(size=g)
+    sizes = rng.integers(1, 6, g)
     key = philox_key(99)
-    ours = _core.cluster_bootstrap_means(sums, sizes, 600, *key)
-    np.testing.assert_allclose(
-        ours, ref_cluster_bootstrap_means(sums, sizes, 600, key), rtol=1e-12
-    )
+    with kernel_path(avx512):
+        ours = _core.cluster_bootstrap_means(sums, sizes, 600, *key)
+        equal = np.full(g, 3)  # every cluster the same size: the kernel skips the size tally
+        ours_equal = _core.cluster_bootstrap_means(sums, equal, 600, *key)
+    np.testing.assert_array_equal(ours, ref_cluster_bootstrap_means(sums, sizes, 600, key))
+    np.testing.assert_array_equal(ours_equal, ref_cluster_bootstrap_means(sums, equal, 600, key))
 
 
 def test_public_bootstrap_is_the_percentile_interval_of_those_means():
@@ -655,6 +659,36 @@ def test_monte_carlo_sign_flip_pairs_identical_for_any_thread_count():
     one = _core.sign_flip_monte_carlo_pairs(a, b, n_threads=1, **args)
     assert one == _core.sign_flip_monte_carlo_pairs(a, b, n_threads=2, **args)
     assert one["n_patterns"] == 20_000 and 0 < one["count_greater"] < 20_000
+
+
+def _screen_cases():
+    """Data where the screened statistic meets near-ties: grids whose signed sums tie the
+    observed one exactly (rubric 0.05 steps, quarters, integers), all-zero and constant
+    differences, magnitudes far apart, and plain continuous scores."""
+    rng = np.random.default_rng(24)
+    yield "rubric", *(np.round(rng.random((2, 3000)) * 20) / 20)
+    yield "quarters", rng.integers(0, 5, 129) / 4.0, rng.integers(0, 5, 129) / 4.0
+    yield "integers", rng.integers(-3, 4, 64).astype(float), rng.integers(-3, 4, 64).astype(float)
+    yield "equal", np.full(50, 0.3), np.full(50, 0.3)
+    yield "constant", np.full(33, 0.7), np.full(33, 0.1)
+    yield "two pairs", np.array([0.1, 0.2]), np.array([0.2, 0.1])
+    yield "spread", rng.normal(size=200) * 10.0 ** rng.integers(-8, 8, 200), rng.normal(size=200)
+    yield "continuous", rng.normal(0.05, 1, 1000), rng.normal(0, 1, 1000)
+    yield "one tenth", np.tile([0.1, 0.2, -0.3], 40), np.zeros(120)
+
+
+@pytest.mark.parametrize("avx512", KERNEL_PATHS, ids=["avx512-if-available", "portable"])
+@pytest.mark.parametrize("case", list(_screen_cases()), ids=lambda c: c[0])
+def test_screened_monte_carlo_counts_equal_every_pattern_evaluated(case, avx512):
+    # The screen classifies a pattern from a signed sum with a proven error bound and
+    # evaluates SciPy's float statistic only near ties: the counts must be those of
+    # evaluating every pattern, bit for bit (issue 24).
+    _, a, b = case
+    args = {"n_resamples": 3000, "key0": 7, "key1": 8}
+    with kernel_path(avx512):
+        fast = _core.sign_flip_monte_carlo_pairs(a, b, **args)
+    slow = _core.sign_flip_monte_carlo_pairs(a, b, screen=False, **args)
+    assert fast == slow
 
 
 A, B = [0.1, 0.5, 0.3, 0.9], [0.2, 0.1, 0.3, 0.4]

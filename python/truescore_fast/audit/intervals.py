@@ -196,7 +196,23 @@ class Intervals(TabularResult):
         return "\n".join(lines)
 
 
+_CODE = {m: code_of(m) for m in INTERVAL_METHODS}
+
+
 def _one(method: str, d: npt.ArrayLike, population_size: Any, alpha: float) -> Interval:
+    # The fast path (issue 24): a float64 array, a float alpha and an int or no population
+    # go straight to the core, which checks the gaps, alpha and N in the loop that reads
+    # them and answers None when anything is off; only then does the validating path below
+    # run (and raise its error). The same core formula either way, so the same interval.
+    if type(d) is np.ndarray and type(alpha) is float:
+        if population_size is None or (
+            type(population_size) is int and 0 < population_size < 2**63
+        ):
+            fast_pop = 0.0 if population_size is None else float(population_size)
+            got = _core.gap_interval_unchecked(d, _CODE[method], fast_pop, alpha)
+            if got is not None:
+                low, high, estimate, half_width = got
+                return Interval(low, high, estimate, method, alpha, half_width)
     check_alpha(alpha)
     gaps = check_gaps("d", d)
     pop = check_population_size(population_size, int(gaps.shape[0]))

@@ -11,8 +11,10 @@ Paired comparisons on a compiled core, as a drop-in for ``truescore.compare``'s
   exactly the distribution of counting n drawn indices, in O(#values) time.
 - ``paired_permutation`` enumerates all 2^n sign flips exactly when 2^n <= n_resamples
   (the p-value is then identical to truescore's) and otherwise samples n_resamples random
-  swap patterns with the +1 correction, evaluating each with the enumeration's (SciPy's)
-  statistic and tie rule, so both modes estimate the same p-value.
+  swap patterns with the +1 correction, counting each by the enumeration's (SciPy's)
+  statistic and tie rule, so both modes estimate the same p-value. A pattern is first
+  classified from a signed sum of the differences with a proven rounding bound; only
+  near-ties are evaluated with SciPy's float statistic, which gives the same counts.
 - ``holm`` and ``benjamini_hochberg`` give exactly truescore's adjusted p-values.
 
 Randomness: ``seed`` (anything ``numpy.random.default_rng`` accepts, None included) becomes

@@ -65,6 +65,27 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     return d;
 }
 
+// One audit's interval without Python-side validation: (low, high, estimate, half_width)
+// when d is a 1-D C-contiguous float64 array that passes check_gaps (and the method's
+// population requirement) and 0 < alpha / 2 < alpha < 1; otherwise None, and the caller
+// takes the validating path, which raises the right error. Moment methods only (the
+// betting interval's own cost dwarfs the validation). The same gap_interval call as
+// gap_intervals makes for a row, so the same bits.
+py::object gap_interval_unchecked(const py::object& d, long method, double population_size, double alpha) {
+    using Contiguous = py::array_t<double, py::array::c_style>;
+    const truescore::IntervalMethod code = interval_method(method);
+    if (code == truescore::IntervalMethod::betting || !(alpha > 0.0 && alpha < 1.0 && alpha / 2.0 > 0.0) ||
+        !py::isinstance<Contiguous>(d))
+        return py::none();
+    const auto gaps = py::reinterpret_borrow<Contiguous>(d);
+    if (gaps.ndim() != 1) return py::none();
+    const std::size_t n = static_cast<std::size_t>(gaps.shape(0));
+    if (truescore::interval_traits(code).needs_population && !(population_size > 0.0)) return py::none();
+    if (!truescore::check_gaps(gaps.data(), n, population_size, "d").empty()) return py::none();
+    const truescore::GapInterval iv = truescore::gap_interval(code, gaps.data(), n, population_size, alpha);
+    return py::make_tuple(iv.low, iv.high, iv.estimate, iv.half_width);
+}
+
 }  // namespace
 
 void bind_intervals(py::module_& m) {
@@ -89,6 +110,11 @@ void bind_intervals(py::module_& m) {
         },
         "Per-method traits of the interval registry: {name: {code, needs_population, "
         "order_dependent, uses_variance, may_be_fallback}} in code order.");
+    m.def("gap_interval_unchecked", &gap_interval_unchecked, py::arg("d"), py::arg("method"),
+          py::arg("population_size"), py::arg("alpha"),
+          "One audit's (low, high, estimate, half_width) for a moment method, or None when d is "
+          "not a 1-D contiguous float64 array of valid gaps (or alpha or population_size do not "
+          "fit): the single-interval fast path, whose caller then validates and raises.");
     m.def("gap_intervals", &gap_intervals, py::arg("gaps"), py::arg("methods"), py::kw_only(),
           py::arg("population_size") = py::none(), py::arg("alpha") = 0.05,
           py::arg("n_threads") = py::none(),

@@ -103,7 +103,7 @@ py::dict sign_flip_exact_pairs(const ArrayD& a, const ArrayD& b, const py::objec
 
 py::dict sign_flip_monte_carlo_pairs(const ArrayD& a, const ArrayD& b, std::int64_t n_resamples,
                                      std::uint64_t key0, std::uint64_t key1,
-                                     const py::object& n_threads) {
+                                     const py::object& n_threads, bool screen) {
     require_finite_nonempty(a, "a");
     require_finite_nonempty(b, "b");
     if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
@@ -111,7 +111,8 @@ py::dict sign_flip_monte_carlo_pairs(const ArrayD& a, const ArrayD& b, std::int6
     const int threads = thread_count(n_threads);
     const auto n = static_cast<std::size_t>(a.shape(0));
     return counts_dict(run_interruptible(2.0 * pattern_work(n, false, n_resamples), [&] {
-        return truescore::sign_flip_monte_carlo_pairs(a.data(), b.data(), n, n_resamples, key0, key1, threads);
+        return truescore::sign_flip_monte_carlo_pairs(a.data(), b.data(), n, n_resamples, key0, key1, threads,
+                                                      screen);
     }));
 }
 
@@ -150,9 +151,10 @@ void bind_signflip(py::module_& m) {
           "Exact sign-flip counts over all 2^n swap patterns (scipy's statistic and tie rule).");
     m.def("sign_flip_monte_carlo_pairs", &sign_flip_monte_carlo_pairs, py::arg("a"), py::arg("b"),
           py::kw_only(), py::arg("n_resamples"), py::arg("key0"), py::arg("key1"),
-          py::arg("n_threads") = py::none(),
+          py::arg("n_threads") = py::none(), py::arg("screen") = true,
           "Monte Carlo sign-flip counts over n_resamples random swap patterns with "
-          "sign_flip_exact_pairs' statistic and tie rule.");
+          "sign_flip_exact_pairs' statistic and tie rule; screen=False evaluates that statistic "
+          "on every pattern instead of only near-ties (the same counts; for tests and benchmarks).");
     m.def("sign_flip_count_two_sided", &sign_flip_count_two_sided, py::arg("values"),
           "Exact number of the 2^n sign vectors with |sum s_i x_i| >= |sum x_i| (ties within "
           "the rounding tolerance), n <= 40.");

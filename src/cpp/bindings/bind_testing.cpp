@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arrays.hpp"
@@ -127,6 +128,51 @@ py::array_t<std::uint64_t> in_runs(const ArrayI64& sizes, Take take) {
     return out;
 }
 
+// Per-block sums of `values` over a loop of `blocks` tasks on n_threads threads (task t
+// sums values[t * per .. (t + 1) * per)): through parallel_for_blocks (the pool), or, with
+// pool false, through the loop parallel_for_blocks ran before issue 24 -- a std::thread
+// started and joined per block on every call, the caller running the last -- kept here
+// only as the benchmark's baseline for the pool. Same partition, so the same sums.
+py::array_t<double> parallel_block_sums(const truescore::bindings::ArrayD& values, std::size_t blocks,
+                                        int n_threads, bool pool, long calls) {
+    if (blocks == 0 || values.ndim() != 1 || static_cast<std::size_t>(values.size()) % blocks != 0)
+        throw std::invalid_argument("values must be 1-D with a multiple of blocks elements");
+    if (calls < 1) throw std::invalid_argument("calls must be at least 1");
+    const double* v = values.data();
+    const std::size_t per = static_cast<std::size_t>(values.size()) / blocks;
+    py::array_t<double> out(static_cast<py::ssize_t>(blocks));
+    double* o = out.mutable_data();
+    auto body = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t t = begin; t < end; ++t) {
+            double s = 0.0;
+            for (std::size_t i = t * per; i < (t + 1) * per; ++i) s += v[i];
+            o[t] = s;
+        }
+    };
+    py::gil_scoped_release release;
+    for (long c = 0; c < calls; ++c) {
+        if (pool) {
+            truescore::parallel_for_blocks(blocks, n_threads, 1, body);
+            continue;
+        }
+        const std::size_t workers = std::min<std::size_t>(
+            static_cast<std::size_t>(truescore::resolve_threads(n_threads)), blocks);
+        const std::size_t chunk = blocks / workers, extra = blocks % workers;
+        std::vector<std::thread> threads;
+        std::size_t begin = 0;
+        for (std::size_t w = 0; w < workers; ++w) {
+            const std::size_t end = begin + chunk + (w < extra ? 1 : 0);
+            if (w + 1 < workers)
+                threads.emplace_back(body, begin, end);
+            else
+                body(begin, end);
+            begin = end;
+        }
+        for (auto& t : threads) t.join();
+    }
+    return out;
+}
+
 }  // namespace
 
 void bind_portable_testing(py::module_& t);  // bind_portable.cpp
@@ -187,6 +233,12 @@ void bind_testing(py::module_& m) {
         "is from its type's alignment (the array policy makes all three 0).");
     t.def("cpu_budget", &truescore::cpu_budget,
           "The usable CPUs now (affinity and quota), read afresh (default_threads is read once).");
+    t.def("pool_workers", &truescore::pool_workers,
+          "Worker threads the process-wide pool holds (0 before the first parallel loop).");
+    t.def("parallel_block_sums", &parallel_block_sums, py::arg("values"), py::arg("blocks"),
+          py::arg("n_threads"), py::arg("pool") = true, py::arg("calls") = 1,
+          "Per-block sums of values over `blocks` tasks, `calls` times: through the pool, or with "
+          "pool=False by starting a std::thread per block per call (the loop before issue 24).");
     t.def(
         "philox_raw",
         [](std::uint64_t key0, std::uint64_t key1, std::uint64_t task, py::ssize_t n) {

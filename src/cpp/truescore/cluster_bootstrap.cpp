@@ -1,6 +1,8 @@
 #include "truescore/cluster_bootstrap.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
@@ -58,14 +60,50 @@ void cluster_resamples(const StreamBlocks& streams, std::size_t n_clusters, cons
     });
 }
 
+// cluster_bootstrap_means' loop: resample r's sum of drawn cluster sums is gathered_sum's
+// (draw i to accumulator i mod 4, the fused AVX-512 kernel where the CPU has it), and its
+// total size an integer tally of the same draws -- or G times the size when every cluster
+// has the same size (no tally needed: the same number).
+void cluster_mean_resamples(const StreamBlocks& streams, std::size_t n_clusters, const RatioMean& statistic,
+                            double* out, int n_threads) {
+    const auto f = static_cast<std::uint64_t>(n_clusters);
+    const std::int64_t* sizes = statistic.sizes;
+    const bool equal = std::all_of(sizes, sizes + n_clusters, [&](std::int64_t s) { return s == sizes[0]; });
+    // The sizes as doubles for the tally: sums of integers below 2^53, so exact in any
+    // order; and a double tally cannot alias the sampler's index stores (an integer one
+    // could), so it stays in a register.
+    std::vector<double> size_of(sizes, sizes + n_clusters);
+    const double* sz = size_of.data();
+    // Free workers claim the next block (as bootstrap_means does): a worker whose core is
+    // shared with another process does fewer; each block is the same for every thread count.
+    for_each_stream_block_claimed(streams, n_threads, min_blocks_for_steps(streams.block, n_clusters), 1,
+                                  [] { return std::vector<std::uint64_t>(kIndexChunk); },
+                                  [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t,
+                                      std::size_t r_begin, std::size_t r_end) {
+        PackedIndexSampler pick(gen, f);
+        for (std::size_t r = r_begin; r < r_end; ++r) {
+            double size = static_cast<double>(sizes[0]) * static_cast<double>(n_clusters);
+            double sum;
+            if (equal) {
+                sum = gathered_sum(pick, statistic.sums, n_clusters, idx.data());
+            } else {
+                size = 0.0;
+                sum = gathered_sum(pick, statistic.sums, n_clusters, idx.data(),
+                                   [&size, sz](std::uint64_t c) { size += sz[c]; });
+            }
+            out[r] = sum / size;
+        }
+    });
+}
+
 }  // namespace
 
 void cluster_bootstrap_means(const double* sums, const std::int64_t* sizes, std::size_t n_clusters,
                              std::size_t n_boot, std::uint64_t key0, std::uint64_t key1, double* out,
                              int n_threads) {
     if (n_clusters == 0) throw std::invalid_argument("cluster bootstrap needs clusters");
-    cluster_resamples<PackedIndexSampler>(StreamBlocks{key0, key1, n_boot, kBootstrapBlock}, n_clusters,
-                                          RatioMean{sums, sizes}, out, n_threads);
+    cluster_mean_resamples(StreamBlocks{key0, key1, n_boot, kBootstrapBlock}, n_clusters, RatioMean{sums, sizes},
+                           out, n_threads);
 }
 
 void cluster_bootstrap_difference(const double* treated_sum, const double* treated_count,

@@ -12,12 +12,18 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <new>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
 
 #include "truescore/cpu_budget.hpp"
 #include "truescore/random.hpp"
@@ -38,7 +44,8 @@ inline constexpr std::size_t kReplicateBlock = 1;           // resampling.cpp an
 // Python engine uses as REPLICATIONS_PER_TASK and passes back as TaskRange::block.
 inline constexpr std::size_t kCalibrationBlock = 250;
 
-// Minimum work a thread must get before a loop uses it (a thread costs ~20 us to start).
+// Minimum work a thread must get before a loop uses it (handing a block to a sleeping pool
+// worker costs ~10-50 us of wake-up on a shared machine).
 // These decide only how many threads run, never a result.
 inline constexpr std::size_t kMinStepsPerThread = 200000;   // element steps (index draws, pattern bits)
 inline constexpr std::size_t kMinReplicatesPerThread = 16;  // resampling.cpp replicates
@@ -184,12 +191,191 @@ inline int resolve_threads(int requested) {
     return core_count();
 }
 
+// ---- The pool ---------------------------------------------------------------------------
+//
+// Every parallel loop runs on one process-wide pool of worker threads, started on first
+// use and kept: a loop hands its blocks to the pool instead of starting threads (~20 us
+// each) on every call. Idle workers sleep on a condition variable (no spinning: the
+// studies share their cores with other processes). The pool only decides which thread
+// runs a block, never how the work is split, so results stay those of the fixed
+// partition below.
+//
+// - The calling thread runs the loop's last block itself, then takes back every block no
+//   worker has started yet and runs those too, in block order: a pool short of workers
+//   (the system refused a thread, or other loops keep them busy) costs time, never a
+//   result, and a loop never waits on a queued block.
+// - A loop started inside a pool worker (a kernel calling a threaded kernel) runs its
+//   blocks inline on that worker, so workers never wait for each other.
+// - Loops from several calling threads (the GIL is released while kernels run) share the
+//   queue; each waits only for its own blocks.
+// - fork(): the child has only the forking thread, so a child handler (pthread_atfork)
+//   drops the parent's pool (leaked on purpose: its threads do not exist in the child,
+//   and destroying their std::thread objects would terminate) and the child's first
+//   parallel loop starts a fresh one. ProcessPoolExecutor's and Dask's forked workers
+//   therefore get their own pool. The pool is never destroyed: at exit its idle workers
+//   are asleep and end with the process.
+
+namespace detail {
+
+// One parallel loop's blocks on the pool: block w runs as run(context, w).
+struct PoolJob {
+    void (*run)(void* context, std::size_t w);
+    void* context;
+    std::size_t pending;  // blocks queued or running (guarded by the pool's mutex)
+    std::condition_variable done;
+};
+
+class ThreadPool {
+public:
+    // Queues blocks [0, blocks) of job and wakes workers for them, starting threads up to
+    // `blocks` workers (at most kMaxThreadsPerCore x cores - 1, as resolve_threads caps a
+    // loop; none if the system refuses, and the caller then runs the blocks).
+    // Returns false, with nothing of job queued, when there is no memory for the queue:
+    // the caller then runs every block itself.
+    bool submit(PoolJob& job, std::size_t blocks) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        grow(blocks);
+        job.pending = blocks;
+        std::size_t queued = 0;
+        try {
+            for (; queued < blocks; ++queued) queue_.push_back(Task{&job, queued});
+        } catch (const std::bad_alloc&) {
+            queue_.erase(queue_.end() - static_cast<std::ptrdiff_t>(queued), queue_.end());
+            job.pending = 0;
+            return false;
+        }
+        if (blocks == 1)
+            wake_.notify_one();
+        else
+            wake_.notify_all();
+        return true;
+    }
+
+    // Removes the blocks of job no worker has taken and writes them, in block order, to
+    // mine (room for every block submitted; allocated before, so nothing here can throw
+    // and leave the job queued); returns how many (the caller runs them).
+    std::size_t take_back(PoolJob& job, std::size_t* mine) {
+        std::size_t taken = 0;
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if (it->job == &job) {
+                mine[taken++] = it->w;
+                it = queue_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        job.pending -= taken;
+        return taken;
+    }
+
+    // Waits until every block of job a worker took has finished; while it waits, the
+    // calling thread's CancelPoll (if any) keeps polling at its interval.
+    void wait(PoolJob& job) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        CancelPoll* poll = cancel_poll();
+        while (job.pending > 0) {
+            if (poll == nullptr) {
+                job.done.wait(lock);
+            } else if (!job.done.wait_for(lock, poll->interval(), [&] { return job.pending == 0; })) {
+                lock.unlock();
+                poll->check(/*force=*/true);  // sets the flag on a stop; workers leave soon
+                lock.lock();
+            }
+        }
+    }
+
+    std::size_t workers() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return threads_.size();
+    }
+
+    static ThreadPool& instance() {
+        ThreadPool* pool = slot().load(std::memory_order_acquire);
+        if (pool != nullptr) return *pool;
+        register_fork_handler();
+        auto* fresh = new ThreadPool();
+        if (!slot().compare_exchange_strong(pool, fresh, std::memory_order_acq_rel)) {
+            delete fresh;  // another thread installed one first (fresh has no threads yet)
+            return *pool;
+        }
+        return *fresh;
+    }
+
+    // Whether this thread is one of the pool's workers.
+    static bool& on_worker() {
+        thread_local bool worker = false;
+        return worker;
+    }
+
+private:
+    struct Task {
+        PoolJob* job;
+        std::size_t w;
+    };
+
+    ThreadPool() = default;
+
+    static std::atomic<ThreadPool*>& slot() {
+        static std::atomic<ThreadPool*> pool{nullptr};
+        return pool;
+    }
+
+    static void register_fork_handler() {
+#if defined(__unix__) || defined(__APPLE__)
+        static const bool registered = [] {
+            // In the child: forget the parent's pool (see above); a fresh one starts on use.
+            pthread_atfork(nullptr, nullptr, [] { slot().store(nullptr, std::memory_order_relaxed); });
+            return true;
+        }();
+        (void)registered;
+#endif
+    }
+
+    // Starts workers up to `wanted` (mutex_ held); stops at the first thread refused (the
+    // next loop tries again).
+    void grow(std::size_t wanted) {
+        while (threads_.size() < wanted) {
+            try {
+                threads_.emplace_back([this] { work(); });
+            } catch (const std::system_error&) {
+                return;
+            } catch (const std::bad_alloc&) {
+                return;
+            }
+        }
+    }
+
+    void work() {
+        on_worker() = true;
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [&] { return !queue_.empty(); });
+            const Task task = queue_.front();
+            queue_.pop_front();
+            lock.unlock();
+            task.job->run(task.job->context, task.w);  // never throws (run catches)
+            lock.lock();
+            // The job may end (and its caller return) as soon as pending reaches zero and
+            // the lock is released: nothing of it is touched after this.
+            if (--task.job->pending == 0) task.job->done.notify_all();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<Task> queue_;
+    std::vector<std::thread> threads_;
+};
+
+}  // namespace detail
+
 // Calls body(begin, end) on contiguous blocks covering [0, n) with n_threads threads
-// (0 or less: every core). Blocks below `min_per_thread` tasks are not worth a thread:
+// (0 or less: every core): block w of `workers` holds n / workers tasks, plus one for the
+// first n % workers blocks. Blocks below `min_per_thread` tasks are not worth a thread:
 // small batches run inline. The partition depends only on n and the thread count asked
-// for: when the system refuses a thread (std::system_error, or no memory for its stack),
-// that worker's block and every later one run on the calling thread instead, so a
-// starved process gets the same result, only later, and never terminates.
+// for; which thread runs a block (a pool worker or the calling thread, see above) never
+// changes a result.
 template <class Body>
 void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_thread, Body body) {
     if (n == 0) return;
@@ -199,68 +385,48 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
         body(std::size_t{0}, n);
         return;
     }
-    std::vector<std::exception_ptr> errors(workers);
-    std::vector<std::thread> threads;
-    threads.reserve(workers - 1);
-    const std::size_t chunk = n / workers, extra = n % workers;
-    const std::atomic<bool>* flag = cancel_flag();
-    std::mutex finish_mutex;
-    std::condition_variable finished;
-    std::size_t running = 0;  // started workers still running (guarded by finish_mutex)
-    auto run = [&, flag](std::size_t w, std::size_t begin, std::size_t end) {
+    struct Context {
+        Body& body;
+        std::size_t chunk, extra;  // block w: chunk tasks, plus one for w < extra
+        const std::atomic<bool>* flag;
+        std::vector<std::exception_ptr> errors;
+        void block(std::size_t w) {
+            const std::size_t begin = w * chunk + std::min(w, extra);
+            body(begin, begin + chunk + (w < extra ? 1 : 0));
+        }
+    } context{body, n / workers, n % workers, cancel_flag(), {}};
+    if (detail::ThreadPool::on_worker()) {  // nested in a pool worker: every block here
+        for (std::size_t w = 0; w < workers; ++w) context.block(w);
+        return;
+    }
+    context.errors.resize(workers);
+    auto run = [](void* c, std::size_t w) {
+        auto& ctx = *static_cast<Context*>(c);
         try {
-            CancelScope scope(flag);  // workers see the caller's flag
-            body(begin, end);
+            CancelScope scope(ctx.flag);  // every block sees the caller's flag
+            ctx.block(w);
         } catch (...) {
-            errors[w] = std::current_exception();
+            ctx.errors[w] = std::current_exception();
         }
     };
-    auto run_worker = [&](std::size_t w, std::size_t begin, std::size_t end) {
-        run(w, begin, end);
-        std::lock_guard<std::mutex> lock(finish_mutex);
-        --running;
-        finished.notify_one();
-    };
-    bool spawning = true;
-    std::size_t begin = 0;
-    for (std::size_t w = 0; w < workers; ++w) {
-        const std::size_t end = begin + chunk + (w < extra ? 1 : 0);
-        bool started = false;
-        if (spawning && w + 1 < workers) {
-            try {
-                {
-                    std::lock_guard<std::mutex> lock(finish_mutex);
-                    ++running;
-                }
-                threads.emplace_back(run_worker, w, begin, end);
-                started = true;
-            } catch (const std::system_error&) {
-                spawning = false;
-            } catch (const std::bad_alloc&) {
-                spawning = false;
-            }
-            if (!started) {  // counted above, never started
-                std::lock_guard<std::mutex> lock(finish_mutex);
-                --running;
-            }
-        }
-        if (!started) run(w, begin, end);
-        begin = end;
+    detail::ThreadPool& pool = detail::ThreadPool::instance();
+    detail::PoolJob job{run, &context, 0, {}};
+    std::vector<std::size_t> mine(workers);
+    const bool queued = pool.submit(job, workers - 1);  // blocks 0 .. workers - 2
+    run(&context, workers - 1);                           // the caller runs the last
+    if (queued) {
+        const std::size_t taken = pool.take_back(job, mine.data());
+        for (std::size_t k = 0; k < taken; ++k) run(&context, mine[k]);
+        pool.wait(job);
+    } else {  // nothing was queued (no memory): every block here, in order
+        for (std::size_t w = 0; w + 1 < workers; ++w) run(&context, w);
     }
-    // The calling thread has done its own block; while the workers finish theirs it keeps
-    // polling (a worker's block may take longer), at the poll's interval.
-    if (CancelPoll* poll = cancel_poll(); poll != nullptr && !threads.empty()) {
-        std::unique_lock<std::mutex> lock(finish_mutex);
-        while (!finished.wait_for(lock, poll->interval(), [&] { return running == 0; })) {
-            lock.unlock();
-            poll->check(/*force=*/true);  // sets the flag on a stop; workers leave soon
-            lock.lock();
-        }
-    }
-    for (auto& t : threads) t.join();
-    for (auto& e : errors)
+    for (auto& e : context.errors)
         if (e) std::rethrow_exception(e);
 }
+
+// Worker threads the pool holds now (0 before the first parallel loop of this process).
+inline std::size_t pool_workers() { return detail::ThreadPool::instance().workers(); }
 
 // ---- The stream-block loop -------------------------------------------------------------
 

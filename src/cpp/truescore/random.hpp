@@ -106,11 +106,18 @@ public:
 
     // Uniform integer on [0, n), n >= 1, unbiased (Lemire's multiply-and-reject).
     std::uint64_t below(std::uint64_t n) {
+        return below_from([this] { return next_u64(); }, n);
+    }
+
+    // below(n) on the words next() returns (one, or more on a rejection): the same value
+    // below() computes from the same words.
+    template <class Next>
+    static std::uint64_t below_from(Next next, std::uint64_t n) {
         std::uint64_t low;
-        std::uint64_t high = mul_wide_u64(next_u64(), n, &low);
+        std::uint64_t high = mul_wide_u64(next(), n, &low);
         if (low < n) {
             const std::uint64_t threshold = (0 - n) % n;
-            while (low < threshold) high = mul_wide_u64(next_u64(), n, &low);
+            while (low < threshold) high = mul_wide_u64(next(), n, &low);
         }
         return high;
     }

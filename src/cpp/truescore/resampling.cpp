@@ -216,9 +216,26 @@ void bbh_replicates(const double* y, const std::int64_t* offsets, std::size_t n_
             const double pseudo_mean =
                 (static_cast<double>(k) * ysum[h] + completion_sum) / static_cast<double>(big_n);
             floyd.draw(gen, big_n, nh, chosen);
+            // Position p < k n of the pseudo-population is unit p mod n: the quotient from
+            // a double product (exact to within one below 2^52) and one correction, not a
+            // 64-bit division per draw.
+            const bool small = kn < (std::uint64_t{1} << 52);
+            const double inverse = 1.0 / static_cast<double>(nh);
             for (std::size_t i = 0; i < nh; ++i) {
                 const std::uint64_t p = chosen[i];
-                buf[i] = yh[p < kn ? p % nh : completion[p - kn]];
+                std::uint64_t unit;
+                if (p >= kn) {
+                    unit = completion[p - kn];
+                } else if (small) {
+                    const auto q = static_cast<std::uint64_t>(static_cast<double>(p) * inverse);
+                    auto rem = static_cast<std::int64_t>(p) - static_cast<std::int64_t>(q * nh);
+                    rem += rem < 0 ? static_cast<std::int64_t>(nh) : 0;
+                    rem -= rem >= static_cast<std::int64_t>(nh) ? static_cast<std::int64_t>(nh) : 0;
+                    unit = static_cast<std::uint64_t>(rem);
+                } else {
+                    unit = p % nh;
+                }
+                buf[i] = yh[unit];
             }
             const double mean = numpy_sum(buf.data(), nh) / static_cast<double>(nh);
             return mean - pseudo_mean;

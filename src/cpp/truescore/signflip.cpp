@@ -257,24 +257,130 @@ SignFlipCounts sign_flip_exact_pairs(const double* a, const double* b, std::size
     });
 }
 
+namespace {
+
+// ---- The screen of sign_flip_monte_carlo_pairs ------------------------------------------
+//
+// SciPy's statistic t = mean(x) - mean(y) of a swap pattern is, in exact arithmetic,
+// tau = (D - 2 F) / n with D = sum_i (a_i - b_i) and F the sum of a_i - b_i over the
+// swapped pairs. The screen computes t' = (D' - 2 F') / n from the rounded differences
+// d_i = fl(a_i - b_i), summed in any order, and bounds |t' - t| <= E below; a pattern
+// whose t' lies farther than E from every threshold of the tally is counted from t'
+// (the same answer t gives), and only the others -- near-ties, in practice the
+// patterns whose exact statistic equals the observed one -- are evaluated with SciPy's
+// float statistic. So the counts are those of evaluating every pattern, bit for bit,
+// whatever order F' was summed in (AVX-512 or not).
+//
+// The bound: with u = eps / 2 and A = sum_i |a_i| + |b_i|, any-order summation of n terms
+// errs by at most gamma_n = n u / (1 - n u) times the sum of their magnitudes, so
+// |fl(sum x) - sum x| and |fl(sum y) - sum y| are within gamma_n A each (x and y hold the
+// same 2n numbers as a and b); the divisions by n and the subtraction add 3 u (|t| + A/n);
+// d_i errs by u |a_i - b_i|, which reaches D' once and F' twice (3 u A), and D', F' and
+// the last subtraction and division add 3 gamma_n A + 2 u (3 A). In all |t' - t| <=
+// (5 gamma_n + 16 u) A / n (1 + gamma_n); E = 16 (n + 8) u A / n is three times that for
+// every n below 2^40.
+double screen_bound(const double* a, const double* b, std::size_t n) {
+    double magnitude = 0.0;
+    for (std::size_t i = 0; i < n; ++i) magnitude += std::fabs(a[i]) + std::fabs(b[i]);
+    const double u = std::numeric_limits<double>::epsilon() / 2.0;
+    // The sum of magnitudes itself is rounded: (1 + gamma_n) more covers that.
+    return 16.0 * (static_cast<double>(n) + 8.0) * u * magnitude * 1.01 / static_cast<double>(n);
+}
+
+// F' = the sum of d[i] over the set bits i of words[0 .. ceil(n / 64)); d is padded with
+// zeros to whole words, so the bits past n add nothing.
+inline double swapped_sum_portable(const std::uint64_t* dbits, const std::uint64_t* words, std::size_t n_words) {
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    for (std::size_t k = 0; k < n_words; ++k) {
+        const std::uint64_t w = words[k];
+        const std::uint64_t* chunk = dbits + 64 * k;
+        for (std::size_t j = 0; j < 64; j += 4) {
+            acc[0] += masked(chunk[j], (w >> j) & 1);
+            acc[1] += masked(chunk[j + 1], (w >> (j + 1)) & 1);
+            acc[2] += masked(chunk[j + 2], (w >> (j + 2)) & 1);
+            acc[3] += masked(chunk[j + 3], (w >> (j + 3)) & 1);
+        }
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+#ifdef TRUESCORE_AVX512
+TRUESCORE_AVX512_BEGIN
+// swapped_sum_portable with masked vector additions: eight pairs per bit byte.
+TRUESCORE_TARGET_AVX512 double swapped_sum_avx512(const double* d, const std::uint64_t* words, std::size_t n_words) {
+    __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+    for (std::size_t k = 0; k < n_words; ++k) {
+        const std::uint64_t w = words[k];
+        const double* chunk = d + 64 * k;
+        for (int j = 0; j < 8; ++j)
+            acc[j & 3] = _mm512_mask_add_pd(acc[j & 3], static_cast<__mmask8>(w >> (8 * j)), acc[j & 3],
+                                            _mm512_loadu_pd(chunk + 8 * j));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
+}
+TRUESCORE_AVX512_END
+#endif
+
+}  // namespace
+
 SignFlipCounts sign_flip_monte_carlo_pairs(const double* a, const double* b, std::size_t n,
                                            std::int64_t n_resamples, std::uint64_t key0,
-                                           std::uint64_t key1, int n_threads) {
+                                           std::uint64_t key1, int n_threads, bool screen) {
     if (n == 0) throw std::invalid_argument("a and b must be non-empty");
     if (n_resamples < 1) throw std::invalid_argument("n_resamples must be at least 1");
     const double observed = SwappedPairs(a, b, n).mean_difference([](std::size_t) { return false; });
     const double tol = pair_tolerance(observed);
-    return visit_patterns_with(static_cast<std::size_t>(n_resamples), key0, key1, n_threads, 2 * n,
-                               [&] { return SwappedPairs(a, b, n); },
-                               [&](std::size_t, Philox& gen, Tally& c, SwappedPairs& pairs) {
-        // The pattern's ceil(n / 64) raw words in order (the stream layout of the header):
-        // pair i is swapped when bit i % 64 of word i / 64 is set.
-        std::uint64_t word = 0;
-        const double t = pairs.mean_difference([&](std::size_t i) {
-            if (i % 64 == 0) word = gen.next_u64();
-            return (word >> (i % 64)) & 1;
+    const std::size_t n_words = (n + 63) / 64;
+    // Pattern p swaps pair i when bit i % 64 of its word i / 64 is set (the stream layout
+    // of the header: the pattern's ceil(n / 64) raw words in order).
+    auto exact_statistic = [](SwappedPairs& pairs, const std::uint64_t* words) {
+        return pairs.mean_difference([words](std::size_t i) { return (words[i / 64] >> (i % 64)) & 1; });
+    };
+    struct Scratch {
+        SwappedPairs pairs;
+        std::vector<std::uint64_t> words;
+    };
+    auto make_scratch = [&] { return Scratch{SwappedPairs(a, b, n), std::vector<std::uint64_t>(n_words)}; };
+    if (!screen)
+        return visit_patterns_with(static_cast<std::size_t>(n_resamples), key0, key1, n_threads, 2 * n, make_scratch,
+                                   [&](std::size_t, Philox& gen, Tally& c, Scratch& st) {
+            gen.next_words(st.words.data(), n_words);
+            tally_statistic(exact_statistic(st.pairs, st.words.data()), observed, tol, c);
         });
-        tally_statistic(t, observed, tol, c);
+    std::vector<double> d(64 * n_words, 0.0);
+    double total = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        d[i] = a[i] - b[i];
+        total += d[i];
+    }
+    std::vector<std::uint64_t> dbits(d.size());
+    std::memcpy(dbits.data(), d.data(), d.size() * sizeof(double));
+    const double bound = screen_bound(a, b, n);
+    const double dn = static_cast<double>(n);
+    // The tally's three thresholds, computed as tally_statistic computes them.
+    const double greater_at = observed - tol, less_at = observed + tol, two_sided_at = std::fabs(observed) - tol;
+    const bool wide = simd::avx512();
+    return visit_patterns_with(static_cast<std::size_t>(n_resamples), key0, key1, n_threads, n / 8 + 1, make_scratch,
+                               [&](std::size_t, Philox& gen, Tally& c, Scratch& st) {
+        gen.next_words(st.words.data(), n_words);
+#ifdef TRUESCORE_AVX512
+        const double f = wide ? swapped_sum_avx512(d.data(), st.words.data(), n_words)
+                              : swapped_sum_portable(dbits.data(), st.words.data(), n_words);
+#else
+        (void)wide;
+        const double f = swapped_sum_portable(dbits.data(), st.words.data(), n_words);
+#endif
+        const double t = (total - 2.0 * f) / dn, lo = t - bound, hi = t + bound;
+        const double abs_lo = std::max(0.0, std::fabs(t) - bound), abs_hi = std::fabs(t) + bound;
+        const bool sure = (lo >= greater_at || hi < greater_at) && (hi <= less_at || lo > less_at) &&
+                          (abs_lo >= two_sided_at || abs_hi < two_sided_at);
+        if (sure) {
+            c.greater += lo >= greater_at;
+            c.less += hi <= less_at;
+            c.two_sided += abs_lo >= two_sided_at;
+        } else {
+            tally_statistic(exact_statistic(st.pairs, st.words.data()), observed, tol, c);
+        }
     });
 }
 

@@ -82,9 +82,13 @@ SignFlipCounts sign_flip_exact_pairs(const double* a, const double* b, std::size
 // Monte Carlo counterpart of sign_flip_exact_pairs: n_resamples random swap patterns
 // (the stream layout above: ceil(n / 64) raw words per pattern), with the same statistic
 // and tie rule, so its p-value estimates exactly the p-value the enumeration computes.
+// screen (the default): each pattern is first classified from a signed sum of the
+// differences with a proven error bound, and only near-ties are evaluated with the float
+// statistic (signflip.cpp) -- the same counts, bit for bit, as screen = false, which
+// evaluates every pattern with it (kept for the tests and benchmarks).
 SignFlipCounts sign_flip_monte_carlo_pairs(const double* a, const double* b, std::size_t n,
                                            std::int64_t n_resamples, std::uint64_t key0,
-                                           std::uint64_t key1, int n_threads);
+                                           std::uint64_t key1, int n_threads, bool screen = true);
 
 // Exact two-sided count (n <= kSignFlipMaxMeetInMiddle) by meet in the middle: all
 // 2^h signed sums of the first h = n / 2 values against the sorted 2^(n-h) sums of the
