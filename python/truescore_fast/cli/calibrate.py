@@ -37,6 +37,26 @@ INTERVAL_METHODS = _catalog.interval_methods()
 __all__ = ["add_parser", "run_calibrate"]
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+class _StudyChoices:
+    """The ``study`` argument's choices: the catalog's names where they are only listed
+    (``--help`` loads no NumPy), the live registry where a name is checked, so a study
+    added to ``STUDIES`` (``Study.of``) runs from the command line as the built-in ones."""
+
+    def __iter__(self) -> Iterator[str]:
+        names = list(_catalog.STUDIES)
+        registry = sys.modules.get("truescore_fast.studies.registry")
+        if registry is not None:  # loaded: its added studies are choices too
+            names += [name for name in registry.STUDIES if name not in names]
+        return iter(names)
+
+    def __contains__(self, name: object) -> bool:
+        from truescore_fast.studies.registry import STUDIES
+
+        return name in STUDIES
+
+
 TABLE_WIDTH = 100  # characters, unless --wide
 
 
@@ -57,7 +77,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "study",
-        choices=list(_catalog.STUDIES),
+        choices=_StudyChoices(),
         help="which study to run: "
         + "; ".join(f"{name}, {summary}" for name, (summary, _) in _catalog.STUDIES.items()),
     )
