@@ -51,7 +51,16 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
 
 
 def _public(module: str) -> ModuleType:
-    return importlib.import_module(f"truescore_fast.{module}")
+    try:
+        return importlib.import_module(f"truescore_fast.{module}")
+    except KeyboardInterrupt:
+        # A Ctrl-C during this import (the first call of a function imports the library)
+        # can pass through code CPython runs from a string (dataclasses, namedtuple), and
+        # that marks the interrupt as unhandled (CPython 3.10-3.13, checked): a script that
+        # catches it and then ends would still exit by SIGINT. Running a string again clears
+        # the mark; the KeyboardInterrupt itself still reaches the caller.
+        exec("pass")  # noqa: S102
+        raise
 
 
 def _all() -> list[str]:
