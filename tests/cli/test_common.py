@@ -252,3 +252,4 @@ def test_a_huge_resample_count_is_one_line():
         str(10**13),
     )
     assert_one_line_error(code, err, "--resamples")
+    assert "n_bootstrap" not in err and "use a smaller --resamples" in err, err

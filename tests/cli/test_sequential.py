@@ -124,13 +124,13 @@ def test_contamination_continue_exits_3():
     [
         (["audit", AUDIT, "--effect", "0.1"], ["--effect", "--sequential"]),
         (["audit", AUDIT, "--sequential", "--randomization"], ["--randomization"]),
-        (["audit", AUDIT, "--sequential", "--population-size", "100"], ["population_size"]),
+        (["audit", AUDIT, "--sequential", "--population-size", "100"], ["--population-size"]),
         (["contamination", ORDERS, "--shard-column", "shard", "--sequential"], ["--max-perm"]),
         (["contamination", ORDERS, "--h", "3"], ["--h", "--sequential"]),
         (
             ["contamination", ORDERS, "--shard-column", "shard", "--sequential"]
             + ["--max-permutations", "10"],
-            ["more than max_permutations"],
+            ["more than --max-permutations"],
         ),
         (
             ["contamination", ORDERS, "--shard-column", "shard", "--sequential"]

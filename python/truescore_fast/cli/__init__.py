@@ -90,14 +90,17 @@ _FLAG_OF_ARGUMENT = {
     "variant": "--variant",
 }
 _LEADING_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\b")
+_SNAKE_NAME = re.compile(r"(?<![\w\-'\"./])[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b(?!['\"])")
 
 
 def _with_flag_names(message: str) -> str:
-    """``message`` with its leading Python argument name replaced by the CLI flag."""
+    """``message`` with the Python argument names it gives (leading, or snake_case names
+    outside quotes, such as the advice "use a smaller n_bootstrap") as the CLI's flags."""
     match = _LEADING_NAME.match(message)
     if match and match.group(1) in _FLAG_OF_ARGUMENT:
-        return _FLAG_OF_ARGUMENT[match.group(1)] + message[match.end() :]
-    return message
+        message = _FLAG_OF_ARGUMENT[match.group(1)] + message[match.end() :]
+    # the advice too ("use a smaller n_bootstrap"): a snake_case name is never prose
+    return _SNAKE_NAME.sub(lambda m: _FLAG_OF_ARGUMENT.get(m.group(0), m.group(0)), message)
 
 
 class _Parser(argparse.ArgumentParser):
