@@ -56,15 +56,23 @@ export PYTHONPATH="$tmp${PYTHONPATH:+:$PYTHONPATH}"
 # `nohup tools/sanitize.sh &`) with SIGINT ignored, a Python started so inherits that and
 # never installs its Ctrl-C handler, and every test that presses Ctrl-C on a child would
 # wait for it in vain.
+#
+# --capture=sys: pytest captures Python's sys.stdout/stderr only, so the process's own
+# descriptor 2 stays the log. GCC's UBSan writes a fatal report (halt_on_error) to
+# stderr whatever log_path says, and under pytest's default descriptor capture a report
+# that ends the process was lost with it ("pytest exited 1" and nothing else).
 pytest_() {
   python -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.executable, [sys.executable, "-m", "pytest", *sys.argv[1:]])' \
-    -q -p no:cacheprovider "$@"
+    -q -p no:cacheprovider --capture=sys "$@"
 }
+# A report in pytest's own output (the UBSan case above).
+REPORT_PATTERN='runtime error: |ERROR: AddressSanitizer|SUMMARY: (AddressSanitizer|UndefinedBehaviorSanitizer)'
 
 start=$(date +%s)
 status=0
 if [ $# -gt 0 ]; then
-  pytest_ "$@" || status=$?
+  pytest_ "$@" 2>&1 | tee "$tmp/log" || true
+  status=${PIPESTATUS[0]}
 else
   jobs=${TRUESCORE_SANITIZE_JOBS:-$(nproc)}
   jobs=$((jobs < 1 ? 1 : (jobs > 4 ? 4 : jobs)))
@@ -99,6 +107,11 @@ fi
 elapsed=$(($(date +%s) - start))
 
 shopt -s nullglob
+for log in "$tmp"/log*; do
+  if grep -Eq "$REPORT_PATTERN" "$log"; then
+    grep -E -A40 "$REPORT_PATTERN" "$log" >"$reports/from-output-$(basename "$log")" || true
+  fi
+done
 found=("$reports"/*)
 if [ ${#found[@]} -gt 0 ]; then
   for f in "${found[@]}"; do

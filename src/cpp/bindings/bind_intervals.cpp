@@ -78,7 +78,10 @@ py::object gap_interval_unchecked(const py::object& d, long method, double popul
         !py::isinstance<Contiguous>(d))
         return py::none();
     const auto gaps = py::reinterpret_borrow<Contiguous>(d);
-    if (gaps.ndim() != 1) return py::none();
+    // pybind11's type check looks at contiguity, not alignment: a misaligned view (offset
+    // 1 into a buffer) takes the validating path, whose array policy copies it aligned.
+    if (gaps.ndim() != 1 || reinterpret_cast<std::uintptr_t>(gaps.data()) % alignof(double) != 0)
+        return py::none();
     const std::size_t n = static_cast<std::size_t>(gaps.shape(0));
     if (truescore::interval_traits(code).needs_population && !(population_size > 0.0)) return py::none();
     if (!truescore::check_gaps(gaps.data(), n, population_size, "d").empty()) return py::none();
