@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import json
 import shutil
 import sys
@@ -61,13 +62,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 N_PARENTS = 8
 FORMS = ("public", "fresh1", "fresh2")
-TEMPLATES = {
-    "public": "{name} has {a} apples and buys {b} more. How many apples does {name} have now?",
-    "fresh1": "A basket holds {a} pears and {b} more pears are put in. How many pears are in "
-    "the basket?",
-    "fresh2": "There are {a} cars in a car park; {b} more arrive. How many cars are there now?",
-}
-NAMES = ("Ada", "Ben", "Chloe", "Dev", "Emi", "Femi")
+# The shipped example's questions (examples/make_harness_example.py), its first six names.
+_EXAMPLE = HERE.parents[2] / "examples" / "make_harness_example.py"
+_spec = importlib.util.spec_from_file_location("make_harness_example", _EXAMPLE)
+assert _spec is not None and _spec.loader is not None
+_example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_example)
+TEMPLATES = _example.TEMPLATES
+NAMES = _example.NAMES[:6]
 SKILL = {  # P(right) by model and form
     "alpha": {"public": 0.85, "fresh1": 0.5, "fresh2": 0.5},
     "beta": {"public": 0.6, "fresh1": 0.6, "fresh2": 0.6},
@@ -199,14 +201,21 @@ def inspect_logs(out: Path, folders: list[str]) -> None:
 
 # --------------------------------------------------------------------- lm-evaluation-harness
 
-MC_TASK = """task: arith_mc_{form}
+# lm-eval task configs: the part both kinds share, then each kind's own
+TASK_HEAD = """task: arith_{kind}_{{form}}
 dataset_path: json
 dataset_kwargs:
   data_files:
-    test: data/arith_{form}.jsonl
+    test: data/arith_{{form}}.jsonl
 test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_text: "Question: {{{{{{{{question}}}}}}}}\\nAnswer:"
+metadata:
+  version: 1.0
+"""
+
+MC_TASK = (
+    TASK_HEAD.format(kind="mc")
+    + """output_type: multiple_choice
 doc_to_choice: "{{{{choices}}}}"
 doc_to_target: label
 metric_list:
@@ -216,18 +225,12 @@ metric_list:
   - metric: acc_norm
     aggregation: mean
     higher_is_better: true
-metadata:
-  version: 1.0
 """
+)
 
-GEN_TASK = """task: arith_gen_{form}
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: data/arith_{form}.jsonl
-test_split: test
-output_type: generate_until
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+GEN_TASK = (
+    TASK_HEAD.format(kind="gen")
+    + """output_type: generate_until
 doc_to_target: "{{{{answer}}}}"
 generation_kwargs:
   until:
@@ -251,9 +254,8 @@ filter_list:
         group_select: -1
         regex_pattern: "(-?[0-9]+)"
       - function: take_first
-metadata:
-  version: 1.0
 """
+)
 
 
 def write_tasks(folder: Path) -> list[str]:
