@@ -50,17 +50,19 @@ def check_input_file(path: str | os.PathLike[str]) -> Path:
         raise FileNotFoundError(f"no such file: {file_path}") from None
     if stat.S_ISREG(mode):
         return file_path
-    if stat.S_ISDIR(mode):
-        what = "a directory"
-    elif stat.S_ISFIFO(mode):
-        what = "a FIFO (named pipe)"
-    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        what = "a device"
-    elif stat.S_ISSOCK(mode):
-        what = "a socket"
-    else:
-        what = "not a regular file"
+    what = file_kind(mode)
     raise ValueError(f"{file_path} is {what}, not a file: give the path of a regular file")
+
+
+def file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, from its ``st_mode``, for a message."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 class NotJsonError(ValueError):
@@ -130,6 +132,13 @@ def _text_limit() -> int:
 
 def _too_large(where: str, nbytes: float, advice: str) -> MemoryError:
     return memory_error(where, nbytes * _READ_FACTOR, advice)
+
+
+def check_text_size(where: str, nbytes: int, advice: str) -> None:
+    """Refuse (``MemoryError`` naming ``where``) ``nbytes`` of text a reader would parse
+    when, with what parsing it takes, it cannot fit in memory (the readers' one rule)."""
+    if nbytes > _text_limit():
+        raise _too_large(where, nbytes, advice)
 
 
 def read_input_bytes(path: str | os.PathLike[str]) -> tuple[str, bytes]:

@@ -656,3 +656,13 @@ def test_fast_path_input_still_fails_by_name(d, kwargs, message):
 def test_fast_path_needs_the_population_where_the_method_does():
     with pytest.raises((ValueError, TypeError), match="population_size"):
         tf.hoeffding_serfling_interval(np.zeros(4), population_size=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf, [0.0, np.nan]])
+def test_covers_refuses_a_value_that_is_not_finite_as_contains_does(value) -> None:
+    ivs = ts.wald_intervals(np.array([[0.0, 1.0, 0.0, -1.0]] * 2), population_size=50)
+    with pytest.raises(ValueError, match="value must be a finite number"):
+        ivs.covers(value)
+    with pytest.raises(ValueError, match="value must be a finite number"):
+        ivs[0].contains(np.ravel(value)[-1])
+    assert ivs.covers(1e308).tolist() == [False, False]  # finite: an answer

@@ -160,3 +160,20 @@ def test_the_command_line_reads_inspects_default_logs_without_inspect_ai():
     assert list(doc["models"]) == ["mockllm/model"]
     in_process = tf.read_harness_runs(public, fresh, match_key="metadata.parent_id")
     assert doc["models"]["mockllm/model"]["n"] == len(in_process.parents) == 8
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_a_member_too_large_for_memory_is_refused_before_it_is_inflated(monkeypatch, method):
+    # 64 MiB of spaces (64 kB deflated) on a machine said to have 48 MB: any compression,
+    # refused by the readers' one rule before a byte is decompressed
+    from truescore_fast import _files
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
+        archive.writestr("header.json", b" " * (64 << 20))
+    monkeypatch.setattr(_files, "memory_limit", lambda: 48 << 20)
+    data = buffer.getvalue()
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo("header.json")
+        with pytest.raises(MemoryError, match="run.eval:header.json"):
+            read_member(data, archive, info, "run.eval:header.json")

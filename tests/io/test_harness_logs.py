@@ -171,6 +171,20 @@ def test_a_reducer_not_known_here_without_reductions_is_refused(tmp_path):
         tf.read_harness_runs(bare, INSPECT / "mean" / "arith-fresh1.eval", match_key=KEY)
 
 
+def test_a_reducer_or_reductions_of_the_wrong_type_are_one_line_errors(tmp_path):
+    members = eval_members(REDUCED[0])
+    del members["reductions.json"]
+    members["header.json"]["eval"]["config"]["epochs_reducer"] = 5
+    odd = write_eval(tmp_path / "reducer5.eval", members)
+    with pytest.raises(ValueError, match="epochs_reducer must be a reducer's name"):
+        tf.read_harness_runs(odd, INSPECT / "mean" / "arith-fresh1.eval", match_key=KEY)
+    members = eval_members(REDUCED[0])
+    members["reductions.json"][0]["samples"] = 5
+    odd = write_eval(tmp_path / "samples5.eval", members)
+    with pytest.raises(ValueError, match="hold int, not a list of samples"):
+        tf.read_harness_runs(odd, INSPECT / "mean" / "arith-fresh1.eval", match_key=KEY)
+
+
 # ----------------------------------------------------------- Inspect: errored samples
 
 ERRORED = [INSPECT / "errored" / f"arith-{f}.eval" for f in ("public", "fresh1", "fresh2")]

@@ -100,6 +100,7 @@ EDITS = {
     "a sum inf": set_sum("inf"),
     "a sum negative": set_sum(float.hex(-3.0)),
     "a sum not a float": set_sum("many"),
+    "a sum overflowing": set_sum("0x1p99999"),
     "tasks true": set_field("tasks", True),
     "tasks one more": lambda record: record.update(tasks=record["tasks"] + 1),
     "tasks zero": set_field("tasks", 0),
@@ -131,6 +132,7 @@ FORGED = {
     "a sum inf": "a sum is not finite",
     "a sum negative": "a count is not a whole number from 0 to",
     "a sum not a float": "sums must be hexadecimal floats",
+    "a sum overflowing": "sums must be hexadecimal floats",
     "tasks true": "True tasks done is out of range",
     "tasks zero": "0 tasks done is out of range",
     "no such cell": "no cell 7 in this run",
@@ -195,6 +197,26 @@ def test_a_damaged_header_and_an_old_version_are_refused(tmp_path):
         "had checksums: they cannot be verified); this truescore_fast reads version 2: "
         "delete the file or name another"
     )
+
+
+@pytest.mark.parametrize("text", ["my precious notes", "parent,gap", '{"study": 1}'])
+def test_a_file_of_one_unfinished_line_that_is_no_header_is_left_alone(tmp_path, text):
+    # a crash can cut the header itself, which is dropped and rewritten; any other file
+    # without a whole line is somebody's, and resuming must not overwrite it
+    path = tmp_path / "notes.txt"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="line 1 is not a checkpoint's header"):
+        study(path)
+    assert path.read_text() == text
+
+
+def test_a_header_cut_off_by_a_crash_is_rewritten(tmp_path, plain):
+    path = tmp_path / "sweep.jsonl"
+    study(path)
+    header = path.read_text().splitlines()[0]
+    path.write_text(header[: len(header) // 2])
+    assert same_table(study(path), plain)
+    assert lines_of(path)[0]["format"] == "truescore_fast calibration checkpoint"
 
 
 def test_a_record_of_another_run_is_checked_too(tmp_path):

@@ -169,6 +169,9 @@ class Intervals(TabularResult):
                 f"value must be one number or one per audit ({self.low.shape[0]}); "
                 f"got shape {v.shape}"
             )
+        if not np.isfinite(v).all():  # as Interval.contains: NaN is no answer of "no"
+            bad = v if v.ndim == 0 else v[~np.isfinite(v)][0]
+            raise ValueError(f"value must be a finite number; got {float(bad)!r}")
         return (self.low <= v) & (v <= self.high)  # never true of an empty interval
 
     def _columns(self) -> dict[str, npt.NDArray[Any]]:

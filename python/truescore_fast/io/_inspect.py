@@ -30,6 +30,7 @@ from truescore_fast.io._harness_base import (
     Record,
     Run,
     RunFile,
+    mean,
     text,
 )
 
@@ -267,8 +268,14 @@ def _reductions(run: Run, name: str) -> dict[str, dict[str, Any]] | None:
             f"({', '.join(str(e.get('reducer')) for e in mine)}); an audit needs one score "
             "per sample: run the evaluation with one epochs reducer"
         )
+    samples = mine[0].get("samples") or []
+    if not isinstance(samples, list):
+        raise ValueError(
+            f"{run.where}: the reductions of {scorer!r} hold {type(samples).__name__}, not a "
+            "list of samples"
+        )
     out: dict[str, dict[str, Any]] = {}
-    for sample in mine[0].get("samples") or []:
+    for sample in samples:
         if isinstance(sample, Mapping) and "sample_id" in sample:
             out[text(sample["sample_id"])] = {scorer: sample}
     return out
@@ -283,6 +290,11 @@ def _reducer(run: Run) -> Callable[[Sequence[float]], float]:
     """The epoch reducer the log records (the mean when it records none), as a function of
     a sample's epoch scores in [0, 1], or an error naming a reducer not known here."""
     recorded = run.info.get("epochs_reducer")
+    if recorded is not None and not isinstance(recorded, (str, list)):
+        raise ValueError(
+            f"{run.where}: eval.config.epochs_reducer must be a reducer's name or a list of "
+            f"them; got {type(recorded).__name__}"
+        )
     names = [recorded] if isinstance(recorded, str) else list(recorded or ["mean"])
     if len(names) != 1:
         raise ValueError(
@@ -292,7 +304,7 @@ def _reducer(run: Run) -> Callable[[Sequence[float]], float]:
         )
     (name,) = names
     plain: dict[str, Callable[[Sequence[float]], float]] = {
-        "mean": lambda v: float(statistics.mean(v)),
+        "mean": mean,
         "median": lambda v: float(statistics.median(v)),
         "max": max,
         "mode": lambda v: Counter(v).most_common(1)[0][0],  # ties: the first epoch's value

@@ -36,6 +36,8 @@ from typing import IO, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._files import file_kind
+
 __all__ = ["MAX_CHECKPOINT_BYTES", "Checkpoint", "CheckpointCell", "CheckpointRun"]
 
 _FORMAT = "truescore_fast calibration checkpoint"
@@ -81,14 +83,12 @@ def _digest(fingerprint: str, fields: dict[str, Any]) -> str:
     return hashlib.sha256(f"{fingerprint}\n{text}".encode()).hexdigest()
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+def _could_begin_a_header(raw: bytes) -> bool:
+    """Whether ``raw``, a file's only (unfinished) line, is the start of a header as
+    ``Checkpoint._write`` writes it (its first field the format): a header cut off by a
+    crash, not somebody's file that a resume must not overwrite."""
+    start = ('{"format":' + json.dumps(_FORMAT)).encode()
+    return raw.startswith(start) or start.startswith(raw)
 
 
 class Checkpoint:
@@ -157,7 +157,7 @@ class Checkpoint:
             return None, False
         if not stat.S_ISREG(info.st_mode):
             raise ValueError(
-                f"checkpoint {self.path} is {_kind(info.st_mode)}, not a file: name a "
+                f"checkpoint {self.path} is {file_kind(info.st_mode)}, not a file: name a "
                 "regular file (or a new one)"
             )
         if info.st_size > MAX_CHECKPOINT_BYTES:
@@ -180,6 +180,12 @@ class Checkpoint:
                             f"{self._where(number + 1)} is longer than a line of this "
                             f"checkpoint can be ({limit:,} bytes): the file is damaged or "
                             "not a checkpoint"
+                        )
+                    if number == 0 and raw and not _could_begin_a_header(raw):
+                        # not even a first line: some other file, never overwritten
+                        raise ValueError(
+                            f"{self._where(1)} is not a checkpoint's header: the file is not "
+                            "a checkpoint; name another file"
                         )
                     # the end; a last line without its newline was cut off: dropped
                     return (whole if raw else None), self.run in runs
@@ -270,7 +276,7 @@ class Checkpoint:
             raise ValueError(f"{where}: sums must be a list of hexadecimal floats")
         try:
             values = [float.fromhex(x) for x in sums]
-        except ValueError:
+        except (ValueError, OverflowError):  # 0x1p99999 overflows
             raise ValueError(f"{where}: sums must be hexadecimal floats") from None
         if not all(math.isfinite(x) for x in values):
             raise ValueError(f"{where}: a sum is not finite")
