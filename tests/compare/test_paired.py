@@ -675,6 +675,15 @@ def _screen_cases():
     yield "spread", rng.normal(size=200) * 10.0 ** rng.integers(-8, 8, 200), rng.normal(size=200)
     yield "continuous", rng.normal(0.05, 1, 1000), rng.normal(0, 1, 1000)
     yield "one tenth", np.tile([0.1, 0.2, -0.3], 40), np.zeros(120)
+    # subnormal scores: below DBL_MIN a rounding errs by an absolute amount, not a relative
+    # one (the relative bound alone gave 520/3587/983 where every pattern gives 544/3651/1047)
+    tiny = 5e-324
+    yield (
+        "subnormal",
+        np.array([31, 27, 27, 46, 13, 40, 33]) * tiny,
+        np.array([0, 19, 42, 27, 1, 38, 36]) * tiny,
+    )
+    yield "subnormal grid", rng.integers(0, 50, 40) * 1e-318, rng.integers(0, 50, 40) * 1e-318
 
 
 @pytest.mark.parametrize("avx512", KERNEL_PATHS, ids=["avx512-if-available", "portable"])

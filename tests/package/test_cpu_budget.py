@@ -93,6 +93,12 @@ def _fake(tmp_path: Path, proc: str, files: dict[str, str]) -> int:
         ("0::/job\n", {}, 0),
         ("0::/job\n", {"job/cpu.max": "lots 100000\n"}, 0),
         ("0::/job\n", {"job/cpu.max": "100000 0\n"}, 0),
+        # not finite, trailing junk, absurdly large: none, or a whole count within reason
+        ("0::/job\n", {"job/cpu.max": "inf 100000\n"}, 0),
+        ("0::/job\n", {"job/cpu.max": "nan 100000\n"}, 0),
+        ("0::/job\n", {"job/cpu.max": "100000abc 100000\n"}, 0),
+        ("0::/job\n", {"job/cpu.max": "1e300 1e-300\n"}, 0),
+        ("0::/job\n", {"job/cpu.max": "1e300 100000\n"}, 65536),
         ("", {}, 0),
     ],
 )

@@ -8,13 +8,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "arrays.hpp"
 #include "truescore/portable.hpp"
 
 namespace py = pybind11;
 
 namespace {
 
-using ArrayU64 = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>;
+// the array policy (arrays.hpp): a misaligned view is copied, never read as uint64_t*
+using ArrayU64 = py::array_t<std::uint64_t, truescore::bindings::kInput>;
 
 void same_length(const ArrayU64& a, const ArrayU64& b, const char* names) {
     if (a.ndim() != 1 || b.ndim() != 1 || a.size() != b.size())

@@ -27,6 +27,13 @@ namespace truescore {
 namespace cpu_budget_detail {
 
 // ceil(quota / period) from cgroup v2's cpu.max line ("max 100000" means no quota);
+// A quota in CPUs as a whole count (rounded up); 0 (none) when it is not a finite number
+// (inf, NaN: converting those to long is undefined), capped far above any machine.
+inline long whole_cpus(double cpus) {
+    if (!std::isfinite(cpus)) return 0;
+    return static_cast<long>(std::min(std::ceil(cpus), 65536.0));
+}
+
 // 0 when there is no quota or the file is unreadable.
 inline long quota_v2(const std::string& path) {
     std::ifstream in(path);
@@ -35,8 +42,8 @@ inline long quota_v2(const std::string& path) {
     if (!(in >> quota >> period) || quota == "max" || !(period > 0)) return 0;
     char* end = nullptr;
     const double q = std::strtod(quota.c_str(), &end);
-    if (end == quota.c_str() || !(q > 0)) return 0;
-    return static_cast<long>(std::ceil(q / period));
+    if (end == quota.c_str() || *end != '\0' || !(q > 0)) return 0;  // "100000abc": none
+    return whole_cpus(q / period);
 }
 
 // The same from cgroup v1's cpu.cfs_quota_us (-1: no quota) and cpu.cfs_period_us.
@@ -44,7 +51,7 @@ inline long quota_v1(const std::string& dir) {
     std::ifstream q_in(dir + "/cpu.cfs_quota_us"), p_in(dir + "/cpu.cfs_period_us");
     double q = 0, p = 0;
     if (!(q_in >> q) || !(p_in >> p) || !(q > 0) || !(p > 0)) return 0;
-    return static_cast<long>(std::ceil(q / p));
+    return whole_cpus(q / p);
 }
 
 // The smallest quota on the way from this process's cgroup (as `proc_cgroup`, the format

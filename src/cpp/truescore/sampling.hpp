@@ -60,12 +60,6 @@ public:
         }
     }
 
-    // A sampler in `other`'s state (the same chunks left of its current word) drawing from
-    // `gen`: given a copy of other's stream, it makes the same draws other will make.
-    PackedIndexSampler(const PackedIndexSampler& other, Philox& gen)
-        : gen_(gen), n_(other.n_), bits_(other.bits_), per_word_(other.per_word_), mask_(other.mask_),
-          threshold_(other.threshold_), word_(other.word_), left_(other.left_) {}
-
     std::uint64_t draw() {
         if (bits_ == 64) return gen_.below(n_);
         for (;;) {

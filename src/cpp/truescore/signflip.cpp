@@ -278,13 +278,18 @@ namespace {
 // d_i errs by u |a_i - b_i|, which reaches D' once and F' twice (3 u A), and D', F' and
 // the last subtraction and division add 3 gamma_n A + 2 u (3 A). In all |t' - t| <=
 // (5 gamma_n + 16 u) A / n (1 + gamma_n); E = 16 (n + 8) u A / n is three times that for
-// every n below 2^40.
+// every n below 2^40. Below DBL_MIN a multiplication or division errs by up to half the
+// smallest subnormal whatever its operands' size (additions stay exact there), so an
+// absolute term, generous for the few such operations per pattern, is added: without it
+// subnormal scores were misclassified (tests/compare/test_paired.py, "subnormal").
 double screen_bound(const double* a, const double* b, std::size_t n) {
     double magnitude = 0.0;
     for (std::size_t i = 0; i < n; ++i) magnitude += std::fabs(a[i]) + std::fabs(b[i]);
     const double u = std::numeric_limits<double>::epsilon() / 2.0;
+    const double dn = static_cast<double>(n);
     // The sum of magnitudes itself is rounded: (1 + gamma_n) more covers that.
-    return 16.0 * (static_cast<double>(n) + 8.0) * u * magnitude * 1.01 / static_cast<double>(n);
+    return 16.0 * (dn + 8.0) * u * magnitude * 1.01 / dn +
+           64.0 * (dn + 8.0) * std::numeric_limits<double>::denorm_min();
 }
 
 // F' = the sum of d[i] over the set bits i of words[0 .. ceil(n / 64)); d is padded with
