@@ -285,6 +285,14 @@ public:
         }
     }
 
+    // Waits for the blocks of job workers took, without polling: for a caller leaving
+    // its frame early (an exception or a forced unwind out of its poll), whose job and
+    // context workers still hold by reference.
+    void wait_quietly(PoolJob& job) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        job.done.wait(lock, [&] { return job.pending == 0; });
+    }
+
     std::size_t workers() {
         std::lock_guard<std::mutex> lock(mutex_);
         return threads_.size();
@@ -413,11 +421,26 @@ void parallel_for_blocks(std::size_t n, int n_threads, std::size_t min_per_threa
     detail::PoolJob job{run, &context, 0, {}};
     std::vector<std::size_t> mine(workers);
     const bool queued = pool.submit(job, workers - 1);  // blocks 0 .. workers - 2
-    run(&context, workers - 1);                           // the caller runs the last
+    // Should this frame be left before the job is done (an exception, or a forced unwind
+    // out of the poll in wait()), unstarted blocks are withdrawn and running ones waited
+    // for: workers hold job and context, which live here.
+    struct Settle {
+        detail::ThreadPool& pool;
+        detail::PoolJob& job;
+        std::size_t* mine;
+        bool armed;
+        ~Settle() {
+            if (!armed) return;
+            pool.take_back(job, mine);
+            pool.wait_quietly(job);
+        }
+    } settle{pool, job, mine.data(), queued};
+    run(&context, workers - 1);  // the caller runs the last
     if (queued) {
         const std::size_t taken = pool.take_back(job, mine.data());
         for (std::size_t k = 0; k < taken; ++k) run(&context, mine[k]);
         pool.wait(job);
+        settle.armed = false;
     } else {  // nothing was queued (no memory): every block here, in order
         for (std::size_t w = 0; w + 1 < workers; ++w) run(&context, w);
     }

@@ -5,9 +5,10 @@
 // Each has a branch for GCC and Clang (unsigned __int128, __builtin_*), one for MSVC
 // (_umul128 / __umulh, _udiv128, __popcnt64, __cpuid / _xgetbv) and plain C++ for any
 // other compiler. The plain versions (the *_portable functions) are always compiled, and
-// the testing hooks check them against the native ones, so the branch no compiler here
-// takes is tested all the same. Every branch computes the same integers: results never
-// depend on the compiler.
+// the testing hooks check them against the native ones, so the plain branch is tested on
+// every build. The MSVC branch is not compiled here (no MSVC build runs; it was checked
+// only against Microsoft's documented signatures). Every branch is meant to compute the
+// same integers, so that results never depend on the compiler.
 #pragma once
 
 #include <cstdint>
