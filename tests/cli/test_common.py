@@ -253,3 +253,15 @@ def test_a_huge_resample_count_is_one_line():
     )
     assert_one_line_error(code, err, "--resamples")
     assert "n_bootstrap" not in err and "use a smaller --resamples" in err, err
+
+
+def test_python_names_in_messages_become_flags_but_file_names_stay():
+    from truescore_fast.cli import _with_flag_names
+
+    assert _with_flag_names("n_bootstrap needs 80 GB; use a smaller n_bootstrap") == (
+        "--resamples needs 80 GB; use a smaller --resamples"
+    )
+    assert _with_flag_names("cannot read max_parents.csv or dir/match_key") == (
+        "cannot read max_parents.csv or dir/match_key"
+    )
+    assert _with_flag_names("column 'match_key' is missing") == "column 'match_key' is missing"

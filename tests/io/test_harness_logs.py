@@ -201,6 +201,18 @@ def test_an_errored_sample_is_refused_naming_it_and_quoting_its_error():
     assert "--drop-errored" in message
 
 
+def test_drop_errored_that_would_drop_every_parent_is_refused(tmp_path):
+    members = eval_members(ERRORED[1])
+    samples = [name for name in members if name.startswith("samples/")]
+    error = next(members[n]["error"] for n in samples if members[n].get("error"))
+    for name in samples:
+        members[name]["error"] = error
+    every = write_eval(tmp_path / "all-errored.eval", members)
+    with pytest.warns(UserWarning, match="dropped"):
+        with pytest.raises(ValueError, match="every parent had an errored sample"):
+            tf.read_harness_runs(ERRORED[0], [every], match_key=KEY, drop_errored=True)
+
+
 def test_drop_errored_drops_the_parents_in_every_form_and_says_so():
     with pytest.warns(UserWarning, match=r"dropped 2 parent\(s\) .*'arith-03', 'arith-07'.*bias"):
         data = tf.read_harness_runs(ERRORED[0], ERRORED[1:], match_key=KEY, drop_errored=True)

@@ -90,7 +90,8 @@ _FLAG_OF_ARGUMENT = {
     "variant": "--variant",
 }
 _LEADING_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\b")
-_SNAKE_NAME = re.compile(r"(?<![\w\-'\"./])[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b(?!['\"])")
+# a snake_case word outside quotes and not part of a path or file name (public_form.csv)
+_SNAKE_NAME = re.compile(r"(?<![\w\-'\"./])[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b(?!['\"/-]|\.\w)")
 
 
 def _with_flag_names(message: str) -> str:

@@ -270,6 +270,11 @@ def read_harness_runs(
             f"{_listing(missing)}): every parent needs a score on its public form"
         )
     parents = [p for p in public_scores if p in parents_fresh]
+    if dropped and not parents:
+        raise ValueError(
+            f"every parent had an errored sample ({len(dropped)} dropped): no parent is "
+            "left to audit; run the evaluation again"
+        )
     labels = tuple(run.where for run in fresh_runs)
     return AuditData(
         model=model,
