@@ -68,6 +68,8 @@ class IntervalMethod:
     @property
     def value(self) -> int: ...
 
+FEASIBLE_SLACK: float
+
 def interval_method_traits() -> dict[str, dict[str, Any]]: ...
 def gap_interval_unchecked(
     d: object, method: int, population_size: float, alpha: float

@@ -14,6 +14,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast import _core
 from truescore_fast._validation import (
     check_positive_int,
     one_line,
@@ -43,9 +44,9 @@ _MARGIN = 1e-12  # and the end is then moved this much further out
 # than this on the [0, 1] scale (rounding in (N m - sum) / (N - t + 1) must not rule out
 # the true mean of an all-0 or all-1 rest).
 _SLACK = 1e-12
-# The feasible range of a mean gap is rounded outward by this (as kFeasibleSlack in
-# src/cpp/truescore/intervals.hpp: far above the rounding of its sum and divisions).
-FEASIBLE_SLACK = 64.0 * 2.220446049250313e-16
+# The feasible range of a mean gap is rounded outward by this: the core's kFeasibleSlack
+# (src/cpp/truescore/intervals.hpp: far above the rounding of its sum and divisions).
+FEASIBLE_SLACK: float = _core.FEASIBLE_SLACK
 
 
 def feasible_gap_range(

@@ -113,6 +113,7 @@ void bind_intervals(py::module_& m) {
         },
         "Per-method traits of the interval registry: {name: {code, needs_population, "
         "order_dependent, uses_variance, may_be_fallback}} in code order.");
+    m.attr("FEASIBLE_SLACK") = truescore::kFeasibleSlack;  // the one value, for Python too
     m.def("gap_interval_unchecked", &gap_interval_unchecked, py::arg("d"), py::arg("method"),
           py::arg("population_size"), py::arg("alpha"),
           "One audit's (low, high, estimate, half_width) for a moment method, or None when d is "
