@@ -1224,3 +1224,63 @@ def ref_hedged_cs(x, population_size=None, alpha=0.05, c=0.5, tol=1e-10):
         return rejected
 
     return end(True), end(False)
+
+
+# ---------------------------------------------------------------------------------------
+# Suite audit: multiplicity procedures run as procedures (which tests does each reject at
+# level q?), the adjusted p-value of a test being the smallest q that rejects it
+# ---------------------------------------------------------------------------------------
+
+
+def ref_step_up_rejects(p_values: Any, q: float, dependence_factor: float = 1.0) -> list[bool]:
+    """Benjamini-Hochberg's step-up procedure at level q (Benjamini-Yekutieli's with
+    ``dependence_factor`` c(m) = sum 1/i): k* = the largest k with p_(k) <= k q / (m c);
+    reject the k* smallest p-values."""
+    p = [float(x) for x in p_values]
+    m = len(p)
+    ranked = sorted(p)
+    k_star = 0
+    for k in range(1, m + 1):
+        if ranked[k - 1] <= k * q / (m * dependence_factor) * (1 + 1e-12):  # at the level
+            k_star = k
+    return [x <= ranked[k_star - 1] if k_star else False for x in p]
+
+
+def ref_step_down_rejects(p_values: Any, q: float) -> list[bool]:
+    """Holm's step-down procedure at level q: reject p_(1), p_(2), ... while
+    p_(k) <= q / (m - k + 1), stopping at the first that is not."""
+    p = [float(x) for x in p_values]
+    m = len(p)
+    ranked = sorted(p)
+    cut = -1.0
+    for k in range(1, m + 1):
+        if ranked[k - 1] <= q / (m - k + 1) * (1 + 1e-12):  # at the level itself
+            cut = ranked[k - 1]
+        else:
+            break
+    return [x <= cut for x in p]
+
+
+def ref_adjusted_by_procedure(p_values: Any, method: str) -> list[float]:
+    """The adjusted p-values as the smallest level q in (0, 1] at which the procedure
+    rejects each test (1 when none does), searched over every level at which some
+    procedure decision can change: the values m c p_(k) / k (step-up) or
+    (m - k + 1) p_(k) (step-down)."""
+    p = [float(x) for x in p_values]
+    m = len(p)
+    c = sum(1.0 / i for i in range(1, m + 1)) if method == "by" else 1.0
+    ranked = sorted(p)
+    if method == "holm":
+        levels = [(m - k + 1) * ranked[k - 1] for k in range(1, m + 1)]
+    else:
+        levels = [m * c * ranked[k - 1] / k for k in range(1, m + 1)]
+    candidates = sorted({min(1.0, v) for v in levels} | {1.0})
+    out = [1.0] * m
+    for q in reversed(candidates):  # from 1 down: the last level that rejects is smallest
+        rejects = (
+            ref_step_down_rejects(p, q) if method == "holm" else ref_step_up_rejects(p, q, c)
+        )
+        for i in range(m):
+            if rejects[i]:
+                out[i] = q
+    return out
