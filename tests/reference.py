@@ -1284,3 +1284,120 @@ def ref_adjusted_by_procedure(p_values: Any, method: str) -> list[float]:
             if rejects[i]:
                 out[i] = q
     return out
+
+
+# Suite audit: ConStat's performance-based test (Dekoninck, Müller & Vechev, NeurIPS 2024),
+# fitted with scipy.interpolate.make_smoothing_spline on the kernel's resamples
+# ---------------------------------------------------------------------------------------
+
+REF_CONSTAT_ANCHOR_WEIGHT = 1e-3  # the (0, 0) and (1, 1) anchors' weight
+REF_CONSTAT_MIN_DISTINCT = 5
+
+
+def _ref_constat_fit(x, y, w, lam, x0):
+    """The fit's value at x0: points of equal x merged (weighted mean of y, summed
+    weights), then make_smoothing_spline (or the weighted least-squares line below 5
+    distinct abscissas), clipped to [0, 1]."""
+    from scipy.interpolate import make_smoothing_spline
+
+    x, y, w = (np.asarray(v, dtype=np.float64) for v in (x, y, w))
+    ux, inverse = np.unique(x, return_inverse=True)
+    sw = np.bincount(inverse, weights=w)
+    sy = np.bincount(inverse, weights=w * y) / sw
+    if ux.shape[0] >= 5:
+        value = float(make_smoothing_spline(ux, sy, w=sw, lam=lam)(x0))
+    else:
+        xm = np.sum(sw * ux) / np.sum(sw)
+        ym = np.sum(sw * sy) / np.sum(sw)
+        slope = np.sum(sw * (ux - xm) * (sy - ym)) / np.sum(sw * (ux - xm) ** 2)
+        value = float(ym + slope * (x0 - xm))
+    return min(1.0, max(0.0, value))
+
+
+def _ref_constat_points(bench, ref, models, random_guess):
+    x = [ref[j] for j in models] + [0.0, 1.0]
+    y = [bench[j] for j in models] + [0.0, 1.0]
+    w = [1.0] * len(models) + [REF_CONSTAT_ANCHOR_WEIGHT] * 2
+    if random_guess is not None:
+        x.append(random_guess)
+        y.append(random_guess)
+        w.append(1.0)
+    return x, y, w
+
+
+def ref_constat_draws(key, resample, n_items, n_reference_items, counts):
+    """Resample ``resample``'s draws: benchmark item indices, reference item indices (each
+    ``ref_packed_draws`` on stream ``resample``), then, per reference-model count k in
+    ``counts``, k draws of ``below(k)`` from the stream as it stands after the items,
+    repeated until at least 5 are distinct."""
+    import copy
+
+    stream = RefStream(key, resample)
+    bench = ref_packed_draws(stream, n_items, n_items)
+    ref = ref_packed_draws(stream, n_reference_items, n_reference_items)
+    models = {}
+    for k in counts:
+        s = copy.deepcopy(stream)
+        while True:
+            draw = [s.below(k) for _ in range(k)]
+            if len(set(draw)) >= REF_CONSTAT_MIN_DISTINCT:
+                break
+        models[k] = draw
+    return bench, ref, models
+
+
+def ref_constat_replicates(
+    scores, reference_scores, references, tested, n_bootstrap, key, random_guess=None, lam=None
+):
+    """ConStat's delta*_b for each tested row (rows of the result) and its full-data
+    actual and predicted scores. ``references``: the reference rows; a tested row's own
+    references are these less itself, in increasing order."""
+    s = np.asarray(scores, dtype=np.float64)
+    r = np.asarray(reference_scores, dtype=np.float64)
+    lists = {i: [j for j in sorted(references) if j != i] for i in tested}
+    counts = sorted({len(v) for v in lists.values()})
+    out = np.empty((len(tested), n_bootstrap))
+    for b in range(n_bootstrap):
+        bi, ri, models = ref_constat_draws(key, b, s.shape[1], r.shape[1], counts)
+        bench = s[:, bi].mean(axis=1)
+        ref = r[:, ri].mean(axis=1)
+        for t, i in enumerate(tested):
+            chosen = [lists[i][d] for d in models[len(lists[i])]]
+            x, y, w = _ref_constat_points(bench, ref, chosen, random_guess)
+            out[t, b] = bench[i] - _ref_constat_fit(x, y, w, lam, ref[i])
+    bench, ref = s.mean(axis=1), r.mean(axis=1)
+    actual = np.array([bench[i] for i in tested])
+    predicted = np.array(
+        [
+            _ref_constat_fit(*_ref_constat_points(bench, ref, lists[i], random_guess), lam, ref[i])
+            for i in tested
+        ]
+    )
+    return out, actual, predicted
+
+
+def ref_constat_summary(replicates, delta, alpha):
+    """Estimate (mean), basic bootstrap interval and p-value, the p-value by bisection on
+    p of ``2 mean - quantile(1 - p) >= delta`` (NumPy's linear quantile)."""
+    d = np.asarray(replicates, dtype=np.float64)
+    mean = float(d.mean())
+    low = 2 * mean - float(np.quantile(d, 1 - alpha / 2))
+    high = 2 * mean - float(np.quantile(d, alpha / 2))
+
+    def holds(p):
+        return 2 * mean - float(np.quantile(d, 1 - p)) >= delta
+
+    if holds(0.0):
+        p = 0.0
+    elif not holds(1.0):
+        p = 1.0
+    else:
+        lo, hi = 0.0, 1.0  # holds(hi), not holds(lo)
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if holds(mid):
+                hi = mid
+            else:
+                lo = mid
+        p = hi
+    return mean, low, high, p

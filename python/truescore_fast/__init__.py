@@ -15,8 +15,9 @@ The package is laid out by domain, each subpackage with its own modules:
   randomization test, the sequential audit, Audit-Prune);
 * :mod:`truescore_fast.resampling` -- permutation nulls, finite-population bootstraps,
   difference in differences, seed-paired contrasts;
-* :mod:`truescore_fast.suite` -- auditing a whole suite (every model and benchmark);
 * :mod:`truescore_fast.studies` -- the Monte Carlo studies;
+* :mod:`truescore_fast.suite` -- auditing a whole evaluation suite (every test on every
+  model and benchmark, ConStat's performance-based test, multiplicity control);
 * :mod:`truescore_fast.io` -- evaluation-harness runs and disclosure records;
 * :mod:`truescore_fast.cli` -- the ``truescore-fast`` command line.
 
@@ -38,9 +39,7 @@ from truescore_fast._core import __version__ as __version__
 
 # The modules whose __all__ the top level re-exports, in the order they are searched
 # (patch first: it loads only the two drop-in subpackages, which come next).
-_PUBLIC = (
-    "patch", "contamination", "compare", "audit", "resampling", "suite", "studies", "io"
-)  # fmt: skip
+_PUBLIC = ("patch", "contamination", "compare", "audit", "resampling", "studies", "suite", "io")
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     # ruff: noqa: F403

@@ -285,15 +285,14 @@ def _constat_rows(
             return [], f"constat on {benchmark}: reference models without data {missing}"
         options["reference_models"] = [names.index(m) for m in reference_models]
     result = constat_tests(
-        scores, reference, alpha=alpha, n_bootstrap=n_bootstrap, seed=seed, threads=threads,
+        scores, reference, alpha=alpha, n_bootstrap=n_bootstrap, seed=seed, n_threads=threads,
         **options,
     )  # fmt: skip
-    frame = result.to_frame()
     rows: list[_Row] = []
     for k, pair in enumerate(used):
-        rows.append((pair.model, benchmark, "constat", float(frame["p_value"].iloc[k]),
-                     float(frame["estimate"].iloc[k]), float(frame["low"].iloc[k]),
-                     float(frame["high"].iloc[k]), int(scores.shape[1])))  # fmt: skip
+        rows.append((pair.model, benchmark, "constat", float(result.p_value[k]),
+                     float(result.estimate[k]), float(result.low[k]), float(result.high[k]),
+                     int(scores.shape[1])))  # fmt: skip
     return rows, None
 
 
