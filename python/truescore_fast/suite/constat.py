@@ -292,49 +292,6 @@ def _p_value(row: npt.NDArray[np.float64], bound: float) -> float:
     return float(min(1.0, max(0.0, 1.0 - position / (b - 1))))
 
 
-def _numpy_fit(bench, ref, models, guess, lam, x0):
-    from scipy.interpolate import make_smoothing_spline
-
-    x = np.r_[ref[models], 0.0, 1.0, [] if guess is None else [guess]]
-    y = np.r_[bench[models], 0.0, 1.0, [] if guess is None else [guess]]
-    w = np.r_[np.ones(len(models)), 1e-3, 1e-3, [] if guess is None else [1.0]]
-    ux, inv = np.unique(x, return_inverse=True)
-    sw = np.bincount(inv, weights=w)
-    sy = np.bincount(inv, weights=w * y) / sw
-    if ux.shape[0] >= 5:
-        v = float(make_smoothing_spline(ux, sy, w=sw, lam=lam)(x0))
-    else:
-        v = float(np.polyval(np.polyfit(ux, sy, 1, w=np.sqrt(sw)), x0))
-    return min(1.0, max(0.0, v))
-
-
-def _numpy_engine(scores, reference, refs, tested, n_bootstrap, guess, lam, key):  # type: ignore[no-untyped-def]
-    lists = [np.array([j for j in refs if j != i]) for i in tested]
-    out = np.empty((tested.shape[0], n_bootstrap))
-    n, nr = scores.shape[1], reference.shape[1]
-    for b in range(n_bootstrap):
-        gen = np.random.Generator(
-            np.random.Philox(
-                key=np.array(key, dtype=np.uint64), counter=np.array([0, 0, b, 0], dtype=np.uint64)
-            )
-        )
-        bench = scores[:, gen.integers(0, n, n)].mean(axis=1)
-        ref = reference[:, gen.integers(0, nr, nr)].mean(axis=1)
-        for t, i in enumerate(tested):
-            k = lists[t].shape[0]
-            while True:
-                d = gen.integers(0, k, k)
-                if np.unique(d).shape[0] >= MIN_REFERENCE_MODELS:
-                    break
-            out[t, b] = bench[i] - _numpy_fit(bench, ref, lists[t][d], guess, lam, ref[i])
-    bench, ref = scores.mean(axis=1), reference.mean(axis=1)
-    actual = bench[tested]
-    predicted = np.array(
-        [_numpy_fit(bench, ref, lists[t], guess, lam, ref[i]) for t, i in enumerate(tested)]
-    )
-    return out, actual, predicted
-
-
 def _run(
     scores: npt.NDArray[np.float64],
     reference: npt.NDArray[np.float64],
@@ -350,10 +307,6 @@ def _run(
     m = scores.shape[0]
     check_size("n_bootstrap", float(tested.shape[0]) * n_bootstrap, 8.0)
     refs = np.arange(m, dtype=np.int64) if references is None else references
-    if not hasattr(_core, "constat_bootstrap"):  # first version: the NumPy engine
-        return _numpy_engine(
-            scores, reference, refs, tested, n_bootstrap, random_guess, smoothing, key
-        )
     replicates, actual, predicted = _core.constat_bootstrap(
         scores,
         reference,
