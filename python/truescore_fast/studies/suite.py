@@ -199,7 +199,9 @@ def _suite_task(
             seed=int(rng.integers(0, 2**63)), threads=1,
         )  # fmt: skip
         flagged = result.flagged
-        true = np.array([(m, b) in planted for m, b in zip(result.model, result.benchmark)])
+        true = np.array(
+            [(m, b) in planted for m, b in zip(result.model, result.benchmark, strict=True)]
+        )
         false_flags = int(np.count_nonzero(flagged & ~true))
         flags = int(np.count_nonzero(flagged))
         fdp = false_flags / flags if flags else 0.0

@@ -109,6 +109,31 @@ class SuiteData:
         """The pair's data, or None when the suite has none."""
         return next((p for p in self.pairs if (p.model, p.benchmark) == (model, benchmark)), None)
 
+    @classmethod
+    def from_scores(
+        cls,
+        forms: Mapping[tuple[str, str], Mapping[str, Mapping[str, float]]],
+        *,
+        references: Mapping[tuple[str, str], Mapping[str, float]] | None = None,
+        orders: Mapping[tuple[str, str], OrderData] | None = None,
+        public_form: str = "public",
+    ) -> SuiteData:
+        """A suite from checked scores: ``forms[(model, benchmark)][parent][form]`` (the
+        public form named ``public_form``, any other a fresh form),
+        ``references[(model, benchmark)][reference parent]`` and ``orders``. Pairs in the
+        order of ``forms`` and then of the pairs only ``references`` has."""
+        references = references or {}
+        orders = orders or {}
+        keys = list(dict.fromkeys([*forms, *references]))
+        return cls(
+            tuple(
+                _pair(
+                    key, forms.get(key, {}), references.get(key, {}), public_form, orders.get(key)
+                )
+                for key in keys
+            )  # fmt: skip
+        )
+
 
 def _column_names(columns: Mapping[str, str] | None) -> dict[str, str]:
     names = {role: role for role in SUITE_COLUMNS}
@@ -192,6 +217,8 @@ def read_suite(
             f"{sorted(cols)}"
         )
     grouped: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    references: dict[tuple[str, str], dict[str, float]] = {}
+    reference_name = reference_form.strip()
     rows = len(cols[names["parent"]])
     if rows == 0:
         raise ValueError("source has no rows")
@@ -203,6 +230,15 @@ def read_suite(
         if not (model and benchmark and parent and form):
             raise ValueError(f"{where}: empty model, benchmark, parent or form")
         value = _score(cols[names["correct"]][i], where, names["correct"])
+        if form == reference_name:
+            reference = references.setdefault((model, benchmark), {})
+            if parent in reference:
+                raise ValueError(
+                    f"{where}: reference item {parent!r} given twice (model {model!r}, "
+                    f"benchmark {benchmark!r})"
+                )
+            reference[parent] = value
+            continue
         forms = grouped.setdefault((model, benchmark), {}).setdefault(parent, {})
         if form in forms:
             raise ValueError(
@@ -210,44 +246,32 @@ def read_suite(
                 f"benchmark {benchmark!r})"
             )
         forms[form] = value
-    orders = _orders(logliks, set(grouped))
-    pairs = tuple(
-        _pair(model, benchmark, parents, public_form.strip(), reference_form.strip(),
-              orders.get((model, benchmark)))
-        for (model, benchmark), parents in grouped.items()
-    )  # fmt: skip
-    return SuiteData(pairs)
+    orders = _orders(logliks, set(grouped) | set(references))
+    return SuiteData.from_scores(
+        grouped, references=references, orders=orders, public_form=public_form.strip()
+    )
 
 
 def _pair(
-    model: str,
-    benchmark: str,
-    parents: dict[str, dict[str, float]],
+    key: tuple[str, str],
+    parents: Mapping[str, Mapping[str, float]],
+    references: Mapping[str, float],
     public_form: str,
-    reference_form: str,
     order: OrderData | None,
 ) -> SuitePair:
+    model, benchmark = key
     where = f"model {model!r}, benchmark {benchmark!r}"
     public: list[tuple[str, float]] = []
     matched: list[tuple[str, float, list[float]]] = []
-    reference: list[tuple[str, float]] = []
     fresh_names: tuple[str, ...] | None = None
     for parent, forms in parents.items():
-        if reference_form in forms:
-            if len(forms) > 1:
-                raise ValueError(
-                    f"parent {parent!r} ({where}) is a reference item and has other forms too "
-                    f"({sorted(forms)}): reference items have parents of their own"
-                )
-            reference.append((parent, forms[reference_form]))
-            continue
         fresh = tuple(sorted(f for f in forms if f != public_form))
         if public_form not in forms:
             raise ValueError(
                 f"parent {parent!r} ({where}) has fresh forms {list(fresh)} but no public form "
                 f"({public_form!r})"
             )
-        public.append((parent, forms[public_form]))
+        public.append((parent, float(forms[public_form])))
         if not fresh:
             continue
         if fresh_names is None:
@@ -257,7 +281,8 @@ def _pair(
                 f"parent {parent!r} ({where}) has fresh forms {list(fresh)}; earlier parents "
                 f"have {list(fresh_names)}: every parent with fresh forms needs the same ones"
             )
-        matched.append((parent, forms[public_form], [forms[f] for f in fresh]))
+        matched.append((parent, float(forms[public_form]), [float(forms[f]) for f in fresh]))
+    reference = list(references.items())
     k = len(fresh_names or ())
     return SuitePair(
         model=model,
