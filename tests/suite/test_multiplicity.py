@@ -38,9 +38,7 @@ def test_holm_is_the_definition_and_by_is_bh_times_the_harmonic_sum():
     p = np.random.default_rng(3).uniform(size=40) ** 2
     np.testing.assert_allclose(adjust(p, "holm"), ref_holm(p), rtol=1e-15)
     c = sum(1.0 / i for i in range(1, 41))
-    np.testing.assert_allclose(
-        adjust(p, "by"), np.minimum(1.0, adjust(p, "bh") * c), rtol=1e-14
-    )
+    np.testing.assert_allclose(adjust(p, "by"), np.minimum(1.0, adjust(p, "bh") * c), rtol=1e-14)
 
 
 def test_fdr_of_by_under_negative_dependence_stays_below_q():
