@@ -16,14 +16,23 @@ from truescore_fast.suite.data import SuiteData, read_suite
 
 ROWS = [
     # model, benchmark, parent, form, correct
-    ("a", "b1", "p1", "public", 1), ("a", "b1", "p1", "fresh1", 0), ("a", "b1", "p1", "fresh2", 1),
-    ("a", "b1", "p2", "public", 0), ("a", "b1", "p2", "fresh1", 0), ("a", "b1", "p2", "fresh2", 1),
+    ("a", "b1", "p1", "public", 1),
+    ("a", "b1", "p1", "fresh1", 0),
+    ("a", "b1", "p1", "fresh2", 1),
+    ("a", "b1", "p2", "public", 0),
+    ("a", "b1", "p2", "fresh1", 0),
+    ("a", "b1", "p2", "fresh2", 1),
     ("a", "b1", "p3", "public", 1),  # a public form without fresh forms
-    ("a", "b1", "r1", "reference", 0.5), ("a", "b1", "r2", "reference", 1),
-    ("b", "b1", "p1", "public", 0), ("b", "b1", "p1", "fresh2", 1), ("b", "b1", "p1", "fresh1", 1),
-    ("b", "b1", "p2", "public", 1), ("b", "b1", "p2", "fresh1", 0), ("b", "b1", "p2", "fresh2", 0),
+    ("a", "b1", "r1", "reference", 0.5),
+    ("a", "b1", "r2", "reference", 1),
+    ("b", "b1", "p1", "public", 0),
+    ("b", "b1", "p1", "fresh2", 1),
+    ("b", "b1", "p1", "fresh1", 1),
+    ("b", "b1", "p2", "public", 1),
+    ("b", "b1", "p2", "fresh1", 0),
+    ("b", "b1", "p2", "fresh2", 0),
     ("a", "b2", "q1", "reference", 1),  # a pair with reference rows only
-]  # fmt: skip
+]
 HEADER = ("model", "benchmark", "parent", "form", "correct")
 
 
@@ -69,9 +78,17 @@ def test_gzip_renamed_columns_and_mappings_read_the_same(tmp_path):
 
 def test_log_likelihood_tables_are_read_per_pair(tmp_path):
     table = tmp_path / "ll.csv"
-    write(table, [("s1", "canonical", -10.0), ("s1", "shuffled", -12.0), ("s1", "x", -9.0),
-                  ("s2", "shuffled", -3.0), ("s2", "canonical", -1.0)],
-          header=("shard", "kind", "loglik"))  # fmt: skip
+    write(
+        table,
+        [
+            ("s1", "canonical", -10.0),
+            ("s1", "shuffled", -12.0),
+            ("s1", "x", -9.0),
+            ("s2", "shuffled", -3.0),
+            ("s2", "canonical", -1.0),
+        ],
+        header=("shard", "kind", "loglik"),
+    )
     data = read_suite(write(tmp_path / "suite.csv", ROWS), logliks={("a", "b1"): table})
     order = data.pair("a", "b1").order
     assert order.shards == ("s1", "s2")
@@ -94,15 +111,17 @@ def ROWS_TABLE(tmp_path):  # noqa: N802 - the table of ROWS
     [
         (lambda r: [*r, ("a", "b1", "p1", "public", 1)], "given twice"),
         (lambda r: [*r, ("a", "b1", "p9", "fresh1", 1)], "no public form"),
-        (lambda r: [*r, ("a", "b1", "p9", "public", 1), ("a", "b1", "p9", "fresh3", 1)],
-         "same ones"),
+        (
+            lambda r: [*r, ("a", "b1", "p9", "public", 1), ("a", "b1", "p9", "fresh3", 1)],
+            "same ones",
+        ),
         (lambda r: [*r, ("a", "b1", "p9", "public", math.nan)], "correct must lie"),
         (lambda r: [*r, ("a", "b1", "p9", "public", 2)], "correct must lie"),
         (lambda r: [*r, ("a", "b1", "p9", "public", "yes")], "correct must be a number"),
         (lambda r: [*r, ("a", "", "p9", "public", 1)], "empty model"),
         (lambda r: [*r, ("a", "b1", "r1", "reference", 1)], "given twice"),
     ],
-)  # fmt: skip
+)
 def test_tables_that_do_not_fit_are_refused(tmp_path, change, match):
     with pytest.raises(ValueError, match=match):
         read_suite(write(tmp_path / "s.csv", change(list(ROWS))))
@@ -158,10 +177,18 @@ def test_a_manifest_that_does_not_fit_is_refused(tmp_path):
     write(tmp_path / "pub.csv", [("x1", 1), ("x2", 0)], header=("id", "acc"))
     write(tmp_path / "fr.csv", [("x1", 1), ("x3", 0)], header=("id", "acc"))
     header = ("model", "benchmark", "form", "path")
-    path = write(tmp_path / "m.csv", [("a", "b", "public", "pub.csv"), ("a", "b", "fresh1", "fr.csv")], header)  # fmt: skip
+    path = write(
+        tmp_path / "m.csv",
+        [("a", "b", "public", "pub.csv"), ("a", "b", "fresh1", "fr.csv")],
+        header,
+    )
     with pytest.raises(ValueError, match="the public run"):
         tf.read_suite_manifest(path, match_key="id", metric="acc")
-    twice = write(tmp_path / "m2.csv", [("a", "b", "public", "pub.csv"), ("a", "b", "public", "fr.csv")], header)  # fmt: skip
+    twice = write(
+        tmp_path / "m2.csv",
+        [("a", "b", "public", "pub.csv"), ("a", "b", "public", "fr.csv")],
+        header,
+    )
     with pytest.raises(ValueError, match="given twice"):
         tf.read_suite_manifest(twice, match_key="id", metric="acc")
     with pytest.raises(ValueError, match="missing the column"):
