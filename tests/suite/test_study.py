@@ -35,14 +35,14 @@ def row(table, quantity, test=None, model=None):
 def test_simulated_suites_plant_the_leaks_they_say():
     clean = tf.simulate_suite(models=3, benchmarks=1, parents=20000, leaks=(), seed=1)
     leaky = tf.simulate_suite(models=3, benchmarks=1, parents=20000, leaks=((1, 0, 0.5),), seed=1)
-    for c, l in zip(clean.pairs, leaky.pairs, strict=True):
-        assert np.array_equal(c.fresh, l.fresh)  # the leak moves the public form only
+    for c, leak in zip(clean.pairs, leaky.pairs, strict=True):
+        assert np.array_equal(c.fresh, leak.fresh)  # the leak moves the public form only
         wrong = c.public == 0
-        if l.model == "model-02":
-            share = float(np.mean(l.public[wrong]))  # incorrect answers turned correct
+        if leak.model == "model-02":
+            share = float(np.mean(leak.public[wrong]))  # incorrect answers turned correct
             assert abs(share - 0.5) < 4 * math.sqrt(0.25 / wrong.sum())
         else:
-            assert np.array_equal(c.public, l.public)
+            assert np.array_equal(c.public, leak.public)
         # without a leak the public form scores as the fresh one, within 4 SE
         gap = c.public - c.fresh[:, 0]
         assert abs(gap.mean()) < 4 * gap.std() / math.sqrt(gap.size)
