@@ -9,7 +9,9 @@ test, the error rate controlled across the suite (:func:`suite_audit`).
 * :mod:`~truescore_fast.suite.multiplicity` -- Benjamini-Hochberg, Benjamini-Yekutieli
   and Holm adjustments (:func:`adjust`);
 * :mod:`~truescore_fast.suite.audit` -- the suite audit and its result
-  (:class:`SuiteAudit`).
+  (:class:`SuiteAudit`);
+* :mod:`~truescore_fast.suite.report` -- a report to look at: the models x benchmarks
+  heatmap (:func:`plot_heatmap`) and a self-contained HTML page (:func:`write_report`).
 
 A flag in a suite audit is evidence that a score is inflated relative to its fresh forms
 or to other models, not proof of contamination; no flag is not a clean bill.
@@ -23,10 +25,12 @@ from truescore_fast.suite import audit as _audit
 from truescore_fast.suite import constat as _constat
 from truescore_fast.suite import data as _data
 from truescore_fast.suite import multiplicity as _multiplicity
+from truescore_fast.suite import report as _report
 from truescore_fast.suite.audit import *
 from truescore_fast.suite.constat import *
 from truescore_fast.suite.data import *
 from truescore_fast.suite.multiplicity import *
+from truescore_fast.suite.report import *
 
 # The list the top level searches for a name. Type checkers read the star imports above
 # instead (mypy does not follow an __all__ built from other modules' lists).
@@ -36,4 +40,5 @@ if not TYPE_CHECKING:
         *_data.__all__,
         *_multiplicity.__all__,
         *_audit.__all__,
+        *_report.__all__,
     ]
