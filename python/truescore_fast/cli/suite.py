@@ -211,12 +211,12 @@ def run_suite(args: argparse.Namespace) -> int:
         threads=args.threads,
     )
     if args.report is not None or args.plot is not None:
-        from truescore_fast.suite import report  # type: ignore[attr-defined]
+        from truescore_fast.suite.report import plot_heatmap, write_report
 
         if args.report is not None:
-            report.write_report(result, args.report)
+            write_report(result, args.report)
         if args.plot is not None:
-            report.plot_heatmap(result, args.plot)
+            plot_heatmap(result, args.plot)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     else:

@@ -98,6 +98,7 @@ class SuiteAudit(TabularResult):
         alpha: The level of each row's interval.
         n_tests: The rows (the size of the family).
         skipped: Why tests did not run where they were asked for (one line each).
+        seed: The seed used (an int: passing it again replays the result).
 
     What it does not mean: see :meth:`summary`. A flag is a test's finding after the
     adjustment, not proof of contamination; no flag is not a clean bill.
@@ -120,6 +121,7 @@ class SuiteAudit(TabularResult):
     models: tuple[str, ...]
     benchmarks: tuple[str, ...]
     skipped: tuple[str, ...]
+    seed: int
 
     _repr_fields = ("n_tests", "n_flagged", "q", "fdr")
 
@@ -409,7 +411,12 @@ def suite_audit(
             rows += model_rows
     asked = [t for t in chosen if t != "constat"]
     ran = {r[2] for r in rows}
-    skipped += [f"{t}: no pair has the data it needs" for t in asked if t not in ran]
+    needs = {
+        "order": "log-likelihoods",
+        "matched_form": "fresh forms",
+        "randomization": "fresh forms",
+    }
+    skipped += [f"{t}: no pair has {needs[t]}" for t in asked if t not in ran]
     if not rows:
         raise ValueError(
             "no test could run on this suite: "
@@ -435,4 +442,5 @@ def suite_audit(
         models=data.models,
         benchmarks=data.benchmarks,
         skipped=tuple(skipped),
+        seed=seed_used,
     )
