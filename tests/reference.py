@@ -1277,9 +1277,7 @@ def ref_adjusted_by_procedure(p_values: Any, method: str) -> list[float]:
     candidates = sorted({min(1.0, v) for v in levels} | {1.0})
     out = [1.0] * m
     for q in reversed(candidates):  # from 1 down: the last level that rejects is smallest
-        rejects = (
-            ref_step_down_rejects(p, q) if method == "holm" else ref_step_up_rejects(p, q, c)
-        )
+        rejects = ref_step_down_rejects(p, q) if method == "holm" else ref_step_up_rejects(p, q, c)
         for i in range(m):
             if rejects[i]:
                 out[i] = q
