@@ -9,20 +9,11 @@ import json
 import pytest
 import truescore_fast as tf
 from commands import assert_one_line_error, run_cli
+from common import write_suite_table
 
 EXAMPLE = "examples/suite/suite_example.csv.gz"
 PLANTED = {("model-01", "bench-1"), ("model-04", "bench-3"), ("model-07", "bench-2")}
 FAST = ("--tests", "matched_form", "randomization")
-
-
-def write_suite(path, data):
-    lines = ["model,benchmark,parent,form,correct"]
-    for p in data.pairs:
-        for i, parent in enumerate(p.parents):
-            lines.append(f"{p.model},{p.benchmark},{parent},public,{p.public[i]:g}")
-            lines.append(f"{p.model},{p.benchmark},{parent},fresh1,{p.fresh[i, 0]:g}")
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def test_the_example_flags_its_planted_leaks():
@@ -48,7 +39,7 @@ def test_the_text_report_lists_the_flags():
 
 def test_a_clean_suite_exits_0(tmp_path):
     data = tf.simulate_suite(models=4, benchmarks=2, parents=50, leaks=(), seed=3)
-    code, out, err = run_cli("suite", write_suite(tmp_path / "clean.csv", data), *FAST)
+    code, out, err = run_cli("suite", write_suite_table(tmp_path / "clean.csv", data), *FAST)
     assert code == 0, out + err
     assert "nothing flagged" in out
 
@@ -65,7 +56,7 @@ def test_report_and_plot_are_written(tmp_path):
 
 def test_renamed_columns_and_log_likelihoods(tmp_path):
     data = tf.simulate_suite(models=3, benchmarks=1, parents=40, leaks=(), seed=1)
-    path = write_suite(tmp_path / "s.csv", data)
+    path = write_suite_table(tmp_path / "s.csv", data)
     path.write_text(path.read_text().replace("model,benchmark", "system,task", 1))
     ll = tmp_path / "ll.csv"
     ll.write_text("kind,loglik\ncanonical,50\n" + "".join(f"shuffled,{v}\n" for v in range(19)))

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 import truescore_fast as tf
+from common import write_suite_table
 from reference import ref_adjusted_by_procedure, ref_fisher, ref_rank_test
 from truescore_fast.suite.audit import SUITE_TESTS, _claim_p_value
 from truescore_fast.suite.data import OrderData, SuiteData, SuitePair
@@ -141,13 +142,7 @@ def test_any_thread_count_gives_the_same_result(suite):
 def test_a_table_path_is_read(tmp_path, suite):
     from truescore_fast.suite.data import read_suite
 
-    rows = ["model,benchmark,parent,form,correct"]
-    for p in suite.pairs:
-        for i, parent in enumerate(p.parents):
-            rows.append(f"{p.model},{p.benchmark},{parent},public,{p.public[i]}")
-            rows.append(f"{p.model},{p.benchmark},{parent},fresh1,{p.fresh[i, 0]}")
-    path = tmp_path / "s.csv"
-    path.write_text("\n".join(rows) + "\n")
+    path = write_suite_table(tmp_path / "s.csv", suite)
     from_path = tf.suite_audit(path, tests=FAST)
     assert np.array_equal(from_path.p_value, tf.suite_audit(read_suite(path), tests=FAST).p_value)
     assert np.array_equal(from_path.p_value, tf.suite_audit(suite, tests=FAST).p_value)

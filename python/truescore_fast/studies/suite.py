@@ -40,6 +40,7 @@ from truescore_fast._validation import (
 )
 from truescore_fast.studies._common import _columns, _mean_se, _rate, _replications, _run_meta
 from truescore_fast.studies._engine import _Cell, _execute
+from truescore_fast.studies.sequential import _stream
 from truescore_fast.suite.audit import SUITE_TESTS, suite_audit
 from truescore_fast.suite.data import SuiteData, SuitePair
 from truescore_fast.suite.multiplicity import FDR_METHODS
@@ -50,15 +51,6 @@ __all__ = ["simulate_suite", "suite_study"]
 _SUITE_TASK = 5
 
 Leak = tuple[int, int, float]
-
-
-def _stream(key: tuple[int, int], task: int) -> np.random.Generator:
-    return np.random.Generator(
-        np.random.Philox(
-            key=np.array(key, dtype=np.uint64),
-            counter=np.array([0, 0, task, 0], dtype=np.uint64),
-        )
-    )
 
 
 def _check_leaks(leaks: Any, n_models: int, n_benchmarks: int) -> tuple[Leak, ...]:
