@@ -41,6 +41,9 @@ NOT_RESULTS = {
     "StudySettings": "the command line's study settings (an input)",
     "StudyRun": "the tables a registered study prints",
     "HarnessReader": "an entry of the harness-format registry",
+    "SuiteData": "parsed input suite (read_suite)",
+    "SuitePair": "one pair of a parsed input suite",
+    "OrderData": "one pair's parsed log-likelihoods",
 }
 
 
@@ -162,6 +165,13 @@ FACTORIES = {
     "SequentialVerdict": (
         lambda: tf.SequentialExchangeabilityTest(20, 2, max_permutations=9).verdict(),
         ("decision", "p_low", "p_high", "orders_scored"),
+    ),
+    "SuiteAudit": (
+        lambda: tf.suite_audit(
+            tf.simulate_suite(models=3, benchmarks=1, parents=30, leaks=((0, 0, 0.8),)),
+            tests=("randomization",),
+        ),
+        ("q", "fdr", "n_tests"),
     ),
     "StudyTable": (
         lambda: tf.coverage_study(

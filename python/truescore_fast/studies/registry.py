@@ -109,7 +109,7 @@ STUDIES: dict[str, Study] = {
         Study.of(
             suite_study,
             "suite",
-            "the suite audit's false discovery rate and per-pair power",
+            "the suite audit's false discovery rate and power per pair",
             200,
         ),
     )
