@@ -46,6 +46,31 @@ def _table() -> io.StringIO:
     return io.StringIO("\n".join(rows) + "\n")
 
 
+def _suite_table() -> io.StringIO:
+    rows = ["model,benchmark,parent,form,correct"]
+    for model in ("m1", "m2"):
+        for parent in range(6):
+            for form in ("public", "fresh1"):
+                rows.append(f"{model},b,{parent},{form},{(parent + len(form)) % 2}")
+    return io.StringIO("\n".join(rows) + "\n")
+
+
+def _suite_table_file() -> str:
+    path = Path(tempfile.mkdtemp(prefix="walking-suite-")) / "suite.csv"
+    path.write_text(_suite_table().getvalue())
+    return str(path)
+
+
+def _suite_manifest() -> str:
+    folder = Path(tempfile.mkdtemp(prefix="walking-suite-"))
+    (folder / "manifest.csv").write_text(
+        "model,benchmark,form,path\n"
+        f"m,arith,public,{_HARNESS}/arith-public.json\n"
+        f"m,arith,fresh1,{_HARNESS}/arith-fresh1.json\n"
+    )
+    return str(folder / "manifest.csv")
+
+
 _Q, _CORRECT, _WRONG = _pairs()
 _HARNESS = str(Path(__file__).resolve().parents[1] / "examples" / "harness" / "inspect")
 
@@ -82,6 +107,26 @@ VALID.update(
         },
         "stress_population": {"setting": ts.stress_settings()[0]},
         "validate_disclosure": {"obj_or_path": {"contamination": {}}},
+        "adjust": {"p_values": [0.01, 0.04, 0.5]},
+        "read_suite": {"source": _suite_table_file()},
+        "read_order_table": {
+            "table": {"kind": ["canonical", "x"], "loglik": [1.0, 0.0]},
+        },
+        "suite_audit": {
+            "source": ts.simulate_suite(models=2, benchmarks=1, parents=10, leaks=()),
+            "tests": ("randomization",),
+        },
+        "simulate_suite": {"models": 3, "benchmarks": 1, "parents": 20, "leaks": ()},
+        "suite_study": {
+            "models": 3,
+            "benchmarks": 1,
+            "parents": 20,
+            "leaks": ((0, 0, 0.3),),
+            "tests": ("randomization",),
+            "replications": 2,
+            "progress": False,
+        },
+        "read_suite_manifest": {"manifest": _suite_manifest(), "match_key": "metadata.parent_id"},
     }
 )
 VALID["coverage_study"]["progress"] = False

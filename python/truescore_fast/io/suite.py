@@ -70,8 +70,11 @@ def read_suite_manifest(
     """
     check_choice("harness", harness, HARNESSES)
     check_bool("drop_errored", drop_errored)
-    if not isinstance(match_key, str) or not match_key.strip():
-        raise ValueError(f"match_key must be a non-empty string; got {one_line(match_key)}")
+    for argument, given in (("match_key", match_key), ("public_form", public_form)):
+        if not isinstance(given, str) or not given.strip():
+            raise ValueError(f"{argument} must be a non-empty string; got {one_line(given)}")
+    if metric is not None and (not isinstance(metric, str) or not metric.strip()):
+        raise ValueError(f"metric must be None or a non-empty string; got {one_line(metric)}")
     if not isinstance(manifest, (str, os.PathLike)):
         raise ValueError(f"manifest must be a path; got {one_line(manifest)}")
     folder = Path(manifest).parent
@@ -107,7 +110,7 @@ def read_suite_manifest(
         if "reference" in read:
             references[pair] = read.pop("reference")
         if "loglik" in forms:
-            orders[pair] = read_order_table(forms["loglik"], f"{forms['loglik']}")
+            orders[pair] = read_order_table(forms["loglik"], name=str(forms["loglik"]))
         if read:
             scores[pair] = _pair_forms(pair, read, public_form, forms)
     return SuiteData.from_scores(

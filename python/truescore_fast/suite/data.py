@@ -317,15 +317,17 @@ def _orders(
             raise ValueError(
                 f"logliks: the suite has no scores for model {key[0]!r} on {key[1]!r}"
             )
-        out[key] = read_order_table(table, f"logliks[{key!r}]")
+        out[key] = read_order_table(table, name=f"logliks[{key!r}]")
     return out
 
 
-def read_order_table(table: Any, name: str) -> OrderData:
+def read_order_table(table: Any, *, name: str = "table") -> OrderData:
     """A log-likelihood table in the ``contamination`` command's format (``kind``,
     ``loglik``, optional ``shard``) as :class:`OrderData`; ``name`` names it in errors.
     Shards keep the order they first appear in; a shard needs its one canonical row and at
     least one shuffled row."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string; got {one_line(name)}")
     cols = read_columns(table, name, expected="kind, loglik")
     for required in ("kind", "loglik"):
         if required not in cols:

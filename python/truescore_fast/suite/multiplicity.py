@@ -68,7 +68,7 @@ def adjust(p_values: npt.ArrayLike, method: FdrMethod = "bh") -> npt.NDArray[Any
     is true with probability 1 - q; the FDR bounds the *average* share of false flags.
     """
     check_choice("method", method, FDR_METHODS)
-    p = p_values_1d("p_values", p_values, dropin=True)
+    p = p_values_1d("p_values", p_values)
     if method == "holm":
         return np.asarray(holm(p), dtype=np.float64)
     adjusted = np.asarray(benjamini_hochberg(p), dtype=np.float64)
