@@ -286,10 +286,10 @@ def suite_study(
     fdr_rate, fdr_se = _mean_se(total[0], total[1], reps)
     fwer, fwer_se = _rate(total[-1], reps)
     rows: list[list[Any]] = [
-        ["fdr", "-", "-", "-", 0.0, fdr_rate, fdr_se],
-        ["fwer", "-", "-", "-", 0.0, fwer, fwer_se],
-        ["flags", "-", "-", "-", 0.0, total[2] / reps, math.nan],
-        ["false_flags", "-", "-", "-", 0.0, total[3] / reps, math.nan],
+        ["fdr", "-", "-", "-", math.nan, fdr_rate, fdr_se],
+        ["fwer", "-", "-", "-", math.nan, fwer, fwer_se],
+        ["flags", "-", "-", "-", math.nan, total[2] / reps, math.nan],
+        ["false_flags", "-", "-", "-", math.nan, total[3] / reps, math.nan],
     ]
     for j, (m, b, size) in enumerate(planted):
         for t, name in enumerate(columns):
