@@ -506,6 +506,26 @@ COUNT_CALLS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
         {"settings": ts.stress_settings()[:1], "replications": 9, "intervals": "wald"},
     ),
 }
+COUNT_CALLS["suite_audit"] = (
+    ts.suite_audit,
+    {
+        "source": ts.simulate_suite(models=6, benchmarks=1, parents=12, leaks=(), seed=1),
+        "tests": ("randomization", "constat"),
+        "n_bootstrap": 9,
+    },
+)
+COUNT_CALLS["suite_study"] = (
+    ts.suite_study,
+    {
+        "models": 3,
+        "benchmarks": 1,
+        "parents": 10,
+        "leaks": (),
+        "tests": ("randomization",),
+        "replications": 2,
+        "progress": False,
+    },
+)
 COUNT_CALLS["audit_order"] = (ts.audit_order, {"population_size": 40})
 COUNT_CALLS["betting_confidence_sequence"] = (
     ts.betting_confidence_sequence,

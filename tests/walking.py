@@ -112,20 +112,7 @@ VALID.update(
         "read_order_table": {
             "table": {"kind": ["canonical", "x"], "loglik": [1.0, 0.0]},
         },
-        "suite_audit": {
-            "source": ts.simulate_suite(models=2, benchmarks=1, parents=10, leaks=()),
-            "tests": ("randomization",),
-        },
         "simulate_suite": {"models": 3, "benchmarks": 1, "parents": 20, "leaks": ()},
-        "suite_study": {
-            "models": 3,
-            "benchmarks": 1,
-            "parents": 20,
-            "leaks": ((0, 0, 0.3),),
-            "tests": ("randomization",),
-            "replications": 2,
-            "progress": False,
-        },
         "read_suite_manifest": {"manifest": _suite_manifest(), "match_key": "metadata.parent_id"},
     }
 )

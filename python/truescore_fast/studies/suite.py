@@ -176,14 +176,15 @@ def _suite_task(
     n_bootstrap: int,
 ) -> npt.NDArray[np.float64]:
     """One task: the sums of ``size`` replications from Philox stream ``stream``: the
-    false discovery proportion and its square, flags, false flags, then per leak and per
+    false discovery proportion and its square, flags, false flags and their squares, then
+    per leak and per
     test (and any test) the detections, then the histogram of replications with and
     without a false flag."""
     rng = _stream(key, stream)
     models, benchmarks = _names(design[0], design[1])
     planted = {(models[m], benchmarks[b]) for m, b, _ in leaks}
     columns = (*tests, "any")
-    sums = np.zeros(4 + len(leaks) * len(columns) + 2)
+    sums = np.zeros(6 + len(leaks) * len(columns) + 2)
     for _ in range(size):
         data = _simulate(rng, *design[:4], leaks, design[4])
         result = suite_audit(
@@ -197,14 +198,14 @@ def _suite_task(
         false_flags = int(np.count_nonzero(flagged & ~true))
         flags = int(np.count_nonzero(flagged))
         fdp = false_flags / flags if flags else 0.0
-        sums[:4] += (fdp, fdp * fdp, flags, false_flags)
+        sums[:6] += (fdp, fdp * fdp, flags, false_flags, flags * flags, false_flags**2)
         for j, (m, b, _) in enumerate(leaks):
             in_pair = (np.array(result.model) == models[m]) & (
                 np.array(result.benchmark) == benchmarks[b]
             )
             for t, name in enumerate(columns):
                 chosen = in_pair if name == "any" else in_pair & (np.array(result.test) == name)
-                sums[4 + j * len(columns) + t] += bool(np.any(flagged & chosen))
+                sums[6 + j * len(columns) + t] += bool(np.any(flagged & chosen))
         sums[-2 + (false_flags > 0)] += 1.0
     return sums
 
@@ -254,7 +255,8 @@ def suite_study(
         A :class:`~truescore_fast.StudyTable`: the rows ``fdr`` (the false discovery rate
         and its Monte Carlo standard error), ``fwer`` (the share of suites with any false
         flag), ``false_flags`` and ``flags`` (mean per suite), then one ``power`` row per
-        leak and test (and ``any``: some test flags the pair).
+        leak and test (and ``any``: some test flags the pair); ``leak`` is the planted size
+        (0 on the rows about the whole suite), ``se`` the Monte Carlo standard error.
 
     What it does not mean: the rates belong to the suites simulated: exchangeable forms,
     leaks that do not carry over to the fresh forms, models that differ only in ability.
@@ -275,7 +277,7 @@ def suite_study(
     threads = check_n_threads(n_threads)
     key = philox_key(seed)
     columns = (*chosen, "any")
-    width = 4 + len(planted) * len(columns) + 2
+    width = 6 + len(planted) * len(columns) + 2
     args = (design, planted, chosen, q, fdr, resamples)
     cell = _Cell(_suite_task, args, key, 0, reps, block=_SUITE_TASK, layout=(width, width - 2))
     (total,) = _execute(
@@ -286,14 +288,14 @@ def suite_study(
     fdr_rate, fdr_se = _mean_se(total[0], total[1], reps)
     fwer, fwer_se = _rate(total[-1], reps)
     rows: list[list[Any]] = [
-        ["fdr", "-", "-", "-", math.nan, fdr_rate, fdr_se],
-        ["fwer", "-", "-", "-", math.nan, fwer, fwer_se],
-        ["flags", "-", "-", "-", math.nan, total[2] / reps, math.nan],
-        ["false_flags", "-", "-", "-", math.nan, total[3] / reps, math.nan],
+        ["fdr", "-", "-", "-", 0.0, fdr_rate, fdr_se],
+        ["fwer", "-", "-", "-", 0.0, fwer, fwer_se],
+        ["flags", "-", "-", "-", 0.0, *_mean_se(total[2], total[4], reps)],
+        ["false_flags", "-", "-", "-", 0.0, *_mean_se(total[3], total[5], reps)],
     ]
     for j, (m, b, size) in enumerate(planted):
         for t, name in enumerate(columns):
-            rate, se = _rate(total[4 + j * len(columns) + t], reps)
+            rate, se = _rate(total[6 + j * len(columns) + t], reps)
             rows.append(["power", names[m], benches[b], name, size, rate, se])
     return StudyTable(
         title=f"Suite audit: false discovery rate and power ({design[0]} models x "

@@ -17,13 +17,14 @@ The tests, each run where its data exist (``tests=`` picks a subset):
 ``randomization``
     The exact randomization test of "no form effect" (one-sided: public above fresh;
     :func:`~truescore_fast.randomization_test`) on the same parents. Estimate: Delta-hat;
-    no interval (low, high NaN).
+    no interval (low -inf, high +inf: the test bounds nothing).
 ``order``
     The exact order-based (exchangeability) test on the pair's log-likelihoods
     (:func:`~truescore_fast.exchangeability_test`), each shard tested exactly and the
     shards pooled by Fisher's method (:func:`~truescore_fast.exchangeability_tests`).
     Estimate: the z-score of the published order among the shuffled ones (the mean over
-    shards), descriptive only, in standard deviations, not in score units; no interval.
+    shards), descriptive only, in standard deviations, not in score units; no interval
+    (low -inf, high +inf).
 ``constat``
     ConStat's performance-based test (:func:`~truescore_fast.suite.constat.constat_tests`):
     per benchmark, the models with data form the matrix, the benchmark score is the public
@@ -91,8 +92,8 @@ class SuiteAudit(TabularResult):
         adjusted_p_value: Adjusted across every row together by ``fdr``.
         flagged: ``adjusted_p_value <= q``.
         estimate, low, high: The test's estimate and interval (level 1 - alpha, not
-            adjusted); NaN where a test has none (see the module docstring for what each
-            test's estimate measures).
+            adjusted); low -inf and high +inf where a test gives no interval (see the
+            module docstring for what each test's estimate measures).
         n: The items (parents) the test used; for ``order`` the shards.
         q, fdr: The level and the adjustment (``"bh"``, ``"by"``, ``"holm"``).
         alpha: The level of each row's interval.
@@ -211,7 +212,7 @@ def _matched_rows(pair: SuitePair, tests: Sequence[str], alpha: float, seed: int
     if "randomization" in tests:
         test = randomization_test(pub, fr, alternative="greater", seed=seed, n_threads=threads)
         rows.append((pair.model, pair.benchmark, "randomization", test.p_value, test.estimate,
-                     math.nan, math.nan, n))  # fmt: skip
+                     -math.inf, math.inf, n))  # fmt: skip
     return rows
 
 
@@ -223,7 +224,7 @@ def _order_row(pair: SuitePair, threads: int | None) -> _Row:
     batch = exchangeability_tests(order.canonical, values, offsets=offsets, n_threads=threads)
     p = float(batch.p_values[0]) if len(batch) == 1 else float(batch.combine("fisher").p_value)
     return (pair.model, pair.benchmark, "order", p, float(np.mean(batch.z_scores)),
-            math.nan, math.nan, len(batch))  # fmt: skip
+            -math.inf, math.inf, len(batch))  # fmt: skip
 
 
 def _constat_matrices(

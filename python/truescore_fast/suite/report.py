@@ -472,7 +472,8 @@ def _signed(value: float) -> str:
 
 
 def _interval(low: float, high: float) -> str:
-    if math.isnan(low) and math.isnan(high):
+    # no interval: NaN, or the whole line (a test that bounds nothing: -inf to +inf)
+    if not math.isfinite(low) and not math.isfinite(high):
         return "–"
     return f"{_signed(low)} to {_signed(high)}"
 
