@@ -360,7 +360,9 @@ class _Testing(ModuleType):
         x: npt.ArrayLike, y: npt.ArrayLike, w: npt.ArrayLike, smoothing: float, x0: float
     ) -> float: ...
     @staticmethod
-    def smoothing_spline_gcv_lambda(x: npt.ArrayLike, y: npt.ArrayLike, w: npt.ArrayLike) -> float: ...
+    def smoothing_spline_gcv_lambda(
+        x: npt.ArrayLike, y: npt.ArrayLike, w: npt.ArrayLike
+    ) -> float: ...
     @staticmethod
     def smoothing_spline_gcv(
         x: npt.ArrayLike, y: npt.ArrayLike, w: npt.ArrayLike, smoothing: float

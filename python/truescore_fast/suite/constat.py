@@ -275,7 +275,9 @@ def _summaries(
     estimate = replicates.mean(axis=1)
     q = np.quantile(replicates, [1.0 - alpha / 2.0, alpha / 2.0], axis=1)
     low, high = 2.0 * estimate - q[0], 2.0 * estimate - q[1]
-    p = np.array([_p_value(row, 2.0 * e - delta) for row, e in zip(replicates, estimate)])
+    p = np.array(
+        [_p_value(row, 2.0 * e - delta) for row, e in zip(replicates, estimate, strict=True)]
+    )
     return estimate, low, high, p
 
 
