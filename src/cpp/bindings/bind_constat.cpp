@@ -97,6 +97,8 @@ void spline_points(const ArrayD& x, const ArrayD& y, const ArrayD& w) {
 }  // namespace
 
 void bind_constat(py::module_& m) {
+    // The one value, for Python too (suite/constat.py's MIN_REFERENCE_MODELS).
+    m.attr("CONSTAT_MIN_REFERENCE_MODELS") = truescore::kConStatMinDistinct;
     m.def("constat_bootstrap", &constat_bootstrap, py::arg("scores"), py::arg("reference_scores"),
           py::arg("references"), py::arg("tested"), py::arg("n_bootstrap"), py::arg("random_guess"),
           py::arg("smoothing"), py::arg("key0"), py::arg("key1"), py::kw_only(),

@@ -53,8 +53,10 @@ struct Solve {
     double rss = 0.0;
     void run(const Bands& bd, double lambda) {
         const std::size_t p = bd.p, n = bd.n;
-        l1.assign(p + 2, 0.0), l2.assign(p + 2, 0.0), inv_d.assign(p + 2, 0.0);
-        gam.assign(p + 4, 0.0), e.resize(n);
+        // Entries [2, p + 2) are all written below; the left pads are never written (zero
+        // from the first resize), the right pads of gam may hold a longer fit's values.
+        l1.resize(p + 2), l2.resize(p + 2), inv_d.resize(p + 2), gam.resize(p + 4), e.resize(n);
+        gam[p + 2] = gam[p + 3] = 0.0;
         double* L1 = l1.data() + 2;
         double* L2 = l2.data() + 2;
         double* ID = inv_d.data() + 2;
