@@ -46,12 +46,16 @@ struct Bands {
 
 // One lambda: M = R + lambda Q^T W^-1 Q = L D L^T (unit lower L with subdiagonals l1, l2;
 // inv_d = 1 / D), gamma = M^-1 Q^T y, the residuals e = lambda W^-1 Q gamma (so
-// f(x_k) = y_k - e_k) and their sum of squares. Arrays are padded by two zeros on the
-// left (index i + 2 holds entry i) so that the recursions read no out-of-range entry.
+// f(x_k) = y_k - e_k), their sum of squares and, for GCV, tr A = 2 + tr(M^-1 R) from the
+// diagonal and first off-diagonal of M^-1 (Hutchinson & de Hoog's recursion on L D L^T).
+// Two passes: the factorisation with the forward substitution, then the back substitution
+// with the residuals and the trace recursion (independent chains the CPU overlaps). Arrays
+// are padded by two zeros on the left (index i + 2 holds entry i) so that the recursions
+// read no out-of-range entry.
 struct Solve {
     std::vector<double> l1, l2, inv_d, gam, e;
-    double rss = 0.0;
-    void run(const Bands& bd, double lambda) {
+    double rss = 0.0, trace = 0.0;
+    void run(const Bands& bd, double lambda, bool with_trace) {
         const std::size_t p = bd.p, n = bd.n;
         // Entries [2, p + 2) are all written below; the left pads are never written (zero
         // from the first resize), the right pads of gam may hold a longer fit's values.
@@ -62,53 +66,44 @@ struct Solve {
         double* ID = inv_d.data() + 2;
         double* G = gam.data() + 2;  // gam[-2 .. p + 1], zero outside [0, p)
         double dm1 = 0.0, dm2 = 0.0;  // D[i - 1], D[i - 2]
+        double um1 = 0.0, um2 = 0.0;  // u[i - 1], u[i - 2] of L u = Q^T y
         for (std::size_t i = 0; i < p; ++i) {
             const double di = bd.r0[i] + lambda * bd.n0[i] - L1[i - 1] * L1[i - 1] * dm1 - L2[i - 2] * L2[i - 2] * dm2;
             const double inv = 1.0 / di;
             ID[i] = inv;
             L1[i] = (bd.r1[i] + lambda * bd.n1[i] - L2[i - 1] * dm1 * L1[i - 1]) * inv;
             L2[i] = lambda * bd.n2[i] * inv;
-            dm2 = dm1;
-            dm1 = di;
+            const double u = bd.z[i] - L1[i - 1] * um1 - L2[i - 2] * um2;
+            G[i] = u * inv;
+            dm2 = dm1, dm1 = di;
+            um2 = um1, um1 = u;
         }
-        for (std::size_t i = 0; i < p; ++i) G[i] = bd.z[i] - L1[i - 1] * G[i - 1] - L2[i - 2] * G[i - 2];
-        for (std::size_t i = 0; i < p; ++i) G[i] *= ID[i];
-        for (std::size_t i = p; i-- > 0;) G[i] -= L1[i] * G[i + 1] + L2[i] * G[i + 2];
-        double sum = 0.0;
-        for (std::size_t k = 0; k < n; ++k) {
-            // Q's row k: a_k gamma_k + b_{k-1} gamma_{k-1} + c_{k-2} gamma_{k-2} (zero
-            // coefficients and gammas outside the range).
-            const double q = (k < p ? bd.a[k] * G[k] : 0.0) + (k >= 1 ? bd.b[k - 1] * G[k - 1] : 0.0) +
-                             (k >= 2 ? bd.c[k - 2] * G[k - 2] : 0.0);
-            const double ek = lambda * q * bd.inv_w[k];
-            e[k] = ek;
+        const double* w = bd.inv_w.data();
+        double sum = 0.0, tr = 0.0;
+        double s0_next = 0.0, s0_next2 = 0.0, s1_next = 0.0;  // S[i+1,i+1], S[i+2,i+2], S[i+1,i+2]
+        for (std::size_t i = p; i-- > 0;) {
+            const double a1 = L1[i], a2 = L2[i];  // zero past the ends
+            G[i] -= a1 * G[i + 1] + a2 * G[i + 2];
+            // Q's row i + 2: a_{i+2} gamma_{i+2} + b_{i+1} gamma_{i+1} + c_i gamma_i (the
+            // padded coefficients are zero past the ends).
+            const double ek = lambda * (bd.a[i + 2] * G[i + 2] + bd.b[i + 1] * G[i + 1] + bd.c[i] * G[i]) * w[i + 2];
+            e[i + 2] = ek;
             sum += ek * ek;
+            if (with_trace) {
+                const double s2 = -a1 * s1_next - a2 * s0_next2;  // S[i, i+2]
+                const double s1 = -a1 * s0_next - a2 * s1_next;   // S[i, i+1]
+                const double s0 = ID[i] - a1 * s1 - a2 * s2;      // S[i, i]
+                tr += s0 * bd.r0[i] + 2.0 * s1 * bd.r1[i];
+                s0_next2 = s0_next, s0_next = s0, s1_next = s1;
+            }
         }
-        rss = sum;
+        e[1] = lambda * (bd.a[1] * G[1] + bd.b[0] * G[0]) * w[1];
+        e[0] = lambda * bd.a[0] * G[0] * w[0];
+        rss = sum + e[1] * e[1] + e[0] * e[0];
+        trace = 2.0 + tr;
     }
     // Second derivative at interior point i (0 <= i < p).
     double second(std::size_t i) const { return gam[i + 2]; }
-    // tr A = 2 + tr(M^-1 R), from the diagonal and first off-diagonal of M^-1
-    // (Hutchinson & de Hoog's recursion on L D L^T).
-    double trace(const Bands& bd) const {
-        const std::size_t p = bd.p;
-        const double* L1 = l1.data() + 2;
-        const double* L2 = l2.data() + 2;
-        const double* ID = inv_d.data() + 2;
-        double s0_next = 0.0, s0_next2 = 0.0, s1_next = 0.0;  // S[i+1,i+1], S[i+2,i+2], S[i+1,i+2]
-        double tr = 0.0;
-        for (std::size_t i = p; i-- > 0;) {
-            const double a1 = L1[i], a2 = L2[i];  // zero past the ends
-            const double s2 = -a1 * s1_next - a2 * s0_next2;  // S[i, i+2]
-            const double s1 = -a1 * s0_next - a2 * s1_next;   // S[i, i+1]
-            const double s0 = ID[i] - a1 * s1 - a2 * s2;      // S[i, i]
-            tr += s0 * bd.r0[i] + 2.0 * s1 * bd.r1[i];
-            s0_next2 = s0_next;
-            s0_next = s0;
-            s1_next = s1;
-        }
-        return 2.0 + tr;
-    }
 };
 
 struct SplineWork {
@@ -117,9 +112,9 @@ struct SplineWork {
 };
 
 double gcv_value(SplineWork& wk, double lambda) {
-    wk.solve.run(wk.bands, lambda);
+    wk.solve.run(wk.bands, lambda, true);
     const double n = static_cast<double>(wk.bands.n);
-    const double t = 1.0 - wk.solve.trace(wk.bands) / n;
+    const double t = 1.0 - wk.solve.trace / n;
     return (wk.solve.rss / n) / (t * t);
 }
 
@@ -230,7 +225,7 @@ double spline_predict(SplineWork& wk, const double* x, const double* y, const do
                       double lambda, double x0) {
     wk.bands.setup(x, y, w, n);
     const double lam = lambda < 0.0 ? gcv_lambda(wk) : lambda;
-    wk.solve.run(wk.bands, lam);
+    wk.solve.run(wk.bands, lam, false);
     return spline_value(x, y, wk.solve, n, x0);
 }
 
