@@ -478,6 +478,22 @@ COUNT_CALLS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
         {"gaps": np.random.default_rng(5).choice([-0.5, 0.5], (3, 20)), "draws": 9},
     ),
     "did_estimate": (ts.did_estimate, {"exposed": np.ones((8, 4)), "unexposed": np.ones((8, 4))}),
+    "constat_test": (
+        ts.constat_test,
+        {
+            "scores": np.full(6, 0.5),
+            "reference_scores": np.full(5, 0.5),
+            "models_scores": np.linspace(0.1, 0.9, 30).reshape(5, 6),
+            "models_reference_scores": np.linspace(0.1, 0.9, 25).reshape(5, 5),
+        },
+    ),
+    "constat_tests": (
+        ts.constat_tests,
+        {
+            "scores": np.linspace(0.1, 0.9, 36).reshape(6, 6),
+            "reference_scores": np.linspace(0.1, 0.9, 30).reshape(6, 5),
+        },
+    ),
     "family_bootstrap_difference": (
         ts.family_bootstrap_difference,
         {"treated": np.arange(6.0), "control": np.ones(6), "families": np.arange(6) // 2},

@@ -69,6 +69,7 @@ class IntervalMethod:
     def value(self) -> int: ...
 
 FEASIBLE_SLACK: float
+CONSTAT_MIN_REFERENCE_MODELS: int
 
 def interval_method_traits() -> dict[str, dict[str, Any]]: ...
 def gap_interval_unchecked(

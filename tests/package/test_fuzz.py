@@ -308,6 +308,32 @@ def _patterns(a: Args, name: str) -> None:
     check(fn, lambda: fn(gaps, **kwargs), ())
 
 
+@case("constat_test", "constat_tests")
+def _constat(a: Args, name: str) -> None:
+    fn = getattr(ts, name)
+    rng = np.random.default_rng(25)
+    ability = np.linspace(0.2, 0.9, 7)[:, None]
+    base_s = (rng.random((7, 8)) < ability).astype(float)
+    base_r = (rng.random((7, 6)) < ability).astype(float)
+    s = a(lambda: base_s, arrays(ndim=2))
+    r = a(lambda: base_r, arrays(ndim=2))
+    kwargs: dict[str, Any] = {
+        "delta": a(0.0, st.sampled_from([0.0, -0.5, 2.0, math.nan, "0", None])),
+        "alpha": a(0.05, alphas),
+        "n_bootstrap": a(20, counts(1, 30)),
+        "random_guess": a(None, st.sampled_from([0.25, 0.0, 1.0, -0.1, math.inf, "x"])),
+        "smoothing": a(None, st.sampled_from([0.0, 1e-9, 1e6, -1.0, math.nan, 1e308])),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    if name == "constat_test":
+        one_s, one_r = a(lambda: base_s[0], arrays()), a(lambda: base_r[0], arrays())
+        check(fn, lambda: fn(one_s, one_r, s, r, **kwargs), ("reference models",))
+    else:
+        kwargs["reference_models"] = a(None, st.sampled_from([(0, 1, 2, 3, 4, 5), (0,), "ab", 3]))
+        check(fn, lambda: fn(s, r, **kwargs), ())
+
+
 @case("did_estimate")
 def _did(a: Args, name: str) -> None:
     fn = ts.did_estimate

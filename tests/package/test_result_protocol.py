@@ -60,6 +60,16 @@ def _audit():
     return tf.matched_form_audit(public, fresh, control=control, transport_radius=0.01, seed=3)
 
 
+def _constat():
+    rng = np.random.default_rng(25)
+    ability = np.linspace(0.2, 0.9, 7)[:, None]
+    s, r = (
+        (rng.random((7, 40)) < ability).astype(float),
+        (rng.random((7, 30)) < ability).astype(float),
+    )
+    return s[0], r[0], s, r
+
+
 def _did():
     rng = np.random.default_rng(4)
     exposed = (rng.random((30, 4)) < [0.4, 0.6, 0.4, 0.5]).astype(float)
@@ -98,6 +108,14 @@ FACTORIES = {
         ("alpha",),
     ),
     "RandomizationTest": (lambda: tf.randomization_test(*_gaps(1, 40)), ("estimate", "p_value")),
+    "ConStatTest": (
+        lambda: tf.constat_test(*_constat(), n_bootstrap=30),
+        ("estimate", "low", "high", "p_value", "alpha"),
+    ),
+    "ConStatTests": (
+        lambda: tf.constat_tests(*_constat()[2:], n_bootstrap=30),
+        ("alpha", "delta", "n_bootstrap", "seed"),
+    ),
     "BootstrapResult": (
         lambda: tf.finite_population_bootstrap(
             np.arange(20.0), population_size=100, replicates=200, seed=1

@@ -42,8 +42,9 @@ from truescore_fast._validation import (
 
 __all__ = ["ConStatTest", "ConStatTests", "MIN_REFERENCE_MODELS", "constat_test", "constat_tests"]
 
-# ConStat's floor: a spline through fewer models says little about the relation.
-MIN_REFERENCE_MODELS = 5
+#: The fewest reference models a tested model needs (ConStat's floor: a spline through
+#: fewer says little about the relation); each resample keeps at least this many distinct.
+MIN_REFERENCE_MODELS: int = _core.CONSTAT_MIN_REFERENCE_MODELS
 
 _CAVEATS = (
     "  Inflation is measured against the reference models: it is not proof of "
@@ -275,7 +276,9 @@ def _summaries(
     estimate = replicates.mean(axis=1)
     q = np.quantile(replicates, [1.0 - alpha / 2.0, alpha / 2.0], axis=1)
     low, high = 2.0 * estimate - q[0], 2.0 * estimate - q[1]
-    p = np.array([_p_value(row, 2.0 * e - delta) for row, e in zip(replicates, estimate)])
+    p = np.array(
+        [_p_value(row, 2.0 * e - delta) for row, e in zip(replicates, estimate, strict=True)]
+    )
     return estimate, low, high, p
 
 

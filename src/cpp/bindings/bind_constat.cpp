@@ -85,19 +85,20 @@ py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const
     return py::make_tuple(replicates, actual, predicted);
 }
 
-// Test hooks: the spline on given points.
-std::vector<double> spline_points(const ArrayD& x, const ArrayD& y, const ArrayD& w) {
+// Test hooks: the spline on given points (x increasing, at least 3).
+void spline_points(const ArrayD& x, const ArrayD& y, const ArrayD& w) {
     require_ndim(x, 1, "x");
     if (y.size() != x.size() || w.size() != x.size() || x.size() < 3)
         throw std::invalid_argument("x, y and w must have the same length, at least 3");
     for (py::ssize_t i = 1; i < x.size(); ++i)
         if (!(x.data()[i] > x.data()[i - 1])) throw std::invalid_argument("x must be increasing");
-    return {};
 }
 
 }  // namespace
 
 void bind_constat(py::module_& m) {
+    // The one value, for Python too (suite/constat.py's MIN_REFERENCE_MODELS).
+    m.attr("CONSTAT_MIN_REFERENCE_MODELS") = truescore::kConStatMinDistinct;
     m.def("constat_bootstrap", &constat_bootstrap, py::arg("scores"), py::arg("reference_scores"),
           py::arg("references"), py::arg("tested"), py::arg("n_bootstrap"), py::arg("random_guess"),
           py::arg("smoothing"), py::arg("key0"), py::arg("key1"), py::kw_only(),

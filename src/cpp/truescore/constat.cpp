@@ -16,89 +16,94 @@ namespace {
 
 // Reinsch's bands for n points (p = n - 2 interior second derivatives): Q^T W^-1 Q in
 // n0..n2, R in r0, r1, Q^T y in z; Q's column i holds a_i, b_i, c_i in rows i, i + 1, i + 2.
+// Band arrays carry zeros past their ends (n1[p - 1], n2[p - 2 ..]) so the loops below need
+// no boundary branches.
 struct Bands {
     std::size_t n = 0, p = 0;
-    std::vector<double> a, b, c, n0, n1, n2, r0, r1, z;
+    std::vector<double> a, b, c, n0, n1, n2, r0, r1, z, inv_w;
     void setup(const double* x, const double* y, const double* w, std::size_t count) {
         n = count;
         p = n - 2;
-        a.assign(p, 0.0), b.assign(p, 0.0), c.assign(p, 0.0);
-        n0.assign(p, 0.0), n1.assign(p, 0.0), n2.assign(p, 0.0);
-        r0.assign(p, 0.0), r1.assign(p, 0.0), z.assign(p, 0.0);
+        for (auto* v : {&a, &b, &c, &n0, &n1, &n2, &r0, &r1, &z}) v->assign(p + 2, 0.0);
+        inv_w.resize(n);
+        for (std::size_t k = 0; k < n; ++k) inv_w[k] = 1.0 / w[k];
         for (std::size_t i = 0; i < p; ++i) {
             const double h0 = x[i + 1] - x[i], h1 = x[i + 2] - x[i + 1];
             a[i] = 1.0 / h0;
             c[i] = 1.0 / h1;
             b[i] = -a[i] - c[i];
             r0[i] = (h0 + h1) / 3.0;
-            r1[i] = h1 / 6.0;
+            r1[i] = i + 1 < p ? h1 / 6.0 : 0.0;
             z[i] = a[i] * y[i] + b[i] * y[i + 1] + c[i] * y[i + 2];
         }
         for (std::size_t i = 0; i < p; ++i) {
-            n0[i] = a[i] * a[i] / w[i] + b[i] * b[i] / w[i + 1] + c[i] * c[i] / w[i + 2];
-            if (i + 1 < p) n1[i] = b[i] * a[i + 1] / w[i + 1] + c[i] * b[i + 1] / w[i + 2];
-            if (i + 2 < p) n2[i] = c[i] * a[i + 2] / w[i + 2];
+            n0[i] = a[i] * a[i] * inv_w[i] + b[i] * b[i] * inv_w[i + 1] + c[i] * c[i] * inv_w[i + 2];
+            if (i + 1 < p) n1[i] = b[i] * a[i + 1] * inv_w[i + 1] + c[i] * b[i + 1] * inv_w[i + 2];
+            if (i + 2 < p) n2[i] = c[i] * a[i + 2] * inv_w[i + 2];
         }
     }
 };
 
-// One lambda: M = R + lambda Q^T W^-1 Q = L D L^T, gamma = M^-1 Q^T y, the residuals
-// e = lambda W^-1 Q gamma (so f(x_k) = y_k - e_k).
+// One lambda: M = R + lambda Q^T W^-1 Q = L D L^T (unit lower L with subdiagonals l1, l2;
+// inv_d = 1 / D), gamma = M^-1 Q^T y, the residuals e = lambda W^-1 Q gamma (so
+// f(x_k) = y_k - e_k), their sum of squares and, for GCV, tr A = 2 + tr(M^-1 R) from the
+// diagonal and first off-diagonal of M^-1 (Hutchinson & de Hoog's recursion on L D L^T).
+// Two passes: the factorisation with the forward substitution, then the back substitution
+// with the residuals and the trace recursion (independent chains the CPU overlaps). Arrays
+// are padded by two zeros on the left (index i + 2 holds entry i) so that the recursions
+// read no out-of-range entry.
 struct Solve {
-    std::vector<double> l1, l2, d, gam, e;
-    void run(const Bands& bd, const double* w, double lambda) {
+    std::vector<double> l1, l2, inv_d, gam, e;
+    double rss = 0.0, trace = 0.0;
+    void run(const Bands& bd, double lambda, bool with_trace) {
         const std::size_t p = bd.p, n = bd.n;
-        l1.assign(p, 0.0), l2.assign(p, 0.0), d.assign(p, 0.0), gam.assign(p, 0.0), e.assign(n, 0.0);
+        // Entries [2, p + 2) are all written below; the left pads are never written (zero
+        // from the first resize), the right pads of gam may hold a longer fit's values.
+        l1.resize(p + 2), l2.resize(p + 2), inv_d.resize(p + 2), gam.resize(p + 4), e.resize(n);
+        gam[p + 2] = gam[p + 3] = 0.0;
+        double* L1 = l1.data() + 2;
+        double* L2 = l2.data() + 2;
+        double* ID = inv_d.data() + 2;
+        double* G = gam.data() + 2;  // gam[-2 .. p + 1], zero outside [0, p)
+        double dm1 = 0.0, dm2 = 0.0;  // D[i - 1], D[i - 2]
+        double um1 = 0.0, um2 = 0.0;  // u[i - 1], u[i - 2] of L u = Q^T y
         for (std::size_t i = 0; i < p; ++i) {
-            double di = bd.r0[i] + lambda * bd.n0[i];
-            if (i >= 1) di -= l1[i - 1] * l1[i - 1] * d[i - 1];
-            if (i >= 2) di -= l2[i - 2] * l2[i - 2] * d[i - 2];
-            d[i] = di;
-            if (i + 1 < p) {
-                double m1 = bd.r1[i] + lambda * bd.n1[i];
-                if (i >= 1) m1 -= l2[i - 1] * d[i - 1] * l1[i - 1];
-                l1[i] = m1 / di;
-            }
-            if (i + 2 < p) l2[i] = lambda * bd.n2[i] / di;
+            const double di = bd.r0[i] + lambda * bd.n0[i] - L1[i - 1] * L1[i - 1] * dm1 - L2[i - 2] * L2[i - 2] * dm2;
+            const double inv = 1.0 / di;
+            ID[i] = inv;
+            L1[i] = (bd.r1[i] + lambda * bd.n1[i] - L2[i - 1] * dm1 * L1[i - 1]) * inv;
+            L2[i] = lambda * bd.n2[i] * inv;
+            const double u = bd.z[i] - L1[i - 1] * um1 - L2[i - 2] * um2;
+            G[i] = u * inv;
+            dm2 = dm1, dm1 = di;
+            um2 = um1, um1 = u;
         }
-        for (std::size_t i = 0; i < p; ++i) {  // L u = z
-            double u = bd.z[i];
-            if (i >= 1) u -= l1[i - 1] * gam[i - 1];
-            if (i >= 2) u -= l2[i - 2] * gam[i - 2];
-            gam[i] = u;
-        }
-        for (std::size_t i = 0; i < p; ++i) gam[i] /= d[i];
-        for (std::size_t i = p; i-- > 0;) {  // L^T gamma = D^-1 u
-            if (i + 1 < p) gam[i] -= l1[i] * gam[i + 1];
-            if (i + 2 < p) gam[i] -= l2[i] * gam[i + 2];
-        }
-        for (std::size_t k = 0; k < n; ++k) {
-            double q = 0.0;
-            if (k < p) q += bd.a[k] * gam[k];
-            if (k >= 1 && k - 1 < p) q += bd.b[k - 1] * gam[k - 1];
-            if (k >= 2 && k - 2 < p) q += bd.c[k - 2] * gam[k - 2];
-            e[k] = lambda * q / w[k];
-        }
-    }
-    // tr A = 2 + tr(M^-1 R), from the diagonal and first off-diagonal of M^-1
-    // (Hutchinson & de Hoog's recursion on L D L^T).
-    double trace(const Bands& bd) const {
-        const std::size_t p = bd.p;
+        const double* w = bd.inv_w.data();
+        double sum = 0.0, tr = 0.0;
         double s0_next = 0.0, s0_next2 = 0.0, s1_next = 0.0;  // S[i+1,i+1], S[i+2,i+2], S[i+1,i+2]
-        double tr = 0.0;
         for (std::size_t i = p; i-- > 0;) {
-            const double a1 = i + 1 < p ? l1[i] : 0.0, a2 = i + 2 < p ? l2[i] : 0.0;
-            const double s2 = -a1 * s1_next - a2 * s0_next2;   // S[i, i+2]
-            const double s1 = -a1 * s0_next - a2 * s1_next;    // S[i, i+1]
-            const double s0 = 1.0 / d[i] - a1 * s1 - a2 * s2;  // S[i, i]
-            tr += s0 * bd.r0[i];
-            if (i + 1 < p) tr += 2.0 * s1 * bd.r1[i];
-            s0_next2 = s0_next;
-            s0_next = s0;
-            s1_next = s1;
+            const double a1 = L1[i], a2 = L2[i];  // zero past the ends
+            G[i] -= a1 * G[i + 1] + a2 * G[i + 2];
+            // Q's row i + 2: a_{i+2} gamma_{i+2} + b_{i+1} gamma_{i+1} + c_i gamma_i (the
+            // padded coefficients are zero past the ends).
+            const double ek = lambda * (bd.a[i + 2] * G[i + 2] + bd.b[i + 1] * G[i + 1] + bd.c[i] * G[i]) * w[i + 2];
+            e[i + 2] = ek;
+            sum += ek * ek;
+            if (with_trace) {
+                const double s2 = -a1 * s1_next - a2 * s0_next2;  // S[i, i+2]
+                const double s1 = -a1 * s0_next - a2 * s1_next;   // S[i, i+1]
+                const double s0 = ID[i] - a1 * s1 - a2 * s2;      // S[i, i]
+                tr += s0 * bd.r0[i] + 2.0 * s1 * bd.r1[i];
+                s0_next2 = s0_next, s0_next = s0, s1_next = s1;
+            }
         }
-        return 2.0 + tr;
+        e[1] = lambda * (bd.a[1] * G[1] + bd.b[0] * G[0]) * w[1];
+        e[0] = lambda * bd.a[0] * G[0] * w[0];
+        rss = sum + e[1] * e[1] + e[0] * e[0];
+        trace = 2.0 + tr;
     }
+    // Second derivative at interior point i (0 <= i < p).
+    double second(std::size_t i) const { return gam[i + 2]; }
 };
 
 struct SplineWork {
@@ -106,13 +111,11 @@ struct SplineWork {
     Solve solve;
 };
 
-double gcv_value(SplineWork& wk, const double* w, double lambda) {
-    wk.solve.run(wk.bands, w, lambda);
+double gcv_value(SplineWork& wk, double lambda) {
+    wk.solve.run(wk.bands, lambda, true);
     const double n = static_cast<double>(wk.bands.n);
-    double rss = 0.0;
-    for (double v : wk.solve.e) rss += v * v;
-    const double t = 1.0 - wk.solve.trace(wk.bands) / n;
-    return (rss / n) / (t * t);
+    const double t = 1.0 - wk.solve.trace / n;
+    return (wk.solve.rss / n) / (t * t);
 }
 
 double sign_or_one(double v) { return v > 0.0 ? 1.0 : (v < 0.0 ? -1.0 : 1.0); }
@@ -188,8 +191,8 @@ double bounded_brent(F f, double x1, double x2, double xatol = 1e-5, int maxfun 
     return xf;
 }
 
-double gcv_lambda(SplineWork& wk, const double* w) {
-    return bounded_brent([&](double lam) { return gcv_value(wk, w, lam); }, 0.0,
+double gcv_lambda(SplineWork& wk) {
+    return bounded_brent([&](double lam) { return gcv_value(wk, lam); }, 0.0,
                          static_cast<double>(wk.bands.n));
 }
 
@@ -201,7 +204,7 @@ double spline_value(const double* x, const double* y, const Solve& sv, std::size
     if (j > n - 2) j = n - 2;
     const double h = x[j + 1] - x[j];
     const double gl = y[j] - sv.e[j], gr = y[j + 1] - sv.e[j + 1];
-    const double cl = j >= 1 ? sv.gam[j - 1] : 0.0, cr = j + 1 <= n - 2 ? sv.gam[j] : 0.0;
+    const double cl = j >= 1 ? sv.second(j - 1) : 0.0, cr = j + 1 <= n - 2 ? sv.second(j) : 0.0;
     const double u = x0 - x[j], v = x[j + 1] - x0;
     return (u * gr + v * gl) / h - u * v / 6.0 * ((1.0 + u / h) * cr + (1.0 + v / h) * cl);
 }
@@ -221,8 +224,8 @@ double weighted_line(const double* x, const double* y, const double* w, std::siz
 double spline_predict(SplineWork& wk, const double* x, const double* y, const double* w, std::size_t n,
                       double lambda, double x0) {
     wk.bands.setup(x, y, w, n);
-    const double lam = lambda < 0.0 ? gcv_lambda(wk, w) : lambda;
-    wk.solve.run(wk.bands, w, lam);
+    const double lam = lambda < 0.0 ? gcv_lambda(wk) : lambda;
+    wk.solve.run(wk.bands, lam, false);
     return spline_value(x, y, wk.solve, n, x0);
 }
 
@@ -291,13 +294,13 @@ double smoothing_spline_predict(const double* x, const double* y, const double* 
 double smoothing_spline_gcv(const double* x, const double* y, const double* w, std::size_t n, double lambda) {
     SplineWork wk;
     wk.bands.setup(x, y, w, n);
-    return gcv_value(wk, w, lambda);
+    return gcv_value(wk, lambda);
 }
 
 double smoothing_spline_gcv_lambda(const double* x, const double* y, const double* w, std::size_t n) {
     SplineWork wk;
     wk.bands.setup(x, y, w, n);
-    return gcv_lambda(wk, w);
+    return gcv_lambda(wk);
 }
 
 void constat_bootstrap(const double* scores, const double* reference, std::size_t m, std::size_t n_items,
