@@ -5,7 +5,7 @@ taken from another subpackage, and no module grows past the size one topic needs
     compiled core and shared base (_core, _validation, _random, ...)   layer 0
     statistics: contamination, compare, audit, resampling             layer 1
     studies, patch                                                     layer 2
-    input/output: io                                                   layer 3
+    input/output, the suite audit (it reads harness runs): io, suite  layer 3
     command line: cli                                                  layer 4
 
 The four statistics subpackages do not import each other. docs/developer.md shows the
@@ -30,6 +30,7 @@ LAYERS = {
     "studies": 2,
     "patch": 2,
     "io": 3,
+    "suite": 3,
     "cli": 4,
     "__main__": 4,
 }
