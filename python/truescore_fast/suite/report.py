@@ -409,7 +409,7 @@ figcaption { color: #57606a; font-size: 0.9rem; }
 table { border-collapse: collapse; font-size: 0.88rem; width: 100%; }
 th, td { border-bottom: 1px solid #d0d7de; padding: 0.3rem 0.55rem; text-align: left; }
 th { background: #f6f8fa; position: sticky; top: 0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.flagged td { background: #fff1f0; }
 tr.flagged td.flag { color: #b42318; font-weight: 700; }
 section.pair { border-left: 4px solid #b42318; padding: 0.1rem 1rem 0.6rem;
@@ -639,6 +639,8 @@ def _pair_section(frame: Any, model: str, benchmark: str, q: float) -> str:
 def _table(frame: Any) -> str:
     head = "".join(
         f"<th>{h}</th>"
+        if h in ("model", "benchmark", "test", "flagged")
+        else f'<th class="num">{h}</th>'
         for h in (
             "model",
             "benchmark",
