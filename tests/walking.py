@@ -71,6 +71,29 @@ def _suite_manifest() -> str:
     return str(folder / "manifest.csv")
 
 
+class _SuiteResult:
+    """A stand-in for a suite audit's result (what the report reads): two tests on one pair."""
+
+    q, fdr, n_tests = 0.05, "bh", 2
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "model": ["m1", "m1"],
+                "benchmark": ["b1", "b1"],
+                "test": ["matched_form", "constat"],
+                "p_value": [0.001, 0.2],
+                "adjusted_p_value": [0.002, 0.2],
+                "flagged": [True, False],
+                "estimate": [0.1, 0.05],
+                "low": [0.05, -0.01],
+                "high": [0.15, 0.11],
+            }
+        )
+
+
 _Q, _CORRECT, _WRONG = _pairs()
 _HARNESS = str(Path(__file__).resolve().parents[1] / "examples" / "harness" / "inspect")
 
@@ -114,6 +137,8 @@ VALID.update(
         },
         "simulate_suite": {"models": 3, "benchmarks": 1, "parents": 20, "leaks": ()},
         "read_suite_manifest": {"manifest": _suite_manifest(), "match_key": "metadata.parent_id"},
+        "plot_heatmap": {"result": _SuiteResult(), "path": None, "test": "constat"},
+        "write_report": {"result": _SuiteResult(), "path": "report.html", "title": "t"},
     }
 )
 VALID["coverage_study"]["progress"] = False

@@ -31,6 +31,7 @@ LAYERS = {
     "studies": 2,
     "patch": 2,
     "io": 3,
+    "suite": 3,
     "cli": 4,
     "__main__": 4,
 }

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (the plot extra)")
@@ -31,17 +33,8 @@ import matplotlib.image  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from truescore_fast.suite import plot_heatmap, write_report  # noqa: E402
 
-COLUMNS = [
-    "model",
-    "benchmark",
-    "test",
-    "p_value",
-    "adjusted_p_value",
-    "flagged",
-    "estimate",
-    "low",
-    "high",
-]
+# the columns of a suite audit's to_frame(), as issue 25 states them
+COLUMNS = "model benchmark test p_value adjusted_p_value flagged estimate low high".split()
 NAN = float("nan")
 
 
@@ -231,10 +224,11 @@ def test_heatmap_unknown_test_names_the_argument(result, test):
         plot_heatmap(result, test=test)
 
 
-@pytest.mark.parametrize("path", [3, b"heat.png", ["heat.png"]])
-def test_heatmap_path_of_wrong_type(result, path):
+@pytest.mark.parametrize("function", [plot_heatmap, write_report])
+@pytest.mark.parametrize("path", [3, b"out.html", ["out.html"]])
+def test_path_of_wrong_type(result, function, path):
     with pytest.raises(TypeError, match="^path must be a str or os.PathLike"):
-        plot_heatmap(result, path)
+        function(result, path)
 
 
 def test_heatmap_path_of_unknown_suffix(result, tmp_path):
@@ -277,9 +271,50 @@ def test_result_table_missing_columns_empty_or_repeated(function, tmp_path):
         function(SuiteAuditDouble([*ROWS, ROWS[0]]), path)
 
 
-def test_result_q_must_be_a_number(tmp_path):
-    with pytest.raises(TypeError, match="^result.q must be a number"):
-        write_report(SuiteAuditDouble(ROWS, q="0.05"), tmp_path / "r.html")
+def test_result_q_must_be_a_level(tmp_path):
+    for q in ("0.05", None, True):
+        with pytest.raises(TypeError, match="^result.q must be a number"):
+            write_report(SuiteAuditDouble(ROWS, q=q), tmp_path / "r.html")
+    for q in (NAN, 0.0, 1.0, -0.1, math.inf, 1e308):
+        with pytest.raises(ValueError, match=r"^result.q must be in \(0, 1\)"):
+            plot_heatmap(SuiteAuditDouble(ROWS, q=q))
+
+
+def test_result_flags_must_be_true_or_false():
+    for flag in (NAN, None, "yes", 1):
+        rows = [ROWS[0][:5] + (flag,) + ROWS[0][6:]]
+        with pytest.raises(ValueError, match="^result's flagged column must hold True or False"):
+            plot_heatmap(SuiteAuditDouble(rows))
+
+
+_NAMES = st.text(min_size=1, max_size=12)  # any characters: "<", "&", "$" (TeX), digits
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(
+        st.tuples(
+            _NAMES,
+            _NAMES,
+            st.sampled_from(["matched_form", "constat", "order", "x$y$"]),
+            st.floats(0, 1),
+            st.booleans(),
+            st.floats(allow_nan=True, allow_infinity=True),
+        ),
+        min_size=1,
+        max_size=4,
+        unique_by=lambda r: r[:3],
+    )
+)
+def test_any_names_and_numbers_give_a_report(rows, tmp_path_factory):
+    rows = [(m, b, t, p, p, f, e, e - 0.1, e + 0.1) for m, b, t, p, f, e in rows]
+    page = write_report(SuiteAuditDouble(rows), tmp_path_factory.mktemp("r") / "r.html")
+    parsed = _Page(page.read_text(encoding="utf-8"))
+    _loads_nothing(parsed)
+    text = "".join(parsed.text)
+    # as the browser reads them (HTML turns a carriage return into a line feed, NUL to U+FFFD)
+    for name in {r[0] for r in rows} | {r[1] for r in rows}:
+        assert name.replace("\r\n", "\n").replace("\r", "\n") in text or "\x00" in name
 
 
 # ------------------------------------------------------------------------- the report
@@ -428,13 +463,9 @@ def test_report_without_flags_says_no_flag_is_not_clean(tmp_path):
     assert "That does not show the scores are clean" in text
 
 
-@pytest.mark.parametrize("path", [3, None, b"r.html"])
-def test_report_path_of_wrong_type(result, path):
-    with pytest.raises(TypeError, match="^path must be a str or os.PathLike"):
-        write_report(result, path)
-
-
 def test_report_bad_arguments(result, tmp_path):
+    with pytest.raises(TypeError, match="^path must be a str or os.PathLike"):
+        write_report(result, None)
     with pytest.raises(ValueError, match=r"^path must end in \.html, \.htm"):
         write_report(result, tmp_path / "r.pdf")
     with pytest.raises(TypeError, match="^title must be a str"):

@@ -19,6 +19,7 @@ import io
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,8 @@ def _frame(result: Any, purpose: str) -> Any:
         frame[name] = frame[name].map(str)
     for name in ("p_value", "adjusted_p_value", "estimate", "low", "high"):
         frame[name] = frame[name].astype(float)
+    if not frame["flagged"].map(lambda v: isinstance(v, (bool, np.bool_))).all():
+        raise ValueError("result's flagged column must hold True or False only")
     frame["flagged"] = frame["flagged"].astype(bool)
     repeated = frame.duplicated(["model", "benchmark", "test"])
     if repeated.any():
@@ -113,7 +116,15 @@ def _frame(result: Any, purpose: str) -> Any:
 def _natural(name: str) -> tuple[Any, ...]:
     """A sort key that orders the numbers inside names by value: m2 < m10."""
     parts = re.split(r"([0-9]+)", name)
-    return (*(int(p) if k % 2 else p.casefold() for k, p in enumerate(parts)), name)
+    # a number as (its digit count, its digits) without leading zeros: its value's order,
+    # with no int() of a 5,000-digit string (which Python refuses)
+    return (
+        *(
+            (len(p.lstrip("0")), p.lstrip("0")) if k % 2 else p.casefold()
+            for k, p in enumerate(parts)
+        ),
+        name,
+    )
 
 
 def _grid(frame: Any, test: str | None) -> dict[str, Any]:
@@ -169,6 +180,8 @@ def _q(result: Any) -> float:
     q = result.q
     if isinstance(q, bool) or not isinstance(q, (int, float, np.floating, np.integer)):
         raise TypeError(f"result.q must be a number; got {one_line(q)}")
+    if not 0 < q < 1:
+        raise ValueError(f"result.q must be in (0, 1); got {one_line(q)}")
     return float(q)
 
 
@@ -192,17 +205,18 @@ def plot_heatmap(
 
     Each cell is one (model, benchmark) pair. Its colour is the estimated inflation, in
     score units (fraction correct; positive: the public score is above what the test
-    expects), on a diverging scale centred at 0: red above, blue below, white at 0. A pair
-    with several tests is coloured by the matched-form audit's estimate, else ConStat's,
-    else the first other test with a finite estimate. A black ✕
-    marks a pair with a test flagged after the suite's multiplicity adjustment. Hatched:
-    no test ran on the pair; grey: tests ran but none has an estimate in score units
-    (the order-based test has none).
+    expects), on a diverging scale centred at 0 (red above, blue below, white at 0; as
+    wide as the largest estimate shown, at least ±0.05, at most ±1). A pair with several
+    tests is coloured by the matched-form audit's estimate, else ConStat's, else the
+    first other test with a finite estimate. A black ✕ marks a pair with a test flagged
+    after the suite's multiplicity adjustment. Hatched: no test ran on the pair; grey:
+    tests ran but none has an estimate in score units (the order-based test has none).
 
     Rows (models) and columns (benchmarks) are sorted by name, numbers inside a name by
-    value (``model-2`` before ``model-10``). Names
-    longer than 40 characters are shortened on the figure (the report's table has them
-    whole). Readable up to about 50 models × 20 benchmarks; the figure grows with both.
+    value (``model-2`` before ``model-10``). Names longer than 40 characters are
+    shortened on the figure, and characters its font lacks are drawn as boxes (the
+    report's table has every name whole). Readable up to about 50 models × 20
+    benchmarks; the figure grows with both.
 
     Args:
         result: a suite audit's result (see the module docstring for what is read).
@@ -267,8 +281,9 @@ def _draw(grid: dict[str, Any], ax: Any, q: float, fdr: str, test: str | None) -
     values = grid["values"]
     finite = values[np.isfinite(values)]
     # centred at 0 and symmetric, so equal distances from 0 look equally strong; at least
-    # +-0.05 so that noise around 0 is not drawn in saturated colours
-    limit = max(0.05, float(np.max(np.abs(finite))) if finite.size else 0.0)
+    # +-0.05 so that noise around 0 is not drawn in saturated colours, at most +-1 (a
+    # difference of two fractions), beyond which a cell has the end colour
+    limit = min(1.0, max(0.05, float(np.max(np.abs(finite))) if finite.size else 0.0))
     cmap = mpl.colormaps["RdBu_r"].with_extremes(bad=(0.0, 0.0, 0.0, 0.0))
     extent = (-0.5, n_benchmarks - 0.5, n_models - 0.5, -0.5)
     # under the image: hatching where no test ran, grey where tests ran without an estimate
@@ -283,7 +298,7 @@ def _draw(grid: dict[str, Any], ax: Any, q: float, fdr: str, test: str | None) -
             patches.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.82", linewidth=0, zorder=0.5)
         )
     image = ax.imshow(
-        np.ma.masked_invalid(values),
+        np.ma.masked_invalid(np.clip(values, -1.0, 1.0)),  # drawn in the end colours beyond
         cmap=cmap,
         norm=colors.Normalize(-limit, limit),
         aspect="auto",
@@ -298,8 +313,10 @@ def _draw(grid: dict[str, Any], ax: Any, q: float, fdr: str, test: str | None) -
     ax.set_yticks(np.arange(-0.5, n_models, 1.0), minor=True)
     ax.grid(which="minor", color="white", linewidth=1.2)
     ax.tick_params(which="minor", length=0)
-    ax.set_xticks(range(n_benchmarks), [_short_label(b) for b in grid["benchmarks"]])
-    ax.set_yticks(range(n_models), [_short_label(m) for m in grid["models"]])
+    ax.set_xticks(
+        range(n_benchmarks), [_short_label(b) for b in grid["benchmarks"]], parse_math=False
+    )
+    ax.set_yticks(range(n_models), [_short_label(m) for m in grid["models"]], parse_math=False)
     ax.tick_params(which="major", labelsize=fontsize, length=0)
     ax.xaxis.tick_top()
     for label in ax.get_xticklabels():
@@ -329,7 +346,7 @@ def _draw(grid: dict[str, Any], ax: Any, q: float, fdr: str, test: str | None) -
         patches.Patch(facecolor="white", edgecolor="0.6", hatch="///", label="not tested"),
         patches.Patch(facecolor="0.82", label="no estimate in score units"),
     ]  # fmt: skip
-    ax.legend(
+    legend = ax.legend(
         handles=handles,
         loc="upper left",
         bbox_to_anchor=(0.0, -0.01),
@@ -340,6 +357,8 @@ def _draw(grid: dict[str, Any], ax: Any, q: float, fdr: str, test: str | None) -
         title_fontsize=fontsize,
         alignment="left",
     )
+    for text in (*legend.get_texts(), legend.get_title()):  # names from the data, not TeX
+        text.set_parse_math(False)
     return figure
 
 
@@ -362,7 +381,10 @@ def _save(figure: Any, path: Path | io.BytesIO, kind: str, dpi: float = 150) -> 
         "pdf": {"CreationDate": None, "ModDate": None},
     }[kind]
     rc = optional_module("matplotlib", purpose="plot_heatmap", **_PLOT).rc_context
-    with rc({"svg.hashsalt": "truescore-fast"}):
+    with rc({"svg.hashsalt": "truescore-fast"}), warnings.catch_warnings():
+        # a name in a script the font lacks (CJK with the default DejaVu Sans) is drawn
+        # with boxes, once per glyph warned about; the report's table has it whole
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font")
         figure.savefig(
             path, format=kind, dpi=dpi, metadata=metadata, facecolor="white",
             bbox_inches="tight", pad_inches=0.15,
@@ -387,7 +409,7 @@ figcaption { color: #57606a; font-size: 0.9rem; }
 table { border-collapse: collapse; font-size: 0.88rem; width: 100%; }
 th, td { border-bottom: 1px solid #d0d7de; padding: 0.3rem 0.55rem; text-align: left; }
 th { background: #f6f8fa; position: sticky; top: 0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.flagged td { background: #fff1f0; }
 tr.flagged td.flag { color: #b42318; font-weight: 700; }
 section.pair { border-left: 4px solid #b42318; padding: 0.1rem 1rem 0.6rem;
@@ -468,7 +490,9 @@ def _number(value: float, digits: int = 3) -> str:
 
 
 def _signed(value: float) -> str:
-    return "–" if math.isnan(value) else f"{value:+.3f}"
+    if math.isnan(value):
+        return "–"
+    return f"{value:+.3f}" if abs(value) < 1e6 else f"{value:+.3g}"
 
 
 def _interval(low: float, high: float) -> str:
@@ -616,6 +640,8 @@ def _pair_section(frame: Any, model: str, benchmark: str, q: float) -> str:
 def _table(frame: Any) -> str:
     head = "".join(
         f"<th>{h}</th>"
+        if h in ("model", "benchmark", "test", "flagged")
+        else f'<th class="num">{h}</th>'
         for h in (
             "model",
             "benchmark",
