@@ -31,7 +31,6 @@ LAYERS = {
     "studies": 2,
     "patch": 2,
     "io": 3,
-    "suite": 3,
     "cli": 4,
     "__main__": 4,
 }
