@@ -159,6 +159,13 @@ INSTANCES: dict[str, Callable[[np.random.Generator], Any]] = {
     "StudySettings": lambda rng: StudySettings(),
     "Study": lambda rng: Study.of(lambda **kw: _study_table(rng), "toy", "a toy", 10),
     "StudyTable": _study_table,
+    "SuiteAudit": lambda rng: ts.suite_audit(
+        ts.simulate_suite(models=3, benchmarks=1, parents=12, seed=int(rng.integers(9)), leaks=()),
+        tests=("randomization",),
+    ),
+    "SuiteData": lambda rng: ts.simulate_suite(
+        models=2, benchmarks=1, parents=6, seed=int(rng.integers(9)), leaks=()
+    ),
 }
 
 # a valid call of every method (and constructor) that takes arguments
@@ -189,6 +196,11 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "StudyOptions": {"replications": 10},
     "StudyOptions.keywords": {"run": "coverage"},
     "StudyTable.summary": {"width": 60},
+    "SuiteData.from_scores": {
+        "forms": {("m", "b"): {"p1": {"public": 1.0, "fresh1": 0.0}}},
+        "references": {("m", "b"): {"r1": 0.5}},
+    },
+    "SuiteData.pair": {"model": "model-01", "benchmark": "bench-1"},
 }
 
 

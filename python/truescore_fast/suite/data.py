@@ -107,6 +107,9 @@ class SuiteData:
 
     def pair(self, model: str, benchmark: str) -> SuitePair | None:
         """The pair's data, or None when the suite has none."""
+        for argument, given in (("model", model), ("benchmark", benchmark)):
+            if not isinstance(given, str):
+                raise ValueError(f"{argument} must be a string; got {one_line(given)}")
         return next((p for p in self.pairs if (p.model, p.benchmark) == (model, benchmark)), None)
 
     @classmethod
@@ -122,8 +125,18 @@ class SuiteData:
         public form named ``public_form``, any other a fresh form),
         ``references[(model, benchmark)][reference parent]`` and ``orders``. Pairs in the
         order of ``forms`` and then of the pairs only ``references`` has."""
-        references = references or {}
-        orders = orders or {}
+        if not isinstance(public_form, str) or not public_form:
+            raise ValueError(
+                f"public_form must be a non-empty string; got {one_line(public_form)}"
+            )
+        references = {} if references is None else references
+        orders = {} if orders is None else orders
+        _check_scores("forms", forms, 2)
+        _check_scores("references", references, 1)
+        _check_keyed("orders", orders)
+        for key, order in orders.items():
+            if not isinstance(order, OrderData):
+                raise ValueError(f"orders[{key!r}] must be OrderData; got {one_line(order)}")
         keys = list(dict.fromkeys([*forms, *references]))
         return cls(
             tuple(
@@ -133,6 +146,34 @@ class SuiteData:
                 for key in keys
             )  # fmt: skip
         )
+
+
+def _check_keyed(name: str, mapping: Any) -> None:
+    if not isinstance(mapping, Mapping):
+        raise ValueError(f"{name} must map (model, benchmark) pairs; got {one_line(mapping)}")
+    for key in mapping:
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+            raise ValueError(f"{name} keys must be (model, benchmark) pairs; got {one_line(key)}")
+
+
+def _check_scores(name: str, mapping: Any, depth: int) -> None:
+    """``mapping[(model, benchmark)]`` nested ``depth`` mappings deep (parent, then form)
+    down to scores in [0, 1]."""
+    _check_keyed(name, mapping)
+
+    def walk(value: Any, where: str, level: int) -> None:
+        if level == 0:
+            _score(value, where, "the score")
+            return
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where} must be a mapping; got {one_line(value)}")
+        for label, inner in value.items():
+            if not isinstance(label, str):
+                raise ValueError(f"{where} keys must be strings; got {one_line(label)}")
+            walk(inner, f"{where}[{label!r}]", level - 1)
+
+    for key, value in mapping.items():
+        walk(value, f"{name}[{key!r}]", depth)
 
 
 def _column_names(columns: Mapping[str, str] | None) -> dict[str, str]:
