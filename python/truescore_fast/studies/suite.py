@@ -19,7 +19,6 @@ it.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import Executor
