@@ -169,3 +169,24 @@ def test_a_suite_where_no_test_applies_is_refused(suite):
     with pytest.raises(ValueError, match="no test could run"):
         tf.suite_audit(suite, tests=("order",))
     assert set(SUITE_TESTS) == {"matched_form", "randomization", "order", "constat"}
+
+
+def test_named_reference_models_are_constat_tests_rows():
+    data = tf.simulate_suite(models=7, benchmarks=1, parents=40, leaks=((2, 0, 0.5),), seed=6)
+    names = ["model-01", "model-03", "model-04", "model-05", "model-06", "model-07"]
+    result = tf.suite_audit(data, tests=("constat",), n_bootstrap=100, reference_models=names)
+    scores = np.array([p.public for p in data.pairs])
+    reference = np.array([p.fresh.mean(axis=1) for p in data.pairs])
+    from truescore_fast._random import seed_int
+
+    want = tf.constat_tests(
+        scores,
+        reference,
+        n_bootstrap=100,
+        seed=seed_int([0, 0]),
+        reference_models=[0, 2, 3, 4, 5, 6],
+    )
+    assert np.array_equal(result.p_value, want.p_value)
+    missing = tf.suite_audit(data, tests=("constat", "randomization"),
+                             reference_models=[*names[:5], "nobody"])  # fmt: skip
+    assert "reference models without data ['nobody']" in " ".join(missing.skipped)

@@ -104,7 +104,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="MODEL",
         action="append",
         default=None,
-        help="ConStat's reference models (repeat; at least 5; default: all other models)",
+        help="ConStat's reference models (repeat; at least 6; default: all other models)",
     )
     parser.add_argument(
         "--seed", type=seed_flag, default=0, help="seed of the betting order and ConStat (0)"

@@ -31,7 +31,8 @@ The tests, each run where its data exist (``tests=`` picks a subset):
     form and the reference score the ``reference`` rows when the benchmark has any (ConStat's
     synthetic or other-benchmark reference; models without them are left out), else the
     fresh forms (ConStat's "rephrased" reference: the mean over the fresh forms of each
-    parent); each model is tested against the others (or against ``reference_models``).
+    parent); each model is tested against the others (or against ``reference_models``,
+    at least 6).
     Items are those every model of the matrix has. Needs at least 6 models. Estimate: the
     inflation actual - predicted; interval: ConStat's basic bootstrap interval.
 
@@ -62,6 +63,7 @@ from truescore_fast._validation import (
 from truescore_fast.audit.matched_form import matched_form_audit
 from truescore_fast.audit.randomization import randomization_test
 from truescore_fast.contamination.batch import exchangeability_tests
+from truescore_fast.suite.constat import MIN_REFERENCE_MODELS
 from truescore_fast.suite.data import SuiteData, SuitePair, read_suite
 from truescore_fast.suite.multiplicity import FDR_METHODS, FdrMethod, adjust
 
@@ -71,7 +73,7 @@ __all__ = ["SUITE_TESTS", "SuiteAudit", "suite_audit"]
 SUITE_TESTS: tuple[str, ...] = ("matched_form", "randomization", "order", "constat")
 
 #: ConStat needs this many models on a benchmark (each tested against at least 5 others).
-CONSTAT_MIN_MODELS = 6
+CONSTAT_MIN_MODELS = MIN_REFERENCE_MODELS + 1
 
 _NOT_MEAN = (
     "What a flag does not mean: not proof of contamination (a public form that is merely "
@@ -342,8 +344,9 @@ def suite_audit(
         alpha: The level of each row's interval (1 - alpha, marginal: not adjusted) and of
             the matched-form audit's reported interval.
         n_bootstrap: ConStat's bootstrap resamples.
-        reference_models: ConStat's reference models by name (at least 5 per benchmark);
-            default: each model against all the others.
+        reference_models: ConStat's reference models by name (at least 6, so that each
+            of them is tested against 5 others); default: each model against all the
+            others.
         seed: Seeds the matched-form audit's betting order and ConStat's bootstrap
             (benchmark b gets its own seed derived from ``(seed, b)``). Default 0: the same
             result on every run.
@@ -376,9 +379,10 @@ def suite_audit(
                 f"reference_models must be a sequence of model names; got "
                 f"{one_line(reference_models)}"
             )
-        if len(set(reference_models)) < 5:
+        if len(set(reference_models)) < MIN_REFERENCE_MODELS + 1:
             raise ValueError(
-                f"reference_models must name at least 5 distinct models; got "
+                f"reference_models must name at least {MIN_REFERENCE_MODELS + 1} distinct "
+                "models (a referenced model is tested against the others); got "
                 f"{len(set(reference_models))}"
             )
     if isinstance(source, SuiteData):
