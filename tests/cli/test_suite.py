@@ -117,3 +117,11 @@ def test_a_manifest_of_runs(tmp_path):
 def test_failures_are_one_line(argv, words):
     code, _, err = run_cli("suite", *argv)
     assert_one_line_error(code, err, *words)
+
+
+def test_standard_input(tmp_path):
+    data = tf.simulate_suite(models=3, benchmarks=1, parents=30, leaks=((0, 0, 0.9),), seed=2)
+    text = write_suite_table(tmp_path / "s.csv", data).read_bytes()
+    code, out, err = run_cli("suite", "-", *FAST, stdin=text)
+    assert code == 2, err
+    assert "FLAG model-01 on bench-1" in out
