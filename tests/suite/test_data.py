@@ -131,6 +131,11 @@ def test_bad_arguments_are_refused(tmp_path):
     table = ROWS_TABLE(tmp_path)
     with pytest.raises(ValueError, match="missing the column"):
         read_suite(write(tmp_path / "x.csv", [r[:4] for r in ROWS], HEADER[:4]))
+    manifest = write(
+        tmp_path / "m.csv", [("a", "b", "public", "x.csv")], ("model", "benchmark", "form", "path")
+    )
+    with pytest.raises(ValueError, match="read_suite_manifest"):
+        read_suite(manifest)
     with pytest.raises(ValueError, match="columns: unknown role"):
         read_suite(table, columns={"score": "correct"})
     with pytest.raises(ValueError, match="columns must name 5 different"):

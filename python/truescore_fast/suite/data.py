@@ -251,6 +251,11 @@ def read_suite(
         raise ValueError("public_form and reference_form must differ")
     cols = read_columns(source, "source", expected=", ".join(names.values()))
     missing = [names[r] for r in SUITE_COLUMNS if names[r] not in cols]
+    if missing and "path" in cols:
+        raise ValueError(
+            "source has a path column: it looks like a manifest of harness runs; read it with "
+            "truescore_fast.read_suite_manifest(...) (the command line does so itself)"
+        )
     if missing:
         raise ValueError(
             f"source is missing the column(s) {missing} (need "
