@@ -128,6 +128,7 @@ def test_batch_row_equals_single_call_and_threads_and_seed():
         one = tf.constat_test(s[i], r[i], s[others], r[others], n_bootstrap=40, seed=7)
         assert np.array_equal(one.replicates, batch.replicates[i])
         assert (one.estimate, one.p_value) == (batch.estimate[i], batch.p_value[i])
+        assert batch.test(i).to_dict() == one.to_dict()
     for threads in (2, 3, None):
         again = tf.constat_tests(s, r, n_bootstrap=40, seed=7, n_threads=threads)
         assert np.array_equal(again.replicates, batch.replicates)

@@ -345,9 +345,10 @@ def constat_tests(
             [0, 1]; columns are the same items for every model.
         reference_scores: (models, reference items): the same models on the reference
             benchmark.
-        reference_models: Rows used as reference models for every model (at least 5
-            besides the tested one); ``None``: each model against all the others. A model
-            is never its own reference.
+        reference_models: Rows used as reference models for every model; ``None``: each
+            model against all the others. A model is never its own reference: a model of
+            the set is tested against the others of it, so the set needs at least 6 rows
+            (every model gets at least 5 references).
         delta, alpha, n_bootstrap, random_guess, smoothing, seed, n_threads: As
             :func:`constat_test`.
 
