@@ -129,12 +129,19 @@ def test_batch_row_equals_single_call_and_threads_and_seed():
         assert np.array_equal(one.replicates, batch.replicates[i])
         assert (one.estimate, one.p_value) == (batch.estimate[i], batch.p_value[i])
         assert batch.test(i).to_dict() == one.to_dict()
+    means = r.mean(axis=1)
+    for i in range(8):
+        others = np.delete(means, i)
+        want = means[i] < others.min() or means[i] > others.max()
+        assert batch.extrapolated[i] == want
+        assert ("(extrapolated)" in batch.summary().splitlines()[2 + i]) == want
+    assert batch.extrapolated.sum() == 2  # the best and the worst model here
     for threads in (2, 3, None):
         again = tf.constat_tests(s, r, n_bootstrap=40, seed=7, n_threads=threads)
         assert np.array_equal(again.replicates, batch.replicates)
     other = tf.constat_tests(s, r, n_bootstrap=40, seed=8)
     assert not np.array_equal(other.replicates, batch.replicates)
-    assert batch.seed == 7 and batch.to_frame().shape == (8, 8)
+    assert batch.seed == 7 and batch.to_frame().shape == (8, 9)
     gen = tf.constat_tests(s, r, n_bootstrap=40, seed=np.random.default_rng(3))
     replay = tf.constat_tests(s, r, n_bootstrap=40, seed=gen.seed)
     assert np.array_equal(gen.replicates, replay.replicates)

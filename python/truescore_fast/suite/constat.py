@@ -55,6 +55,12 @@ _CAVEATS = (
 )
 
 
+_EXTRAPOLATED = (
+    "  The model's reference score lies outside the reference models': the prediction "
+    "extrapolates the fit and is less reliable there."
+)
+
+
 @dataclass(frozen=True, repr=False)
 class ConStatTest(Result):
     """ConStat's test of one model: its benchmark score against the reference models' fit.
@@ -69,6 +75,9 @@ class ConStatTest(Result):
         predicted: The fit on the full data (every reference model once) at the model's
             reference score, clipped to [0, 1].
         delta: The null's bound on the inflation.
+        extrapolated: Whether the model's reference score lies outside the reference
+            models' (the fit then extrapolates: the prediction is less reliable, and the
+            best or worst model of a suite is often flagged for that reason alone).
         replicates: The n_bootstrap replicates delta*_b (left out of ``to_dict``).
 
     What it does not mean: a small p says the model scores higher on the benchmark than
@@ -92,6 +101,7 @@ class ConStatTest(Result):
     random_guess: float | None
     smoothing: float | None
     seed: int
+    extrapolated: bool
     replicates: npt.NDArray[np.float64]
 
     _repr_fields = ("estimate", "low", "high", "p_value", "n_models")
@@ -108,8 +118,10 @@ class ConStatTest(Result):
             f"  inflation {self.estimate:+.4f}, {level:g}% interval "
             f"[{self.low:+.4f}, {self.high:+.4f}], p = {self.p_value:.4g} "
             f"(null: inflation <= {self.delta:g})",
-            _CAVEATS,
         ]
+        if self.extrapolated:
+            lines.append(_EXTRAPOLATED)
+        lines.append(_CAVEATS)
         return "\n".join(lines)
 
 
@@ -118,9 +130,9 @@ class ConStatTests(TabularResult):
     """ConStat's test of every model of a suite on one benchmark (one row per model).
 
     The fields are arrays with one entry per model (row of ``scores``), with the meaning
-    :class:`ConStatTest` gives them; ``replicates`` is (models, n_bootstrap) and left out
-    of ``to_dict``. ``reference_models`` is the rows used as references (``None``: every
-    other model). :meth:`test` gives one model's :class:`ConStatTest`.
+    :class:`ConStatTest` gives them (``extrapolated`` too); ``replicates`` is (models,
+    n_bootstrap) and left out of ``to_dict``. ``reference_models`` is the rows used as
+    references (``None``: every other model). :meth:`test` gives one model's :class:`ConStatTest`.
 
     What it does not mean: as :class:`ConStatTest`; and p-values of many models are not
     adjusted for multiplicity here (the suite audit does that).
@@ -133,6 +145,7 @@ class ConStatTests(TabularResult):
     actual: npt.NDArray[np.float64]
     predicted: npt.NDArray[np.float64]
     n_references: npt.NDArray[np.int64]
+    extrapolated: npt.NDArray[np.bool_]
     delta: float
     alpha: float
     n_bootstrap: int
@@ -165,6 +178,7 @@ class ConStatTests(TabularResult):
             "actual": self.actual,
             "predicted": self.predicted,
             "n_references": self.n_references,
+            "extrapolated": self.extrapolated,
         }
 
     def test(self, index: int) -> ConStatTest:
@@ -188,6 +202,7 @@ class ConStatTests(TabularResult):
             random_guess=self.random_guess,
             smoothing=self.smoothing,
             seed=self.seed,
+            extrapolated=bool(self.extrapolated[i]),
             replicates=self.replicates[i],
         )
 
@@ -200,10 +215,16 @@ class ConStatTests(TabularResult):
             f"  model  actual  predicted  inflation  {level:g}% interval  p",
         ]
         for i in range(self.n_models):
+            mark = "  (extrapolated)" if self.extrapolated[i] else ""
             lines.append(
                 f"  {i:5d}  {self.actual[i]:.4f}  {self.predicted[i]:.4f}  "
                 f"{self.estimate[i]:+.4f}  [{self.low[i]:+.4f}, {self.high[i]:+.4f}]  "
-                f"{self.p_value[i]:.4g}"
+                f"{self.p_value[i]:.4g}{mark}"
+            )
+        if self.extrapolated.any():
+            lines.append(
+                "  (extrapolated): the model's reference score lies outside its reference "
+                "models'; the prediction extrapolates the fit and is less reliable there."
             )
         lines.append(_CAVEATS)
         lines.append("  The p-values are not adjusted for testing several models.")
@@ -293,6 +314,16 @@ def _p_value(row: npt.NDArray[np.float64], bound: float) -> float:
         return 0.0
     position = j + (bound - s[j]) / (s[j + 1] - s[j])
     return float(min(1.0, max(0.0, 1.0 - position / (b - 1))))
+
+
+def _extrapolated(
+    reference: npt.NDArray[np.float64], references: npt.NDArray[np.int64], tested: int
+) -> bool:
+    """Whether row ``tested``'s mean lies outside the means of its references (the rows of
+    ``references`` but itself)."""
+    means = reference.mean(axis=1)
+    others = means[references[references != tested]]
+    return bool(means[tested] < others.min() or means[tested] > others.max())
 
 
 def _run(
@@ -399,6 +430,9 @@ def constat_tests(
         actual=actual,
         predicted=predicted,
         n_references=counts,
+        extrapolated=np.array(
+            [_extrapolated(r, np.arange(m) if refs is None else refs, i) for i in range(m)]
+        ),
         delta=d,
         alpha=a,
         n_bootstrap=b,
@@ -552,5 +586,6 @@ def constat_test(
         random_guess=guess,
         smoothing=lam,
         seed=used,
+        extrapolated=_extrapolated(all_reference, refs, 0),
         replicates=reps[0],
     )
