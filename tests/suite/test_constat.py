@@ -11,6 +11,7 @@ import mpmath
 import numpy as np
 import pytest
 import truescore_fast as tf
+from kernels import every_kernel_path, kernel_path
 from reference import ref_constat_replicates, ref_constat_summary
 from truescore_fast import _core
 from truescore_fast._random import philox_key
@@ -145,6 +146,18 @@ def test_batch_row_equals_single_call_and_threads_and_seed():
     gen = tf.constat_tests(s, r, n_bootstrap=40, seed=np.random.default_rng(3))
     replay = tf.constat_tests(s, r, n_bootstrap=40, seed=gen.seed)
     assert np.array_equal(gen.replicates, replay.replicates)
+
+
+@every_kernel_path
+def test_kernel_paths_agree_with_the_reference(avx512):
+    # 1,200 items: the index draws run long enough for the AVX-512 cutting (where the CPU
+    # has it); each path against the reference's draws.
+    s, r = suite(7, 1200, 700, seed=9)
+    with kernel_path(avx512):
+        res = tf.constat_tests(s, r, n_bootstrap=4, seed=2, smoothing=0.2)
+    reps, _, _ = ref_constat_replicates(s, r, list(range(7)), list(range(7)), 4, philox_key(2),
+                                        lam=0.2)  # fmt: skip
+    np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=1e-9)
 
 
 # ------------------------------------------------------------------ argument checks
