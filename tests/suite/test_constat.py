@@ -225,6 +225,9 @@ def test_constat_tests_refuses(kwargs, name):
 def test_result_protocol():
     res = tf.constat_test(S[0], R[0], S[1:], R[1:], n_bootstrap=20)
     assert str(res) == res.summary() and "not proof of contamination" in res.summary()
+    # Far below the smallest inflation: every replicate is within the bound, so p = 0.
+    low_bound = tf.constat_test(S[0], R[0], S[1:], R[1:], n_bootstrap=20, delta=-1.0)
+    assert low_bound.p_value == 0.0 and "below the resolution of 20" in low_bound.summary()
     assert "replicates" not in res.to_dict() and res.n_models == 6
     assert res.low <= res.estimate <= res.high or res.low <= res.high
 

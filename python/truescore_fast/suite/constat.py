@@ -119,6 +119,11 @@ class ConStatTest(Result):
             f"[{self.low:+.4f}, {self.high:+.4f}], p = {self.p_value:.4g} "
             f"(null: inflation <= {self.delta:g})",
         ]
+        if self.p_value == 0.0:
+            lines.append(
+                f"  p = 0: every replicate is within the bound, below the resolution of "
+                f"{self.n_bootstrap} replicates (1/{self.n_bootstrap - 1}), not a certainty."
+            )
         if self.extrapolated:
             lines.append(_EXTRAPOLATED)
         lines.append(_CAVEATS)
