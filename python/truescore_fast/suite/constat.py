@@ -32,6 +32,7 @@ from truescore_fast._random import SeedLike, philox_key, seed_int
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
+    check_index,
     check_n_threads,
     check_positive_int,
     check_sequence,
@@ -188,8 +189,6 @@ class ConStatTests(TabularResult):
 
     def test(self, index: int) -> ConStatTest:
         """Model ``index``'s result, as :func:`constat_test` gives it."""
-        from truescore_fast._validation import check_index
-
         i = check_index("index", index, self.n_models, "the number of models")
         return ConStatTest(
             estimate=float(self.estimate[i]),
@@ -331,22 +330,24 @@ def _extrapolated(
     return bool(means[tested] < others.min() or means[tested] > others.max())
 
 
-def _run(
+def _tests(
     scores: npt.NDArray[np.float64],
     reference: npt.NDArray[np.float64],
     references: npt.NDArray[np.int64] | None,
     tested: npt.NDArray[np.int64],
-    *,
-    n_bootstrap: int,
-    random_guess: float | None,
-    smoothing: float | None,
-    key: tuple[int, int],
+    options: tuple[float, float, int, float | None, float | None],
+    seed: SeedLike,
     n_threads: int | None,
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+) -> ConStatTests:
+    """The engine on checked arguments: the rows ``tested``, each against ``references``
+    (``None``: every row) less itself; ``options`` as :func:`_options` returns them."""
+    delta, alpha, n_bootstrap, random_guess, smoothing = options
     m = scores.shape[0]
-    check_size("n_bootstrap", float(tested.shape[0]) * n_bootstrap, 8.0)
     refs = np.arange(m, dtype=np.int64) if references is None else references
-    replicates, actual, predicted = _core.constat_bootstrap(
+    check_size("n_bootstrap", float(tested.shape[0]) * n_bootstrap, 8.0)
+    used = seed_int(seed)
+    key = philox_key(used)
+    reps, actual, predicted = _core.constat_bootstrap(
         scores,
         reference,
         refs,
@@ -358,7 +359,28 @@ def _run(
         key[1],
         n_threads=n_threads,
     )
-    return replicates, actual, predicted
+    estimate, low, high, p = _summaries(reps, delta, alpha)
+    members = set(refs.tolist())
+    return ConStatTests(
+        estimate=estimate,
+        low=low,
+        high=high,
+        p_value=p,
+        actual=actual,
+        predicted=predicted,
+        n_references=np.array([len(members - {int(i)}) for i in tested], dtype=np.int64),
+        extrapolated=np.array([_extrapolated(reference, refs, int(i)) for i in tested]),
+        delta=delta,
+        alpha=alpha,
+        n_bootstrap=n_bootstrap,
+        n_items=scores.shape[1],
+        n_reference_items=reference.shape[1],
+        reference_models=None if references is None else tuple(int(v) for v in refs),
+        random_guess=random_guess,
+        smoothing=smoothing,
+        seed=used,
+        replicates=reps,
+    )
 
 
 def constat_tests(
@@ -398,7 +420,7 @@ def constat_tests(
         ValueError, TypeError: as :func:`constat_test`; fewer than 6 models without
             ``reference_models``; a ``reference_models`` row out of range or repeated.
     """
-    d, a, b, guess, lam = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
+    options = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
     threads = check_n_threads(n_threads)
     s = _scores("scores", scores, 2)
     r = _scores("reference_scores", reference_scores, 2)
@@ -408,47 +430,8 @@ def constat_tests(
             f"got {r.shape[0]}"
         )
     refs = _reference_rows(reference_models, s.shape[0])
-    used = seed_int(seed)
     tested = np.arange(s.shape[0], dtype=np.int64)
-    reps, actual, predicted = _run(
-        s,
-        r,
-        refs,
-        tested,
-        n_bootstrap=b,
-        random_guess=guess,
-        smoothing=lam,
-        key=philox_key(used),
-        n_threads=threads,
-    )
-    estimate, low, high, p = _summaries(reps, d, a)
-    m = s.shape[0]
-    if refs is None:
-        counts = np.full(m, m - 1, dtype=np.int64)
-    else:
-        counts = np.array([refs.shape[0] - int(i in set(refs.tolist())) for i in range(m)])
-    return ConStatTests(
-        estimate=estimate,
-        low=low,
-        high=high,
-        p_value=p,
-        actual=actual,
-        predicted=predicted,
-        n_references=counts,
-        extrapolated=np.array(
-            [_extrapolated(r, np.arange(m) if refs is None else refs, i) for i in range(m)]
-        ),
-        delta=d,
-        alpha=a,
-        n_bootstrap=b,
-        n_items=s.shape[1],
-        n_reference_items=r.shape[1],
-        reference_models=None if refs is None else tuple(int(v) for v in refs),
-        random_guess=guess,
-        smoothing=lam,
-        seed=used,
-        replicates=reps,
-    )
+    return _tests(s, r, refs, tested, options, seed, threads)
 
 
 def constat_test(
@@ -533,7 +516,7 @@ def constat_test(
             n_bootstrap below 2 or beyond 2**63 - 1, a negative or non-finite smoothing.
         TypeError: non-numeric scores, options of the wrong type, an unusable seed.
     """
-    d, a, b, guess, lam = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
+    options = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
     threads = check_n_threads(n_threads)
     s = _scores("scores", scores, 1)
     r = _scores("reference_scores", reference_scores, 1)
@@ -559,38 +542,8 @@ def constat_test(
         raise ValueError(
             f"models_scores needs at least {MIN_REFERENCE_MODELS} reference models; got {k}"
         )
-    used = seed_int(seed)
     all_scores = np.ascontiguousarray(np.vstack([s[None, :], ms]))
     all_reference = np.ascontiguousarray(np.vstack([r[None, :], mr]))
     refs = np.arange(1, k + 1, dtype=np.int64)
-    reps, actual, predicted = _run(
-        all_scores,
-        all_reference,
-        refs,
-        np.zeros(1, dtype=np.int64),
-        n_bootstrap=b,
-        random_guess=guess,
-        smoothing=lam,
-        key=philox_key(used),
-        n_threads=threads,
-    )
-    estimate, low, high, p = _summaries(reps, d, a)
-    return ConStatTest(
-        estimate=float(estimate[0]),
-        low=float(low[0]),
-        high=float(high[0]),
-        p_value=float(p[0]),
-        actual=float(actual[0]),
-        predicted=float(predicted[0]),
-        delta=d,
-        alpha=a,
-        n_bootstrap=b,
-        n_models=k,
-        n_items=s.shape[0],
-        n_reference_items=r.shape[0],
-        random_guess=guess,
-        smoothing=lam,
-        seed=used,
-        extrapolated=_extrapolated(all_reference, refs, 0),
-        replicates=reps[0],
-    )
+    tested = np.zeros(1, dtype=np.int64)
+    return _tests(all_scores, all_reference, refs, tested, options, seed, threads).test(0)
