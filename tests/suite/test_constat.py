@@ -11,6 +11,7 @@ import mpmath
 import numpy as np
 import pytest
 import truescore_fast as tf
+from kernels import every_kernel_path, kernel_path
 from reference import ref_constat_replicates, ref_constat_summary
 from truescore_fast import _core
 from truescore_fast._random import philox_key
@@ -128,15 +129,35 @@ def test_batch_row_equals_single_call_and_threads_and_seed():
         one = tf.constat_test(s[i], r[i], s[others], r[others], n_bootstrap=40, seed=7)
         assert np.array_equal(one.replicates, batch.replicates[i])
         assert (one.estimate, one.p_value) == (batch.estimate[i], batch.p_value[i])
+        assert batch.test(i).to_dict() == one.to_dict()
+    means = r.mean(axis=1)
+    for i in range(8):
+        others = np.delete(means, i)
+        want = means[i] < others.min() or means[i] > others.max()
+        assert batch.extrapolated[i] == want
+        assert ("(extrapolated)" in batch.summary().splitlines()[2 + i]) == want
+    assert batch.extrapolated.sum() == 2  # the best and the worst model here
     for threads in (2, 3, None):
         again = tf.constat_tests(s, r, n_bootstrap=40, seed=7, n_threads=threads)
         assert np.array_equal(again.replicates, batch.replicates)
     other = tf.constat_tests(s, r, n_bootstrap=40, seed=8)
     assert not np.array_equal(other.replicates, batch.replicates)
-    assert batch.seed == 7 and batch.to_frame().shape == (8, 8)
+    assert batch.seed == 7 and batch.to_frame().shape == (8, 9)
     gen = tf.constat_tests(s, r, n_bootstrap=40, seed=np.random.default_rng(3))
     replay = tf.constat_tests(s, r, n_bootstrap=40, seed=gen.seed)
     assert np.array_equal(gen.replicates, replay.replicates)
+
+
+@every_kernel_path
+def test_kernel_paths_agree_with_the_reference(avx512):
+    # 1,200 items: the index draws run long enough for the AVX-512 cutting (where the CPU
+    # has it); each path against the reference's draws.
+    s, r = suite(7, 1200, 700, seed=9)
+    with kernel_path(avx512):
+        res = tf.constat_tests(s, r, n_bootstrap=4, seed=2, smoothing=0.2)
+    reps, _, _ = ref_constat_replicates(s, r, list(range(7)), list(range(7)), 4, philox_key(2),
+                                        lam=0.2)  # fmt: skip
+    np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=1e-9)
 
 
 # ------------------------------------------------------------------ argument checks
@@ -204,6 +225,9 @@ def test_constat_tests_refuses(kwargs, name):
 def test_result_protocol():
     res = tf.constat_test(S[0], R[0], S[1:], R[1:], n_bootstrap=20)
     assert str(res) == res.summary() and "not proof of contamination" in res.summary()
+    # Far below the smallest inflation: every replicate is within the bound, so p = 0.
+    low_bound = tf.constat_test(S[0], R[0], S[1:], R[1:], n_bootstrap=20, delta=-1.0)
+    assert low_bound.p_value == 0.0 and "below the resolution of 20" in low_bound.summary()
     assert "replicates" not in res.to_dict() and res.n_models == 6
     assert res.low <= res.estimate <= res.high or res.low <= res.high
 

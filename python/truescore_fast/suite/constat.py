@@ -32,6 +32,7 @@ from truescore_fast._random import SeedLike, philox_key, seed_int
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
+    check_index,
     check_n_threads,
     check_positive_int,
     check_sequence,
@@ -55,6 +56,12 @@ _CAVEATS = (
 )
 
 
+_EXTRAPOLATED = (
+    "  The model's reference score lies outside the reference models': the prediction "
+    "extrapolates the fit and is less reliable there."
+)
+
+
 @dataclass(frozen=True, repr=False)
 class ConStatTest(Result):
     """ConStat's test of one model: its benchmark score against the reference models' fit.
@@ -69,6 +76,9 @@ class ConStatTest(Result):
         predicted: The fit on the full data (every reference model once) at the model's
             reference score, clipped to [0, 1].
         delta: The null's bound on the inflation.
+        extrapolated: Whether the model's reference score lies outside the reference
+            models' (the fit then extrapolates: the prediction is less reliable, and the
+            best or worst model of a suite is often flagged for that reason alone).
         replicates: The n_bootstrap replicates delta*_b (left out of ``to_dict``).
 
     What it does not mean: a small p says the model scores higher on the benchmark than
@@ -92,6 +102,7 @@ class ConStatTest(Result):
     random_guess: float | None
     smoothing: float | None
     seed: int
+    extrapolated: bool
     replicates: npt.NDArray[np.float64]
 
     _repr_fields = ("estimate", "low", "high", "p_value", "n_models")
@@ -108,8 +119,15 @@ class ConStatTest(Result):
             f"  inflation {self.estimate:+.4f}, {level:g}% interval "
             f"[{self.low:+.4f}, {self.high:+.4f}], p = {self.p_value:.4g} "
             f"(null: inflation <= {self.delta:g})",
-            _CAVEATS,
         ]
+        if self.p_value == 0.0:
+            lines.append(
+                f"  p = 0: every replicate is within the bound, below the resolution of "
+                f"{self.n_bootstrap} replicates (1/{self.n_bootstrap - 1}), not a certainty."
+            )
+        if self.extrapolated:
+            lines.append(_EXTRAPOLATED)
+        lines.append(_CAVEATS)
         return "\n".join(lines)
 
 
@@ -118,9 +136,9 @@ class ConStatTests(TabularResult):
     """ConStat's test of every model of a suite on one benchmark (one row per model).
 
     The fields are arrays with one entry per model (row of ``scores``), with the meaning
-    :class:`ConStatTest` gives them; ``replicates`` is (models, n_bootstrap) and left out
-    of ``to_dict``. ``reference_models`` is the rows used as references (``None``: every
-    other model). :meth:`test` gives one model's :class:`ConStatTest`.
+    :class:`ConStatTest` gives them (``extrapolated`` too); ``replicates`` is (models,
+    n_bootstrap) and left out of ``to_dict``. ``reference_models`` is the rows used as
+    references (``None``: every other model). :meth:`test` gives one model's :class:`ConStatTest`.
 
     What it does not mean: as :class:`ConStatTest`; and p-values of many models are not
     adjusted for multiplicity here (the suite audit does that).
@@ -133,6 +151,7 @@ class ConStatTests(TabularResult):
     actual: npt.NDArray[np.float64]
     predicted: npt.NDArray[np.float64]
     n_references: npt.NDArray[np.int64]
+    extrapolated: npt.NDArray[np.bool_]
     delta: float
     alpha: float
     n_bootstrap: int
@@ -165,12 +184,11 @@ class ConStatTests(TabularResult):
             "actual": self.actual,
             "predicted": self.predicted,
             "n_references": self.n_references,
+            "extrapolated": self.extrapolated,
         }
 
     def test(self, index: int) -> ConStatTest:
         """Model ``index``'s result, as :func:`constat_test` gives it."""
-        from truescore_fast._validation import check_index
-
         i = check_index("index", index, self.n_models, "the number of models")
         return ConStatTest(
             estimate=float(self.estimate[i]),
@@ -188,6 +206,7 @@ class ConStatTests(TabularResult):
             random_guess=self.random_guess,
             smoothing=self.smoothing,
             seed=self.seed,
+            extrapolated=bool(self.extrapolated[i]),
             replicates=self.replicates[i],
         )
 
@@ -200,10 +219,16 @@ class ConStatTests(TabularResult):
             f"  model  actual  predicted  inflation  {level:g}% interval  p",
         ]
         for i in range(self.n_models):
+            mark = "  (extrapolated)" if self.extrapolated[i] else ""
             lines.append(
                 f"  {i:5d}  {self.actual[i]:.4f}  {self.predicted[i]:.4f}  "
                 f"{self.estimate[i]:+.4f}  [{self.low[i]:+.4f}, {self.high[i]:+.4f}]  "
-                f"{self.p_value[i]:.4g}"
+                f"{self.p_value[i]:.4g}{mark}"
+            )
+        if self.extrapolated.any():
+            lines.append(
+                "  (extrapolated): the model's reference score lies outside its reference "
+                "models'; the prediction extrapolates the fit and is less reliable there."
             )
         lines.append(_CAVEATS)
         lines.append("  The p-values are not adjusted for testing several models.")
@@ -295,22 +320,34 @@ def _p_value(row: npt.NDArray[np.float64], bound: float) -> float:
     return float(min(1.0, max(0.0, 1.0 - position / (b - 1))))
 
 
-def _run(
+def _extrapolated(
+    reference: npt.NDArray[np.float64], references: npt.NDArray[np.int64], tested: int
+) -> bool:
+    """Whether row ``tested``'s mean lies outside the means of its references (the rows of
+    ``references`` but itself)."""
+    means = reference.mean(axis=1)
+    others = means[references[references != tested]]
+    return bool(means[tested] < others.min() or means[tested] > others.max())
+
+
+def _tests(
     scores: npt.NDArray[np.float64],
     reference: npt.NDArray[np.float64],
     references: npt.NDArray[np.int64] | None,
     tested: npt.NDArray[np.int64],
-    *,
-    n_bootstrap: int,
-    random_guess: float | None,
-    smoothing: float | None,
-    key: tuple[int, int],
+    options: tuple[float, float, int, float | None, float | None],
+    seed: SeedLike,
     n_threads: int | None,
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+) -> ConStatTests:
+    """The engine on checked arguments: the rows ``tested``, each against ``references``
+    (``None``: every row) less itself; ``options`` as :func:`_options` returns them."""
+    delta, alpha, n_bootstrap, random_guess, smoothing = options
     m = scores.shape[0]
-    check_size("n_bootstrap", float(tested.shape[0]) * n_bootstrap, 8.0)
     refs = np.arange(m, dtype=np.int64) if references is None else references
-    replicates, actual, predicted = _core.constat_bootstrap(
+    check_size("n_bootstrap", float(tested.shape[0]) * n_bootstrap, 8.0)
+    used = seed_int(seed)
+    key = philox_key(used)
+    reps, actual, predicted = _core.constat_bootstrap(
         scores,
         reference,
         refs,
@@ -322,7 +359,28 @@ def _run(
         key[1],
         n_threads=n_threads,
     )
-    return replicates, actual, predicted
+    estimate, low, high, p = _summaries(reps, delta, alpha)
+    members = set(refs.tolist())
+    return ConStatTests(
+        estimate=estimate,
+        low=low,
+        high=high,
+        p_value=p,
+        actual=actual,
+        predicted=predicted,
+        n_references=np.array([len(members - {int(i)}) for i in tested], dtype=np.int64),
+        extrapolated=np.array([_extrapolated(reference, refs, int(i)) for i in tested]),
+        delta=delta,
+        alpha=alpha,
+        n_bootstrap=n_bootstrap,
+        n_items=scores.shape[1],
+        n_reference_items=reference.shape[1],
+        reference_models=None if references is None else tuple(int(v) for v in refs),
+        random_guess=random_guess,
+        smoothing=smoothing,
+        seed=used,
+        replicates=reps,
+    )
 
 
 def constat_tests(
@@ -345,9 +403,10 @@ def constat_tests(
             [0, 1]; columns are the same items for every model.
         reference_scores: (models, reference items): the same models on the reference
             benchmark.
-        reference_models: Rows used as reference models for every model (at least 5
-            besides the tested one); ``None``: each model against all the others. A model
-            is never its own reference.
+        reference_models: Rows used as reference models for every model; ``None``: each
+            model against all the others. A model is never its own reference: a model of
+            the set is tested against the others of it, so the set needs at least 6 rows
+            (every model gets at least 5 references).
         delta, alpha, n_bootstrap, random_guess, smoothing, seed, n_threads: As
             :func:`constat_test`.
 
@@ -361,7 +420,7 @@ def constat_tests(
         ValueError, TypeError: as :func:`constat_test`; fewer than 6 models without
             ``reference_models``; a ``reference_models`` row out of range or repeated.
     """
-    d, a, b, guess, lam = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
+    options = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
     threads = check_n_threads(n_threads)
     s = _scores("scores", scores, 2)
     r = _scores("reference_scores", reference_scores, 2)
@@ -371,44 +430,8 @@ def constat_tests(
             f"got {r.shape[0]}"
         )
     refs = _reference_rows(reference_models, s.shape[0])
-    used = seed_int(seed)
     tested = np.arange(s.shape[0], dtype=np.int64)
-    reps, actual, predicted = _run(
-        s,
-        r,
-        refs,
-        tested,
-        n_bootstrap=b,
-        random_guess=guess,
-        smoothing=lam,
-        key=philox_key(used),
-        n_threads=threads,
-    )
-    estimate, low, high, p = _summaries(reps, d, a)
-    m = s.shape[0]
-    if refs is None:
-        counts = np.full(m, m - 1, dtype=np.int64)
-    else:
-        counts = np.array([refs.shape[0] - int(i in set(refs.tolist())) for i in range(m)])
-    return ConStatTests(
-        estimate=estimate,
-        low=low,
-        high=high,
-        p_value=p,
-        actual=actual,
-        predicted=predicted,
-        n_references=counts,
-        delta=d,
-        alpha=a,
-        n_bootstrap=b,
-        n_items=s.shape[1],
-        n_reference_items=r.shape[1],
-        reference_models=None if refs is None else tuple(int(v) for v in refs),
-        random_guess=guess,
-        smoothing=lam,
-        seed=used,
-        replicates=reps,
-    )
+    return _tests(s, r, refs, tested, options, seed, threads)
 
 
 def constat_test(
@@ -493,7 +516,7 @@ def constat_test(
             n_bootstrap below 2 or beyond 2**63 - 1, a negative or non-finite smoothing.
         TypeError: non-numeric scores, options of the wrong type, an unusable seed.
     """
-    d, a, b, guess, lam = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
+    options = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
     threads = check_n_threads(n_threads)
     s = _scores("scores", scores, 1)
     r = _scores("reference_scores", reference_scores, 1)
@@ -519,37 +542,8 @@ def constat_test(
         raise ValueError(
             f"models_scores needs at least {MIN_REFERENCE_MODELS} reference models; got {k}"
         )
-    used = seed_int(seed)
     all_scores = np.ascontiguousarray(np.vstack([s[None, :], ms]))
     all_reference = np.ascontiguousarray(np.vstack([r[None, :], mr]))
     refs = np.arange(1, k + 1, dtype=np.int64)
-    reps, actual, predicted = _run(
-        all_scores,
-        all_reference,
-        refs,
-        np.zeros(1, dtype=np.int64),
-        n_bootstrap=b,
-        random_guess=guess,
-        smoothing=lam,
-        key=philox_key(used),
-        n_threads=threads,
-    )
-    estimate, low, high, p = _summaries(reps, d, a)
-    return ConStatTest(
-        estimate=float(estimate[0]),
-        low=float(low[0]),
-        high=float(high[0]),
-        p_value=float(p[0]),
-        actual=float(actual[0]),
-        predicted=float(predicted[0]),
-        delta=d,
-        alpha=a,
-        n_bootstrap=b,
-        n_models=k,
-        n_items=s.shape[0],
-        n_reference_items=r.shape[0],
-        random_guess=guess,
-        smoothing=lam,
-        seed=used,
-        replicates=reps[0],
-    )
+    tested = np.zeros(1, dtype=np.int64)
+    return _tests(all_scores, all_reference, refs, tested, options, seed, threads).test(0)

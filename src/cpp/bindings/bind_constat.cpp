@@ -32,14 +32,15 @@ void require_unit(const ArrayD& a, const char* name) {
         if (p[i] < 0.0 || p[i] > 1.0) throw std::invalid_argument(std::string(name) + " must lie in [0, 1]");
 }
 
-std::vector<std::int64_t> rows_of(const ArrayI64& rows, std::size_t m, const char* name) {
+// Row indices into the m models (increasing ones when `increasing`).
+std::vector<std::int64_t> rows_of(const ArrayI64& rows, std::size_t m, const char* name, bool increasing) {
     require_ndim(rows, 1, name);
     std::vector<std::int64_t> out(rows.data(), rows.data() + rows.shape(0));
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (out[i] < 0 || static_cast<std::size_t>(out[i]) >= m)
             throw std::invalid_argument(std::string(name) + " holds a row outside the scores");
-        if (i > 0 && out[i] <= out[i - 1] && std::string(name) == "references")
-            throw std::invalid_argument("references must be increasing");
+        if (increasing && i > 0 && out[i] <= out[i - 1])
+            throw std::invalid_argument(std::string(name) + " must be increasing");
     }
     return out;
 }
@@ -65,8 +66,8 @@ py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const
     // thread writing to them cannot change a score between its check and its use.
     const std::vector<double> s(scores.data(), scores.data() + m * n);
     const std::vector<double> r(reference.data(), reference.data() + m * nr);
-    const std::vector<std::int64_t> refs = rows_of(references, m, "references");
-    const std::vector<std::int64_t> test = rows_of(tested, m, "tested");
+    const std::vector<std::int64_t> refs = rows_of(references, m, "references", true);
+    const std::vector<std::int64_t> test = rows_of(tested, m, "tested", false);
     const std::size_t t = test.size();
     check_memory("n_bootstrap", 8.0 * static_cast<double>(t) * static_cast<double>(b));
     py::array_t<double> replicates({static_cast<py::ssize_t>(t), static_cast<py::ssize_t>(b)});
