@@ -28,6 +28,9 @@ from reference import ref_moments_mpmath
 
 EXAMPLES = int(os.environ.get("TRUESCORE_FUZZ_EXAMPLES", "25"))
 SLOW = {  # functions that simulate: fewer examples
+    "suite_study",
+    "plot_heatmap",
+    "write_report",
     "audit_prune",
     "budget_study",
     "coverage_study",

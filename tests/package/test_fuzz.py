@@ -784,6 +784,23 @@ def _suite_audit(a: Args, name: str) -> None:
     check(fn, lambda: fn(_small_suite(), **kwargs), ("n_threads",))
 
 
+@case("plot_heatmap", "write_report")
+def _suite_report(a: Args, name: str) -> None:
+    pytest.importorskip("matplotlib")
+    fn = getattr(ts, name)
+    result = a(
+        lambda: ts.suite_audit(_small_suite(), tests=("randomization", "matched_form")),
+        st.sampled_from([None, 3, "result", {"q": 0.05}]),
+    )
+    if name == "plot_heatmap":
+        test = a(None, choice("randomization", "matched_form"))
+        check(fn, lambda: fn(result, None, test=test), ())
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="fuzz-report-"))
+        path = a(folder / "report.html", st.sampled_from([folder, 3, "", folder / "x" / "r.html"]))
+        check(fn, lambda: fn(result, path, title=a("Suite", st.sampled_from([3, None]))), ())
+
+
 @case("simulate_suite")
 def _simulate_suite(a: Args, name: str) -> None:
     fn = ts.simulate_suite

@@ -385,10 +385,13 @@ def _save(figure: Any, path: Path | io.BytesIO, kind: str, dpi: float = 150) -> 
         # a name in a script the font lacks (CJK with the default DejaVu Sans) is drawn
         # with boxes, once per glyph warned about; the report's table has it whole
         warnings.filterwarnings("ignore", message="Glyph .* missing from font")
-        figure.savefig(
-            path, format=kind, dpi=dpi, metadata=metadata, facecolor="white",
-            bbox_inches="tight", pad_inches=0.15,
-        )  # fmt: skip
+        try:
+            figure.savefig(
+                path, format=kind, dpi=dpi, metadata=metadata, facecolor="white",
+                bbox_inches="tight", pad_inches=0.15,
+            )  # fmt: skip
+        except OSError as error:  # a folder that does not exist, no permission
+            raise ValueError(f"path: cannot write {path}: {error.strerror or error}") from None
 
 
 # --------------------------------------------------------------------------- the report
@@ -457,8 +460,9 @@ def write_report(
         MissingExtraError: (an ImportError) matplotlib (the heatmap) is not installed.
         TypeError: naming the argument: a ``result`` without ``to_frame()``, a ``path``,
             ``title`` or ``created`` of the wrong type.
-        ValueError: naming the argument: a ``path`` not ending in .html or .htm, a table
-            without the columns, with no row, or with a (model, benchmark, test) twice.
+        ValueError: naming the argument: a ``path`` not ending in .html or .htm or that
+            cannot be written (a folder that does not exist), a table without the
+            columns, with no row, or with a (model, benchmark, test) twice.
 
     What the report does NOT say: a flag is evidence, at the suite's error rate, that
     the public score is inflated relative to fresh forms or reference models; it is not
@@ -477,7 +481,10 @@ def write_report(
     png = io.BytesIO()
     _save(figure, png, "png", dpi=_REPORT_DPI)
     page = _page(result, frame, title, created, png.getvalue())
-    out.write_text(page, encoding="utf-8", newline="\n")
+    try:
+        out.write_text(page, encoding="utf-8", newline="\n")
+    except OSError as error:  # a folder that does not exist, a directory, no permission
+        raise ValueError(f"path: cannot write {out}: {error.strerror or error}") from None
     return out
 
 
