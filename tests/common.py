@@ -85,3 +85,15 @@ def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.Comple
         env=env,
         timeout=timeout,
     )
+
+
+def write_suite_table(path, data):
+    """Write a SuiteData's public and fresh forms as a long suite table (CSV) at ``path``."""
+    lines = ["model,benchmark,parent,form,correct"]
+    for p in data.pairs:
+        for i, parent in enumerate(p.parents):
+            lines.append(f"{p.model},{p.benchmark},{parent},public,{p.public[i]:g}")
+            for k, form in enumerate(p.fresh_forms):
+                lines.append(f"{p.model},{p.benchmark},{parent},{form},{p.fresh[i, k]:g}")
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -28,6 +28,9 @@ from reference import ref_moments_mpmath
 
 EXAMPLES = int(os.environ.get("TRUESCORE_FUZZ_EXAMPLES", "25"))
 SLOW = {  # functions that simulate: fewer examples
+    "suite_study",
+    "plot_heatmap",
+    "write_report",
     "audit_prune",
     "budget_study",
     "coverage_study",
@@ -478,6 +481,22 @@ COUNT_CALLS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
         {"gaps": np.random.default_rng(5).choice([-0.5, 0.5], (3, 20)), "draws": 9},
     ),
     "did_estimate": (ts.did_estimate, {"exposed": np.ones((8, 4)), "unexposed": np.ones((8, 4))}),
+    "constat_test": (
+        ts.constat_test,
+        {
+            "scores": np.full(6, 0.5),
+            "reference_scores": np.full(5, 0.5),
+            "models_scores": np.linspace(0.1, 0.9, 30).reshape(5, 6),
+            "models_reference_scores": np.linspace(0.1, 0.9, 25).reshape(5, 5),
+        },
+    ),
+    "constat_tests": (
+        ts.constat_tests,
+        {
+            "scores": np.linspace(0.1, 0.9, 36).reshape(6, 6),
+            "reference_scores": np.linspace(0.1, 0.9, 30).reshape(6, 5),
+        },
+    ),
     "family_bootstrap_difference": (
         ts.family_bootstrap_difference,
         {"treated": np.arange(6.0), "control": np.ones(6), "families": np.arange(6) // 2},
@@ -506,6 +525,26 @@ COUNT_CALLS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
         {"settings": ts.stress_settings()[:1], "replications": 9, "intervals": "wald"},
     ),
 }
+COUNT_CALLS["suite_audit"] = (
+    ts.suite_audit,
+    {
+        "source": ts.simulate_suite(models=6, benchmarks=1, parents=12, leaks=(), seed=1),
+        "tests": ("randomization", "constat"),
+        "n_bootstrap": 9,
+    },
+)
+COUNT_CALLS["suite_study"] = (
+    ts.suite_study,
+    {
+        "models": 3,
+        "benchmarks": 1,
+        "parents": 10,
+        "leaks": (),
+        "tests": ("randomization",),
+        "replications": 2,
+        "progress": False,
+    },
+)
 COUNT_CALLS["audit_order"] = (ts.audit_order, {"population_size": 40})
 COUNT_CALLS["betting_confidence_sequence"] = (
     ts.betting_confidence_sequence,

@@ -93,6 +93,16 @@ def _prune(rng: np.random.Generator) -> Any:
     return ts.audit_prune(*_pairs(rng), n_splits=2, step=0.25, seed=int(rng.integers(9)))
 
 
+def _constat_suite(rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
+    """A tested model's scores, then 6 models' (benchmark and reference benchmark)."""
+    ability = np.linspace(0.2, 0.9, 6)[:, None]
+    s, r = (
+        (rng.random((6, 30)) < ability).astype(float),
+        (rng.random((6, 20)) < ability).astype(float),
+    )
+    return s[0], r[0], s, r
+
+
 def _study_table(rng: np.random.Generator) -> Any:
     return ts.plan_audit_size(_gaps(rng, 20), population_size=int(rng.integers(20, 60)))
 
@@ -106,6 +116,8 @@ INSTANCES: dict[str, Callable[[np.random.Generator], Any]] = {
     "ComparisonResult": lambda rng: ts.paired_bootstrap(
         *_forms(rng)[0:1], rng.random(12), n_bootstrap=50
     ),
+    "ConStatTest": lambda rng: ts.constat_test(*_constat_suite(rng), n_bootstrap=20),
+    "ConStatTests": lambda rng: ts.constat_tests(*_constat_suite(rng)[2:], n_bootstrap=20),
     "ContaminationResult": lambda rng: ts.exchangeability_test(
         float(rng.normal()), rng.normal(size=9)
     ),
@@ -147,10 +159,18 @@ INSTANCES: dict[str, Callable[[np.random.Generator], Any]] = {
     "StudySettings": lambda rng: StudySettings(),
     "Study": lambda rng: Study.of(lambda **kw: _study_table(rng), "toy", "a toy", 10),
     "StudyTable": _study_table,
+    "SuiteAudit": lambda rng: ts.suite_audit(
+        ts.simulate_suite(models=3, benchmarks=1, parents=12, seed=int(rng.integers(9)), leaks=()),
+        tests=("randomization",),
+    ),
+    "SuiteData": lambda rng: ts.simulate_suite(
+        models=2, benchmarks=1, parents=6, seed=int(rng.integers(9)), leaks=()
+    ),
 }
 
 # a valid call of every method (and constructor) that takes arguments
 ARGUMENTS: dict[str, dict[str, Any]] = {
+    "ConStatTests.test": {"index": 1},
     "ExchangeabilityTests.combine": {"method": "fisher"},
     "ExchangeabilityTests.shard": {"index": 1},
     "ExchangeabilityTests.summary": {"method": "stouffer"},
@@ -176,6 +196,11 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "StudyOptions": {"replications": 10},
     "StudyOptions.keywords": {"run": "coverage"},
     "StudyTable.summary": {"width": 60},
+    "SuiteData.from_scores": {
+        "forms": {("m", "b"): {"p1": {"public": 1.0, "fresh1": 0.0}}},
+        "references": {("m", "b"): {"r1": 0.5}},
+    },
+    "SuiteData.pair": {"model": "model-01", "benchmark": "bench-1"},
 }
 
 

@@ -1224,3 +1224,178 @@ def ref_hedged_cs(x, population_size=None, alpha=0.05, c=0.5, tol=1e-10):
         return rejected
 
     return end(True), end(False)
+
+
+# ---------------------------------------------------------------------------------------
+# Suite audit: multiplicity procedures run as procedures (which tests does each reject at
+# level q?), the adjusted p-value of a test being the smallest q that rejects it
+# ---------------------------------------------------------------------------------------
+
+
+def ref_step_up_rejects(p_values: Any, q: float, dependence_factor: float = 1.0) -> list[bool]:
+    """Benjamini-Hochberg's step-up procedure at level q (Benjamini-Yekutieli's with
+    ``dependence_factor`` c(m) = sum 1/i): k* = the largest k with p_(k) <= k q / (m c);
+    reject the k* smallest p-values."""
+    p = [float(x) for x in p_values]
+    m = len(p)
+    ranked = sorted(p)
+    k_star = 0
+    for k in range(1, m + 1):
+        if ranked[k - 1] <= k * q / (m * dependence_factor) * (1 + 1e-12):  # at the level
+            k_star = k
+    return [x <= ranked[k_star - 1] if k_star else False for x in p]
+
+
+def ref_step_down_rejects(p_values: Any, q: float) -> list[bool]:
+    """Holm's step-down procedure at level q: reject p_(1), p_(2), ... while
+    p_(k) <= q / (m - k + 1), stopping at the first that is not."""
+    p = [float(x) for x in p_values]
+    m = len(p)
+    ranked = sorted(p)
+    cut = -1.0
+    for k in range(1, m + 1):
+        if ranked[k - 1] <= q / (m - k + 1) * (1 + 1e-12):  # at the level itself
+            cut = ranked[k - 1]
+        else:
+            break
+    return [x <= cut for x in p]
+
+
+def ref_adjusted_by_procedure(p_values: Any, method: str) -> list[float]:
+    """The adjusted p-values as the smallest level q in (0, 1] at which the procedure
+    rejects each test (1 when none does), searched over every level at which some
+    procedure decision can change: the values m c p_(k) / k (step-up) or
+    (m - k + 1) p_(k) (step-down)."""
+    p = [float(x) for x in p_values]
+    m = len(p)
+    c = sum(1.0 / i for i in range(1, m + 1)) if method == "by" else 1.0
+    ranked = sorted(p)
+    if method == "holm":
+        levels = [(m - k + 1) * ranked[k - 1] for k in range(1, m + 1)]
+    else:
+        levels = [m * c * ranked[k - 1] / k for k in range(1, m + 1)]
+    candidates = sorted({min(1.0, v) for v in levels} | {1.0})
+    out = [1.0] * m
+    for q in reversed(candidates):  # from 1 down: the last level that rejects is smallest
+        rejects = ref_step_down_rejects(p, q) if method == "holm" else ref_step_up_rejects(p, q, c)
+        for i in range(m):
+            if rejects[i]:
+                out[i] = q
+    return out
+
+
+# Suite audit: ConStat's performance-based test (Dekoninck, Müller & Vechev, NeurIPS 2024),
+# fitted with scipy.interpolate.make_smoothing_spline on the kernel's resamples
+# ---------------------------------------------------------------------------------------
+
+REF_CONSTAT_ANCHOR_WEIGHT = 1e-3  # the (0, 0) and (1, 1) anchors' weight
+REF_CONSTAT_MIN_DISTINCT = 5
+
+
+def _ref_constat_fit(x, y, w, lam, x0):
+    """The fit's value at x0: points of equal x merged (weighted mean of y, summed
+    weights), then make_smoothing_spline (or the weighted least-squares line below 5
+    distinct abscissas), clipped to [0, 1]."""
+    from scipy.interpolate import make_smoothing_spline
+
+    x, y, w = (np.asarray(v, dtype=np.float64) for v in (x, y, w))
+    ux, inverse = np.unique(x, return_inverse=True)
+    sw = np.bincount(inverse, weights=w)
+    sy = np.bincount(inverse, weights=w * y) / sw
+    if ux.shape[0] >= 5:
+        value = float(make_smoothing_spline(ux, sy, w=sw, lam=lam)(x0))
+    else:
+        xm = np.sum(sw * ux) / np.sum(sw)
+        ym = np.sum(sw * sy) / np.sum(sw)
+        slope = np.sum(sw * (ux - xm) * (sy - ym)) / np.sum(sw * (ux - xm) ** 2)
+        value = float(ym + slope * (x0 - xm))
+    return min(1.0, max(0.0, value))
+
+
+def _ref_constat_points(bench, ref, models, random_guess):
+    x = [ref[j] for j in models] + [0.0, 1.0]
+    y = [bench[j] for j in models] + [0.0, 1.0]
+    w = [1.0] * len(models) + [REF_CONSTAT_ANCHOR_WEIGHT] * 2
+    if random_guess is not None:
+        x.append(random_guess)
+        y.append(random_guess)
+        w.append(1.0)
+    return x, y, w
+
+
+def ref_constat_draws(key, resample, n_items, n_reference_items, counts):
+    """Resample ``resample``'s draws: benchmark item indices, reference item indices (each
+    ``ref_packed_draws`` on stream ``resample``), then, per reference-model count k in
+    ``counts``, k draws of ``below(k)`` from the stream as it stands after the items,
+    repeated until at least 5 are distinct."""
+    import copy
+
+    stream = RefStream(key, resample)
+    bench = ref_packed_draws(stream, n_items, n_items)
+    ref = ref_packed_draws(stream, n_reference_items, n_reference_items)
+    models = {}
+    for k in counts:
+        s = copy.deepcopy(stream)
+        while True:
+            draw = [s.below(k) for _ in range(k)]
+            if len(set(draw)) >= REF_CONSTAT_MIN_DISTINCT:
+                break
+        models[k] = draw
+    return bench, ref, models
+
+
+def ref_constat_replicates(
+    scores, reference_scores, references, tested, n_bootstrap, key, random_guess=None, lam=None
+):
+    """ConStat's delta*_b for each tested row (rows of the result) and its full-data
+    actual and predicted scores. ``references``: the reference rows; a tested row's own
+    references are these less itself, in increasing order."""
+    s = np.asarray(scores, dtype=np.float64)
+    r = np.asarray(reference_scores, dtype=np.float64)
+    lists = {i: [j for j in sorted(references) if j != i] for i in tested}
+    counts = sorted({len(v) for v in lists.values()})
+    out = np.empty((len(tested), n_bootstrap))
+    for b in range(n_bootstrap):
+        bi, ri, models = ref_constat_draws(key, b, s.shape[1], r.shape[1], counts)
+        bench = s[:, bi].mean(axis=1)
+        ref = r[:, ri].mean(axis=1)
+        for t, i in enumerate(tested):
+            chosen = [lists[i][d] for d in models[len(lists[i])]]
+            x, y, w = _ref_constat_points(bench, ref, chosen, random_guess)
+            out[t, b] = bench[i] - _ref_constat_fit(x, y, w, lam, ref[i])
+    bench, ref = s.mean(axis=1), r.mean(axis=1)
+    actual = np.array([bench[i] for i in tested])
+    predicted = np.array(
+        [
+            _ref_constat_fit(*_ref_constat_points(bench, ref, lists[i], random_guess), lam, ref[i])
+            for i in tested
+        ]
+    )
+    return out, actual, predicted
+
+
+def ref_constat_summary(replicates, delta, alpha):
+    """Estimate (mean), basic bootstrap interval and p-value, the p-value by bisection on
+    p of ``2 mean - quantile(1 - p) >= delta`` (NumPy's linear quantile)."""
+    d = np.asarray(replicates, dtype=np.float64)
+    mean = float(d.mean())
+    low = 2 * mean - float(np.quantile(d, 1 - alpha / 2))
+    high = 2 * mean - float(np.quantile(d, alpha / 2))
+
+    def holds(p):
+        return 2 * mean - float(np.quantile(d, 1 - p)) >= delta
+
+    if holds(0.0):
+        p = 0.0
+    elif not holds(1.0):
+        p = 1.0
+    else:
+        lo, hi = 0.0, 1.0  # holds(hi), not holds(lo)
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if holds(mid):
+                hi = mid
+            else:
+                lo = mid
+        p = hi
+    return mean, low, high, p

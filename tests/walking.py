@@ -46,6 +46,54 @@ def _table() -> io.StringIO:
     return io.StringIO("\n".join(rows) + "\n")
 
 
+def _suite_table() -> io.StringIO:
+    rows = ["model,benchmark,parent,form,correct"]
+    for model in ("m1", "m2"):
+        for parent in range(6):
+            for form in ("public", "fresh1"):
+                rows.append(f"{model},b,{parent},{form},{(parent + len(form)) % 2}")
+    return io.StringIO("\n".join(rows) + "\n")
+
+
+def _suite_table_file() -> str:
+    path = Path(tempfile.mkdtemp(prefix="walking-suite-")) / "suite.csv"
+    path.write_text(_suite_table().getvalue())
+    return str(path)
+
+
+def _suite_manifest() -> str:
+    folder = Path(tempfile.mkdtemp(prefix="walking-suite-"))
+    (folder / "manifest.csv").write_text(
+        "model,benchmark,form,path\n"
+        f"m,arith,public,{_HARNESS}/arith-public.json\n"
+        f"m,arith,fresh1,{_HARNESS}/arith-fresh1.json\n"
+    )
+    return str(folder / "manifest.csv")
+
+
+class _SuiteResult:
+    """A stand-in for a suite audit's result (what the report reads): two tests on one pair."""
+
+    q, fdr, n_tests = 0.05, "bh", 2
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "model": ["m1", "m1"],
+                "benchmark": ["b1", "b1"],
+                "test": ["matched_form", "constat"],
+                "p_value": [0.001, 0.2],
+                "adjusted_p_value": [0.002, 0.2],
+                "flagged": [True, False],
+                "estimate": [0.1, 0.05],
+                "low": [0.05, -0.01],
+                "high": [0.15, 0.11],
+            }
+        )
+
+
 _Q, _CORRECT, _WRONG = _pairs()
 _HARNESS = str(Path(__file__).resolve().parents[1] / "examples" / "harness" / "inspect")
 
@@ -82,6 +130,15 @@ VALID.update(
         },
         "stress_population": {"setting": ts.stress_settings()[0]},
         "validate_disclosure": {"obj_or_path": {"contamination": {}}},
+        "adjust": {"p_values": [0.01, 0.04, 0.5]},
+        "read_suite": {"source": _suite_table_file()},
+        "read_order_table": {
+            "table": {"kind": ["canonical", "x"], "loglik": [1.0, 0.0]},
+        },
+        "simulate_suite": {"models": 3, "benchmarks": 1, "parents": 20, "leaks": ()},
+        "read_suite_manifest": {"manifest": _suite_manifest(), "match_key": "metadata.parent_id"},
+        "plot_heatmap": {"result": _SuiteResult(), "path": None, "test": "constat"},
+        "write_report": {"result": _SuiteResult(), "path": "report.html", "title": "t"},
     }
 )
 VALID["coverage_study"]["progress"] = False

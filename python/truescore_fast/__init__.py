@@ -16,6 +16,8 @@ The package is laid out by domain, each subpackage with its own modules:
 * :mod:`truescore_fast.resampling` -- permutation nulls, finite-population bootstraps,
   difference in differences, seed-paired contrasts;
 * :mod:`truescore_fast.studies` -- the Monte Carlo studies;
+* :mod:`truescore_fast.suite` -- auditing a whole evaluation suite (every test on every
+  model and benchmark, ConStat's performance-based test, multiplicity control);
 * :mod:`truescore_fast.io` -- evaluation-harness runs and disclosure records;
 * :mod:`truescore_fast.cli` -- the ``truescore-fast`` command line.
 
@@ -37,7 +39,7 @@ from truescore_fast._core import __version__ as __version__
 
 # The modules whose __all__ the top level re-exports, in the order they are searched
 # (patch first: it loads only the two drop-in subpackages, which come next).
-_PUBLIC = ("patch", "contamination", "compare", "audit", "resampling", "studies", "io")
+_PUBLIC = ("patch", "contamination", "compare", "audit", "resampling", "studies", "suite", "io")
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     # ruff: noqa: F403
@@ -48,6 +50,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from truescore_fast.patch import *
     from truescore_fast.resampling import *
     from truescore_fast.studies import *
+    from truescore_fast.suite import *
 
 
 def _public(module: str) -> ModuleType:

@@ -69,6 +69,7 @@ class IntervalMethod:
     def value(self) -> int: ...
 
 FEASIBLE_SLACK: float
+CONSTAT_MIN_REFERENCE_MODELS: int
 
 def interval_method_traits() -> dict[str, dict[str, Any]]: ...
 def gap_interval_unchecked(
@@ -82,6 +83,19 @@ def gap_intervals(
     alpha: float = 0.05,
     n_threads: int | None = None,
 ) -> dict[str, npt.NDArray[np.float64]]: ...
+def constat_bootstrap(
+    scores: npt.ArrayLike,
+    reference_scores: npt.ArrayLike,
+    references: npt.ArrayLike,
+    tested: npt.ArrayLike,
+    n_bootstrap: int,
+    random_guess: float,
+    smoothing: float,
+    key0: int,
+    key1: int,
+    *,
+    n_threads: int | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def randomization_test(
     public: npt.ArrayLike,
     fresh: npt.ArrayLike,
@@ -342,5 +356,17 @@ class _Testing(ModuleType):
     ) -> dict[str, bool]: ...
     @staticmethod
     def has_cpuid() -> bool: ...
+    @staticmethod
+    def smoothing_spline_predict(
+        x: npt.ArrayLike, y: npt.ArrayLike, w: npt.ArrayLike, smoothing: float, x0: float
+    ) -> float: ...
+    @staticmethod
+    def smoothing_spline_gcv_lambda(
+        x: npt.ArrayLike, y: npt.ArrayLike, w: npt.ArrayLike
+    ) -> float: ...
+    @staticmethod
+    def smoothing_spline_gcv(
+        x: npt.ArrayLike, y: npt.ArrayLike, w: npt.ArrayLike, smoothing: float
+    ) -> float: ...
 
 testing: _Testing

@@ -14,10 +14,13 @@ import os
 import stat
 import sys
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from truescore_fast._validation import memory_error, memory_limit, optional_module
+import numpy as np
+
+from truescore_fast._validation import memory_error, memory_limit, one_line, optional_module
 
 __all__ = [
     "STDIN",
@@ -27,6 +30,7 @@ __all__ = [
     "parquet_rows",
     "parse_json",
     "read_input_bytes",
+    "read_columns",
     "read_json_file",
     "read_rows",
     "sniff_format",
@@ -353,4 +357,48 @@ def text_rows(text: str, kind: str, where: str) -> list[dict[str, Any]]:
     return rows
 
 
-# ---------------------------------------------------------------------------- audit tables
+# ---------------------------------------------------------------------------- columns
+
+
+def read_columns(source: Any, name: str, *, expected: str) -> dict[str, list[Any]]:
+    """A table's columns (name -> values in row order) from a path (:func:`read_rows`), an
+    open CSV text file or a mapping of columns (a pandas DataFrame works); ``name`` is the
+    argument's name for messages, ``expected`` the columns an empty table should have had.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            return _columns_from_rows(read_rows(source), str(source), expected)
+        except ValueError as error:  # an unknown suffix says nothing of which argument
+            if str(error).startswith("unsupported file type"):
+                raise ValueError(f"{name}: {error}") from None
+            raise
+    if isinstance(source, io.IOBase) or hasattr(source, "read"):
+        return _columns_from_rows(list(csv.DictReader(source)), name, expected)
+    if isinstance(source, Mapping) or hasattr(source, "columns"):
+        names = list(source.keys()) if isinstance(source, Mapping) else list(source.columns)
+        columns = {}
+        for c in names:
+            values = np.asarray(source[c])
+            if values.ndim != 1:
+                raise ValueError(
+                    f"{name} column {c!r} must be a 1-D sequence of values; "
+                    f"got {one_line(source[c])}"
+                )
+            columns[str(c).strip()] = list(values.tolist())
+        return columns
+    raise ValueError(
+        f"{name} must be a path, an open text file or a mapping of columns; got {one_line(source)}"
+    )
+
+
+def _columns_from_rows(
+    rows: list[dict[str, Any]], where: str, expected: str
+) -> dict[str, list[Any]]:
+    if not rows:
+        raise ValueError(f"{where} is empty: expected a header with {expected}")
+    names = list(rows[0])
+    cols: dict[str, list[Any]] = {str(n).strip(): [] for n in names}
+    for row in rows:
+        for raw in names:
+            cols[str(raw).strip()].append(row.get(raw))
+    return cols

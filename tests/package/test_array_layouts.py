@@ -92,6 +92,10 @@ RATINGS_B = np.clip(RATINGS_A + rng.integers(-1, 2, size=40), 0, 2).astype(float
 
 # name -> (arrays, call(*arrays)): each array argument is laid out by the layout under test
 N = 500
+_SUITE_RNG = np.random.default_rng(25)
+SUITE = (_SUITE_RNG.random((7, 40)) < np.linspace(0.2, 0.9, 7)[:, None]).astype(float)
+SUITE_REF = (_SUITE_RNG.random((7, 30)) < np.linspace(0.2, 0.9, 7)[:, None]).astype(float)
+
 CALLS: dict[str, tuple[tuple[np.ndarray, ...], Callable[..., Any]]] = {
     "bernstein_interval": ((GAPS,), lambda d: tf.bernstein_interval(d)),
     "hoeffding_interval": ((GAPS,), lambda d: tf.hoeffding_interval(d)),
@@ -187,6 +191,14 @@ CALLS: dict[str, tuple[tuple[np.ndarray, ...], Callable[..., Any]]] = {
         lambda v: tf.finite_population_bootstrap(v, population_size=N, replicates=200),
     ),
     "did_estimate": ((DID,), lambda x: tf.did_estimate(x, x[::-1], replicates=200)),
+    "constat_test": (
+        (SUITE[0], SUITE_REF[0], SUITE[1:], SUITE_REF[1:]),
+        lambda s, r, ms, mr: tf.constat_test(s, r, ms, mr, n_bootstrap=30, smoothing=0.1),
+    ),
+    "constat_tests": (
+        (SUITE, SUITE_REF),
+        lambda s, r: tf.constat_tests(s, r, n_bootstrap=30, smoothing=0.1),
+    ),
     "linear_weighted_kappa": (
         (RATINGS_A, RATINGS_B),
         lambda a, b: tf.linear_weighted_kappa(a, b, categories=[0, 1, 2], n_resamples=200),

@@ -324,6 +324,10 @@ KERNELS = {
         row = np.random.default_rng(0).normal(size=20000)
         tf.exchangeability_tests(np.zeros(10**6), np.broadcast_to(row, (10**6, 20000)))
     """,
+    "constat_bootstrap": """
+        s = np.linspace(0.1, 0.9, 6 * 50).reshape(6, 50)
+        tf.constat_tests(s, s[:, ::-1].copy(), n_bootstrap=10**6)
+    """,
     "rao_wu_one_huge_replicate": """
         tf.finite_population_bootstrap(np.arange(100.0), population_size=1000,
                                        replicates=2, resample_size=10**12)

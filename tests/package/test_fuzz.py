@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 import io
 import math
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +306,32 @@ def _patterns(a: Args, name: str) -> None:
         "n_threads": a(1, threads),
     }
     check(fn, lambda: fn(gaps, **kwargs), ())
+
+
+@case("constat_test", "constat_tests")
+def _constat(a: Args, name: str) -> None:
+    fn = getattr(ts, name)
+    rng = np.random.default_rng(25)
+    ability = np.linspace(0.2, 0.9, 7)[:, None]
+    base_s = (rng.random((7, 8)) < ability).astype(float)
+    base_r = (rng.random((7, 6)) < ability).astype(float)
+    s = a(lambda: base_s, arrays(ndim=2))
+    r = a(lambda: base_r, arrays(ndim=2))
+    kwargs: dict[str, Any] = {
+        "delta": a(0.0, st.sampled_from([0.0, -0.5, 2.0, math.nan, "0", None])),
+        "alpha": a(0.05, alphas),
+        "n_bootstrap": a(20, counts(1, 30)),
+        "random_guess": a(None, st.sampled_from([0.25, 0.0, 1.0, -0.1, math.inf, "x"])),
+        "smoothing": a(None, st.sampled_from([0.0, 1e-9, 1e6, -1.0, math.nan, 1e308])),
+        "seed": a(0, seeds),
+        "n_threads": a(1, threads),
+    }
+    if name == "constat_test":
+        one_s, one_r = a(lambda: base_s[0], arrays()), a(lambda: base_r[0], arrays())
+        check(fn, lambda: fn(one_s, one_r, s, r, **kwargs), ("reference models",))
+    else:
+        kwargs["reference_models"] = a(None, st.sampled_from([(0, 1, 2, 3, 4, 5), (0,), "ab", 3]))
+        check(fn, lambda: fn(s, r, **kwargs), ())
 
 
 @case("did_estimate")
@@ -662,6 +689,149 @@ def _prune(a: Args, name: str) -> None:
         kwargs["step"] = a(0.2, alphas)
         kwargs["max_fraction"] = a(0.5, alphas)
     check(fn, lambda: fn(a(q, _texts()), a(c, _texts()), a(i_, _texts()), **kwargs), ())
+
+
+@case("adjust")
+def _adjust(a: Args, name: str) -> None:
+    fn = ts.adjust
+    p = a(lambda: np.array([0.01, 0.04, 0.5]), arrays())
+    check(fn, lambda: fn(p, a("bh", choice("bh", "by", "holm"))), ())
+
+
+def _suite_text(a: Args) -> Any:
+    rows = ["model,benchmark,parent,form,correct"]
+    for model in ("m1", "m2"):
+        for parent in range(4):
+            for form in ("public", "fresh1", "reference"):
+                rows.append(f"{model},b,{form[0]}{parent},{form},{(parent + len(form)) % 2}")
+    good = "\n".join(rows) + "\n"
+    hostile = st.sampled_from(
+        [
+            good.replace(",1\n", ",nan\n", 1),
+            good.replace(",1\n", ",-1\n", 1),
+            good.replace("benchmark", "task"),
+            good + "m1,b,p0,public,1\n",
+            good + "m1,b,x9,fresh1,1\n",
+            "model,benchmark,parent,form,correct\n",
+            "",
+            good.replace("m1,b,p0,public", "m1,,p0,public"),
+        ]
+    )
+    return io.StringIO(a(good, hostile))
+
+
+@case("read_suite")
+def _read_suite(a: Args, name: str) -> None:
+    fn = ts.read_suite
+    table = _suite_text(a)
+    kwargs = {
+        "public_form": a("public", choice("public")),
+        "reference_form": a("reference", choice("reference")),
+    }
+    aliases = ("column", "parent", "correct", "form", "row", "model", "benchmark")
+    check(fn, lambda: fn(table, **kwargs), aliases)
+
+
+@case("read_order_table")
+def _read_order_table(a: Args, name: str) -> None:
+    fn = ts.read_order_table
+    good = {"kind": ["canonical", "x", "x"], "loglik": [1.0, 0.5, 2.0]}
+    table = a(good, st.sampled_from([
+        {"kind": ["canonical"], "loglik": [1.0]}, {"kind": ["x"], "loglik": [1.0]},
+        {"kind": ["canonical", "x"], "loglik": [math.nan, 1.0]}, {"loglik": [1.0]},
+        {"kind": ["canonical", "x"], "loglik": ["a", 1.0]}, {"kind": [], "loglik": []},
+    ]))  # fmt: skip
+    check(fn, lambda: fn(table), ("shard", "row", "loglik", "kind"))
+
+
+@case("read_suite_manifest")
+def _read_suite_manifest(a: Args, name: str) -> None:
+    fn = ts.read_suite_manifest
+    harness = Path(__file__).resolve().parents[2] / "examples" / "harness" / "inspect"
+    good = (
+        "model,benchmark,form,path\n"
+        f"m,arith,public,{harness}/arith-public.json\n"
+        f"m,arith,fresh1,{harness}/arith-fresh1.json\n"
+    )
+    text = a(good, st.sampled_from([
+        good.replace("fresh1,", "public,"), good.replace(",path", ",file"),
+        good.replace("arith-fresh1", "missing"), "model,benchmark,form,path\n",
+        good.replace("m,arith,public", "m,,public"),
+    ]))  # fmt: skip
+    folder = Path(tempfile.mkdtemp(prefix="fuzz-suite-"))
+    (folder / "manifest.csv").write_text(text)
+    key = a("metadata.parent_id", choice("metadata.parent_id"))
+    check(fn, lambda: fn(folder / "manifest.csv", match_key=key), ("path", "row", "form"))
+
+
+def _small_suite() -> Any:
+    return ts.simulate_suite(models=6, benchmarks=1, parents=12, leaks=((0, 0, 0.5),), seed=1)
+
+
+@case("suite_audit")
+def _suite_audit(a: Args, name: str) -> None:
+    fn = ts.suite_audit
+    tests = ("randomization", "constat", "matched_form")
+    kwargs = {
+        "q": a(0.05, alphas),
+        "fdr": a("bh", choice("bh", "by", "holm")),
+        "tests": a(tests, st.sampled_from([(), ("order",), "randomization", ("x",), 3])),
+        "alpha": a(0.05, alphas),
+        "n_bootstrap": a(20, counts(1, 40)),
+        "seed": a(0, seeds),
+        "threads": a(1, threads),
+    }
+    check(fn, lambda: fn(_small_suite(), **kwargs), ("n_threads",))
+
+
+@case("plot_heatmap", "write_report")
+def _suite_report(a: Args, name: str) -> None:
+    pytest.importorskip("matplotlib")
+    fn = getattr(ts, name)
+    result = a(
+        lambda: ts.suite_audit(_small_suite(), tests=("randomization", "matched_form")),
+        st.sampled_from([None, 3, "result", {"q": 0.05}]),
+    )
+    if name == "plot_heatmap":
+        test = a(None, choice("randomization", "matched_form"))
+        check(fn, lambda: fn(result, None, test=test), ())
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="fuzz-report-"))
+        path = a(folder / "report.html", st.sampled_from([folder, 3, "", folder / "x" / "r.html"]))
+        check(fn, lambda: fn(result, path, title=a("Suite", st.sampled_from([3, None]))), ())
+
+
+@case("simulate_suite")
+def _simulate_suite(a: Args, name: str) -> None:
+    fn = ts.simulate_suite
+    kwargs = {
+        "models": a(3, counts(1, 6)),
+        "benchmarks": a(2, counts(1, 3)),
+        "parents": a(10, counts(2, 20)),
+        "fresh_forms": a(1, counts(1, 3)),
+        "leaks": a(((0, 0, 0.3),), st.sampled_from([(), ((5, 0, 0.1),), ((0, 0, 2.0),), "x"])),
+        "spread": a(1.0, numbers),
+        "seed": a(0, seeds),
+    }
+    check(fn, lambda: fn(**kwargs), ())
+
+
+@case("suite_study")
+def _suite_study(a: Args, name: str) -> None:
+    fn = ts.suite_study
+    kwargs = {
+        "models": a(3, counts(1, 4)),
+        "benchmarks": 1,
+        "parents": a(10, counts(2, 12)),
+        "leaks": a(((0, 0, 0.3),), st.sampled_from([(), ((9, 0, 0.1),), "x"])),
+        "tests": a(("randomization",), st.sampled_from([("order",), (), ("constat",)])),
+        "fdr": a("bh", choice("bh", "by", "holm")),
+        "replications": a(2, counts(2, 3)),
+        "alpha": a(0.05, alphas),
+        "seed": a(0, seeds),
+        "progress": False,
+    }
+    check(fn, lambda: fn(**kwargs), ())
 
 
 # --- the tests ----------------------------------------------------------------------------

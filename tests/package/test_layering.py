@@ -4,7 +4,7 @@ taken from another subpackage, and no module grows past the size one topic needs
 
     compiled core and shared base (_core, _validation, _random, ...)   layer 0
     statistics: contamination, compare, audit, resampling             layer 1
-    studies, patch                                                     layer 2
+    studies, patch, suite (the suite audit)                            layer 2
     input/output: io                                                   layer 3
     command line: cli                                                  layer 4
 
@@ -27,6 +27,7 @@ LAYERS = {
     "compare": 1,
     "audit": 1,
     "resampling": 1,
+    "suite": 2,
     "studies": 2,
     "patch": 2,
     "io": 3,

@@ -41,6 +41,9 @@ NOT_RESULTS = {
     "StudySettings": "the command line's study settings (an input)",
     "StudyRun": "the tables a registered study prints",
     "HarnessReader": "an entry of the harness-format registry",
+    "SuiteData": "parsed input suite (read_suite)",
+    "SuitePair": "one pair of a parsed input suite",
+    "OrderData": "one pair's parsed log-likelihoods",
 }
 
 
@@ -55,6 +58,16 @@ def _audit():
     public, fresh = _gaps(1, 60)
     control = _gaps(2, 40)
     return tf.matched_form_audit(public, fresh, control=control, transport_radius=0.01, seed=3)
+
+
+def _constat():
+    rng = np.random.default_rng(25)
+    ability = np.linspace(0.2, 0.9, 7)[:, None]
+    s, r = (
+        (rng.random((7, 40)) < ability).astype(float),
+        (rng.random((7, 30)) < ability).astype(float),
+    )
+    return s[0], r[0], s, r
 
 
 def _did():
@@ -95,6 +108,14 @@ FACTORIES = {
         ("alpha",),
     ),
     "RandomizationTest": (lambda: tf.randomization_test(*_gaps(1, 40)), ("estimate", "p_value")),
+    "ConStatTest": (
+        lambda: tf.constat_test(*_constat(), n_bootstrap=30),
+        ("estimate", "low", "high", "p_value", "alpha"),
+    ),
+    "ConStatTests": (
+        lambda: tf.constat_tests(*_constat()[2:], n_bootstrap=30),
+        ("alpha", "delta", "n_bootstrap", "seed"),
+    ),
     "BootstrapResult": (
         lambda: tf.finite_population_bootstrap(
             np.arange(20.0), population_size=100, replicates=200, seed=1
@@ -162,6 +183,13 @@ FACTORIES = {
     "SequentialVerdict": (
         lambda: tf.SequentialExchangeabilityTest(20, 2, max_permutations=9).verdict(),
         ("decision", "p_low", "p_high", "orders_scored"),
+    ),
+    "SuiteAudit": (
+        lambda: tf.suite_audit(
+            tf.simulate_suite(models=3, benchmarks=1, parents=30, leaks=((0, 0, 0.8),)),
+            tests=("randomization",),
+        ),
+        ("q", "fdr", "n_tests"),
     ),
     "StudyTable": (
         lambda: tf.coverage_study(

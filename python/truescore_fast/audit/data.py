@@ -6,18 +6,14 @@ from arrays. The evaluation-harness readers in :mod:`truescore_fast.io.harness` 
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._files import read_rows
+from truescore_fast._files import read_columns
 from truescore_fast._validation import check_unit_interval, one_line
 
 __all__ = [
@@ -72,44 +68,6 @@ class AuditData:
 
 
 ALL_MODELS = "all"
-
-
-def _columns(source: Any, name: str) -> dict[str, list[Any]]:
-    if isinstance(source, (str, os.PathLike)):
-        try:
-            return _columns_from_rows(read_rows(source), str(source))
-        except ValueError as error:  # an unknown suffix says nothing of which argument
-            if str(error).startswith("unsupported file type"):
-                raise ValueError(f"{name}: {error}") from None
-            raise
-    if isinstance(source, io.IOBase) or hasattr(source, "read"):
-        return _columns_from_rows(list(csv.DictReader(source)), name)
-    if isinstance(source, Mapping) or hasattr(source, "columns"):
-        names = list(source.keys()) if isinstance(source, Mapping) else list(source.columns)
-        columns = {}
-        for c in names:
-            values = np.asarray(source[c])
-            if values.ndim != 1:
-                raise ValueError(
-                    f"{name} column {c!r} must be a 1-D sequence of values; "
-                    f"got {one_line(source[c])}"
-                )
-            columns[str(c).strip()] = list(values.tolist())
-        return columns
-    raise ValueError(
-        f"{name} must be a path, an open text file or a mapping of columns; got {one_line(source)}"
-    )
-
-
-def _columns_from_rows(rows: list[dict[str, Any]], where: str) -> dict[str, list[Any]]:
-    if not rows:
-        raise ValueError(f"{where} is empty: expected a header with parent, form, correct")
-    names = list(rows[0])
-    cols: dict[str, list[Any]] = {str(n).strip(): [] for n in names}
-    for row in rows:
-        for raw in names:
-            cols[str(raw).strip()].append(row.get(raw))
-    return cols
 
 
 def read_audit_table(
@@ -183,7 +141,7 @@ def _read_table(
             "parent_column, form_column, correct_column and model_column must name four "
             f"different columns; got {p_col!r}, {f_col!r}, {c_col!r}, {m_col!r}"
         )
-    cols = _columns(table, name)
+    cols = read_columns(table, name, expected="parent, form, correct")
     for required in (p_col, f_col, c_col):
         if required not in cols:
             raise ValueError(

@@ -8,8 +8,10 @@
     truescore-fast shard-orders N_EXAMPLES --shards R --permutations P [--seed S] [-o FILE]
     truescore-fast disclose {validate FILE,template,schema} [--json]
     truescore-fast calibrate {coverage,stress,detection,budget,sequential,
-        sequential-orders} [--replications R]
+        sequential-orders,suite} [--replications R]
         [--seed S] [--threads T] [--json] [--plot FILE.png]
+    truescore-fast suite TABLE_OR_MANIFEST [--q 0.05] [--fdr bh|by|holm]
+        [--report FILE.html] [--plot FILE] [--json]
 
 FILE is a CSV (``.csv``), TSV (``.tsv``), JSON Lines (``.jsonl``, ``.ndjson``, ``.json``)
 or Parquet (``.parquet``, the ``parquet`` extra) table, or ``-`` for standard input; a
@@ -62,15 +64,17 @@ _FLAG_OF_ARGUMENT = {
     "alpha": "--alpha",
     "clusters": "--cluster-column",
     "correct_column": "--correct-column",
-    "fallback": "--fallback",
-    "form_column": "--form-column",
     "effect_size": "--effect",
+    "fallback": "--fallback",
+    "fdr": "--fdr",
+    "form_column": "--form-column",
     "guardrail": "--guardrail",
     "h": "--h",
+    "logliks": "--loglik",
     "match_key": "--match-key",
-    "method": "--method",
     "max_parents": "--max-parents",
     "max_permutations": "--max-permutations",
+    "method": "--method",
     "metric": "--metric",
     "model_column": "--model-column",
     "n_bootstrap": "--resamples",
@@ -83,9 +87,14 @@ _FLAG_OF_ARGUMENT = {
     "population_size": "--population-size",
     "public_form": "--public-form",
     "public_match_key": "--public-match-key",
+    "q": "--q",
+    "reference_form": "--reference-form",
+    "reference_models": "--reference-model",
     "replications": "--replications",
     "seed": "--seed",
     "target_half_width": "--target-half-width",
+    "tests": "--tests",
+    "threads": "--threads",
     "transport_radius": "--radius",
     "variant": "--variant",
 }
@@ -121,6 +130,7 @@ _COMMANDS: dict[str, str] = {
     "shard-orders": "write the shard orders to score for the sharded contamination tests",
     "disclose": "contamination disclosure records for reported scores",
     "calibrate": "run a Monte Carlo calibration study and print its table",
+    "suite": "audit a whole suite: every model x benchmark, every test, FDR-controlled flags",
 }
 
 

@@ -26,6 +26,7 @@ STUDIES: dict[str, tuple[str, int]] = {
     "budget": ("budget curves and an audit-size plan (Table 10)", 2000),
     "sequential": ("the sequential audit under continuous monitoring", 1000),
     "sequential-orders": ("the sequential order test's size, power and orders scored", 2000),
+    "suite": ("the suite audit's false discovery rate and power per pair", 200),
 }
 
 

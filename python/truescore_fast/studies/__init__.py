@@ -67,7 +67,8 @@ Reference:
     cited above are that paper's.
 
 :func:`sequential_study` and :func:`sequential_order_study` measure what stopping early
-costs and saves (:mod:`~truescore_fast.studies.sequential`).
+costs and saves (:mod:`~truescore_fast.studies.sequential`); :func:`suite_study` measures
+the suite audit's false discovery rate and power (:mod:`~truescore_fast.studies.suite`).
 """
 
 # ruff: noqa: F403  (each module's __all__ is the one list of its public names)
@@ -83,6 +84,7 @@ from truescore_fast.studies import options as _options
 from truescore_fast.studies import registry as _registry
 from truescore_fast.studies import sequential as _sequential
 from truescore_fast.studies import stress as _stress
+from truescore_fast.studies import suite as _suite
 from truescore_fast.studies.budget import *
 from truescore_fast.studies.coverage import *
 from truescore_fast.studies.detection import *
@@ -90,6 +92,7 @@ from truescore_fast.studies.options import *
 from truescore_fast.studies.registry import *
 from truescore_fast.studies.sequential import *
 from truescore_fast.studies.stress import *
+from truescore_fast.studies.suite import *
 
 # The list the top level searches for a name. Type checkers read the star imports above
 # instead (mypy does not follow an __all__ built from other modules' lists).
@@ -101,6 +104,7 @@ if not TYPE_CHECKING:
         *_detection.__all__,
         *_budget.__all__,
         *_sequential.__all__,
+        *_suite.__all__,
         *_options.__all__,
         *_registry.__all__,
     ]

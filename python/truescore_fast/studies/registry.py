@@ -19,6 +19,7 @@ from typing import Any
 from truescore_fast._table import StudyTable
 from truescore_fast.studies import _plot, _presets
 from truescore_fast.studies.options import StudyOptions, StudyRun, StudySettings
+from truescore_fast.studies.suite import suite_study
 
 __all__ = ["STUDIES", "Study"]
 
@@ -104,6 +105,12 @@ STUDIES: dict[str, Study] = {
             "the sequential order test's size, power and orders scored",
             2000,
             _presets.sequential_order_tables,
+        ),
+        Study.of(
+            suite_study,
+            "suite",
+            "the suite audit's false discovery rate and power per pair",
+            200,
         ),
     )
 }

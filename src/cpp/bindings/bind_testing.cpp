@@ -24,6 +24,8 @@ namespace py = pybind11;
 using truescore::bindings::ArrayI64;
 using truescore::bindings::nonnegative_sizes;
 
+void bind_constat_testing(py::module_& t);
+
 namespace {
 
 // design: 0 simple random, 1 stratified, 2 with replacement, 3 Bernoulli. `draws` samples
@@ -179,6 +181,7 @@ void bind_portable_testing(py::module_& t);  // bind_portable.cpp
 
 void bind_testing(py::module_& m) {
     py::module_ t = m.def_submodule("testing", "Test-only hooks into the compiled core's samplers (internal).");
+    bind_constat_testing(t);
     t.def("sample_indices", &sample_indices, py::arg("design"), py::arg("population_size"), py::arg("n"),
           py::arg("offsets"), py::arg("allocation"), py::arg("probability"), py::arg("key0"), py::arg("key1"),
           py::arg("task"), py::arg("draws"),

@@ -40,6 +40,7 @@ inline constexpr std::size_t kBootstrapBlock = 256;         // compare.cpp: boot
 inline constexpr std::size_t kSignFlipBlock = 256;          // signflip.cpp: Monte Carlo sign patterns
 inline constexpr std::size_t kFamilyBootstrapBlock = 64;    // cluster_bootstrap.cpp: cluster_bootstrap_difference
 inline constexpr std::size_t kReplicateBlock = 1;           // resampling.cpp and the randomization test's Monte Carlo draws
+inline constexpr std::size_t kConStatBlock = 1;             // constat.cpp: one resample (its fits dominate)
 // calibration.cpp: replications per task. Exported as _core.CALIBRATION_BLOCK, which the
 // Python engine uses as REPLICATIONS_PER_TASK and passes back as TaskRange::block.
 inline constexpr std::size_t kCalibrationBlock = 250;

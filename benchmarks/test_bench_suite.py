@@ -1,0 +1,85 @@
+"""Benchmarks of the suite audit's ConStat test against the NumPy/SciPy reference in the
+same run.
+
+Groups (compare the rows within a group; the README quotes the ratios):
+* ConStat, 20 models: ``constat_tests`` on 20 models x 500 items (and 500 reference
+  items), 100 bootstraps, every model against the other 19, vs the reference
+  (``tests/reference.py``: ``make_smoothing_spline`` per fit) on the first 5 resamples,
+  scaled by 20 (resample b's replicates depend on b alone). Target >= 50x;
+* the suite job: 50 models x 20 benchmarks x 1,000 items with 1,000 bootstraps per pair
+  (20 calls of ``constat_tests`` on 50 x 1,000 matrices); target under a minute on 2
+  cores. Timed once; no baseline (the reference would take hours).
+Every benchmark also asserts correctness. No time is asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+from reference import ref_constat_replicates
+from truescore_fast._random import philox_key
+
+N_MODELS, N_ITEMS, N_BOOT, REF_BOOT = 20, 500, 100, 5
+
+
+def _suite(m, n, seed):
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.0, m)
+    d_bench, d_ref = rng.normal(0.0, 1.0, n), rng.normal(0.3, 1.0, n)
+    p_bench = 1.0 / (1.0 + np.exp(-(theta[:, None] - d_bench[None, :]) * 1.5))
+    p_ref = 1.0 / (1.0 + np.exp(-(theta[:, None] - d_ref[None, :]) * 1.5))
+    return (rng.random((m, n)) < p_bench).astype(float), (rng.random((m, n)) < p_ref).astype(float)
+
+
+@pytest.fixture(scope="module")
+def small_suite():
+    return _suite(N_MODELS, N_ITEMS, 2024)
+
+
+def _check(ours, reps):
+    # GCV on a flat criterion: SciPy's fit drifts ~1e-7 (tests/suite/test_constat.py).
+    np.testing.assert_allclose(ours.replicates[:, :REF_BOOT], reps, rtol=0, atol=1e-5)
+
+
+@pytest.mark.benchmark(group="suite: ConStat, 20 models x 500 items, B = 100")
+def test_constat_tests_compiled(benchmark, small_suite, record_role):
+    record_role("ours", "truescore_fast.constat_tests")
+    s, r = small_suite
+    ours = benchmark(tf.constat_tests, s, r, n_bootstrap=N_BOOT, seed=5)
+    reps, _, _ = ref_constat_replicates(
+        s, r, list(range(N_MODELS)), list(range(N_MODELS)), REF_BOOT, philox_key(5)
+    )
+    _check(ours, reps)
+
+
+@pytest.mark.benchmark(group="suite: ConStat, 20 models x 500 items, B = 100")
+def test_constat_numpy_reference(benchmark, small_suite, record_role):
+    record_role(
+        "baseline",
+        "NumPy/SciPy ConStat (tests/reference.py), 5 resamples x 20",
+        scale=N_BOOT / REF_BOOT,
+    )
+    s, r = small_suite
+    reps, _, _ = benchmark.pedantic(
+        ref_constat_replicates,
+        args=(s, r, list(range(N_MODELS)), list(range(N_MODELS)), REF_BOOT, philox_key(5)),
+        rounds=1,
+    )
+    _check(tf.constat_tests(s, r, n_bootstrap=N_BOOT, seed=5), reps)
+
+
+@pytest.mark.benchmark(group="suite: ConStat job, 50 models x 20 benchmarks x 1,000 items")
+def test_constat_suite_job(benchmark, record_role):
+    record_role("ours", "20 calls of constat_tests (50 x 1,000, B = 1,000)")
+    data = [_suite(50, 1000, seed) for seed in range(20)]
+
+    def job():
+        return [tf.constat_tests(s, r, n_bootstrap=1000, seed=b) for b, (s, r) in enumerate(data)]
+
+    results = benchmark.pedantic(job, rounds=1)
+    assert len(results) == 20 and all(np.isfinite(res.p_value).all() for res in results)
+    # Correctness: one resample of one benchmark against the reference.
+    s, r = data[0]
+    reps, _, _ = ref_constat_replicates(s, r, list(range(50)), [0, 1], 1, philox_key(0))
+    np.testing.assert_allclose(results[0].replicates[:2, :1], reps, rtol=0, atol=1e-5)

@@ -1,0 +1,224 @@
+"""``truescore-fast suite TABLE_OR_MANIFEST``: the suite audit (every test on every model
+and benchmark, p-values adjusted together) of one long table or of a manifest of harness
+runs; exit 2 when anything is flagged after the adjustment, 0 when nothing is, 1 when it
+cannot run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from truescore_fast.cli._catalog import HARNESSES
+from truescore_fast.cli._common import ExitCode, integer_flag, seed_flag
+
+# The library is imported where it is used: --help loads neither NumPy nor SciPy.
+
+__all__ = ["add_parser", "run_suite"]
+
+_TESTS = ("matched_form", "randomization", "order", "constat")  # suite.audit.SUITE_TESTS
+
+_DESCRIPTION = """\
+Which scores of a suite can you not trust? Every applicable test on every (model,
+benchmark), the p-values of all of them adjusted together, and the (model, benchmark,
+test) triples flagged at level --q.
+
+Input: a long table (.csv, .tsv, JSON Lines or .parquet, each may be gzipped; - for
+standard input), one row per (model, benchmark, parent, form):
+  model, benchmark, parent  (--model-column, --benchmark-column, --parent-column)
+  form     "public", a fresh form (fresh1, fresh2, ...) or "reference" (an item of a
+           separate reference benchmark of the same task, its own parents)
+  correct  the score in [0, 1]
+Or a manifest (a table with a "path" column): one row per (model, benchmark, form) with
+the columns model, benchmark, form, path; each path an lm-eval samples file, an Inspect
+log or a table, relative to the manifest's folder (needs --match-key); form "loglik"
+names the pair's log-likelihood table for the order test. With a long table, give
+log-likelihood tables with --loglik MODEL BENCHMARK FILE.
+
+Tests (--tests, default all; each runs where its data exist):
+  matched_form   the matched-form audit's claim rule, inverted to a p-value
+  randomization  the exact randomization test of no form effect (public above fresh)
+  order          the exact order test on log-likelihoods, shards pooled by Fisher
+  constat        ConStat: the model's public score against the other models' relation
+                 between benchmark and reference score (needs 6+ models per benchmark)
+
+Every p-value of the run is one family, adjusted by --fdr: bh (Benjamini-Hochberg,
+default), by (Benjamini-Yekutieli: any dependence) or holm (family-wise error).
+
+A flag is a test's finding after the adjustment, not proof of contamination (easier
+public forms and plain ability differences are flagged too); no flag is not a clean
+bill: a leak that carries over to the fresh forms is invisible to these tests.
+
+Exit codes: 0 nothing flagged, 2 something flagged, 1 could not run.
+"""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``suite TABLE_OR_MANIFEST [--q Q] [--fdr bh|by|holm] [--tests T ...]
+    [--report FILE.html] [--plot FILE] [--json]`` (plus the column names, the manifest's
+    harness options, --loglik, --alpha, --resamples, --reference-model, --seed and
+    --threads)."""
+    parser = subparsers.add_parser(
+        "suite",
+        help="audit a whole suite: every model x benchmark, every test, FDR-controlled flags",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "file",
+        metavar="TABLE_OR_MANIFEST",
+        help="long table (model, benchmark, parent, form, correct) or manifest (model, "
+        "benchmark, form, path); - for standard input (a table only)",
+    )
+    parser.add_argument("--q", type=float, default=0.05, help="level of the flags (default 0.05)")
+    parser.add_argument(
+        "--fdr",
+        choices=("bh", "by", "holm"),
+        default="bh",
+        help="adjustment: bh (default), by (any dependence) or holm (family-wise)",
+    )
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        choices=_TESTS,
+        default=None,
+        help="the tests to run (default: all that the data allow)",
+    )
+    parser.add_argument(
+        "--alpha",
+        metavar="A",
+        type=float,
+        default=0.05,
+        help="level of each row's interval, not adjusted (default 0.05)",
+    )
+    parser.add_argument(
+        "--resamples",
+        metavar="B",
+        type=integer_flag,
+        default=1000,
+        help="ConStat's bootstrap resamples (default 1000)",
+    )
+    parser.add_argument(
+        "--reference-model",
+        metavar="MODEL",
+        action="append",
+        default=None,
+        help="ConStat's reference models (repeat; at least 6; default: all other models)",
+    )
+    parser.add_argument(
+        "--seed", type=seed_flag, default=0, help="seed of the betting order and ConStat (0)"
+    )
+    parser.add_argument(
+        "--threads", metavar="T", type=integer_flag, default=None, help="threads (default all)"
+    )
+    columns = parser.add_argument_group("table columns", "the long table's column names")
+    for role in ("model", "benchmark", "parent", "form", "correct"):
+        columns.add_argument(
+            f"--{role}-column", metavar="NAME", default=role, help=f"default {role}"
+        )
+    columns.add_argument(
+        "--public-form", metavar="NAME", default="public", help="the public form (public)"
+    )
+    columns.add_argument(
+        "--reference-form",
+        metavar="NAME",
+        default="reference",
+        help="the reference-benchmark form (reference)",
+    )
+    columns.add_argument(
+        "--loglik",
+        nargs=3,
+        metavar=("MODEL", "BENCHMARK", "FILE"),
+        action="append",
+        default=None,
+        help="a pair's log-likelihood table (kind, loglik[, shard]) for the order test; repeat",
+    )
+    runs = parser.add_argument_group("manifest", "reading a manifest of harness runs")
+    runs.add_argument("--match-key", metavar="KEY", help="field matching a record to its parent")
+    runs.add_argument("--metric", metavar="NAME", default=None, help="per-item correctness")
+    runs.add_argument("--harness", choices=HARNESSES, default="auto", help="default auto")
+    runs.add_argument(
+        "--drop-errored", action="store_true", help="leave out samples logged as errored"
+    )
+    output = parser.add_argument_group("output")
+    output.add_argument("--json", action="store_true", help="print the result as JSON")
+    output.add_argument(
+        "--report", metavar="FILE.html", default=None, help="write a self-contained HTML report"
+    )
+    output.add_argument(
+        "--plot", metavar="FILE", default=None, help="draw the models x benchmarks heatmap"
+    )
+    parser.set_defaults(func=run_suite)
+    return parser
+
+
+def _is_manifest(path: str) -> bool:
+    if path == "-":
+        return False
+    from truescore_fast._files import read_rows
+
+    rows = read_rows(path)
+    return bool(rows) and "path" in rows[0]
+
+
+def _read(args: argparse.Namespace) -> Any:
+    if _is_manifest(args.file):
+        from truescore_fast.io.suite import read_suite_manifest
+
+        if args.match_key is None:
+            raise ValueError(f"{args.file} is a manifest (it has a path column): give --match-key")
+        if args.loglik:
+            raise ValueError("--loglik is for a long table; a manifest names them (form loglik)")
+        return read_suite_manifest(
+            args.file,
+            match_key=args.match_key,
+            metric=args.metric,
+            harness=args.harness,
+            public_form=args.public_form,
+            drop_errored=args.drop_errored,
+        )
+    from truescore_fast.suite.data import read_suite
+
+    manifest_flags = [f for f, v in (("--match-key", args.match_key), ("--metric", args.metric))
+                      if v is not None]  # fmt: skip
+    if manifest_flags:
+        raise ValueError(f"{manifest_flags[0]} applies to a manifest (a table with a path column)")
+    roles = ("model", "benchmark", "parent", "form", "correct")
+    return read_suite(
+        args.file,
+        columns={role: getattr(args, f"{role}_column") for role in roles},
+        public_form=args.public_form,
+        reference_form=args.reference_form,
+        logliks={(m, b): path for m, b, path in args.loglik} if args.loglik else None,
+    )
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    """Run the suite audit; 2 when a triple is flagged after the adjustment, else 0."""
+    from truescore_fast.suite.audit import SUITE_TESTS, suite_audit
+
+    data = _read(args)
+    result = suite_audit(
+        data,
+        q=args.q,
+        fdr=args.fdr,
+        tests=tuple(args.tests) if args.tests else SUITE_TESTS,
+        alpha=args.alpha,
+        n_bootstrap=args.resamples,
+        reference_models=args.reference_model,
+        seed=args.seed,
+        threads=args.threads,
+    )
+    if args.report is not None or args.plot is not None:
+        from truescore_fast.suite.report import plot_heatmap, write_report
+
+        if args.report is not None:
+            write_report(result, args.report)
+        if args.plot is not None:
+            plot_heatmap(result, args.plot)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        print(result.summary())
+    return ExitCode.FINDING if result.n_flagged else ExitCode.OK

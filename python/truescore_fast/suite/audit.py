@@ -1,0 +1,451 @@
+"""The suite audit: every applicable test on every (model, benchmark) of a suite, the
+p-values adjusted together, and the (model, benchmark, test) triples flagged at level q
+(:func:`suite_audit`, :class:`SuiteAudit`).
+
+The tests, each run where its data exist (``tests=`` picks a subset):
+
+``matched_form``
+    The matched-form audit (:func:`~truescore_fast.matched_form_audit`) on the parents
+    with fresh forms. Its p-value inverts the claim rule: the smallest alpha at which the
+    audit would claim exposure (primary interval and tau interval above zero), found by
+    bisection on a log scale (20 steps from 1e-16 to 1; the upper end of the last
+    bracket is reported, so the p-value is never smaller than the exact one), 1 when it
+    does not claim even at alpha near 1. The claim rule is monotone in alpha (wider
+    intervals at smaller alpha), so the p-value is valid: under "no exposure" P(p <= a)
+    <= a. Estimate: Delta-hat (public minus mean fresh); interval: the primary interval
+    at level 1 - alpha.
+``randomization``
+    The exact randomization test of "no form effect" (one-sided: public above fresh;
+    :func:`~truescore_fast.randomization_test`) on the same parents. Estimate: Delta-hat;
+    no interval (low -inf, high +inf: the test bounds nothing).
+``order``
+    The exact order-based (exchangeability) test on the pair's log-likelihoods
+    (:func:`~truescore_fast.exchangeability_test`), each shard tested exactly and the
+    shards pooled by Fisher's method (:func:`~truescore_fast.exchangeability_tests`).
+    Estimate: the z-score of the published order among the shuffled ones (the mean over
+    shards), descriptive only, in standard deviations, not in score units; no interval
+    (low -inf, high +inf).
+``constat``
+    ConStat's performance-based test (:func:`~truescore_fast.suite.constat.constat_tests`):
+    per benchmark, the models with data form the matrix, the benchmark score is the public
+    form and the reference score the ``reference`` rows when the benchmark has any (ConStat's
+    synthetic or other-benchmark reference; models without them are left out), else the
+    fresh forms (ConStat's "rephrased" reference: the mean over the fresh forms of each
+    parent); each model is tested against the others (or against ``reference_models``,
+    at least 6).
+    Items are those every model of the matrix has. Needs at least 6 models. Estimate: the
+    inflation actual - predicted; interval: ConStat's basic bootstrap interval.
+
+Which p-values form one family: every test of every pair together, so the FDR (or, for
+Holm, the family-wise error rate) is controlled over all the flags the suite reports.
+Fewer tests mean a smaller family and more power for each: pick them with ``tests=``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from truescore_fast._random import SeedLike, seed_int
+from truescore_fast._result import TabularResult
+from truescore_fast._validation import (
+    check_alpha,
+    check_choice,
+    check_n_threads,
+    check_positive_int,
+    one_line,
+)
+from truescore_fast.audit.matched_form import matched_form_audit
+from truescore_fast.audit.randomization import randomization_test
+from truescore_fast.contamination.batch import exchangeability_tests
+from truescore_fast.suite.constat import MIN_REFERENCE_MODELS
+from truescore_fast.suite.data import SuiteData, SuitePair, read_suite
+from truescore_fast.suite.multiplicity import FDR_METHODS, FdrMethod, adjust
+
+__all__ = ["SUITE_TESTS", "SuiteAudit", "suite_audit"]
+
+#: The tests a suite audit runs, in the order of its rows within a pair.
+SUITE_TESTS: tuple[str, ...] = ("matched_form", "randomization", "order", "constat")
+
+#: ConStat needs this many models on a benchmark (each tested against at least 5 others).
+CONSTAT_MIN_MODELS = MIN_REFERENCE_MODELS + 1
+
+_NOT_MEAN = (
+    "What a flag does not mean: not proof of contamination (a public form that is merely "
+    "easier than its fresh forms, or a model that is better at the benchmark than at its "
+    "reference for other reasons, is flagged too), and with FDR control some flags are "
+    "expected to be false. What no flag does not mean: a clean score (a leak that carries "
+    "over to the fresh forms or the reference is invisible to these tests)."
+)
+
+
+@dataclass(frozen=True, repr=False)
+class SuiteAudit(TabularResult):
+    """The result of :func:`suite_audit`: one row per (model, benchmark, test) run.
+
+    Attributes:
+        model, benchmark, test: The row's pair and test (one of :data:`SUITE_TESTS`).
+        p_value: The test's own p-value (never NaN).
+        adjusted_p_value: Adjusted across every row together by ``fdr``.
+        flagged: ``adjusted_p_value <= q``.
+        estimate, low, high: The test's estimate and interval (level 1 - alpha, not
+            adjusted); low -inf and high +inf where a test gives no interval (see the
+            module docstring for what each test's estimate measures).
+        n: The items (parents) the test used; for ``order`` the shards.
+        q, fdr: The level and the adjustment (``"bh"``, ``"by"``, ``"holm"``).
+        alpha: The level of each row's interval.
+        n_tests: The rows (the size of the family).
+        skipped: Why tests did not run where they were asked for (one line each).
+        seed: The seed used (an int: passing it again replays the result).
+
+    What it does not mean: see :meth:`summary`. A flag is a test's finding after the
+    adjustment, not proof of contamination; no flag is not a clean bill.
+    """
+
+    model: tuple[str, ...]
+    benchmark: tuple[str, ...]
+    test: tuple[str, ...]
+    p_value: npt.NDArray[np.float64]
+    adjusted_p_value: npt.NDArray[np.float64]
+    flagged: npt.NDArray[np.bool_]
+    estimate: npt.NDArray[np.float64]
+    low: npt.NDArray[np.float64]
+    high: npt.NDArray[np.float64]
+    n: npt.NDArray[np.int64]
+    q: float
+    fdr: str
+    alpha: float
+    n_tests: int
+    models: tuple[str, ...]
+    benchmarks: tuple[str, ...]
+    skipped: tuple[str, ...]
+    seed: int
+
+    _repr_fields = ("n_tests", "n_flagged", "q", "fdr")
+
+    @property
+    def n_flagged(self) -> int:
+        return int(np.count_nonzero(self.flagged))
+
+    def _columns(self) -> dict[str, Any]:
+        return {
+            "model": list(self.model),
+            "benchmark": list(self.benchmark),
+            "test": list(self.test),
+            "p_value": self.p_value,
+            "adjusted_p_value": self.adjusted_p_value,
+            "flagged": self.flagged,
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+        }
+
+    def summary(self) -> str:
+        """The flagged triples, the family and what a flag does not mean."""
+        method = {"bh": "Benjamini-Hochberg", "by": "Benjamini-Yekutieli", "holm": "Holm"}
+        control = "family-wise error rate" if self.fdr == "holm" else "false discovery rate"
+        lines = [
+            f"Suite audit: {len(self.models)} model(s) x {len(self.benchmarks)} benchmark(s), "
+            f"{self.n_tests} test(s) in one family, {method[self.fdr]} ({control}) at "
+            f"q = {self.q:g}: {self.n_flagged} flagged",
+        ]
+        order = np.argsort(self.adjusted_p_value, kind="stable")
+        for i in (int(k) for k in order if self.flagged[k]):
+            interval = (
+                f" [{self.low[i]:+.4f}, {self.high[i]:+.4f}]"
+                if math.isfinite(self.low[i]) and math.isfinite(self.high[i])
+                else ""
+            )
+            lines.append(
+                f"  FLAG {self.model[i]} on {self.benchmark[i]} ({self.test[i]}): estimate "
+                f"{self.estimate[i]:+.4f}{interval}, p = {self.p_value[i]:.3g}, adjusted "
+                f"{self.adjusted_p_value[i]:.3g}"
+            )
+        if not self.n_flagged:
+            lines.append("  nothing flagged after the adjustment")
+        for reason in self.skipped:
+            lines.append(f"  skipped: {reason}")
+        lines.append("  " + _NOT_MEAN)
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ the tests
+
+_Row = tuple[str, str, str, float, float, float, float, int]  # model .. high, n
+
+
+def _claim_p_value(pub: npt.NDArray[np.float64], fr: npt.NDArray[np.float64], seed: int) -> float:
+    """The smallest alpha at which the matched-form audit claims (see the module
+    docstring), bracketed by bisection in log(alpha); the bracket's upper end."""
+
+    def claims(alpha: float) -> bool:
+        return bool(matched_form_audit(pub, fr, alpha=alpha, seed=seed).claim)
+
+    low, high = math.log(1e-16), math.log(1.0 - 1e-9)
+    if not claims(math.exp(high)):
+        return 1.0
+    if claims(math.exp(low)):
+        return math.exp(low)
+    for _ in range(20):
+        middle = 0.5 * (low + high)
+        if claims(math.exp(middle)):
+            high = middle
+        else:
+            low = middle
+    return min(1.0, math.exp(high))
+
+
+def _matched_rows(pair: SuitePair, tests: Sequence[str], alpha: float, seed: int,
+                  threads: int | None) -> list[_Row]:  # fmt: skip
+    rows: list[_Row] = []
+    pub, fr = pair.matched_public, pair.fresh
+    n = int(pub.shape[0])
+    if "matched_form" in tests:
+        audit = matched_form_audit(pub, fr, alpha=alpha, seed=seed)
+        p = _claim_p_value(pub, fr, seed)
+        rows.append((pair.model, pair.benchmark, "matched_form", p, audit.estimate,
+                     audit.primary.low, audit.primary.high, n))  # fmt: skip
+    if "randomization" in tests:
+        test = randomization_test(pub, fr, alternative="greater", seed=seed, n_threads=threads)
+        rows.append((pair.model, pair.benchmark, "randomization", test.p_value, test.estimate,
+                     -math.inf, math.inf, n))  # fmt: skip
+    return rows
+
+
+def _order_row(pair: SuitePair, threads: int | None) -> _Row:
+    order = pair.order
+    assert order is not None
+    values = np.concatenate(order.shuffled)
+    offsets = np.concatenate(([0], np.cumsum([s.shape[0] for s in order.shuffled])))
+    batch = exchangeability_tests(order.canonical, values, offsets=offsets, n_threads=threads)
+    p = float(batch.p_values[0]) if len(batch) == 1 else float(batch.combine("fisher").p_value)
+    return (pair.model, pair.benchmark, "order", p, float(np.mean(batch.z_scores)),
+            -math.inf, math.inf, len(batch))  # fmt: skip
+
+
+def _constat_matrices(
+    pairs: Sequence[SuitePair],
+) -> tuple[list[SuitePair], npt.NDArray[np.float64], npt.NDArray[np.float64], str] | str:
+    """One benchmark's ConStat inputs: (the models' pairs, scores (m, n), reference
+    scores (m, n_ref), which reference), or why it cannot run."""
+    with_reference = [p for p in pairs if p.reference.shape[0] > 0]
+    if with_reference:
+        used, kind = with_reference, "reference rows"
+    else:
+        used, kind = [p for p in pairs if p.has_fresh], "fresh forms"
+    if len(used) < CONSTAT_MIN_MODELS:
+        return f"{len(used)} model(s) with {kind}; ConStat needs {CONSTAT_MIN_MODELS}"
+    items = set.intersection(*(set(p.parents) for p in used))
+    if kind == "reference rows":
+        refs = set.intersection(*(set(p.reference_parents) for p in used))
+    else:
+        refs = set.intersection(*(set(p.fresh_parents) for p in used))
+    if len(items) < 2 or len(refs) < 2:
+        return f"fewer than 2 items that every model with {kind} has"
+    item_order = [x for x in used[0].parents if x in items]
+    ref_order = [
+        x
+        for x in (used[0].reference_parents if kind == "reference rows" else used[0].fresh_parents)
+        if x in refs
+    ]
+    scores = np.array([[p.public[p.parents.index(x)] for x in item_order] for p in used])
+    if kind == "reference rows":
+        reference = np.array(
+            [[p.reference[p.reference_parents.index(x)] for x in ref_order] for p in used]
+        )
+    else:
+        reference = np.array(
+            [[p.fresh[p.fresh_parents.index(x)].mean() for x in ref_order] for p in used]
+        )
+    return used, scores, reference, kind
+
+
+def _constat_rows(
+    benchmark: str,
+    pairs: Sequence[SuitePair],
+    *,
+    alpha: float,
+    n_bootstrap: int,
+    seed: int,
+    threads: int | None,
+    reference_models: Sequence[str] | None,
+) -> tuple[list[_Row], str | None]:
+    from truescore_fast.suite.constat import constat_tests
+
+    built = _constat_matrices(pairs)
+    if isinstance(built, str):
+        return [], f"constat on {benchmark}: {built}"
+    used, scores, reference, _ = built
+    names = [p.model for p in used]
+    options: dict[str, Any] = {}
+    if reference_models is not None:
+        missing = [m for m in reference_models if m not in names]
+        if missing:
+            return [], f"constat on {benchmark}: reference models without data {missing}"
+        options["reference_models"] = [names.index(m) for m in reference_models]
+    result = constat_tests(
+        scores, reference, alpha=alpha, n_bootstrap=n_bootstrap, seed=seed, n_threads=threads,
+        **options,
+    )  # fmt: skip
+    rows: list[_Row] = []
+    for k, pair in enumerate(used):
+        rows.append((pair.model, benchmark, "constat", float(result.p_value[k]),
+                     float(result.estimate[k]), float(result.low[k]), float(result.high[k]),
+                     int(scores.shape[1])))  # fmt: skip
+    return rows, None
+
+
+def _check_tests(tests: Any) -> tuple[str, ...]:
+    if isinstance(tests, str):
+        tests = (tests,)
+    if not isinstance(tests, Sequence) or not tests:
+        raise ValueError(f"tests must name at least one of {SUITE_TESTS}; got {one_line(tests)}")
+    for name in tests:
+        check_choice("tests", name, SUITE_TESTS)
+    if len(set(tests)) != len(tests):
+        raise ValueError(f"tests must not repeat a test; got {list(tests)}")
+    return tuple(t for t in SUITE_TESTS if t in tests)
+
+
+def suite_audit(
+    source: Any,
+    *,
+    q: float = 0.05,
+    fdr: FdrMethod = "bh",
+    tests: Sequence[str] = SUITE_TESTS,
+    alpha: float = 0.05,
+    n_bootstrap: int = 1000,
+    reference_models: Sequence[str] | None = None,
+    seed: SeedLike = 0,
+    threads: int | None = None,
+    columns: Mapping[str, str] | None = None,
+    logliks: Mapping[tuple[str, str], Any] | None = None,
+) -> SuiteAudit:
+    """Audit a whole suite: every applicable test per (model, benchmark), the p-values of
+    all of them adjusted together, and the triples flagged at level q.
+
+    Args:
+        source: A :class:`~truescore_fast.suite.data.SuiteData` (from :func:`read_suite`
+            or :func:`truescore_fast.io.read_suite_manifest`), or anything
+            :func:`read_suite` reads (then ``columns`` and ``logliks`` are passed to it).
+        q: The level of the adjusted p-values: the false discovery rate (``"bh"``,
+            ``"by"``) or family-wise error rate (``"holm"``) the flags are held to.
+        fdr: ``"bh"`` (Benjamini-Hochberg, default), ``"by"`` (Benjamini-Yekutieli: any
+            dependence; prefer it when one model's tests may depend on each other in ways
+            that are not positive) or ``"holm"`` (see :mod:`~truescore_fast.suite.multiplicity`).
+        tests: The tests to run, any of :data:`SUITE_TESTS` (all by default); each runs
+            where its data exist. All the p-values form one family.
+        alpha: The level of each row's interval (1 - alpha, marginal: not adjusted) and of
+            the matched-form audit's reported interval.
+        n_bootstrap: ConStat's bootstrap resamples.
+        reference_models: ConStat's reference models by name (at least 6, so that each
+            of them is tested against 5 others); default: each model against all the
+            others.
+        seed: Seeds the matched-form audit's betting order and ConStat's bootstrap
+            (benchmark b gets its own seed derived from ``(seed, b)``). Default 0: the same
+            result on every run.
+        threads: Threads for the randomization test, the order test and ConStat; the
+            result does not depend on it.
+        columns, logliks: Passed to :func:`read_suite` when ``source`` is not a
+            :class:`SuiteData`.
+
+    Returns:
+        A :class:`SuiteAudit`, rows ordered by benchmark, model and then test.
+
+    Raises:
+        ValueError: bad arguments, unreadable data, or a suite on which no test could run.
+
+    What it does not mean: a flag is a test's finding after adjustment, not proof that
+    the model saw the benchmark (ordinary form mismatch and plain differences in ability
+    are flagged too); FDR control bounds the average share of false flags, so a flagged
+    triple may still be a false one; and no flag does not clear a score.
+    """
+    check_alpha(q, "q")
+    check_alpha(alpha)
+    check_choice("fdr", fdr, FDR_METHODS)
+    chosen = _check_tests(tests)
+    resamples = check_positive_int("n_bootstrap", n_bootstrap)
+    n_threads = check_n_threads(threads)
+    seed_used = seed_int(seed)
+    if reference_models is not None:
+        if isinstance(reference_models, str) or not isinstance(reference_models, Sequence):
+            raise ValueError(
+                f"reference_models must be a sequence of model names; got "
+                f"{one_line(reference_models)}"
+            )
+        if len(set(reference_models)) < MIN_REFERENCE_MODELS + 1:
+            raise ValueError(
+                f"reference_models must name at least {MIN_REFERENCE_MODELS + 1} distinct "
+                "models (a referenced model is tested against the others); got "
+                f"{len(set(reference_models))}"
+            )
+    if isinstance(source, SuiteData):
+        if columns is not None or logliks is not None:
+            raise ValueError("columns and logliks apply when source is a table, not SuiteData")
+        data = source
+    else:
+        data = read_suite(source, columns=columns, logliks=logliks)
+
+    rows: list[_Row] = []
+    skipped: list[str] = []
+    for b_index, benchmark in enumerate(data.benchmarks):
+        pairs = [p for p in data.pairs if p.benchmark == benchmark]
+        by_model: dict[str, list[_Row]] = {p.model: [] for p in pairs}
+        for pair in pairs:
+            if pair.has_fresh:
+                by_model[pair.model] += _matched_rows(pair, chosen, alpha, seed_used, n_threads)
+            if "order" in chosen and pair.order is not None:
+                by_model[pair.model].append(_order_row(pair, n_threads))
+        if "constat" in chosen:
+            found, reason = _constat_rows(
+                benchmark, pairs, alpha=alpha, n_bootstrap=resamples,
+                seed=seed_int([seed_used, b_index]), threads=n_threads,
+                reference_models=reference_models,
+            )  # fmt: skip
+            if reason is not None:
+                skipped.append(reason)
+            for row in found:
+                by_model[row[0]].append(row)
+        for model_rows in by_model.values():
+            rows += model_rows
+    asked = [t for t in chosen if t != "constat"]
+    ran = {r[2] for r in rows}
+    needs = {
+        "order": "log-likelihoods",
+        "matched_form": "fresh forms",
+        "randomization": "fresh forms",
+    }
+    skipped += [f"{t}: no pair has {needs[t]}" for t in asked if t not in ran]
+    if not rows:
+        raise ValueError(
+            "no test could run on this suite: "
+            + ("; ".join(skipped) if skipped else "it has no pair with data for the tests asked")
+        )
+    p = np.array([r[3] for r in rows], dtype=np.float64)
+    adjusted = adjust(p, fdr)
+    return SuiteAudit(
+        model=tuple(r[0] for r in rows),
+        benchmark=tuple(r[1] for r in rows),
+        test=tuple(r[2] for r in rows),
+        p_value=p,
+        adjusted_p_value=adjusted,
+        flagged=adjusted <= q,
+        estimate=np.array([r[4] for r in rows], dtype=np.float64),
+        low=np.array([r[5] for r in rows], dtype=np.float64),
+        high=np.array([r[6] for r in rows], dtype=np.float64),
+        n=np.array([r[7] for r in rows], dtype=np.int64),
+        q=float(q),
+        fdr=fdr,
+        alpha=float(alpha),
+        n_tests=len(rows),
+        models=data.models,
+        benchmarks=data.benchmarks,
+        skipped=tuple(skipped),
+        seed=seed_used,
+    )

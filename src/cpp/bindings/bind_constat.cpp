@@ -1,0 +1,137 @@
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "arrays.hpp"
+#include "checks.hpp"
+#include "interrupt.hpp"
+#include "truescore/constat.hpp"
+
+namespace py = pybind11;
+using truescore::bindings::ArrayD;
+using truescore::bindings::ArrayI64;
+using truescore::bindings::check_memory;
+using truescore::bindings::count_at_least;
+using truescore::bindings::require_finite;
+using truescore::bindings::require_ndim;
+using truescore::bindings::run_interruptible;
+using truescore::bindings::thread_count;
+
+namespace {
+
+void require_unit(const ArrayD& a, const char* name) {
+    const double* p = a.data();
+    const std::size_t size = static_cast<std::size_t>(a.size());
+    require_finite(p, size, name);
+    for (std::size_t i = 0; i < size; ++i)
+        if (p[i] < 0.0 || p[i] > 1.0) throw std::invalid_argument(std::string(name) + " must lie in [0, 1]");
+}
+
+// Row indices into the m models (increasing ones when `increasing`).
+std::vector<std::int64_t> rows_of(const ArrayI64& rows, std::size_t m, const char* name, bool increasing) {
+    require_ndim(rows, 1, name);
+    std::vector<std::int64_t> out(rows.data(), rows.data() + rows.shape(0));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (out[i] < 0 || static_cast<std::size_t>(out[i]) >= m)
+            throw std::invalid_argument(std::string(name) + " holds a row outside the scores");
+        if (increasing && i > 0 && out[i] <= out[i - 1])
+            throw std::invalid_argument(std::string(name) + " must be increasing");
+    }
+    return out;
+}
+
+py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const ArrayI64& references,
+                            const ArrayI64& tested, long long n_bootstrap, double random_guess, double lambda,
+                            std::uint64_t key0, std::uint64_t key1, const py::object& n_threads) {
+    require_ndim(scores, 2, "scores");
+    require_ndim(reference, 2, "reference_scores");
+    const std::size_t m = static_cast<std::size_t>(scores.shape(0));
+    const std::size_t n = static_cast<std::size_t>(scores.shape(1));
+    const std::size_t nr = static_cast<std::size_t>(reference.shape(1));
+    if (static_cast<std::size_t>(reference.shape(0)) != m)
+        throw std::invalid_argument("reference_scores must have one row per model");
+    if (n < 1 || nr < 1) throw std::invalid_argument("scores and reference_scores must hold items");
+    require_unit(scores, "scores");
+    require_unit(reference, "reference_scores");
+    const std::size_t b = count_at_least(n_bootstrap, "n_bootstrap", 2);
+    if (!std::isfinite(lambda) || !std::isfinite(random_guess) || random_guess > 1.0)
+        throw std::invalid_argument("smoothing and random_guess must be finite (random_guess at most 1)");
+    const int threads = thread_count(n_threads);
+    // The kernel reads the caller's arrays again after the checks: copies, so another
+    // thread writing to them cannot change a score between its check and its use.
+    const std::vector<double> s(scores.data(), scores.data() + m * n);
+    const std::vector<double> r(reference.data(), reference.data() + m * nr);
+    const std::vector<std::int64_t> refs = rows_of(references, m, "references", true);
+    const std::vector<std::int64_t> test = rows_of(tested, m, "tested", false);
+    const std::size_t t = test.size();
+    check_memory("n_bootstrap", 8.0 * static_cast<double>(t) * static_cast<double>(b));
+    py::array_t<double> replicates({static_cast<py::ssize_t>(t), static_cast<py::ssize_t>(b)});
+    py::array_t<double> actual(static_cast<py::ssize_t>(t)), predicted(static_cast<py::ssize_t>(t));
+    double* rep = replicates.mutable_data();
+    double* act = actual.mutable_data();
+    double* pred = predicted.mutable_data();
+    // Per resample: the means (m (n + nr)) and one fit of ~30 GCV steps per tested model.
+    const double work = static_cast<double>(b) *
+                        (static_cast<double>(m) * static_cast<double>(n + nr) + 3000.0 * static_cast<double>(t) *
+                                                                                     static_cast<double>(refs.size()));
+    run_interruptible(work, [&] {
+        truescore::constat_bootstrap(s.data(), r.data(), m, n, nr, refs.data(), refs.size(), test.data(), t, b,
+                                     random_guess, lambda, key0, key1, threads, rep, act, pred);
+    });
+    return py::make_tuple(replicates, actual, predicted);
+}
+
+// Test hooks: the spline on given points (x increasing, at least 3).
+void spline_points(const ArrayD& x, const ArrayD& y, const ArrayD& w) {
+    require_ndim(x, 1, "x");
+    if (y.size() != x.size() || w.size() != x.size() || x.size() < 3)
+        throw std::invalid_argument("x, y and w must have the same length, at least 3");
+    for (py::ssize_t i = 1; i < x.size(); ++i)
+        if (!(x.data()[i] > x.data()[i - 1])) throw std::invalid_argument("x must be increasing");
+}
+
+}  // namespace
+
+void bind_constat(py::module_& m) {
+    // The one value, for Python too (suite/constat.py's MIN_REFERENCE_MODELS).
+    m.attr("CONSTAT_MIN_REFERENCE_MODELS") = truescore::kConStatMinDistinct;
+    m.def("constat_bootstrap", &constat_bootstrap, py::arg("scores"), py::arg("reference_scores"),
+          py::arg("references"), py::arg("tested"), py::arg("n_bootstrap"), py::arg("random_guess"),
+          py::arg("smoothing"), py::arg("key0"), py::arg("key1"), py::kw_only(),
+          py::arg("n_threads") = py::none(),
+          "ConStat's bootstrap (random_guess, smoothing < 0: none, GCV): (replicates (tested, "
+          "n_bootstrap), actual, predicted).");
+}
+
+void bind_constat_testing(py::module_& t) {
+    t.def(
+        "smoothing_spline_predict",
+        [](const ArrayD& x, const ArrayD& y, const ArrayD& w, double lambda, double x0) {
+            spline_points(x, y, w);
+            return truescore::smoothing_spline_predict(x.data(), y.data(), w.data(),
+                                                       static_cast<std::size_t>(x.size()), lambda, x0);
+        },
+        py::arg("x"), py::arg("y"), py::arg("w"), py::arg("smoothing"), py::arg("x0"),
+        "The smoothing spline's value at x0 (smoothing < 0: GCV).");
+    t.def(
+        "smoothing_spline_gcv_lambda",
+        [](const ArrayD& x, const ArrayD& y, const ArrayD& w) {
+            spline_points(x, y, w);
+            return truescore::smoothing_spline_gcv_lambda(x.data(), y.data(), w.data(),
+                                                          static_cast<std::size_t>(x.size()));
+        },
+        py::arg("x"), py::arg("y"), py::arg("w"), "The lambda generalized cross-validation chooses.");
+    t.def(
+        "smoothing_spline_gcv",
+        [](const ArrayD& x, const ArrayD& y, const ArrayD& w, double lambda) {
+            spline_points(x, y, w);
+            return truescore::smoothing_spline_gcv(x.data(), y.data(), w.data(), static_cast<std::size_t>(x.size()),
+                                                   lambda);
+        },
+        py::arg("x"), py::arg("y"), py::arg("w"), py::arg("smoothing"), "The GCV criterion at smoothing.");
+}

@@ -1,0 +1,398 @@
+#include "truescore/constat.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "truescore/parallel.hpp"
+#include "truescore/random.hpp"
+#include "truescore/sampling.hpp"
+
+namespace truescore {
+
+namespace {
+
+// Reinsch's bands for n points (p = n - 2 interior second derivatives): Q^T W^-1 Q in
+// n0..n2, R in r0, r1, Q^T y in z; Q's column i holds a_i, b_i, c_i in rows i, i + 1, i + 2.
+// Band arrays carry zeros past their ends (n1[p - 1], n2[p - 2 ..]) so the loops below need
+// no boundary branches.
+struct Bands {
+    std::size_t n = 0, p = 0;
+    std::vector<double> a, b, c, n0, n1, n2, r0, r1, z, inv_w;
+    void setup(const double* x, const double* y, const double* w, std::size_t count) {
+        n = count;
+        p = n - 2;
+        for (auto* v : {&a, &b, &c, &n0, &n1, &n2, &r0, &r1, &z}) v->assign(p + 2, 0.0);
+        inv_w.resize(n);
+        for (std::size_t k = 0; k < n; ++k) inv_w[k] = 1.0 / w[k];
+        for (std::size_t i = 0; i < p; ++i) {
+            const double h0 = x[i + 1] - x[i], h1 = x[i + 2] - x[i + 1];
+            a[i] = 1.0 / h0;
+            c[i] = 1.0 / h1;
+            b[i] = -a[i] - c[i];
+            r0[i] = (h0 + h1) / 3.0;
+            r1[i] = i + 1 < p ? h1 / 6.0 : 0.0;
+            z[i] = a[i] * y[i] + b[i] * y[i + 1] + c[i] * y[i + 2];
+        }
+        for (std::size_t i = 0; i < p; ++i) {
+            n0[i] = a[i] * a[i] * inv_w[i] + b[i] * b[i] * inv_w[i + 1] + c[i] * c[i] * inv_w[i + 2];
+            if (i + 1 < p) n1[i] = b[i] * a[i + 1] * inv_w[i + 1] + c[i] * b[i + 1] * inv_w[i + 2];
+            if (i + 2 < p) n2[i] = c[i] * a[i + 2] * inv_w[i + 2];
+        }
+    }
+};
+
+// One lambda: M = R + lambda Q^T W^-1 Q = L D L^T (unit lower L with subdiagonals l1, l2;
+// inv_d = 1 / D), gamma = M^-1 Q^T y, the residuals e = lambda W^-1 Q gamma (so
+// f(x_k) = y_k - e_k), their sum of squares and, for GCV, tr A = 2 + tr(M^-1 R) from the
+// diagonal and first off-diagonal of M^-1 (Hutchinson & de Hoog's recursion on L D L^T).
+// Two passes: the factorisation with the forward substitution, then the back substitution
+// with the residuals and the trace recursion (independent chains the CPU overlaps). Arrays
+// are padded by two zeros on the left (index i + 2 holds entry i) so that the recursions
+// read no out-of-range entry.
+struct Solve {
+    std::vector<double> l1, l2, inv_d, gam, e;
+    double rss = 0.0, trace = 0.0;
+    void run(const Bands& bd, double lambda, bool with_trace) {
+        const std::size_t p = bd.p, n = bd.n;
+        // Entries [2, p + 2) are all written below; the left pads are never written (zero
+        // from the first resize), the right pads of gam may hold a longer fit's values.
+        l1.resize(p + 2), l2.resize(p + 2), inv_d.resize(p + 2), gam.resize(p + 4), e.resize(n);
+        gam[p + 2] = gam[p + 3] = 0.0;
+        double* L1 = l1.data() + 2;
+        double* L2 = l2.data() + 2;
+        double* ID = inv_d.data() + 2;
+        double* G = gam.data() + 2;  // gam[-2 .. p + 1], zero outside [0, p)
+        double dm1 = 0.0, dm2 = 0.0;  // D[i - 1], D[i - 2]
+        double um1 = 0.0, um2 = 0.0;  // u[i - 1], u[i - 2] of L u = Q^T y
+        for (std::size_t i = 0; i < p; ++i) {
+            const double di = bd.r0[i] + lambda * bd.n0[i] - L1[i - 1] * L1[i - 1] * dm1 - L2[i - 2] * L2[i - 2] * dm2;
+            const double inv = 1.0 / di;
+            ID[i] = inv;
+            L1[i] = (bd.r1[i] + lambda * bd.n1[i] - L2[i - 1] * dm1 * L1[i - 1]) * inv;
+            L2[i] = lambda * bd.n2[i] * inv;
+            const double u = bd.z[i] - L1[i - 1] * um1 - L2[i - 2] * um2;
+            G[i] = u * inv;
+            dm2 = dm1, dm1 = di;
+            um2 = um1, um1 = u;
+        }
+        const double* w = bd.inv_w.data();
+        double sum = 0.0, tr = 0.0;
+        double s0_next = 0.0, s0_next2 = 0.0, s1_next = 0.0;  // S[i+1,i+1], S[i+2,i+2], S[i+1,i+2]
+        for (std::size_t i = p; i-- > 0;) {
+            const double a1 = L1[i], a2 = L2[i];  // zero past the ends
+            G[i] -= a1 * G[i + 1] + a2 * G[i + 2];
+            // Q's row i + 2: a_{i+2} gamma_{i+2} + b_{i+1} gamma_{i+1} + c_i gamma_i (the
+            // padded coefficients are zero past the ends).
+            const double ek = lambda * (bd.a[i + 2] * G[i + 2] + bd.b[i + 1] * G[i + 1] + bd.c[i] * G[i]) * w[i + 2];
+            e[i + 2] = ek;
+            sum += ek * ek;
+            if (with_trace) {
+                const double s2 = -a1 * s1_next - a2 * s0_next2;  // S[i, i+2]
+                const double s1 = -a1 * s0_next - a2 * s1_next;   // S[i, i+1]
+                const double s0 = ID[i] - a1 * s1 - a2 * s2;      // S[i, i]
+                tr += s0 * bd.r0[i] + 2.0 * s1 * bd.r1[i];
+                s0_next2 = s0_next, s0_next = s0, s1_next = s1;
+            }
+        }
+        e[1] = lambda * (bd.a[1] * G[1] + bd.b[0] * G[0]) * w[1];
+        e[0] = lambda * bd.a[0] * G[0] * w[0];
+        rss = sum + e[1] * e[1] + e[0] * e[0];
+        trace = 2.0 + tr;
+    }
+    // Second derivative at interior point i (0 <= i < p).
+    double second(std::size_t i) const { return gam[i + 2]; }
+};
+
+struct SplineWork {
+    Bands bands;
+    Solve solve;
+};
+
+double gcv_value(SplineWork& wk, double lambda) {
+    wk.solve.run(wk.bands, lambda, true);
+    const double n = static_cast<double>(wk.bands.n);
+    const double t = 1.0 - wk.solve.trace / n;
+    return (wk.solve.rss / n) / (t * t);
+}
+
+double sign_or_one(double v) { return v > 0.0 ? 1.0 : (v < 0.0 ? -1.0 : 1.0); }
+
+// SciPy's _minimize_scalar_bounded (fminbound), the same steps and comparisons.
+template <class F>
+double bounded_brent(F f, double x1, double x2, double xatol = 1e-5, int maxfun = 500) {
+    const double sqrt_eps = std::sqrt(2.2e-16);
+    const double golden_mean = 0.5 * (3.0 - std::sqrt(5.0));
+    double a = x1, b = x2;
+    double fulc = a + golden_mean * (b - a);
+    double nfc = fulc, xf = fulc;
+    double rat = 0.0, e = 0.0;
+    double x = xf;
+    double fx = f(x);
+    int num = 1;
+    double ffulc = fx, fnfc = fx;
+    double xm = 0.5 * (a + b);
+    double tol1 = sqrt_eps * std::fabs(xf) + xatol / 3.0;
+    double tol2 = 2.0 * tol1;
+    while (std::fabs(xf - xm) > (tol2 - 0.5 * (b - a))) {
+        bool golden = true;
+        if (std::fabs(e) > tol1) {
+            golden = false;
+            double r = (xf - nfc) * (fx - ffulc);
+            double q = (xf - fulc) * (fx - fnfc);
+            double p = (xf - fulc) * q - (xf - nfc) * r;
+            q = 2.0 * (q - r);
+            if (q > 0.0) p = -p;
+            q = std::fabs(q);
+            r = e;
+            e = rat;
+            if ((std::fabs(p) < std::fabs(0.5 * q * r)) && (p > q * (a - xf)) && (p < q * (b - xf))) {
+                rat = (p + 0.0) / q;
+                x = xf + rat;
+                if (((x - a) < tol2) || ((b - x) < tol2)) {
+                    const double si = (xm - xf) > 0.0 ? 1.0 : ((xm - xf) < 0.0 ? -1.0 : 0.0);
+                    rat = tol1 * (si + ((xm - xf) == 0.0 ? 1.0 : 0.0));
+                }
+            } else {
+                golden = true;
+            }
+        }
+        if (golden) {
+            e = xf >= xm ? a - xf : b - xf;
+            rat = golden_mean * e;
+        }
+        const double si = sign_or_one(rat);
+        x = xf + si * std::max(std::fabs(rat), tol1);
+        const double fu = f(x);
+        ++num;
+        if (fu <= fx) {
+            if (x >= xf) a = xf;
+            else b = xf;
+            fulc = nfc, ffulc = fnfc;
+            nfc = xf, fnfc = fx;
+            xf = x, fx = fu;
+        } else {
+            if (x < xf) a = x;
+            else b = x;
+            if ((fu <= fnfc) || (nfc == xf)) {
+                fulc = nfc, ffulc = fnfc;
+                nfc = x, fnfc = fu;
+            } else if ((fu <= ffulc) || (fulc == xf) || (fulc == nfc)) {
+                fulc = x, ffulc = fu;
+            }
+        }
+        xm = 0.5 * (a + b);
+        tol1 = sqrt_eps * std::fabs(xf) + xatol / 3.0;
+        tol2 = 2.0 * tol1;
+        if (num >= maxfun) break;
+    }
+    return xf;
+}
+
+double gcv_lambda(SplineWork& wk) {
+    return bounded_brent([&](double lam) { return gcv_value(wk, lam); }, 0.0,
+                         static_cast<double>(wk.bands.n));
+}
+
+// The natural cubic spline with values g = y - e and second derivatives gamma (0 at the
+// ends) at x0, on the piece [x_j, x_j+1] holding it (an end piece beyond the ends).
+double spline_value(const double* x, const double* y, const Solve& sv, std::size_t n, double x0) {
+    std::size_t j = static_cast<std::size_t>(std::upper_bound(x, x + n, x0) - x);
+    j = j == 0 ? 0 : j - 1;
+    if (j > n - 2) j = n - 2;
+    const double h = x[j + 1] - x[j];
+    const double gl = y[j] - sv.e[j], gr = y[j + 1] - sv.e[j + 1];
+    const double cl = j >= 1 ? sv.second(j - 1) : 0.0, cr = j + 1 <= n - 2 ? sv.second(j) : 0.0;
+    const double u = x0 - x[j], v = x[j + 1] - x0;
+    return (u * gr + v * gl) / h - u * v / 6.0 * ((1.0 + u / h) * cr + (1.0 + v / h) * cl);
+}
+
+double weighted_line(const double* x, const double* y, const double* w, std::size_t n, double x0) {
+    double sw = 0.0, sx = 0.0, sy = 0.0;
+    for (std::size_t i = 0; i < n; ++i) sw += w[i], sx += w[i] * x[i], sy += w[i] * y[i];
+    const double xm = sx / sw, ym = sy / sw;
+    double sxy = 0.0, sxx = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        sxy += w[i] * (x[i] - xm) * (y[i] - ym);
+        sxx += w[i] * (x[i] - xm) * (x[i] - xm);
+    }
+    return ym + sxy / sxx * (x0 - xm);
+}
+
+double spline_predict(SplineWork& wk, const double* x, const double* y, const double* w, std::size_t n,
+                      double lambda, double x0) {
+    wk.bands.setup(x, y, w, n);
+    const double lam = lambda < 0.0 ? gcv_lambda(wk) : lambda;
+    wk.solve.run(wk.bands, lam, false);
+    return spline_value(x, y, wk.solve, n, x0);
+}
+
+// Scratch of one worker of the resample loop.
+struct Scratch {
+    SplineWork spline;
+    std::vector<std::uint64_t> idx;
+    std::vector<double> cb, cr, bench, ref;
+    std::vector<std::size_t> draws_a, draws_b, order;
+    std::vector<double> px, py, pw, ux, uy, uw;
+};
+
+// The fit's prediction at x0 for the points (px, py, pw): sorted, equal x merged, the
+// spline (5 or more distinct x) or the weighted line, clipped to [0, 1].
+double fit_predict(Scratch& s, double lambda, double x0) {
+    const std::size_t k = s.px.size();
+    s.order.resize(k);
+    std::iota(s.order.begin(), s.order.end(), std::size_t{0});
+    std::sort(s.order.begin(), s.order.end(), [&](std::size_t i, std::size_t j) {
+        return s.px[i] < s.px[j] || (s.px[i] == s.px[j] && i < j);
+    });
+    s.ux.clear(), s.uy.clear(), s.uw.clear();
+    for (std::size_t t = 0; t < k;) {
+        const double xv = s.px[s.order[t]];
+        double sw = 0.0, swy = 0.0;
+        for (; t < k && s.px[s.order[t]] == xv; ++t) {
+            sw += s.pw[s.order[t]];
+            swy += s.pw[s.order[t]] * s.py[s.order[t]];
+        }
+        s.ux.push_back(xv), s.uy.push_back(swy / sw), s.uw.push_back(sw);
+    }
+    const std::size_t n = s.ux.size();
+    double value;
+    if (n < kConStatMinDistinct) {
+        value = weighted_line(s.ux.data(), s.uy.data(), s.uw.data(), n, x0);
+    } else {
+        value = spline_predict(s.spline, s.ux.data(), s.uy.data(), s.uw.data(), n, lambda, x0);
+    }
+    return std::min(1.0, std::max(0.0, value));
+}
+
+void add_point(Scratch& s, double x, double y, double w) {
+    s.px.push_back(x), s.py.push_back(y), s.pw.push_back(w);
+}
+
+// k draws below(k) from gen, again until at least kConStatMinDistinct are distinct.
+void draw_models(Philox& gen, std::size_t k, std::vector<std::size_t>& out, std::vector<std::size_t>& seen) {
+    out.resize(k);
+    for (;;) {
+        for (std::size_t t = 0; t < k; ++t) out[t] = static_cast<std::size_t>(gen.below(k));
+        seen.assign(out.begin(), out.end());
+        std::sort(seen.begin(), seen.end());
+        if (static_cast<std::size_t>(std::unique(seen.begin(), seen.end()) - seen.begin()) >= kConStatMinDistinct)
+            return;
+    }
+}
+
+}  // namespace
+
+double smoothing_spline_predict(const double* x, const double* y, const double* w, std::size_t n, double lambda,
+                                double x0) {
+    SplineWork wk;
+    return spline_predict(wk, x, y, w, n, lambda, x0);
+}
+
+double smoothing_spline_gcv(const double* x, const double* y, const double* w, std::size_t n, double lambda) {
+    SplineWork wk;
+    wk.bands.setup(x, y, w, n);
+    return gcv_value(wk, lambda);
+}
+
+double smoothing_spline_gcv_lambda(const double* x, const double* y, const double* w, std::size_t n) {
+    SplineWork wk;
+    wk.bands.setup(x, y, w, n);
+    return gcv_lambda(wk);
+}
+
+void constat_bootstrap(const double* scores, const double* reference, std::size_t m, std::size_t n_items,
+                       std::size_t n_reference, const std::int64_t* references, std::size_t n_references,
+                       const std::int64_t* tested, std::size_t n_tested, std::size_t n_bootstrap,
+                       double random_guess, double lambda, std::uint64_t key0, std::uint64_t key1, int n_threads,
+                       double* replicates, double* actual, double* predicted) {
+    // Each tested row's references: `references` less itself.
+    std::vector<std::vector<std::size_t>> lists(n_tested);
+    for (std::size_t t = 0; t < n_tested; ++t) {
+        for (std::size_t r = 0; r < n_references; ++r)
+            if (references[r] != tested[t]) lists[t].push_back(static_cast<std::size_t>(references[r]));
+        if (lists[t].size() < kConStatMinDistinct)
+            throw std::invalid_argument("every tested model needs at least 5 reference models");
+    }
+    std::size_t k_big = 0, k_small = ~std::size_t{0};
+    for (const auto& l : lists) k_big = std::max(k_big, l.size()), k_small = std::min(k_small, l.size());
+
+    // Row means of a matrix with per-column counts (all 1: the full data).
+    auto row_means = [m](const double* data, std::size_t cols, const double* counts, std::vector<double>& out) {
+        out.resize(m);
+        for (std::size_t j = 0; j < m; ++j) {
+            const double* row = data + j * cols;
+            double sum = 0.0;
+            for (std::size_t i = 0; i < cols; ++i) sum += counts[i] * row[i];
+            out[j] = sum / static_cast<double>(cols);
+        }
+    };
+    // delta (or the prediction) of tested row t with the reference models `chosen`.
+    auto predict = [&](Scratch& s, std::size_t t, const std::size_t* draws, bool resampled) {
+        const auto& l = lists[t];
+        s.px.clear(), s.py.clear(), s.pw.clear();
+        for (std::size_t q = 0; q < l.size(); ++q) {
+            const std::size_t j = l[resampled ? draws[q] : q];
+            add_point(s, s.ref[j], s.bench[j], 1.0);
+        }
+        add_point(s, 0.0, 0.0, kConStatAnchorWeight);
+        add_point(s, 1.0, 1.0, kConStatAnchorWeight);
+        if (random_guess >= 0.0) add_point(s, random_guess, random_guess, 1.0);
+        return fit_predict(s, lambda, s.ref[static_cast<std::size_t>(tested[t])]);
+    };
+
+    {  // the full data
+        Scratch s;
+        s.cb.assign(n_items, 1.0);
+        s.cr.assign(n_reference, 1.0);
+        row_means(scores, n_items, s.cb.data(), s.bench);
+        row_means(reference, n_reference, s.cr.data(), s.ref);
+        for (std::size_t t = 0; t < n_tested; ++t) {
+            actual[t] = s.bench[static_cast<std::size_t>(tested[t])];
+            predicted[t] = predict(s, t, nullptr, false);
+        }
+    }
+
+    const StreamBlocks streams{key0, key1, n_bootstrap, kConStatBlock};
+    for_each_stream_block_claimed(
+        streams, n_threads, 1, 1, [] { return Scratch{}; },
+        [&](Scratch& s, Philox& gen, std::size_t, std::size_t begin, std::size_t end) {
+            for (std::size_t b = begin; b < end; ++b) {
+                s.idx.resize(std::max(n_items, n_reference));
+                s.cb.assign(n_items, 0.0);
+                s.cr.assign(n_reference, 0.0);
+                {
+                    PackedIndexSampler sampler(gen, n_items);
+                    sampler.fill(s.idx.data(), n_items);
+                    for (std::size_t i = 0; i < n_items; ++i) s.cb[s.idx[i]] += 1.0;
+                }
+                {
+                    PackedIndexSampler sampler(gen, n_reference);
+                    sampler.fill(s.idx.data(), n_reference);
+                    for (std::size_t i = 0; i < n_reference; ++i) s.cr[s.idx[i]] += 1.0;
+                }
+                row_means(scores, n_items, s.cb.data(), s.bench);
+                row_means(reference, n_reference, s.cr.data(), s.ref);
+                // The reference models' draws: one set per count of references, each from
+                // the stream as it stands after the items.
+                std::vector<std::size_t> seen;
+                {
+                    Philox copy = gen;
+                    draw_models(copy, k_big, s.draws_a, seen);
+                }
+                if (k_small != k_big) {
+                    Philox copy = gen;
+                    draw_models(copy, k_small, s.draws_b, seen);
+                }
+                for (std::size_t t = 0; t < n_tested; ++t) {
+                    const auto& draws = lists[t].size() == k_big ? s.draws_a : s.draws_b;
+                    const double pred = predict(s, t, draws.data(), true);
+                    replicates[t * n_bootstrap + b] = s.bench[static_cast<std::size_t>(tested[t])] - pred;
+                }
+            }
+        });
+}
+
+}  // namespace truescore

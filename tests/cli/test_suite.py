@@ -1,0 +1,127 @@
+"""``truescore-fast suite``: the shipped example flags its planted leaks (exit 2), a clean
+suite exits 0, --json and --report/--plot write what they say, and every failure is one
+line on stderr with exit 1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import truescore_fast as tf
+from commands import assert_one_line_error, run_cli
+from common import write_suite_table
+
+EXAMPLE = "examples/suite/suite_example.csv.gz"
+PLANTED = {("model-01", "bench-1"), ("model-04", "bench-3"), ("model-07", "bench-2")}
+FAST = ("--tests", "matched_form", "randomization")
+
+
+def test_the_example_flags_its_planted_leaks():
+    code, out, err = run_cli("suite", EXAMPLE, "--json")
+    assert code == 2, err
+    result = json.loads(out)
+    flagged = {
+        (m, b)
+        for m, b, f in zip(result["model"], result["benchmark"], result["flagged"], strict=True)
+        if f
+    }
+    # the figures quoted in the README and the guide: the three leaks, and one clean pair
+    # flagged by ConStat alone (the strongest model, extrapolated)
+    assert flagged == PLANTED | {("model-08", "bench-4")}
+    assert set(result["test"]) == {"matched_form", "randomization", "constat"}
+    assert result["q"] == 0.05 and result["fdr"] == "bh"
+    code, out, _ = run_cli("suite", EXAMPLE, "--fdr", "by", "--json")
+    result = json.loads(out)
+    flagged = {
+        (m, b)
+        for m, b, f in zip(result["model"], result["benchmark"], result["flagged"], strict=True)
+        if f
+    }
+    assert code == 2 and flagged == PLANTED
+
+
+def test_the_text_report_lists_the_flags():
+    code, out, _ = run_cli("suite", EXAMPLE, *FAST, "--fdr", "by")
+    assert code == 2
+    assert "FLAG model-01 on bench-1" in out and "Benjamini-Yekutieli" in out
+    assert "does not mean" in out
+
+
+def test_a_clean_suite_exits_0(tmp_path):
+    data = tf.simulate_suite(models=4, benchmarks=2, parents=50, leaks=(), seed=3)
+    code, out, err = run_cli("suite", write_suite_table(tmp_path / "clean.csv", data), *FAST)
+    assert code == 0, out + err
+    assert "nothing flagged" in out
+
+
+def test_report_and_plot_are_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    report, plot = tmp_path / "suite.html", tmp_path / "suite.png"
+    code, _, err = run_cli("suite", EXAMPLE, *FAST, "--report", report, "--plot", plot)
+    assert code == 2, err
+    page = report.read_text(encoding="utf-8")
+    assert "model-07" in page and "bench-4" in page
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_renamed_columns_and_log_likelihoods(tmp_path):
+    data = tf.simulate_suite(models=3, benchmarks=1, parents=40, leaks=(), seed=1)
+    path = write_suite_table(tmp_path / "s.csv", data)
+    path.write_text(path.read_text().replace("model,benchmark", "system,task", 1))
+    ll = tmp_path / "ll.csv"
+    ll.write_text("kind,loglik\ncanonical,50\n" + "".join(f"shuffled,{v}\n" for v in range(19)))
+    code, out, err = run_cli(
+        "suite", path, "--model-column", "system", "--benchmark-column", "task",
+        "--loglik", "model-01", "bench-1", ll, "--tests", "order", "randomization", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["test"].count("order") == 1
+    assert result["p_value"][result["test"].index("order")] == pytest.approx(1 / 20)
+
+
+def test_a_manifest_of_runs(tmp_path):
+    data = tf.simulate_suite(models=2, benchmarks=1, parents=30, leaks=((0, 0, 0.9),), seed=2)
+    rows = ["model,benchmark,form,path"]
+    for p in data.pairs:
+        for form, values in (("public", p.public), ("fresh1", p.fresh[:, 0])):
+            run = tmp_path / f"{p.model}-{form}.csv"
+            run.write_text(
+                "id,acc\n"
+                + "".join(f"{q},{v:g}\n" for q, v in zip(p.parents, values, strict=True))
+            )
+            rows.append(f"{p.model},{p.benchmark},{form},{run.name}")
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("\n".join(rows) + "\n")
+    code, out, err = run_cli("suite", manifest, "--match-key", "id", "--metric", "acc", *FAST)
+    assert code == 2, err
+    assert "FLAG model-01 on bench-1" in out
+    code, _, err = run_cli("suite", manifest, *FAST)
+    assert_one_line_error(code, err, "--match-key")
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (("missing.csv",), ("missing.csv",)),
+        ((EXAMPLE, "--q", "2"), ("--q",)),
+        ((EXAMPLE, "--fdr", "bonferroni"), ("--fdr",)),
+        ((EXAMPLE, "--model-column", "system"), ("system",)),
+        ((EXAMPLE, "--resamples", "0"), ("--resamples",)),
+        ((EXAMPLE, "--reference-model", "model-01"), ("--reference-model",)),
+        ((EXAMPLE, "--match-key", "id"), ("--match-key",)),
+        ((EXAMPLE, "--tests", "order"), ("log-likelihoods",)),
+        ((EXAMPLE, "--threads", "0"), ("--threads",)),
+    ],
+)
+def test_failures_are_one_line(argv, words):
+    code, _, err = run_cli("suite", *argv)
+    assert_one_line_error(code, err, *words)
+
+
+def test_standard_input(tmp_path):
+    data = tf.simulate_suite(models=3, benchmarks=1, parents=30, leaks=((0, 0, 0.9),), seed=2)
+    text = write_suite_table(tmp_path / "s.csv", data).read_bytes()
+    code, out, err = run_cli("suite", "-", *FAST, stdin=text)
+    assert code == 2, err
+    assert "FLAG model-01 on bench-1" in out

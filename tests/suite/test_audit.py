@@ -1,0 +1,192 @@
+"""``suite/audit.py`` (``suite_audit``, ``SuiteAudit``): each row is its test run on the
+pair's data (the order test against the rank-test and Fisher references, the adjustment
+against the procedures of tests/reference.py); the matched-form p-value inverts the claim
+rule and is valid under the null (by simulation); the result protocol; the same result
+for any thread count; bad arguments refused naming them."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+from common import write_suite_table
+from reference import ref_adjusted_by_procedure, ref_fisher, ref_rank_test
+from truescore_fast.suite.audit import SUITE_TESTS, _claim_p_value
+from truescore_fast.suite.data import OrderData, SuiteData, SuitePair
+
+FAST = ("matched_form", "randomization")
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return tf.simulate_suite(models=4, benchmarks=2, parents=80, leaks=((1, 0, 0.5),), seed=3)
+
+
+def test_rows_are_each_test_on_each_pair_and_adjusted_together(suite):
+    result = tf.suite_audit(suite, tests=FAST, q=0.1)
+    assert result.n_tests == len(result.p_value) == 4 * 2 * 2
+    for i in range(result.n_tests):
+        pair = suite.pair(result.model[i], result.benchmark[i])
+        gap = float(np.mean(pair.matched_public - pair.fresh.mean(axis=1)))
+        assert result.estimate[i] == pytest.approx(gap, abs=1e-12)
+        if result.test[i] == "randomization":
+            test = tf.randomization_test(pair.matched_public, pair.fresh)
+            assert result.p_value[i] == test.p_value
+            assert (result.low[i], result.high[i]) == (-math.inf, math.inf)
+        else:
+            audit = tf.matched_form_audit(pair.matched_public, pair.fresh)
+            assert (result.low[i], result.high[i]) == (audit.primary.low, audit.primary.high)
+    np.testing.assert_allclose(
+        result.adjusted_p_value, ref_adjusted_by_procedure(result.p_value, "bh"), rtol=1e-12
+    )
+    assert np.array_equal(result.flagged, result.adjusted_p_value <= 0.1)
+    flagged = {(m, b) for m, b, f in zip(result.model, result.benchmark, result.flagged,
+                                          strict=True) if f}  # fmt: skip
+    assert ("model-02", "bench-1") in flagged  # the planted leak is found
+
+
+@pytest.mark.parametrize("fdr", ["by", "holm"])
+def test_the_chosen_adjustment_is_applied(suite, fdr):
+    result = tf.suite_audit(suite, tests=("randomization",), fdr=fdr)
+    want = ref_adjusted_by_procedure(result.p_value, fdr)
+    np.testing.assert_allclose(result.adjusted_p_value, want, rtol=1e-12)
+    assert result.fdr == fdr and result.q == 0.05
+
+
+def test_the_matched_form_p_value_is_where_the_claim_rule_starts_to_claim():
+    rng = np.random.default_rng(5)
+    pub = (rng.random(150) < 0.85).astype(float)
+    fresh = (rng.random((150, 2)) < 0.55).astype(float)
+    p = _claim_p_value(pub, fresh, 0)
+    assert 1e-16 < p < 0.05
+    assert tf.matched_form_audit(pub, fresh, alpha=p).claim
+    assert not tf.matched_form_audit(pub, fresh, alpha=p / 1.01).claim
+    assert _claim_p_value(fresh[:, 0], fresh[:, :1], 0) == 1.0  # no gap: never a claim
+
+
+def test_the_matched_form_p_value_is_valid_under_the_null():
+    # exchangeable forms: P(p <= a) <= a, checked at a = 0.1 within 3 Monte Carlo SE
+    rng = np.random.default_rng(9)
+    reps, a = 400, 0.1
+    hits = 0
+    for _ in range(reps):
+        p_item = rng.uniform(0.2, 0.9, size=60)
+        forms = (rng.random((60, 2)) < p_item[:, None]).astype(float)
+        hits += _claim_p_value(forms[:, 0], forms[:, 1:], 0) <= a
+    rate = hits / reps
+    assert rate <= a + 3 * math.sqrt(a * (1 - a) / reps)
+
+
+def test_the_order_test_pools_shards_by_fisher():
+    rng = np.random.default_rng(2)
+    shuffled = (rng.normal(size=19), rng.normal(size=39))
+    canonical = np.array([2.5, 0.3])
+    one = OrderData(("all",), canonical[:1], shuffled[:1])
+    two = OrderData(("s1", "s2"), canonical, shuffled)
+    pairs = tuple(
+        SuitePair(model=m, benchmark="b", parents=(), public=np.zeros(0), order=order)
+        for m, order in (("one", one), ("two", two))
+    )
+    result = tf.suite_audit(SuiteData(pairs), tests=("order",))
+    shard_p = [ref_rank_test(c, s)["p_value"] for c, s in zip(canonical, shuffled, strict=True)]
+    assert result.test == ("order", "order")
+    assert result.p_value[0] == pytest.approx(shard_p[0], rel=1e-15)
+    assert result.p_value[1] == pytest.approx(ref_fisher(shard_p)[1], rel=1e-12)
+    z = [ref_rank_test(c, s)["z_score"] for c, s in zip(canonical, shuffled, strict=True)]
+    assert result.estimate[1] == pytest.approx(np.mean(z), rel=1e-12)
+    assert result.n.tolist() == [1, 2]
+
+
+def test_constat_rows_are_constat_tests_on_the_benchmark_matrix():
+    data = tf.simulate_suite(models=7, benchmarks=1, parents=60, leaks=((2, 0, 0.5),), seed=4)
+    result = tf.suite_audit(data, tests=("constat",), n_bootstrap=200, seed=8)
+    scores = np.array([p.public for p in data.pairs])
+    reference = np.array([p.fresh.mean(axis=1) for p in data.pairs])
+    from truescore_fast._random import seed_int
+
+    want = tf.constat_tests(scores, reference, n_bootstrap=200, seed=seed_int([8, 0]))
+    assert result.model == tuple(p.model for p in data.pairs)
+    assert np.array_equal(result.p_value, want.p_value)
+    assert np.array_equal(result.estimate, want.estimate)
+    assert np.array_equal(result.low, want.low) and np.array_equal(result.high, want.high)
+    small = tf.simulate_suite(models=5, benchmarks=1, parents=30, leaks=(), seed=4)
+    with pytest.raises(ValueError, match="ConStat needs 6"):
+        tf.suite_audit(small, tests=("constat",))
+
+
+def test_the_result_protocol(suite):
+    result = tf.suite_audit(suite, tests=FAST)
+    frame = result.to_frame()
+    for column in ("model", "benchmark", "test", "p_value", "adjusted_p_value", "flagged",
+                   "estimate", "low", "high"):  # fmt: skip
+        assert column in frame.columns
+    json.dumps(result.to_dict(), allow_nan=False)
+    assert str(result) == result.summary()
+    text = result.summary()
+    assert "FLAG model-02 on bench-1" in text and "does not mean" in text
+    assert repr(result).startswith("SuiteAudit(n_tests=16")
+    assert not np.isnan(result.p_value).any()
+    assert "<table>" in result._repr_html_()
+
+
+def test_any_thread_count_gives_the_same_result(suite):
+    one = tf.suite_audit(suite, tests=FAST, threads=1)
+    two = tf.suite_audit(suite, tests=FAST, threads=2)
+    for name in ("p_value", "adjusted_p_value", "estimate", "low", "high"):
+        assert np.array_equal(getattr(one, name), getattr(two, name), equal_nan=True)
+
+
+def test_a_table_path_is_read(tmp_path, suite):
+    from truescore_fast.suite.data import read_suite
+
+    path = write_suite_table(tmp_path / "s.csv", suite)
+    from_path = tf.suite_audit(path, tests=FAST)
+    assert np.array_equal(from_path.p_value, tf.suite_audit(read_suite(path), tests=FAST).p_value)
+    assert np.array_equal(from_path.p_value, tf.suite_audit(suite, tests=FAST).p_value)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"q": 0.0}, "q"), ({"q": math.nan}, "q"), ({"fdr": "bonferroni"}, "fdr"),
+        ({"tests": ()}, "tests"), ({"tests": ("bogus",)}, "tests"),
+        ({"tests": ("order", "order")}, "tests"), ({"n_bootstrap": 0}, "n_bootstrap"),
+        ({"n_bootstrap": 2**63}, "n_bootstrap"), ({"alpha": 1.5}, "alpha"),
+        ({"reference_models": ["a", "b"]}, "reference_models"),
+        ({"reference_models": "model-01"}, "reference_models"), ({"threads": 0}, "n_threads"),
+        ({"columns": {"model": "m"}}, "columns"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_refused(suite, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        tf.suite_audit(suite, **kwargs)
+
+
+def test_a_suite_where_no_test_applies_is_refused(suite):
+    with pytest.raises(ValueError, match="no test could run"):
+        tf.suite_audit(suite, tests=("order",))
+    assert set(SUITE_TESTS) == {"matched_form", "randomization", "order", "constat"}
+
+
+def test_named_reference_models_are_constat_tests_rows():
+    data = tf.simulate_suite(models=7, benchmarks=1, parents=40, leaks=((2, 0, 0.5),), seed=6)
+    names = ["model-01", "model-03", "model-04", "model-05", "model-06", "model-07"]
+    result = tf.suite_audit(data, tests=("constat",), n_bootstrap=100, reference_models=names)
+    scores = np.array([p.public for p in data.pairs])
+    reference = np.array([p.fresh.mean(axis=1) for p in data.pairs])
+    from truescore_fast._random import seed_int
+
+    want = tf.constat_tests(
+        scores,
+        reference,
+        n_bootstrap=100,
+        seed=seed_int([0, 0]),
+        reference_models=[0, 2, 3, 4, 5, 6],
+    )
+    assert np.array_equal(result.p_value, want.p_value)
+    missing = tf.suite_audit(data, tests=("constat", "randomization"),
+                             reference_models=[*names[:5], "nobody"])  # fmt: skip
+    assert "reference models without data ['nobody']" in " ".join(missing.skipped)

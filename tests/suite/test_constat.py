@@ -1,0 +1,259 @@
+"""ConStat's performance-based test (``suite/constat.py``): the bootstrap against the
+NumPy/SciPy reference on the same resamples, the spline against exact arithmetic, the
+batch against single calls, threads and seeds, argument checks, and its error rates on
+simulated suites."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import truescore_fast as tf
+from kernels import every_kernel_path, kernel_path
+from reference import ref_constat_replicates, ref_constat_summary
+from truescore_fast import _core
+from truescore_fast._random import philox_key
+
+
+def suite(m, n, nr, seed, partial=False):
+    """Scores of m models of varied ability on a benchmark and a reference benchmark that
+    measure one latent skill (a logistic item model, items of varied difficulty)."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.0, m)
+    d_bench, d_ref = rng.normal(0.0, 1.0, n), rng.normal(0.3, 1.0, nr)
+    p_bench = 1.0 / (1.0 + np.exp(-(theta[:, None] - d_bench[None, :]) * 1.5))
+    p_ref = 1.0 / (1.0 + np.exp(-(theta[:, None] - d_ref[None, :]) * 1.5))
+    if partial:
+        return np.round(p_bench * 4) / 4, np.round(p_ref * 4) / 4
+    return (rng.random((m, n)) < p_bench).astype(float), (rng.random((m, nr)) < p_ref).astype(
+        float
+    )
+
+
+# ------------------------------------------------------------------ against the reference
+
+
+@pytest.mark.parametrize(
+    ("smoothing", "random_guess", "partial", "reference_models", "tol", "n_ref"),
+    [
+        (0.01, None, False, None, 1e-9, 45),
+        (0.5, 0.25, True, None, 1e-9, 45),
+        (0.05, None, False, (0, 1, 2, 3, 4, 5, 6), 1e-9, 45),
+        # 3 reference items: reference scores tie (merged points, the anchors among them;
+        # below 5 distinct abscissas the fit is the weighted line)
+        (0.05, None, False, None, 1e-9, 3),
+        (None, 0.5, False, None, 1e-5, 3),
+        # GCV: SciPy's own fit drifts ~1e-7 from exact arithmetic (see the spline test
+        # below), which moves its Brent search on a flat criterion by more than that.
+        (None, None, False, None, 1e-5, 45),
+        (None, 0.25, True, (1, 2, 3, 4, 5, 6, 7, 8), 1e-5, 45),
+    ],
+)
+def test_replicates_match_reference(
+    smoothing, random_guess, partial, reference_models, tol, n_ref
+):
+    s, r = suite(9, 60, n_ref, seed=4, partial=partial)
+    res = tf.constat_tests(
+        s,
+        r,
+        n_bootstrap=25,
+        seed=11,
+        smoothing=smoothing,
+        random_guess=random_guess,
+        reference_models=reference_models,
+        delta=0.02,
+        alpha=0.1,
+    )
+    refs = list(range(9)) if reference_models is None else list(reference_models)
+    reps, actual, predicted = ref_constat_replicates(
+        s, r, refs, list(range(9)), 25, philox_key(11), random_guess=random_guess, lam=smoothing
+    )
+    np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=tol)
+    np.testing.assert_allclose(res.actual, actual, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(res.predicted, predicted, rtol=0, atol=tol)
+    for i in range(9):  # the summaries of the core's own replicates
+        mean, low, high, p = ref_constat_summary(res.replicates[i], 0.02, 0.1)
+        assert res.estimate[i] == pytest.approx(mean, abs=1e-15)
+        assert res.low[i] == pytest.approx(low, abs=1e-14)
+        assert res.high[i] == pytest.approx(high, abs=1e-14)
+        assert res.p_value[i] == pytest.approx(p, abs=1e-12)
+
+
+def _exact_spline(x, y, w, lam, x0):
+    """Reinsch's equations in 40-digit arithmetic (dense solve)."""
+    mpmath.mp.dps = 40
+    n = len(x)
+    h = [mpmath.mpf(x[i + 1]) - mpmath.mpf(x[i]) for i in range(n - 1)]
+    q, rr = mpmath.zeros(n, n - 2), mpmath.zeros(n - 2, n - 2)
+    for j in range(n - 2):
+        q[j, j], q[j + 1, j], q[j + 2, j] = 1 / h[j], -1 / h[j] - 1 / h[j + 1], 1 / h[j + 1]
+        rr[j, j] = (h[j] + h[j + 1]) / 3
+        if j + 1 < n - 2:
+            rr[j, j + 1] = rr[j + 1, j] = h[j + 1] / 6
+    wi = mpmath.diag([1 / mpmath.mpf(v) for v in w])
+    yv = mpmath.matrix([mpmath.mpf(v) for v in y])
+    gam = mpmath.lu_solve(rr + lam * q.T * wi * q, q.T * yv)
+    g = yv - lam * wi * q * gam
+    j = max(0, min(n - 2, int(np.searchsorted(x, x0, side="right")) - 1))
+    u, v = mpmath.mpf(x0) - mpmath.mpf(x[j]), mpmath.mpf(x[j + 1]) - mpmath.mpf(x0)
+    second = [0] + [gam[i] for i in range(n - 2)] + [0]
+    return float(
+        (u * g[j + 1] + v * g[j]) / h[j]
+        - u * v / 6 * ((1 + u / h[j]) * second[j + 1] + (1 + v / h[j]) * second[j])
+    )
+
+
+def test_spline_matches_exact_arithmetic():
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        x = np.unique(rng.random(25))
+        x[0], x[-1] = 0.0, 1.0
+        y = np.clip(x + rng.normal(0, 0.05, x.size), 0, 1)
+        w = np.ones(x.size)
+        w[0] = w[-1] = 1e-3
+        x0, lam = float(rng.random()), float(10 ** rng.uniform(-4, 1))
+        got = _core.testing.smoothing_spline_predict(x, y, w, lam, x0)
+        assert got == pytest.approx(_exact_spline(x, y, w, lam, x0), rel=1e-11, abs=1e-13)
+
+
+# ------------------------------------------------------------------ batch, threads, seeds
+
+
+def test_batch_row_equals_single_call_and_threads_and_seed():
+    s, r = suite(8, 80, 50, seed=2)
+    batch = tf.constat_tests(s, r, n_bootstrap=40, seed=7, n_threads=1)
+    for i in (0, 5):
+        others = [j for j in range(8) if j != i]
+        one = tf.constat_test(s[i], r[i], s[others], r[others], n_bootstrap=40, seed=7)
+        assert np.array_equal(one.replicates, batch.replicates[i])
+        assert (one.estimate, one.p_value) == (batch.estimate[i], batch.p_value[i])
+        assert batch.test(i).to_dict() == one.to_dict()
+    means = r.mean(axis=1)
+    for i in range(8):
+        others = np.delete(means, i)
+        want = means[i] < others.min() or means[i] > others.max()
+        assert batch.extrapolated[i] == want
+        assert ("(extrapolated)" in batch.summary().splitlines()[2 + i]) == want
+    assert batch.extrapolated.sum() == 2  # the best and the worst model here
+    for threads in (2, 3, None):
+        again = tf.constat_tests(s, r, n_bootstrap=40, seed=7, n_threads=threads)
+        assert np.array_equal(again.replicates, batch.replicates)
+    other = tf.constat_tests(s, r, n_bootstrap=40, seed=8)
+    assert not np.array_equal(other.replicates, batch.replicates)
+    assert batch.seed == 7 and batch.to_frame().shape == (8, 9)
+    gen = tf.constat_tests(s, r, n_bootstrap=40, seed=np.random.default_rng(3))
+    replay = tf.constat_tests(s, r, n_bootstrap=40, seed=gen.seed)
+    assert np.array_equal(gen.replicates, replay.replicates)
+
+
+@every_kernel_path
+def test_kernel_paths_agree_with_the_reference(avx512):
+    # 1,200 items: the index draws run long enough for the AVX-512 cutting (where the CPU
+    # has it); each path against the reference's draws.
+    s, r = suite(7, 1200, 700, seed=9)
+    with kernel_path(avx512):
+        res = tf.constat_tests(s, r, n_bootstrap=4, seed=2, smoothing=0.2)
+    reps, _, _ = ref_constat_replicates(s, r, list(range(7)), list(range(7)), 4, philox_key(2),
+                                        lam=0.2)  # fmt: skip
+    np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=1e-9)
+
+
+# ------------------------------------------------------------------ argument checks
+
+S, R = suite(7, 20, 15, seed=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "name"),
+    [
+        ({"scores": S[0, :5]}, ValueError, "models_scores"),
+        ({"models_scores": S[1:5]}, ValueError, "models_scores"),
+        ({"models_reference_scores": R[1:6]}, ValueError, "models_reference_scores"),
+        ({"scores": np.r_[S[0, :-1], np.nan]}, ValueError, "scores"),
+        ({"reference_scores": np.r_[R[0, :-1], np.inf]}, ValueError, "reference_scores"),
+        ({"scores": np.r_[S[0, :-1], 1.5]}, ValueError, "scores"),
+        ({"scores": S[:2]}, ValueError, "scores"),
+        ({"scores": ["a"] * 20}, TypeError, "scores"),
+        ({"alpha": 1.0}, ValueError, "alpha"),
+        ({"alpha": "0.05"}, TypeError, "alpha"),
+        ({"delta": math.nan}, ValueError, "delta"),
+        ({"delta": 2.0}, ValueError, "delta"),
+        ({"n_bootstrap": 2**63}, ValueError, "n_bootstrap"),
+        ({"n_bootstrap": 1}, ValueError, "n_bootstrap"),
+        ({"n_bootstrap": 10.0}, ValueError, "n_bootstrap"),
+        ({"smoothing": -1.0}, ValueError, "smoothing"),
+        ({"smoothing": 1e308 * 10}, ValueError, "smoothing"),
+        ({"random_guess": 1.5}, ValueError, "random_guess"),
+        ({"seed": None}, ValueError, "seed"),
+        ({"seed": 1.5}, TypeError, "seed"),
+        ({"n_threads": 0}, ValueError, "n_threads"),
+    ],
+)
+def test_constat_test_refuses(kwargs, error, name):
+    args = {
+        "scores": S[0],
+        "reference_scores": R[0],
+        "models_scores": S[1:],
+        "models_reference_scores": R[1:],
+        "n_bootstrap": 10,
+    }
+    args.update(kwargs)
+    with pytest.raises(error, match=name):
+        tf.constat_test(**args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"scores": S[:5], "reference_scores": R[:5]}, "scores"),
+        ({"reference_scores": R[:6]}, "reference_scores"),
+        ({"reference_models": (0, 1, 2, 3, 4)}, "reference_models"),
+        ({"reference_models": (0, 1, 2, 3, 4, 9)}, "reference_models"),
+        ({"reference_models": (0, 1, 2, 3, 4, 4)}, "reference_models"),
+        ({"reference_models": "012345"}, "reference_models"),
+    ],
+)
+def test_constat_tests_refuses(kwargs, name):
+    args = {"scores": S, "reference_scores": R, "n_bootstrap": 10}
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=name):
+        tf.constat_tests(**args)
+
+
+def test_result_protocol():
+    res = tf.constat_test(S[0], R[0], S[1:], R[1:], n_bootstrap=20)
+    assert str(res) == res.summary() and "not proof of contamination" in res.summary()
+    # Far below the smallest inflation: every replicate is within the bound, so p = 0.
+    low_bound = tf.constat_test(S[0], R[0], S[1:], R[1:], n_bootstrap=20, delta=-1.0)
+    assert low_bound.p_value == 0.0 and "below the resolution of 20" in low_bound.summary()
+    assert "replicates" not in res.to_dict() and res.n_models == 6
+    assert res.low <= res.estimate <= res.high or res.low <= res.high
+
+
+# ------------------------------------------------------------------ error rates
+
+
+def test_size_and_power_on_simulated_suites():
+    """No contamination: the rejection rate at alpha = 0.1 is at most alpha + 3 Monte
+    Carlo SEs (240 suites: SE = sqrt(0.1 * 0.9 / 240) = 0.019). A planted inflation of
+    +0.1 (wrong answers turned right): rejected in at least 80% of 120 suites."""
+    alpha, reps = 0.1, 240
+    rejected = power = 0
+    for rep in range(reps):
+        s, r = suite(9, 300, 300, seed=1000 + rep)
+        res = tf.constat_test(s[0], r[0], s[1:], r[1:], n_bootstrap=150, alpha=alpha, seed=rep)
+        rejected += res.p_value < alpha
+        if rep < 120:
+            leaked = s[0].copy()
+            wrong = np.flatnonzero(leaked == 0)
+            rng = np.random.default_rng(rep)
+            leaked[rng.choice(wrong, size=min(30, wrong.size), replace=False)] = 1.0
+            res = tf.constat_test(
+                leaked, r[0], s[1:], r[1:], n_bootstrap=150, alpha=alpha, seed=rep
+            )
+            power += res.p_value < alpha
+    se = math.sqrt(alpha * (1 - alpha) / reps)
+    assert rejected / reps <= alpha + 3 * se, rejected / reps
+    assert power / 120 >= 0.8, power / 120

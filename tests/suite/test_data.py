@@ -1,0 +1,207 @@
+"""``suite/data.py`` (``read_suite``, ``SuiteData``) and ``io/suite.py``
+(``read_suite_manifest``): a suite read from one long table in any format the package
+reads, gzip included, with its columns renamed, reference rows and log-likelihood tables;
+from a manifest of harness runs; and one-line errors for tables that do not fit."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import math
+
+import numpy as np
+import pytest
+import truescore_fast as tf
+from truescore_fast.suite.data import SuiteData, read_suite
+
+ROWS = [
+    # model, benchmark, parent, form, correct
+    ("a", "b1", "p1", "public", 1),
+    ("a", "b1", "p1", "fresh1", 0),
+    ("a", "b1", "p1", "fresh2", 1),
+    ("a", "b1", "p2", "public", 0),
+    ("a", "b1", "p2", "fresh1", 0),
+    ("a", "b1", "p2", "fresh2", 1),
+    ("a", "b1", "p3", "public", 1),  # a public form without fresh forms
+    ("a", "b1", "r1", "reference", 0.5),
+    ("a", "b1", "r2", "reference", 1),
+    ("b", "b1", "p1", "public", 0),
+    ("b", "b1", "p1", "fresh2", 1),
+    ("b", "b1", "p1", "fresh1", 1),
+    ("b", "b1", "p2", "public", 1),
+    ("b", "b1", "p2", "fresh1", 0),
+    ("b", "b1", "p2", "fresh2", 0),
+    ("a", "b2", "q1", "reference", 1),  # a pair with reference rows only
+]
+HEADER = ("model", "benchmark", "parent", "form", "correct")
+
+
+def write(path, rows, header=HEADER, opener=open):
+    with opener(path, "wt", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def test_a_long_table_is_read_pair_by_pair(tmp_path):
+    data = read_suite(write(tmp_path / "suite.csv", ROWS))
+    assert data.models == ("a", "b") and data.benchmarks == ("b1", "b2")
+    a = data.pair("a", "b1")
+    assert a.parents == ("p1", "p2", "p3") and a.public.tolist() == [1, 0, 1]
+    assert a.fresh_parents == ("p1", "p2") and a.fresh_forms == ("fresh1", "fresh2")
+    assert a.matched_public.tolist() == [1, 0]
+    assert a.fresh.tolist() == [[0, 1], [0, 1]]
+    assert a.reference_parents == ("r1", "r2") and a.reference.tolist() == [0.5, 1.0]
+    b = data.pair("b", "b1")  # forms listed in another order: matched by name
+    assert b.fresh.tolist() == [[1, 1], [0, 0]]
+    only_reference = data.pair("a", "b2")
+    assert only_reference.parents == () and not only_reference.has_fresh
+    assert only_reference.reference.tolist() == [1.0]
+    assert data.pair("b", "b2") is None
+
+
+def test_gzip_renamed_columns_and_mappings_read_the_same(tmp_path):
+    plain = read_suite(write(tmp_path / "suite.csv", ROWS))
+    header = ("system", "task", "item", "variant", "score")
+    zipped = write(tmp_path / "suite.csv.gz", ROWS, header, opener=gzip.open)
+    names = dict(zip(HEADER, header, strict=True))
+    renamed = read_suite(zipped, columns=names)
+    columns = {h: [r[k] for r in ROWS] for k, h in enumerate(HEADER)}
+    mapping = read_suite(columns)
+    for other in (renamed, mapping):
+        assert len(other.pairs) == len(plain.pairs)
+        for p, o in zip(plain.pairs, other.pairs, strict=True):
+            assert (p.model, p.benchmark, p.parents) == (o.model, o.benchmark, o.parents)
+            assert np.array_equal(p.fresh, o.fresh) and np.array_equal(p.reference, o.reference)
+
+
+def test_log_likelihood_tables_are_read_per_pair(tmp_path):
+    table = tmp_path / "ll.csv"
+    write(
+        table,
+        [
+            ("s1", "canonical", -10.0),
+            ("s1", "shuffled", -12.0),
+            ("s1", "x", -9.0),
+            ("s2", "shuffled", -3.0),
+            ("s2", "canonical", -1.0),
+        ],
+        header=("shard", "kind", "loglik"),
+    )
+    data = read_suite(write(tmp_path / "suite.csv", ROWS), logliks={("a", "b1"): table})
+    order = data.pair("a", "b1").order
+    assert order.shards == ("s1", "s2")
+    assert order.canonical.tolist() == [-10.0, -1.0]
+    assert [s.tolist() for s in order.shuffled] == [[-12.0, -9.0], [-3.0]]
+    assert data.pair("b", "b1").order is None
+    with pytest.raises(ValueError, match="no scores for model 'c'"):
+        read_suite(ROWS_TABLE(tmp_path), logliks={("c", "b1"): table})
+    bad = write(tmp_path / "bad.csv", [("canonical", 1.0)], header=("kind", "loglik"))
+    with pytest.raises(ValueError, match="at least one shuffled"):
+        read_suite(ROWS_TABLE(tmp_path), logliks={("a", "b1"): bad})
+
+
+def ROWS_TABLE(tmp_path):  # noqa: N802 - the table of ROWS
+    return write(tmp_path / "rows.csv", ROWS)
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda r: [*r, ("a", "b1", "p1", "public", 1)], "given twice"),
+        (lambda r: [*r, ("a", "b1", "p9", "fresh1", 1)], "no public form"),
+        (
+            lambda r: [*r, ("a", "b1", "p9", "public", 1), ("a", "b1", "p9", "fresh3", 1)],
+            "same ones",
+        ),
+        (lambda r: [*r, ("a", "b1", "p9", "public", math.nan)], "correct must lie"),
+        (lambda r: [*r, ("a", "b1", "p9", "public", 2)], "correct must lie"),
+        (lambda r: [*r, ("a", "b1", "p9", "public", "yes")], "correct must be a number"),
+        (lambda r: [*r, ("a", "", "p9", "public", 1)], "empty model"),
+        (lambda r: [*r, ("a", "b1", "r1", "reference", 1)], "given twice"),
+    ],
+)
+def test_tables_that_do_not_fit_are_refused(tmp_path, change, match):
+    with pytest.raises(ValueError, match=match):
+        read_suite(write(tmp_path / "s.csv", change(list(ROWS))))
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    table = ROWS_TABLE(tmp_path)
+    with pytest.raises(ValueError, match="missing the column"):
+        read_suite(write(tmp_path / "x.csv", [r[:4] for r in ROWS], HEADER[:4]))
+    manifest = write(
+        tmp_path / "m.csv", [("a", "b", "public", "x.csv")], ("model", "benchmark", "form", "path")
+    )
+    with pytest.raises(ValueError, match="read_suite_manifest"):
+        read_suite(manifest)
+    with pytest.raises(ValueError, match="columns: unknown role"):
+        read_suite(table, columns={"score": "correct"})
+    with pytest.raises(ValueError, match="columns must name 5 different"):
+        read_suite(table, columns={"model": "benchmark"})
+    with pytest.raises(ValueError, match="columns must map"):
+        read_suite(table, columns=["model"])
+    with pytest.raises(ValueError, match="public_form and reference_form"):
+        read_suite(table, reference_form="public")
+    with pytest.raises(ValueError, match="logliks keys"):
+        read_suite(table, logliks={"a": "x.csv"})
+    with pytest.raises(ValueError, match="source"):
+        read_suite(42)
+    with pytest.raises(FileNotFoundError):
+        read_suite(tmp_path / "missing.csv")
+
+
+def test_a_manifest_of_per_run_tables_reads_as_the_long_table(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    manifest = []
+    for model, bench in (("a", "b1"), ("b", "b1")):
+        for form in ("public", "fresh1", "fresh2"):
+            rows = [(r[2], r[4]) for r in ROWS if r[:2] == (model, bench) and r[3] == form]
+            if model == "a" and form == "fresh1":
+                rows = rows[::-1]  # the order of a run does not matter
+            write(runs / f"{model}-{form}.csv", rows, header=("id", "acc"))
+            manifest.append((model, bench, form, f"runs/{model}-{form}.csv"))
+    write(runs / "a-ref.csv", [("r1", 0.5), ("r2", 1)], header=("id", "acc"))
+    manifest.append(("a", "b1", "reference", "runs/a-ref.csv"))
+    path = write(
+        tmp_path / "manifest.csv", manifest, header=("model", "benchmark", "form", "path")
+    )
+    got = tf.read_suite_manifest(path, match_key="id", metric="acc")
+    want = read_suite(write(tmp_path / "b1.csv", [r for r in ROWS if r[1] == "b1"]))
+    assert isinstance(got, SuiteData)
+    for model in ("a", "b"):
+        g, w = got.pair(model, "b1"), want.pair(model, "b1")
+        assert g.parents == w.parents and np.array_equal(g.public, w.public)
+        assert g.fresh_parents == w.fresh_parents and np.array_equal(g.fresh, w.fresh)
+        assert np.array_equal(g.reference, w.reference)
+
+
+def test_a_manifest_that_does_not_fit_is_refused(tmp_path):
+    write(tmp_path / "pub.csv", [("x1", 1), ("x2", 0)], header=("id", "acc"))
+    write(tmp_path / "fr.csv", [("x1", 1), ("x3", 0)], header=("id", "acc"))
+    header = ("model", "benchmark", "form", "path")
+    path = write(
+        tmp_path / "m.csv",
+        [("a", "b", "public", "pub.csv"), ("a", "b", "fresh1", "fr.csv")],
+        header,
+    )
+    with pytest.raises(ValueError, match="the public run"):
+        tf.read_suite_manifest(path, match_key="id", metric="acc")
+    twice = write(
+        tmp_path / "m2.csv",
+        [("a", "b", "public", "pub.csv"), ("a", "b", "public", "fr.csv")],
+        header,
+    )
+    with pytest.raises(ValueError, match="given twice"):
+        tf.read_suite_manifest(twice, match_key="id", metric="acc")
+    with pytest.raises(ValueError, match="missing the column"):
+        tf.read_suite_manifest(
+            write(tmp_path / "m3.csv", [("a", "b", "x")], header[:3]), match_key="id"
+        )
+    with pytest.raises(ValueError, match="match_key"):
+        tf.read_suite_manifest(path, match_key="")
+    missing = write(tmp_path / "m4.csv", [("a", "b", "public", "nothing.csv")], header)
+    with pytest.raises(FileNotFoundError):
+        tf.read_suite_manifest(missing, match_key="id")
