@@ -625,9 +625,10 @@ def _guide_tables():
     return tables
 
 
-def test_the_reference_hedged_cs_is_our_sequence_at_truncation_three_quarters(monkeypatch):
-    # The reference is written from the paper; at our truncation (3/4) it must give our
-    # sequence, and at 1/2 our sequence with truncation 1/2, to the bisection's 1e-10.
+def test_the_reference_hedged_cs_is_our_sequence_with_one_process(monkeypatch):
+    # The reference is written from the paper; our sequence with one capital process of
+    # horizon-free bets truncated at 3/4 (the sequence before issue 22, part 3) or 1/2
+    # must be it, to the bisection's 1e-10.
     from reference import ref_hedged_cs
     from truescore_fast.audit import _betting
 
@@ -637,7 +638,7 @@ def test_the_reference_hedged_cs_is_our_sequence_at_truncation_three_quarters(mo
         for row in d:
             x = (row + 1) / 2
             for c in (0.75, 0.5):
-                monkeypatch.setattr(_betting, "_TRUNCATION", c)
+                monkeypatch.setattr(_betting, "_MIXTURE", ((1.0, None, c, c),))
                 low, high, empty = _betting.sequence_bounds(x, 5000, 0.05, None)
                 ref = ref_hedged_cs(x, 5000, 0.05, c=c)
                 assert not empty
@@ -646,13 +647,47 @@ def test_the_reference_hedged_cs_is_our_sequence_at_truncation_three_quarters(mo
                 ), (shape, c)
 
 
-def test_the_guides_width_table_is_recomputed():
+def test_the_guides_width_tables_are_recomputed_and_at_most_one():
+    # Issue 22, part 3: the horizon-free sequence is at most as wide as the better of the
+    # reference hedged_cs at truncation 1/2 (confseq's) and at 3/4 (ours before), at
+    # n = 50, 200, 1,000 of N = 5,000 and each shape: every ratio of mean widths over
+    # the 20 orders is at most 1 plus 2 of its Monte Carlo SEs (at this seed each is at
+    # most 1: the guide's tables, recomputed here, pin them).
     tool = _calibration_tool()
     widths = tool.width_table(orders=20)
-    table = _guide_tables()[0]
-    assert set(table) == set(tool.SHAPES)
+    tables = _guide_tables()
+    for k, first in enumerate((0, 2)):
+        table = tables[k]
+        assert set(table) == set(tool.SHAPES)
+        for shape in tool.SHAPES:
+            cells = [widths[(shape, n)][first : first + 2] for n in tool.WIDTH_NS]
+            assert table[shape] == [f"{r:.3f} ({se:.3f})" for r, se in cells], (shape, k)
+            for r, se in cells:
+                assert r <= 1.0 + 2.0 * se, (shape, k, r, se)
+
+
+def test_each_half_of_the_mixture_capital_is_monotone_in_the_candidate():
+    # The end search brackets each half's one crossing of 2/alpha: the up-betting half's
+    # peak log-capital must not rise as the candidate rises, the down-betting half's not
+    # fall, at every candidate of a fine grid across the feasible range (shapes of the
+    # width table, with and without a population, many orders; rounding allowed 1e-9).
+    from truescore_fast.audit._betting import _half_peaks
+
+    tool = _calibration_tool()
     for shape in tool.SHAPES:
-        assert table[shape] == [f"{widths[(shape, n)]:.2f}" for n in tool.WIDTH_NS], shape
+        for row in tool._orders(shape, 5000, 6, 400):
+            for n in (30, 400):
+                x = (row[:n] + 1) / 2
+                bets = log_bets(x, 0.05)
+                for population in (None, 5000):
+                    grid = np.linspace(0.0, 1.0, 401)
+                    if population is not None:
+                        first = x.sum() / population
+                        grid = first + grid * (population - n) / population
+                    up = _half_peaks(x, grid, population, bets, up=True)
+                    down = _half_peaks(x, grid, population, bets, up=False)
+                    assert (np.diff(up) <= 1e-9).all(), (shape, n, population)
+                    assert (np.diff(down) >= -1e-9).all(), (shape, n, population)
 
 
 def test_time_uniform_miss_rates_from_known_truth():
@@ -661,7 +696,7 @@ def test_time_uniform_miss_rates_from_known_truth():
     # alpha = 0.05 of them, within 3 Monte Carlo SEs (sqrt(0.05 x 0.95 / 2000) = 0.0049).
     # The guide's validity table is these rates.
     tool = _calibration_tool()
-    table = _guide_tables()[1]
+    table = _guide_tables()[2]
     bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
     for shape in tool.SHAPES:
         cells = []

@@ -27,7 +27,7 @@ from truescore_fast._validation import (
     real_scalar,
     threads_used,
 )
-from truescore_fast.audit._betting import capital_logs, check_horizon, log_bets
+from truescore_fast.audit._betting import Bets, capital_logs, check_horizon, log_bets
 from truescore_fast.audit.intervals import betting_intervals
 from truescore_fast.studies._common import _columns, _floats, _rate, _replications, _run_meta
 from truescore_fast.studies._engine import _Cell, _execute
@@ -60,7 +60,7 @@ def _first_hits(
     m: npt.NDArray[np.float64],
     population_size: int,
     alpha: float,
-    log_bet: npt.NDArray[np.float64],
+    bets: Bets,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """For each row of ``x`` (R, n) and its candidate ``m[r]``: the first step (1-based)
     at which the up-betting half of the hedged capital reaches 1/alpha (m is then below
@@ -68,10 +68,10 @@ def _first_hits(
     A candidate made impossible by the data through that step (outside the values the
     population mean can take, which the audit's intervals never leave) counts as
     reached by the matching half.
-    ``log_bet`` is :func:`log_bets` of ``x`` at ``alpha`` (computed once by the caller
+    ``bets`` is :func:`log_bets` of ``x`` at ``alpha`` (computed once by the caller
     for every candidate at that alpha)."""
     n = x.shape[1]
-    log_up, log_down, too_low, too_high = capital_logs(x, m[:, None], population_size, log_bet)
+    log_up, log_down, too_low, too_high = capital_logs(x, m[:, None], population_size, bets)
     threshold = math.log(2.0) - math.log(alpha)  # half the wealth reaching 1/alpha
     hit_up = (log_up >= threshold) | too_low  # too low: m lies below the data
     hit_down = (log_down >= threshold) | too_high
