@@ -130,11 +130,12 @@ class RunningSum:
 class Bets(NamedTuple):
     """The predictable bets of a capital that averages K capital processes: each one's
     log weight (K,), and its truncation levels and log plug-in bets (each (K, ..., n))
-    along the observations (from :func:`log_bets`)."""
+    along the observations (from :func:`log_bets`), and the bets themselves."""
 
     log_weight: npt.NDArray[np.float64]
     truncation: npt.NDArray[np.float64]
     log_bet: npt.NDArray[np.float64]
+    bet: npt.NDArray[np.float64]  # exp(log_bet)
 
 
 def _log_factors_of(
@@ -169,6 +170,7 @@ def capital_logs(
     m: npt.NDArray[np.float64],
     population_size: int | None,
     bets: Bets,
+    halves: tuple[bool, bool] = (True, True),
 ) -> tuple[
     npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]
 ]:
@@ -181,6 +183,8 @@ def capital_logs(
     capital processes), and where the candidate lies below or above
     the values the population mean can take given x_1..x_t (N m < S_t or
     N m > S_t + N - t: impossible from that step on; never without a population).
+    ``halves`` (up, down) says which halves to compute; one not computed is -inf
+    throughout (it never reaches anything).
     """
     n = x.shape[-1]
     shape = np.broadcast_shapes(m.shape, x.shape)
@@ -198,14 +202,17 @@ def capital_logs(
         too_low = total < through - population_size * _SLACK
         too_high = total > through + (remaining - 1.0) + population_size * _SLACK
         mt = np.clip(mt, 0.0, 1.0)
-    halves = []
-    for up in (True, False):
+    out = []
+    for up, wanted in zip((True, False), halves, strict=True):
+        if not wanted:
+            out.append(np.full(shape, -math.inf))
+            continue
         logs = [
-            np.cumsum(_log_factors_of(x, mt, np.exp(lb), c, up), axis=-1)
-            for lb, c in zip(bets.log_bet, bets.truncation, strict=True)
+            np.cumsum(_log_factors_of(x, mt, b, c, up), axis=-1)
+            for b, c in zip(bets.bet, bets.truncation, strict=True)
         ]
-        halves.append(_mixed(bets.log_weight, logs))
-    return halves[0], halves[1], too_low, too_high
+        out.append(_mixed(bets.log_weight, logs))
+    return out[0], out[1], too_low, too_high
 
 
 def log_capital_max(
@@ -258,10 +265,12 @@ def _bets_from(
 ) -> Bets:
     parts = _components(horizon)
     low = var_prev < _LOW_VARIANCE
+    log_bet = np.stack([_plug_in_log_bets(var_prev, t, alpha * w, h) for w, h, _, _ in parts])
     return Bets(
         np.log(np.array([part[0] for part in parts])),
         np.stack([np.where(low, c_low, c_high) for _, _, c_low, c_high in parts]),
-        np.stack([_plug_in_log_bets(var_prev, t, alpha * w, h) for w, h, _, _ in parts]),
+        log_bet,
+        np.exp(log_bet),
     )
 
 
@@ -302,8 +311,8 @@ def _half_peaks(
         remaining = population_size - np.arange(n, dtype=np.float64)
         mt = np.clip((population_size * m[:, None] - before) / remaining, 0.0, 1.0)
     logs = [
-        np.cumsum(_log_factors_of(x, mt, np.exp(lb), c, up), axis=1)
-        for lb, c in zip(bets.log_bet, bets.truncation, strict=True)
+        np.cumsum(_log_factors_of(x, mt, b, c, up), axis=1)
+        for b, c in zip(bets.bet, bets.truncation, strict=True)
     ]
     return np.asarray(_mixed(bets.log_weight, logs).max(axis=1))
 
@@ -475,7 +484,7 @@ class IncrementalSequence:
         bets = _bets_from(var_prev, t, self.alpha, self.horizon)
         self._x[start:stop] = x
         self._before[start:stop] = sums[:-1]
-        self._bet[:, start:stop] = np.exp(bets.log_bet)
+        self._bet[:, start:stop] = bets.bet
         self._level[:, start:stop] = bets.truncation
         self._sum, self._squares = float(sums[-1]), float(squares[-1])
         self._total.add(x)
