@@ -1105,14 +1105,8 @@ def ref_budget_sums(gaps, n, method, alpha, key, cell, replications, block):
 # processes each betting sqrt(2 log(2 / (w alpha)) / (var_{t-1} max(t, h))) truncated at
 # c_low / m_t (up) or c_low / (1 - m_t) (down) while var_{t-1} < 0.045, at c_high after.
 # (w, h, c_low, c_high):
-REF_SEQUENCE_MIXTURE = (
-    (0.65 / 3, 10, 0.9, 0.7),
-    (0.65 / 3, 25, 0.9, 0.7),
-    (0.65 / 3, 50, 0.9, 0.7),
-    (0.35 / 4, 100, 0.5, 0.5),
-    (0.35 / 4, 200, 0.5, 0.5),
-    (0.35 / 4, 500, 0.5, 0.5),
-    (0.35 / 4, 1000, 0.5, 0.5),
+REF_SEQUENCE_MIXTURE = tuple((0.65 / 3, h, 0.9, 0.7) for h in (10, 25, 50)) + tuple(
+    (0.35 / 4, h, 0.5, 0.5) for h in (100, 200, 500, 1000)
 )
 
 
