@@ -19,7 +19,7 @@ an independent hedged_cs and its time-uniform miss rate, by simulation.
 docs/guide/sequential.md shows the tables; tests/audit/test_sequential.py recomputes the
 width tables and runs the validity check at 2,000 orders for N = 200 and 1,000. Usage:
 
-    python tools/sequential_calibration.py [--orders 2000] [--width-orders 20]
+    python tools/sequential_calibration.py [--orders 2000] [--width-orders 20] [--far]
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _ratio_of_means(ours: np.ndarray, theirs: np.ndarray) -> tuple[float, float]
 
 
 def width_table(
-    orders: int = 20, alpha: float = 0.05
+    orders: int = 20, alpha: float = 0.05, ns: tuple[int, ...] = WIDTH_NS
 ) -> dict[tuple[str, int], tuple[float, float, float, float]]:
     """{(shape, n): (mean width of ours / that of the reference hedged_cs at truncation
     1/2, its MC SE, ours / the reference at truncation 3/4 (our sequence before issue 22,
@@ -84,8 +84,8 @@ def width_table(
 
     out = {}
     for shape in SHAPES:
-        d = _orders(shape, WIDTH_SIZE, orders, max(WIDTH_NS))
-        for n in WIDTH_NS:
+        d = _orders(shape, WIDTH_SIZE, orders, max(ns))
+        for n in ns:
             widths = np.zeros((3, orders))
             for i, row in enumerate(d):
                 iv = tf.betting_confidence_sequence(row[:n], population_size=WIDTH_SIZE)
@@ -164,10 +164,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=2000, help="orders per validity cell")
     parser.add_argument("--width-orders", type=int, default=20, help="orders per width cell")
+    parser.add_argument(
+        "--far", action="store_true", help="also the widths at n = 2,000 and 4,000 (10 orders)"
+    )
     args = parser.parse_args(argv)
     widths = width_table(args.width_orders)
     print(f"Width at N = {WIDTH_SIZE}, {args.width_orders} orders per cell")
     print("\n".join(width_rows(widths)))
+    if args.far:
+        far = width_table(10, ns=(2000, 4000))
+        for shape in SHAPES:
+            for n in (2000, 4000):
+                r_half, _, r_three, _ = far[(shape, n)]
+                print(f"{shape} n = {n}: {r_half:.3f} (1/2), {r_three:.3f} (3/4)")
+        print()
     print(f"Time-uniform miss rate at alpha = 0.05, {args.orders} orders per cell (MC SE)")
     print("| population | " + " | ".join(f"N = {n:,}" for n in VALIDITY_SIZES) + " |")
     print("|---|" + "---:|" * len(VALIDITY_SIZES))
