@@ -1100,17 +1100,30 @@ def ref_budget_sums(gaps, n, method, alpha, key, cell, replications, block):
 # ---------------------------------------------------------------------------------------
 
 
+# The horizon-free sequence's capital (issue 22, part 3), written from
+# docs/guide/sequential.md, not imported: the average, with weights w, of capital
+# processes each betting sqrt(2 log(2 / (w alpha)) / (var_{t-1} max(t, h))) truncated at
+# c_low / m_t (up) or c_low / (1 - m_t) (down) while var_{t-1} < 0.045, at c_high after.
+# (w, h, c_low, c_high):
+REF_SEQUENCE_MIXTURE = tuple((0.65 / 3, h, 0.9, 0.7) for h in (10, 25, 50)) + tuple(
+    (0.35 / 4, h, 0.5, 0.5) for h in (100, 200, 500, 1000)
+)
+
+
 def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05, horizon=None):
-    """True when the candidate mean gap ``m`` is rejected at some step by Waudby-Smith &
-    Ramdas's hedged betting sequence (c = 3/4, either half of the wealth reaching
-    1/alpha), or, with a population, when m lies outside the values the population mean
-    can take given the gaps so far (every other gap -1, or every other +1). Bets:
-    horizon-free plug-in sqrt(2 log(2/alpha) / (var t log(1 + t))), or, with a horizon n,
-    sqrt(2 log(2/alpha) / (var max(t, n))). One plain loop per step."""
+    """True when the candidate mean gap ``m`` is rejected at some step by the hedged
+    betting sequence (either half of the wealth reaching 1/alpha), or, with a population,
+    when m lies outside the values the population mean can take given the gaps so far
+    (every other gap -1, or every other +1). With a horizon n: Waudby-Smith & Ramdas's
+    capital with bets sqrt(2 log(2/alpha) / (var max(t, n))) truncated at 3/4 / m_t (up)
+    and 3/4 / (1 - m_t) (down). Horizon-free: each half's wealth is the weighted sum of
+    the capitals of REF_SEQUENCE_MIXTURE. One plain loop per step."""
     x = [(float(v) + 1.0) / 2.0 for v in d]
     target = (m + 1.0) / 2.0
     log_threshold = math.log(2.0 / alpha)  # log((1/alpha) / (1/2))
-    log_up = log_down = 0.0
+    parts = REF_SEQUENCE_MIXTURE if horizon is None else ((1.0, horizon, 0.75, 0.75),)
+    log_up = [0.0] * len(parts)
+    log_down = [0.0] * len(parts)
     total = 0.0
     sq = 0.0
     var_prev = 0.25
@@ -1122,14 +1135,18 @@ def ref_betting_sequence_rejects(d, m, population_size=None, alpha=0.05, horizon
             mt = (population_size * target - total) / (population_size - i)
             if mt < 0.0 or mt > 1.0:
                 return True
-        scale = t * math.log(1.0 + t) if horizon is None else max(t, horizon)
-        bet = math.sqrt(2.0 * math.log(2.0 / alpha) / (var_prev * scale))
-        up = min(bet, 0.75 / mt) if mt > 0.0 else bet
-        down = min(bet, 0.75 / (1.0 - mt)) if mt < 1.0 else bet
-        log_up += math.log(1.0 + up * (xi - mt))
-        log_down += math.log(1.0 - down * (xi - mt))
-        if max(log_up, log_down) >= log_threshold:
-            return True
+        for k, (w, h, c_low, c_high) in enumerate(parts):
+            bet = math.sqrt(2.0 * math.log(2.0 / (w * alpha)) / (var_prev * max(t, h)))
+            c = c_low if var_prev < 0.045 else c_high
+            up = min(bet, c / mt) if mt > 0.0 else bet
+            down = min(bet, c / (1.0 - mt)) if mt < 1.0 else bet
+            log_up[k] += math.log(1.0 + up * (xi - mt))
+            log_down[k] += math.log(1.0 - down * (xi - mt))
+        for logs in (log_up, log_down):
+            top = max(logs)
+            wealth = sum(p[0] * math.exp(v - top) for p, v in zip(parts, logs, strict=True))
+            if top + math.log(wealth) >= log_threshold:
+                return True
         total += xi
         if population_size is not None and not (
             total <= population_size * target <= total + (population_size - t)

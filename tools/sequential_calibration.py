@@ -5,8 +5,10 @@ an independent hedged_cs and its time-uniform miss rate, by simulation.
   :func:`population`), read at n = 50, 200 and 1,000 parents of random orders:
   the mean width of ``betting_confidence_sequence`` (horizon-free, population_size N)
   over the mean width of Waudby-Smith & Ramdas's hedged capital sequence with the
-  truncation scale of confseq's ``hedged_cs`` (1/2), written from the paper in
-  ``tests/reference.py`` (``ref_hedged_cs``, its running intersection too).
+  truncation scale of confseq's ``hedged_cs`` (1/2), and over that with truncation 3/4
+  (our sequence before issue 22, part 3), both written from the paper in
+  ``tests/reference.py`` (``ref_hedged_cs``, its running intersection too), with the
+  ratios' Monte Carlo SEs.
 * Validity: the share of random orders of a whole population (N = 200, 1,000, 5,000)
   in which the sequence excludes the true mean at some t <= N - 1 (the census itself
   is the exact mean), with its Monte Carlo standard error.
@@ -14,10 +16,10 @@ an independent hedged_cs and its time-uniform miss rate, by simulation.
   sequences are empty and how many miss the true mean (before issue 22 every sparse
   one was empty).
 
-docs/guide/sequential.md shows both tables; tests/audit/test_sequential.py recomputes the
-width table and runs the validity check at 2,000 orders for N = 200 and 1,000. Usage:
+docs/guide/sequential.md shows the tables; tests/audit/test_sequential.py recomputes the
+width tables and runs the validity check at 2,000 orders for N = 200 and 1,000. Usage:
 
-    python tools/sequential_calibration.py [--orders 2000] [--width-orders 20]
+    python tools/sequential_calibration.py [--orders 2000] [--width-orders 20] [--far]
 """
 
 from __future__ import annotations
@@ -61,24 +63,57 @@ def _orders(shape: str, size: int, count: int, length: int) -> np.ndarray:
     return np.stack([rng.permutation(pop)[:length] for _ in range(count)])
 
 
-def width_table(orders: int = 20, alpha: float = 0.05) -> dict[tuple[str, int], float]:
-    """{(shape, n): mean width of ours / mean width of the reference hedged_cs}."""
+def _ratio_of_means(ours: np.ndarray, theirs: np.ndarray) -> tuple[float, float]:
+    """sum(ours) / sum(theirs) over paired orders, and its Monte Carlo SE by the delta
+    method, sqrt(sum (ours_i - r theirs_i)^2 / (k (k - 1))) / mean(theirs)."""
+    k = ours.shape[0]
+    r = float(ours.sum() / theirs.sum())
+    resid = ours - r * theirs
+    return r, math.sqrt(float(resid @ resid) / (k * (k - 1))) / float(theirs.mean())
+
+
+def width_table(
+    orders: int = 20, alpha: float = 0.05, ns: tuple[int, ...] = WIDTH_NS
+) -> dict[tuple[str, int], tuple[float, float, float, float]]:
+    """{(shape, n): (mean width of ours / that of the reference hedged_cs at truncation
+    1/2, its MC SE, ours / the reference at truncation 3/4 (our sequence before issue 22,
+    part 3), its MC SE)}, over ``orders`` random orders (the same orders for all three)."""
     sys.path.insert(0, str(ROOT / "tests"))
     import truescore_fast as tf
     from reference import ref_hedged_cs
 
     out = {}
     for shape in SHAPES:
-        d = _orders(shape, WIDTH_SIZE, orders, max(WIDTH_NS))
-        for n in WIDTH_NS:
-            ours = theirs = 0.0
-            for row in d:
+        d = _orders(shape, WIDTH_SIZE, orders, max(ns))
+        for n in ns:
+            widths = np.zeros((3, orders))
+            for i, row in enumerate(d):
                 iv = tf.betting_confidence_sequence(row[:n], population_size=WIDTH_SIZE)
-                ours += iv.high - iv.low
-                low, high = ref_hedged_cs((row[:n] + 1) / 2, WIDTH_SIZE, alpha, c=0.5)
-                theirs += 2.0 * (high - low)
-            out[(shape, n)] = ours / theirs
+                widths[0, i] = iv.high - iv.low
+                for j, c in ((1, 0.5), (2, 0.75)):
+                    low, high = ref_hedged_cs((row[:n] + 1) / 2, WIDTH_SIZE, alpha, c=c)
+                    widths[j, i] = 2.0 * (high - low)
+            out[(shape, n)] = (
+                *_ratio_of_means(widths[0], widths[1]),
+                *_ratio_of_means(widths[0], widths[2]),
+            )
     return out
+
+
+def width_rows(widths: dict[tuple[str, int], tuple[float, float, float, float]]) -> list[str]:
+    """The two width tables of the guide (against truncation 1/2, then 3/4), as lines."""
+    lines = []
+    for first, title in ((0, "1/2 (confseq's hedged_cs)"), (2, "3/4 (ours before)")):
+        lines.append(f"Ours / the reference at truncation {title} (MC SE)")
+        lines.append("| population | " + " | ".join(f"n = {n:,}" for n in WIDTH_NS) + " |")
+        lines.append("|---|" + "---:|" * len(WIDTH_NS))
+        for shape in SHAPES:
+            cells = [widths[(shape, n)][first : first + 2] for n in WIDTH_NS]
+            lines.append(
+                f"| {shape} | " + " | ".join(f"{r:.3f} ({se:.3f})" for r, se in cells) + " |"
+            )
+        lines.append("")
+    return lines
 
 
 def miss_rate(shape: str, size: int, orders: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -129,17 +164,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=2000, help="orders per validity cell")
     parser.add_argument("--width-orders", type=int, default=20, help="orders per width cell")
+    parser.add_argument(
+        "--far", action="store_true", help="also the widths at n = 2,000 and 4,000 (10 orders)"
+    )
     args = parser.parse_args(argv)
     widths = width_table(args.width_orders)
-    print(
-        f"Width, ours / reference hedged_cs (c = 1/2), N = {WIDTH_SIZE}, "
-        f"{args.width_orders} orders per cell"
-    )
-    print("| population | " + " | ".join(f"n = {n:,}" for n in WIDTH_NS) + " |")
-    print("|---|" + "---:|" * len(WIDTH_NS))
-    for shape in SHAPES:
-        print(f"| {shape} | " + " | ".join(f"{widths[(shape, n)]:.2f}" for n in WIDTH_NS) + " |")
-    print()
+    print(f"Width at N = {WIDTH_SIZE}, {args.width_orders} orders per cell")
+    print("\n".join(width_rows(widths)))
+    if args.far:
+        far = width_table(10, ns=(2000, 4000))
+        for shape in SHAPES:
+            for n in (2000, 4000):
+                r_half, _, r_three, _ = far[(shape, n)]
+                print(f"{shape} n = {n}: {r_half:.3f} (1/2), {r_three:.3f} (3/4)")
+        print()
     print(f"Time-uniform miss rate at alpha = 0.05, {args.orders} orders per cell (MC SE)")
     print("| population | " + " | ".join(f"N = {n:,}" for n in VALIDITY_SIZES) + " |")
     print("|---|" + "---:|" * len(VALIDITY_SIZES))

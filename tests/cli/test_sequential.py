@@ -159,7 +159,7 @@ def test_the_readme_command_says_what_the_readme_says():
     code, out, err = run_cli(*argv, "--json")
     assert code == 3, err
     more = {m: s["more_parents"] for m, s in json.loads(out)["models"].items()}
-    assert round(more["leaky"], -1) == 250 and round(more["clean"], -1) == 880
+    assert round(more["leaky"], -1) == 150 and round(more["clean"], -1) == 490
 
 
 def test_a_control_bank_without_the_model_names_the_flag(tmp_path):

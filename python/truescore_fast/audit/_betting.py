@@ -9,7 +9,7 @@ bets once per alpha for all its first-hit searches. Not a public API.
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,7 @@ from truescore_fast._validation import (
 )
 
 __all__ = [
+    "Bets",
     "FEASIBLE_SLACK",
     "IncrementalSequence",
     "RunningSum",
@@ -34,9 +35,33 @@ __all__ = [
     "sequence_bounds",
 ]
 
-# Bets are truncated at _TRUNCATION / m (up) and _TRUNCATION / (1 - m) (down), as in the
-# fixed-time betting interval, so every factor of the capital is at least 1/4.
+# Bets tuned to a horizon are truncated at _TRUNCATION / m (up) and _TRUNCATION / (1 - m)
+# (down), as in the fixed-time betting interval, so every factor of the capital is at
+# least 1/4.
 _TRUNCATION = 0.75
+# The horizon-free capital (issue 22, part 3): the weighted average of capital processes,
+# each betting Waudby-Smith & Ramdas's fixed-time plug-in bets tuned to its own horizon h
+# and its own share w of the wealth, sqrt(2 log(2 / (w alpha)) / (sigma-hat^2_{t-1}
+# max(t, h))) (w alpha is the level it must reach alone), truncated at one level while
+# the running variance estimate sigma-hat^2_{t-1} is below _LOW_VARIANCE and at another
+# after: (w, h, truncation at low variance, otherwise). Each process is a nonnegative
+# supermartingale at the true mean (its bets and truncations depend only on the earlier
+# observations), so their average is one too and Ville's inequality bounds it; each is
+# monotone in the candidate mean, so the average is (see sequence_bounds). The short
+# horizons' bets are large: on gaps of low variance (most x_t at 1/2) they may go to 0.9
+# of what the candidate allows, on spread gaps, where large bets lose capital, to 0.7.
+# The long horizons' bets are small and truncated at 1/2 (confseq's hedged_cs). The
+# weights sum to 1; past the last horizon the bets shrink as 1/sqrt(t).
+_LOW_VARIANCE = 0.045
+_MIXTURE: tuple[tuple[float, float | None, float, float], ...] = (
+    (0.65 / 3, 10.0, 0.9, 0.7),
+    (0.65 / 3, 25.0, 0.9, 0.7),
+    (0.65 / 3, 50.0, 0.9, 0.7),
+    (0.35 / 4, 100.0, 0.5, 0.5),
+    (0.35 / 4, 200.0, 0.5, 0.5),
+    (0.35 / 4, 500.0, 0.5, 0.5),
+    (0.35 / 4, 1000.0, 0.5, 0.5),
+)
 _SECTIONS = 16  # each refining pass cuts an end's bracket 16-fold ...
 _TOLERANCE = 1e-14  # ... until it is this narrow
 _MARGIN = 1e-12  # and the end is then moved this much further out
@@ -102,11 +127,50 @@ class RunningSum:
         return self.total + self.carry
 
 
+class Bets(NamedTuple):
+    """The predictable bets of a capital that averages K capital processes: each one's
+    log weight (K,), and its truncation levels and log plug-in bets (each (K, ..., n))
+    along the observations (from :func:`log_bets`), and the bets themselves."""
+
+    log_weight: npt.NDArray[np.float64]
+    truncation: npt.NDArray[np.float64]
+    log_bet: npt.NDArray[np.float64]
+    bet: npt.NDArray[np.float64]  # exp(log_bet)
+
+
+def _log_factors_of(
+    x: npt.NDArray[np.float64],
+    mt: npt.NDArray[np.float64],
+    bet: npt.NDArray[np.float64],
+    truncation: npt.NDArray[np.float64],
+    up: bool,
+) -> npt.NDArray[np.float64]:
+    """log of one capital's factors 1 + lambda (x - m_t) (``up``) or 1 - lambda (x - m_t),
+    lambda the bet truncated at truncation / m_t (up) or truncation / (1 - m_t) (down)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if up:
+            factor = np.minimum(bet, truncation / mt) * (x - mt)
+        else:
+            factor = -np.minimum(bet, truncation / (1.0 - mt)) * (x - mt)
+    return np.asarray(np.log1p(factor))
+
+
+def _mixed(
+    log_weight: npt.NDArray[np.float64], logs: list[npt.NDArray[np.float64]]
+) -> npt.NDArray[np.float64]:
+    """log of sum_k exp(log_weight[k] + logs[k]), added in k order (np.logaddexp)."""
+    out = log_weight[0] + logs[0]
+    for k in range(1, len(logs)):
+        out = np.logaddexp(out, log_weight[k] + logs[k])
+    return np.asarray(out)
+
+
 def capital_logs(
     x: npt.NDArray[np.float64],
     m: npt.NDArray[np.float64],
     population_size: int | None,
-    log_bet: npt.NDArray[np.float64],
+    bets: Bets,
+    halves: tuple[bool, bool] = (True, True),
 ) -> tuple[
     npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]
 ]:
@@ -114,10 +178,13 @@ def capital_logs(
 
     ``x`` are observations in [0, 1] in their order along the last axis (one sequence, or
     one per row); ``m`` broadcasts against it ((G, 1) candidates for one sequence, (R, 1)
-    one per row); ``log_bet`` is :func:`log_bets` of ``x``. Returns the running logs of
-    the up-betting and down-betting capitals, and where the candidate lies below or above
+    one per row); ``bets`` is :func:`log_bets` of ``x``. Returns the running logs of
+    the up-betting and down-betting capitals (each the weighted average of the bets'
+    capital processes), and where the candidate lies below or above
     the values the population mean can take given x_1..x_t (N m < S_t or
     N m > S_t + N - t: impossible from that step on; never without a population).
+    ``halves`` (up, down) says which halves to compute; one not computed is -inf
+    throughout (it never reaches anything).
     """
     n = x.shape[-1]
     shape = np.broadcast_shapes(m.shape, x.shape)
@@ -135,25 +202,28 @@ def capital_logs(
         too_low = total < through - population_size * _SLACK
         too_high = total > through + (remaining - 1.0) + population_size * _SLACK
         mt = np.clip(mt, 0.0, 1.0)
-    bet = np.exp(log_bet)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        up = np.minimum(bet, _TRUNCATION / mt)
-        down = np.minimum(bet, _TRUNCATION / (1.0 - mt))
-    step = x - mt
-    log_up = np.cumsum(np.log1p(up * step), axis=-1)
-    log_down = np.cumsum(np.log1p(-down * step), axis=-1)
-    return log_up, log_down, too_low, too_high
+    out = []
+    for up, wanted in zip((True, False), halves, strict=True):
+        if not wanted:
+            out.append(np.full(shape, -math.inf))
+            continue
+        logs = [
+            np.cumsum(_log_factors_of(x, mt, b, c, up), axis=-1)
+            for b, c in zip(bets.bet, bets.truncation, strict=True)
+        ]
+        out.append(_mixed(bets.log_weight, logs))
+    return out[0], out[1], too_low, too_high
 
 
 def log_capital_max(
     x: npt.NDArray[np.float64],
     m: npt.NDArray[np.float64],
     population_size: int | None,
-    log_bet: npt.NDArray[np.float64],
+    bets: Bets,
 ) -> npt.NDArray[np.float64]:
     """max over t of log(hedged capital_t(m)) for each candidate mean in ``m`` (shape (G,)),
     for one sequence ``x``; +inf for a candidate the data make impossible."""
-    log_up, log_down, too_low, too_high = capital_logs(x, m[:, None], population_size, log_bet)
+    log_up, log_down, too_low, too_high = capital_logs(x, m[:, None], population_size, bets)
     # Hedged as in the fixed-time interval: half the wealth bets up, half down, and a
     # candidate falls when either half alone reaches 1/alpha (max, not sum).
     best = (np.maximum(log_up, log_down) - math.log(2.0)).max(axis=1)
@@ -161,35 +231,74 @@ def log_capital_max(
     return best
 
 
-def log_bets(
-    x: npt.NDArray[np.float64], alpha: float, horizon: int | None = None
+def _plug_in_log_bets(
+    var_prev: npt.NDArray[np.float64],
+    t: npt.NDArray[np.float64],
+    alpha: float,
+    horizon: float | None,
 ) -> npt.NDArray[np.float64]:
-    """log of the predictable plug-in bets along the last axis of ``x``.
+    """log of the plug-in bets sqrt(2 log(2/alpha) / (sigma-hat^2_{t-1} s_t)) at steps t,
+    s_t = t log(1 + t) (``horizon`` None) or max(t, horizon)."""
+    log_2_over_alpha = math.log(2.0) - math.log(alpha)
+    if horizon is None:
+        log_scale = np.log(t) + np.log(np.log1p(t))
+    else:
+        log_scale = np.log(np.maximum(t, float(horizon)))
+    return np.asarray(
+        0.5 * (math.log(2.0) + math.log(log_2_over_alpha) - np.log(var_prev) - log_scale)
+    )
 
-    Horizon-free (``horizon`` None): Waudby-Smith & Ramdas's choice for a confidence
-    sequence, sqrt(2 log(2/alpha) / (sigma-hat^2_{t-1} t log(1 + t))). Tuned to a horizon
-    n: their fixed-time choice sqrt(2 log(2/alpha) / (sigma-hat^2_{t-1} max(t, n))), the
-    bets of :func:`~truescore_fast.betting_interval` at n up to n, and beyond n those of
-    the fixed-time interval at t. Either way lambda_t uses only x_1..x_{t-1}."""
+
+def _components(horizon: int | None) -> tuple[tuple[float, float | None, float, float], ...]:
+    """(weight, horizon, truncation at low variance, otherwise) of each capital process
+    the bets average."""
+    if horizon is None:
+        return _MIXTURE
+    return ((1.0, float(horizon), _TRUNCATION, _TRUNCATION),)
+
+
+def _bets_from(
+    var_prev: npt.NDArray[np.float64],
+    t: npt.NDArray[np.float64],
+    alpha: float,
+    horizon: int | None,
+) -> Bets:
+    parts = _components(horizon)
+    low = var_prev < _LOW_VARIANCE
+    log_bet = np.stack([_plug_in_log_bets(var_prev, t, alpha * w, h) for w, h, _, _ in parts])
+    return Bets(
+        np.log(np.array([part[0] for part in parts])),
+        np.stack([np.where(low, c_low, c_high) for _, _, c_low, c_high in parts]),
+        log_bet,
+        np.exp(log_bet),
+    )
+
+
+def log_bets(x: npt.NDArray[np.float64], alpha: float, horizon: int | None = None) -> Bets:
+    """The predictable bets along the last axis of ``x``: :class:`Bets`.
+
+    Tuned to a horizon n: one capital process with Waudby-Smith & Ramdas's fixed-time
+    plug-in bets sqrt(2 log(2/alpha) / (sigma-hat^2_{t-1} max(t, n))) truncated at 3/4,
+    the bets of :func:`~truescore_fast.betting_interval` at n up to n, and beyond n those
+    of the fixed-time interval at t. Horizon-free (``horizon`` None): the weighted average
+    of the capital processes of ``_MIXTURE``, each with those bets tuned to its own
+    horizon and to w alpha (w its weight) and truncated at its own levels (one while
+    sigma-hat^2_{t-1} < ``_LOW_VARIANCE``, the other after). Either way lambda_t and its
+    truncation use only x_1..x_{t-1}."""
     n = x.shape[-1]
     t = np.arange(1, n + 1, dtype=np.float64)
     mu = (0.5 + np.cumsum(x, axis=-1)) / (t + 1.0)  # mu-hat_t, t = 1..n
     var = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1.0)  # sigma-hat^2_t
     first = np.full(x.shape[:-1] + (1,), 0.25)
     var_prev = np.concatenate((first, var[..., :-1]), axis=-1)
-    log_2_over_alpha = math.log(2.0) - math.log(alpha)
-    if horizon is None:
-        log_scale = np.log(t) + np.log(np.log1p(t))
-    else:
-        log_scale = np.log(np.maximum(t, float(horizon)))
-    return 0.5 * (math.log(2.0) + math.log(log_2_over_alpha) - np.log(var_prev) - log_scale)
+    return _bets_from(var_prev, t, alpha, horizon)
 
 
 def _half_peaks(
     x: npt.NDArray[np.float64],
     m: npt.NDArray[np.float64],
     population_size: int | None,
-    bet: npt.NDArray[np.float64],
+    bets: Bets,
     up: bool,
 ) -> npt.NDArray[np.float64]:
     """max over t of the log of one half's capital (``up``: the half betting the mean is
@@ -201,12 +310,11 @@ def _half_peaks(
         before = np.concatenate(([0.0], np.cumsum(x)[:-1]))
         remaining = population_size - np.arange(n, dtype=np.float64)
         mt = np.clip((population_size * m[:, None] - before) / remaining, 0.0, 1.0)
-    with np.errstate(divide="ignore"):
-        if up:
-            factor = np.minimum(bet, _TRUNCATION / mt) * (x - mt)
-        else:
-            factor = -np.minimum(bet, _TRUNCATION / (1.0 - mt)) * (x - mt)
-    return np.asarray(np.cumsum(np.log1p(factor), axis=1).max(axis=1))
+    logs = [
+        np.cumsum(_log_factors_of(x, mt, b, c, up), axis=1)
+        for b, c in zip(bets.bet, bets.truncation, strict=True)
+    ]
+    return np.asarray(_mixed(bets.log_weight, logs).max(axis=1))
 
 
 def sequence_bounds(
@@ -218,7 +326,9 @@ def sequence_bounds(
     outward; ``(nan, nan, True)`` when every feasible candidate is rejected.
 
     Each half of the capital is monotone in the candidate (the up-betting half falls as m
-    rises, the down-betting half grows), so the candidates the up-betting half rejects
+    rises, the down-betting half grows: each process's factor 1 + min(lambda_t, c / m_t)
+    (x_t - m_t) falls as m_t rises, lambda_t and c not depending on m, and the weighted
+    average of falling functions falls), so the candidates the up-betting half rejects
     are those below one point and the down-betting half's those above another: each end
     is that half's own crossing of 2/alpha, bracketed between the ends of the feasible
     range and cut 16-fold per pass. No grid of [0, 1] is involved, so a feasible range
@@ -228,7 +338,7 @@ def sequence_bounds(
     if population_size is not None and population_size == t:
         mean = float(np.mean(x))  # a census: the mean is known exactly
         return mean, mean, False
-    bet = np.exp(log_bets(x, alpha, horizon))
+    bets = log_bets(x, alpha, horizon)
     threshold = math.log(2.0) - math.log(alpha)  # half the wealth reaching 1/alpha
     if population_size is None:
         first, last = 0.0, 1.0
@@ -238,7 +348,7 @@ def sequence_bounds(
         last = min(1.0, (total + population_size - t) / population_size + _SLACK)
 
     def rejected(m: npt.NDArray[np.float64], up: bool) -> npt.NDArray[np.bool_]:
-        return np.asarray(_half_peaks(x, m, population_size, bet, up) >= threshold)
+        return np.asarray(_half_peaks(x, m, population_size, bets, up) >= threshold)
 
     # Each end's bracket: [rejected, kept] candidates of its half, or None when the edge
     # of the feasible range itself is kept (the end is that edge).
@@ -298,7 +408,7 @@ class _End:
         self.up = up
         self.sign = 1.0 if up else -1.0
         self.keys = np.empty(0)
-        self.cap = np.empty(0)
+        self.cap = np.empty((0, 0))  # (candidates, processes): each process's log capital
         self.peak = np.empty(0)
         self.rejected = -math.inf
 
@@ -330,15 +440,19 @@ class IncrementalSequence:
         self.alpha = alpha
         self.horizon = horizon
         self.threshold = math.log(2.0) - math.log(alpha)
-        self._log_2_over_alpha = math.log(2.0) - math.log(alpha)
+        parts = _components(horizon)
+        self._log_weight = np.log(np.array([part[0] for part in parts]))
         self.t = 0
         self._x = np.empty(64)
         self._before = np.empty(64)  # S_{i-1}
-        self._bet = np.empty(64)
+        self._bet = np.empty((len(parts), 64))  # one row per process
+        self._level = np.empty((len(parts), 64))  # each process's truncation level
         self._sum = 0.0  # S_t, by the sequential additions np.cumsum makes
         self._squares = 0.0  # sum of (x_i - mu_i)^2, likewise
         self._total = RunningSum()  # S_t again, compensated, for the feasible range
         self._ends = (_End(up=True), _End(up=False))
+        for end in self._ends:
+            end.cap = np.empty((0, len(parts)))
         self._width = 1.0
         self.empty = False
         self.work = 0  # candidate-steps of capital computed so far (a cost counter)
@@ -351,10 +465,10 @@ class IncrementalSequence:
         if size <= self._x.shape[0]:
             return
         capacity = max(size, 2 * self._x.shape[0])
-        for name in ("_x", "_before", "_bet"):
+        for name in ("_x", "_before", "_bet", "_level"):
             old = getattr(self, name)
-            new = np.empty(capacity)
-            new[: self.t] = old[: self.t]
+            new = np.empty(old.shape[:-1] + (capacity,))
+            new[..., : self.t] = old[..., : self.t]
             setattr(self, name, new)
 
     def extend(self, x: npt.NDArray[np.float64]) -> None:
@@ -367,16 +481,11 @@ class IncrementalSequence:
         mu = (0.5 + sums[1:]) / (t + 1.0)
         squares = np.cumsum(np.concatenate(([self._squares], (x - mu) ** 2)))
         var_prev = ((0.25 + squares) / np.concatenate(([float(start) + 1.0], t + 1.0)))[:-1]
-        if self.horizon is None:
-            log_scale = np.log(t) + np.log(np.log1p(t))
-        else:
-            log_scale = np.log(np.maximum(t, float(self.horizon)))
-        log_bet = 0.5 * (
-            math.log(2.0) + math.log(self._log_2_over_alpha) - np.log(var_prev) - log_scale
-        )
+        bets = _bets_from(var_prev, t, self.alpha, self.horizon)
         self._x[start:stop] = x
         self._before[start:stop] = sums[:-1]
-        self._bet[start:stop] = np.exp(log_bet)
+        self._bet[:, start:stop] = bets.bet
+        self._level[:, start:stop] = bets.truncation
         self._sum, self._squares = float(sums[-1]), float(squares[-1])
         self._total.add(x)
         old = self.t
@@ -384,17 +493,21 @@ class IncrementalSequence:
         for end in self._ends:
             if end.keys.size:
                 steps = self._log_factors(end.sign * end.keys, old, stop, end.up)
-                running = np.cumsum(np.concatenate((end.cap[:, None], steps), axis=1), axis=1)
-                end.cap = running[:, -1].copy()
-                end.peak = np.maximum(end.peak, running[:, 1:].max(axis=1))
+                running = [
+                    np.cumsum(np.concatenate((end.cap[:, k, None], step), axis=1), axis=1)
+                    for k, step in enumerate(steps)
+                ]
+                end.cap = np.stack([r[:, -1] for r in running], axis=1)
+                mixed = _mixed(self._log_weight, [r[:, 1:] for r in running])
+                end.peak = np.maximum(end.peak, mixed.max(axis=1))
 
     def _log_factors(
         self, m: npt.NDArray[np.float64], start: int, stop: int, up: bool
-    ) -> npt.NDArray[np.float64]:
-        """log1p of one half's factors at candidates ``m`` for steps start..stop - 1, as
-        :func:`_half_peaks` computes them."""
-        x, bet = self._x[start:stop], self._bet[start:stop]
-        self.work += m.shape[0] * (stop - start)
+    ) -> list[npt.NDArray[np.float64]]:
+        """log1p of one half's factors at candidates ``m`` for steps start..stop - 1, one
+        array per capital process, as :func:`_half_peaks` computes them."""
+        x, bet, level = self._x[start:stop], self._bet[:, start:stop], self._level[:, start:stop]
+        self.work += m.shape[0] * (stop - start) * bet.shape[0]
         if self.population_size is None:
             mt = np.broadcast_to(m[:, None], (m.shape[0], stop - start))
         else:
@@ -404,12 +517,7 @@ class IncrementalSequence:
                 0.0,
                 1.0,
             )
-        with np.errstate(divide="ignore"):
-            if up:
-                factor = np.minimum(bet, _TRUNCATION / mt) * (x - mt)
-            else:
-                factor = -np.minimum(bet, _TRUNCATION / (1.0 - mt)) * (x - mt)
-        return np.asarray(np.log1p(factor))
+        return [_log_factors_of(x, mt, b, c, up) for b, c in zip(bet, level, strict=True)]
 
     def _feasible(self) -> tuple[float, float]:
         if self.population_size is None:
@@ -423,9 +531,13 @@ class IncrementalSequence:
     def _add(self, end: _End, keys: npt.NDArray[np.float64]) -> None:
         """New candidates (keys) for ``end``, their capital replayed over every step."""
         steps = self._log_factors(end.sign * keys, 0, self.t, end.up)
-        running = np.cumsum(steps, axis=1)
-        cap = running[:, -1] if self.t else np.zeros(keys.size)
-        peak = running.max(axis=1) if self.t else np.full(keys.size, -math.inf)
+        running = [np.cumsum(step, axis=1) for step in steps]
+        k = self._bet.shape[0]
+        if self.t:
+            cap = np.stack([r[:, -1] for r in running], axis=1)
+            peak = _mixed(self._log_weight, running).max(axis=1)
+        else:
+            cap, peak = np.zeros((keys.size, k)), np.full(keys.size, -math.inf)
         merged = np.concatenate((end.keys, keys))
         order = np.argsort(merged, kind="stable")
         end.keys = merged[order]

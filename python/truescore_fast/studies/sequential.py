@@ -27,7 +27,7 @@ from truescore_fast._validation import (
     real_scalar,
     threads_used,
 )
-from truescore_fast.audit._betting import capital_logs, check_horizon, log_bets
+from truescore_fast.audit._betting import Bets, capital_logs, check_horizon, log_bets
 from truescore_fast.audit.intervals import betting_intervals
 from truescore_fast.studies._common import _columns, _floats, _rate, _replications, _run_meta
 from truescore_fast.studies._engine import _Cell, _execute
@@ -60,7 +60,8 @@ def _first_hits(
     m: npt.NDArray[np.float64],
     population_size: int,
     alpha: float,
-    log_bet: npt.NDArray[np.float64],
+    bets: Bets,
+    halves: tuple[bool, bool] = (True, True),
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """For each row of ``x`` (R, n) and its candidate ``m[r]``: the first step (1-based)
     at which the up-betting half of the hedged capital reaches 1/alpha (m is then below
@@ -68,13 +69,16 @@ def _first_hits(
     A candidate made impossible by the data through that step (outside the values the
     population mean can take, which the audit's intervals never leave) counts as
     reached by the matching half.
-    ``log_bet`` is :func:`log_bets` of ``x`` at ``alpha`` (computed once by the caller
-    for every candidate at that alpha)."""
+    ``bets`` is :func:`log_bets` of ``x`` at ``alpha`` (computed once by the caller
+    for every candidate at that alpha). ``halves`` (up, down): the halves wanted; a
+    half not wanted reads n + 1 (never)."""
     n = x.shape[1]
-    log_up, log_down, too_low, too_high = capital_logs(x, m[:, None], population_size, log_bet)
+    log_up, log_down, too_low, too_high = capital_logs(
+        x, m[:, None], population_size, bets, halves
+    )
     threshold = math.log(2.0) - math.log(alpha)  # half the wealth reaching 1/alpha
-    hit_up = (log_up >= threshold) | too_low  # too low: m lies below the data
-    hit_down = (log_down >= threshold) | too_high
+    hit_up = (log_up >= threshold) | (too_low & halves[0])  # too low: m lies below the data
+    hit_down = (log_down >= threshold) | (too_high & halves[1])
 
     def first(hit: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         return np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, n + 1).astype(np.int64)
@@ -467,13 +471,15 @@ def _monitored_audit(
     size = x.shape[0]
     zero = np.full(size, 0.5)
     bets, bets_half = log_bets(x, alpha, horizon), log_bets(x, alpha / 2.0, horizon)
-    above_zero, _ = _first_hits(x, zero, big_n, alpha, bets)
-    above_zero_half, _ = _first_hits(x, zero, big_n, alpha / 2.0, bets_half)
+    above_zero, _ = _first_hits(x, zero, big_n, alpha, bets, (True, False))
+    above_zero_half, _ = _first_hits(x, zero, big_n, alpha / 2.0, bets_half, (True, False))
     t_find = np.maximum(above_zero, above_zero_half)
     if effect is None:
         t_bound = np.full(size, n_max + 1)
     else:
-        _, t_bound = _first_hits(x, np.full(size, (effect + 1.0) / 2.0), big_n, alpha, bets)
+        _, t_bound = _first_hits(
+            x, np.full(size, (effect + 1.0) / 2.0), big_n, alpha, bets, (False, True)
+        )
     miss_up, miss_down = _first_hits(x, (truth + 1.0) / 2.0, big_n, alpha, bets)
 
     # Decisions are read at the looks only: the first look at or after each event.
