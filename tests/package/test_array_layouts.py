@@ -186,6 +186,7 @@ CALLS: dict[str, tuple[tuple[np.ndarray, ...], Callable[..., Any]]] = {
     "holm": ((P,), lambda p: tf.holm(p)),
     "holm_correction": ((P,), lambda p: tf.holm_correction(p)),
     "benjamini_hochberg": ((P,), lambda p: tf.benjamini_hochberg(p)),
+    "adjust": ((P,), lambda p: tf.adjust(p, method="by")),
     "finite_population_bootstrap": (
         (A,),
         lambda v: tf.finite_population_bootstrap(v, population_size=N, replicates=200),
