@@ -728,7 +728,7 @@ def test_time_uniform_miss_rates_from_known_truth():
     # as printed, and the first of their eight seeded blocks of 250 orders is recomputed
     # (its misses at most the cell's, and at most alpha + 3 SE of 250 orders, 0.091).
     tool = _calibration_tool()
-    table = _guide_tables()[2]
+    table = _guide_tables()[3]  # after the two width tables and the fresh-stream one
     bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
     assert tool.VALIDITY_SIZES == (200, 1000, 5000)
     for shape in tool.SHAPES:
