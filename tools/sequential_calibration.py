@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ("sparse", "moderate", "skewed")
 # Shapes the mixture's constants were not chosen on (the fresh-stream check, --fresh).
 UNSEEN_SHAPES = ("bimodal", "uniform", "rare-negative")
+ALL_SHAPES = (*SHAPES, *UNSEEN_SHAPES)  # a shape's index names its streams
 FRESH_SEED = 2026  # populations of every shape drawn from streams the tuning never saw
 WIDTH_SIZE = 5000
 WIDTH_NS = (50, 200, 1000)
@@ -49,7 +50,7 @@ def population(shape: str, size: int, seed: int = 22) -> np.ndarray:
     (w.p. 0.15) minus 1 w.p. 0.05; and, unseen by the tuning, ``bimodal`` -0.8 or 0.9
     (even odds) plus uniform [0, 0.1], ``uniform`` on [-1, 1], ``rare-negative`` -1
     w.p. 0.08, else 0."""
-    rng = np.random.default_rng([seed, (*SHAPES, *UNSEEN_SHAPES).index(shape), size])
+    rng = np.random.default_rng([seed, ALL_SHAPES.index(shape), size])
     if shape == "sparse":
         signs = rng.choice([-1.0, 1.0], size, p=[0.3, 0.7])
         return np.where(rng.random(size) < 0.03, signs, 0.0)
@@ -72,7 +73,7 @@ def _orders(shape: str, size: int, count: int, length: int, seed: int = 22) -> n
     """``count`` random orders of the population (``seed``'s), their first ``length``
     gaps."""
     pop = population(shape, size, seed)
-    index = (*SHAPES, *UNSEEN_SHAPES).index(shape)
+    index = ALL_SHAPES.index(shape)
     stream = [23, index, size, count] if seed == 22 else [23, index, size, count, seed]
     rng = np.random.default_rng(stream)
     return np.stack([rng.permutation(pop)[:length] for _ in range(count)])
@@ -159,7 +160,7 @@ def miss_count(shape: str, size: int, start: int, rows: int, alpha: float = 0.05
 
     pop = population(shape, size)
     truth = math.fsum(pop) / size
-    rng = np.random.default_rng([24, SHAPES.index(shape), size, start])
+    rng = np.random.default_rng([24, ALL_SHAPES.index(shape), size, start])
     d = np.stack([rng.permutation(pop)[: size - 1] for _ in range(rows)])
     x = (d + 1.0) / 2.0
     up, down = _first_hits(x, np.full(rows, (truth + 1.0) / 2.0), size, alpha, log_bets(x, alpha))
@@ -188,7 +189,7 @@ def near_census(shape: str, size: int, orders: int, alpha: float = 0.05) -> tupl
 
     pop = population(shape, size)
     truth = math.fsum(pop) / size
-    rng = np.random.default_rng([25, SHAPES.index(shape), size])
+    rng = np.random.default_rng([25, ALL_SHAPES.index(shape), size])
     empty = missed = false = 0
     for _ in range(orders):
         d = rng.permutation(pop)[: size - 1]
