@@ -17,9 +17,10 @@ an independent hedged_cs and its time-uniform miss rate, by simulation.
   one was empty).
 
 docs/guide/sequential.md shows the tables; tests/audit/test_sequential.py recomputes the
-width tables and runs the validity check at 2,000 orders for N = 200 and 1,000. Usage:
+width tables and the validity table's N = 200 and 1,000 cells (2,000 orders each), checks
+its N = 5,000 cells as printed and recomputes their first block of 250 orders. Usage:
 
-    python tools/sequential_calibration.py [--orders 2000] [--width-orders 20] [--far]
+    python tools/sequential_calibration.py [--orders 2000] [--width-orders 20] [--far] [--fresh]
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ("sparse", "moderate", "skewed")
+# Shapes the mixture's constants were not chosen on (the fresh-stream check, --fresh).
+UNSEEN_SHAPES = ("bimodal", "uniform", "rare-negative")
+ALL_SHAPES = (*SHAPES, *UNSEEN_SHAPES)  # a shape's index names its streams
+FRESH_SEED = 2026  # populations of every shape drawn from streams the tuning never saw
 WIDTH_SIZE = 5000
 WIDTH_NS = (50, 200, 1000)
 VALIDITY_SIZES = (200, 1000, 5000)
@@ -42,8 +47,10 @@ def population(shape: str, size: int, seed: int = 22) -> np.ndarray:
     """A fixed population of ``size`` gaps in [-1, 1] (its own seeded NumPy stream):
     ``sparse`` 3% nonzero (+1 seven times in ten, else -1); ``moderate`` public correct
     w.p. 0.7 minus the mean of two fresh forms correct w.p. 0.62; ``skewed`` 0 or +1
-    (w.p. 0.15) minus 1 w.p. 0.05."""
-    rng = np.random.default_rng([seed, SHAPES.index(shape), size])
+    (w.p. 0.15) minus 1 w.p. 0.05; and, unseen by the tuning, ``bimodal`` -0.8 or 0.9
+    (even odds) plus uniform [0, 0.1], ``uniform`` on [-1, 1], ``rare-negative`` -1
+    w.p. 0.08, else 0."""
+    rng = np.random.default_rng([seed, ALL_SHAPES.index(shape), size])
     if shape == "sparse":
         signs = rng.choice([-1.0, 1.0], size, p=[0.3, 0.7])
         return np.where(rng.random(size) < 0.03, signs, 0.0)
@@ -53,13 +60,22 @@ def population(shape: str, size: int, seed: int = 22) -> np.ndarray:
         return public - fresh.mean(axis=1)
     if shape == "skewed":
         return (rng.random(size) < 0.15).astype(float) - (rng.random(size) < 0.05)
+    if shape == "bimodal":
+        return np.where(rng.random(size) < 0.5, -0.8, 0.9) + 0.1 * rng.random(size)
+    if shape == "uniform":
+        return rng.uniform(-1.0, 1.0, size)
+    if shape == "rare-negative":
+        return np.where(rng.random(size) < 0.08, -1.0, 0.0)
     raise ValueError(f"shape must be one of {SHAPES}; got {shape!r}")
 
 
-def _orders(shape: str, size: int, count: int, length: int) -> np.ndarray:
-    """``count`` random orders of the population, their first ``length`` gaps."""
-    pop = population(shape, size)
-    rng = np.random.default_rng([23, SHAPES.index(shape), size, count])
+def _orders(shape: str, size: int, count: int, length: int, seed: int = 22) -> np.ndarray:
+    """``count`` random orders of the population (``seed``'s), their first ``length``
+    gaps."""
+    pop = population(shape, size, seed)
+    index = ALL_SHAPES.index(shape)
+    stream = [23, index, size, count] if seed == 22 else [23, index, size, count, seed]
+    rng = np.random.default_rng(stream)
     return np.stack([rng.permutation(pop)[:length] for _ in range(count)])
 
 
@@ -73,18 +89,23 @@ def _ratio_of_means(ours: np.ndarray, theirs: np.ndarray) -> tuple[float, float]
 
 
 def width_table(
-    orders: int = 20, alpha: float = 0.05, ns: tuple[int, ...] = WIDTH_NS
+    orders: int = 20,
+    alpha: float = 0.05,
+    ns: tuple[int, ...] = WIDTH_NS,
+    shapes: tuple[str, ...] = SHAPES,
+    seed: int = 22,
 ) -> dict[tuple[str, int], tuple[float, float, float, float]]:
     """{(shape, n): (mean width of ours / that of the reference hedged_cs at truncation
     1/2, its MC SE, ours / the reference at truncation 3/4 (our sequence before issue 22,
-    part 3), its MC SE)}, over ``orders`` random orders (the same orders for all three)."""
+    part 3), its MC SE)}, over ``orders`` random orders (the same orders for all three)
+    of the populations of ``seed`` (22: those the mixture was tuned on)."""
     sys.path.insert(0, str(ROOT / "tests"))
     import truescore_fast as tf
     from reference import ref_hedged_cs
 
     out = {}
-    for shape in SHAPES:
-        d = _orders(shape, WIDTH_SIZE, orders, max(ns))
+    for shape in shapes:
+        d = _orders(shape, WIDTH_SIZE, orders, max(ns), seed)
         for n in ns:
             widths = np.zeros((3, orders))
             for i, row in enumerate(d):
@@ -116,24 +137,44 @@ def width_rows(widths: dict[tuple[str, int], tuple[float, float, float, float]])
     return lines
 
 
-def miss_rate(shape: str, size: int, orders: int, alpha: float = 0.05) -> tuple[float, float]:
-    """(share of orders whose sequence excludes the true mean at some t <= N - 1, its
-    Monte Carlo SE sqrt(p (1 - p) / orders))."""
+_CHUNK = 250  # orders per block of miss_rate, each block its own seeded stream
+
+
+def fresh_rows(widths: dict[tuple[str, int], tuple[float, float, float, float]]) -> list[str]:
+    """The fresh-stream table: per shape and n, ours / the better (narrower) of the two
+    references, that is the larger of the two ratios, with its MC SE."""
+    lines = ["Ours / the better reference, fresh populations (MC SE)"]
+    lines.append("| population | " + " | ".join(f"n = {n:,}" for n in WIDTH_NS) + " |")
+    lines.append("|---|" + "---:|" * len(WIDTH_NS))
+    for shape in (*SHAPES, *UNSEEN_SHAPES):
+        cells = [max(widths[(shape, n)][0:2], widths[(shape, n)][2:4]) for n in WIDTH_NS]
+        lines.append(f"| {shape} | " + " | ".join(f"{r:.3f} ({se:.3f})" for r, se in cells) + " |")
+    return lines
+
+
+def miss_count(shape: str, size: int, start: int, rows: int, alpha: float = 0.05) -> int:
+    """Of the ``rows`` random orders of block ``start`` (a multiple of 250; its own NumPy
+    stream), how many sequences exclude the true mean at some t <= N - 1."""
     from truescore_fast.audit._betting import log_bets
     from truescore_fast.studies.sequential import _first_hits
 
     pop = population(shape, size)
     truth = math.fsum(pop) / size
-    misses = 0
-    for start in range(0, orders, 250):
-        rows = min(250, orders - start)
-        rng = np.random.default_rng([24, SHAPES.index(shape), size, start])
-        d = np.stack([rng.permutation(pop)[: size - 1] for _ in range(rows)])
-        x = (d + 1.0) / 2.0
-        up, down = _first_hits(
-            x, np.full(rows, (truth + 1.0) / 2.0), size, alpha, log_bets(x, alpha)
-        )
-        misses += int(np.sum(np.minimum(up, down) <= size - 1))
+    rng = np.random.default_rng([24, ALL_SHAPES.index(shape), size, start])
+    d = np.stack([rng.permutation(pop)[: size - 1] for _ in range(rows)])
+    x = (d + 1.0) / 2.0
+    up, down = _first_hits(x, np.full(rows, (truth + 1.0) / 2.0), size, alpha, log_bets(x, alpha))
+    return int(np.sum(np.minimum(up, down) <= size - 1))
+
+
+def miss_rate(shape: str, size: int, orders: int, alpha: float = 0.05) -> tuple[float, float]:
+    """(share of orders whose sequence excludes the true mean at some t <= N - 1, its
+    Monte Carlo SE sqrt(p (1 - p) / orders)), over blocks of 250 orders
+    (:func:`miss_count`)."""
+    misses = sum(
+        miss_count(shape, size, start, min(_CHUNK, orders - start), alpha)
+        for start in range(0, orders, _CHUNK)
+    )
     p = misses / orders
     return p, math.sqrt(p * (1.0 - p) / orders)
 
@@ -148,7 +189,7 @@ def near_census(shape: str, size: int, orders: int, alpha: float = 0.05) -> tupl
 
     pop = population(shape, size)
     truth = math.fsum(pop) / size
-    rng = np.random.default_rng([25, SHAPES.index(shape), size])
+    rng = np.random.default_rng([25, ALL_SHAPES.index(shape), size])
     empty = missed = false = 0
     for _ in range(orders):
         d = rng.permutation(pop)[: size - 1]
@@ -167,6 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--far", action="store_true", help="also the widths at n = 2,000 and 4,000 (10 orders)"
     )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="also the widths on fresh populations (seed 2026) of the three shapes and of "
+        "three shapes the mixture was not tuned on",
+    )
     args = parser.parse_args(argv)
     widths = width_table(args.width_orders)
     print(f"Width at N = {WIDTH_SIZE}, {args.width_orders} orders per cell")
@@ -177,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
             for n in (2000, 4000):
                 r_half, _, r_three, _ = far[(shape, n)]
                 print(f"{shape} n = {n}: {r_half:.3f} (1/2), {r_three:.3f} (3/4)")
+        print()
+    if args.fresh:
+        fresh = width_table(args.width_orders, shapes=(*SHAPES, *UNSEEN_SHAPES), seed=FRESH_SEED)
+        print("\n".join(fresh_rows(fresh)))
         print()
     print(f"Time-uniform miss rate at alpha = 0.05, {args.orders} orders per cell (MC SE)")
     print("| population | " + " | ".join(f"N = {n:,}" for n in VALIDITY_SIZES) + " |")

@@ -372,15 +372,22 @@ def test_the_control_bank_and_radius_shift_tau():
 
 def test_sequential_audit_type_i_error_under_monitoring():
     # Delta = 0 (public and fresh forms equally hard): claims made at any of the looks,
-    # over 100 audits of up to 200 parents read every 40, stay within alpha = 0.1. (The
-    # sequence's own time-uniform coverage is checked above with more runs; this checks
-    # the audit's wiring of it into the claim rule.)
+    # over 60 audits of up to 200 parents read every 40, stay within alpha = 0.1 plus 3
+    # Monte Carlo SEs (0.216: at most 12 claims; a rule that claimed as often as the
+    # Wald interval peeked at, 37%, would pass with probability 0.004, one claiming 30%
+    # of the time with 0.06). Every claim is checked against the loop reference: its
+    # sequence at alpha / 2 (tau's, with no control bank) rejects Delta = 0 on the
+    # parents scored by then. (The sequence's own time-uniform coverage is checked above
+    # with more runs; this checks the audit's wiring of it into the claim rule.)
     rng = np.random.default_rng(12)
-    runs, claims = 100, 0
+    runs, claims = 60, 0
     for _ in range(runs):
         pub, fr = _gaps(rng, 200, p_public=0.6, p_fresh=0.6, k=1)
         state = _run(tf.SequentialAudit(alpha=0.1), pub, fr, 40)
         claims += state.claim
+        if state.claim:
+            d = (pub - fr[:, 0])[: state.n_parents]
+            assert ref_betting_sequence_rejects(d, 0.0, None, 0.05), state.n_parents
     assert claims / runs <= 0.1 + 3 * math.sqrt(0.1 * 0.9 / runs), claims
 
 
@@ -675,41 +682,65 @@ def test_each_half_of_the_mixture_capital_is_monotone_in_the_candidate():
     # The end search brackets each half's one crossing of 2/alpha: the up-betting half's
     # peak log-capital must not rise as the candidate rises, the down-betting half's not
     # fall, at every candidate of a fine grid across the feasible range (shapes of the
-    # width table, with and without a population, many orders; rounding allowed 1e-9).
+    # width table, with and without a population, three orders each; and tiny
+    # populations of bimodal and lopsided gaps, where the without-replacement mean of
+    # the rest, m_t, moves fastest with the candidate; rounding allowed 1e-9).
     from truescore_fast.audit._betting import _half_peaks
+
+    def check(x, population):
+        grid = np.linspace(0.0, 1.0, 401)
+        if population is not None:
+            first = x.sum() / population
+            grid = first + grid * (population - x.shape[0]) / population
+        bets = log_bets(x, 0.05)
+        up = _half_peaks(x, grid, population, bets, up=True)
+        down = _half_peaks(x, grid, population, bets, up=False)
+        assert (np.diff(up) <= 1e-9).all(), (x.shape[0], population)
+        assert (np.diff(down) >= -1e-9).all(), (x.shape[0], population)
+        return up, down
 
     tool = _calibration_tool()
     for shape in tool.SHAPES:
-        for row in tool._orders(shape, 5000, 6, 400):
+        for row in tool._orders(shape, 5000, 3, 400):
             for n in (30, 400):
-                x = (row[:n] + 1) / 2
-                bets = log_bets(x, 0.05)
                 for population in (None, 5000):
-                    grid = np.linspace(0.0, 1.0, 401)
-                    if population is not None:
-                        first = x.sum() / population
-                        grid = first + grid * (population - n) / population
-                    up = _half_peaks(x, grid, population, bets, up=True)
-                    down = _half_peaks(x, grid, population, bets, up=False)
-                    assert (np.diff(up) <= 1e-9).all(), (shape, n, population)
-                    assert (np.diff(down) >= -1e-9).all(), (shape, n, population)
+                    check((row[:n] + 1) / 2, population)
+    rng = np.random.default_rng(2209)
+    swings = 0
+    for size in (5, 13, 30):
+        bimodal = np.where(rng.random(size) < 0.5, -0.9, 0.95)
+        lopsided = np.where(rng.random(size) < 0.9, -1.0, 1.0)
+        for pop in (bimodal, lopsided):
+            for _ in range(10):
+                d = rng.permutation(pop)
+                for n in (1, size // 2, size - 1):
+                    up, down = check((d[:n] + 1) / 2, size)
+                    swings += up[0] - up[-1] > 1.0 and down[-1] - down[0] > 1.0
+    assert swings > 10, swings  # the capital does move across these ranges
 
 
 def test_time_uniform_miss_rates_from_known_truth():
     # 2,000 random orders of each whole population (three shapes, N = 200, 1,000 and
     # 5,000): the sequence may exclude the true Delta at some t <= N - 1 in at most
     # alpha = 0.05 of them, within 3 Monte Carlo SEs (sqrt(0.05 x 0.95 / 2000) = 0.0049).
-    # The guide's validity table is these rates.
+    # The guide's validity table is these rates: its N = 200 and 1,000 cells are
+    # recomputed here in full; its N = 5,000 cells (four fifths of the cost) are checked
+    # as printed, and the first of their eight seeded blocks of 250 orders is recomputed
+    # (its misses at most the cell's, and at most alpha + 3 SE of 250 orders, 0.091).
     tool = _calibration_tool()
-    table = _guide_tables()[2]
+    table = _guide_tables()[3]  # after the two width tables and the fresh-stream one
     bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
+    assert tool.VALIDITY_SIZES == (200, 1000, 5000)
     for shape in tool.SHAPES:
-        cells = []
-        for size in tool.VALIDITY_SIZES:
+        printed = [float(cell.split()[0]) for cell in table[shape]]
+        assert max(printed) <= bound, (shape, printed)
+        for size, cell in zip((200, 1000), table[shape], strict=False):
             rate, se = tool.miss_rate(shape, size, 2000)
             assert rate <= bound, (shape, size, rate)
-            cells.append(f"{rate:.4f} ({se:.4f})")
-        assert table[shape] == cells, shape
+            assert cell == f"{rate:.4f} ({se:.4f})", (shape, size)
+        block = tool.miss_count(shape, 5000, 0, 250)
+        assert block <= round(printed[2] * 2000), (shape, block)
+        assert block / 250 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 250), (shape, block)
 
 
 # --------------------------------------------------------------------------------------

@@ -118,10 +118,12 @@ def betting_confidence_sequence(
       h = 100, 200, 500, 1,000 (c = 1/2). A mixture of valid capital processes is
       valid (each is a nonnegative supermartingale at the true mean; so is their
       average), and each half stays monotone in the candidate (the guide,
-      docs/guide/sequential.md, gives the argument). On the guide's populations its
-      width at n = 50, 200 and 1,000 is at most that of Waudby-Smith & Ramdas's
-      horizon-free sequence at truncation 1/2 or 3/4, whichever is narrower (measured
-      on 20 orders per cell, not a guarantee for other data).
+      docs/guide/sequential.md, gives the argument). On the three populations its
+      constants were chosen on, its width at n = 50, 200 and 1,000 is at most that of
+      Waudby-Smith & Ramdas's horizon-free sequence at truncation 1/2 or 3/4,
+      whichever is narrower (20 orders per cell); on fresh populations it is mostly
+      narrower too, but not always (3% wider at n = 50 on rare -1 gaps, the guide's
+      fresh-stream table): a measurement, not a guarantee for other data.
     - ``horizon=n`` (the number of parents one plans to score at most):
       lambda_t = sqrt(2 ln(2/alpha) / (sigma-hat^2_{t-1} max(t, n))), c = 3/4. Read at
       t = n the sequence is then the fixed-time :func:`~truescore_fast.betting_interval` at n (the
