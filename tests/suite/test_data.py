@@ -127,6 +127,17 @@ def test_tables_that_do_not_fit_are_refused(tmp_path, change, match):
         read_suite(write(tmp_path / "s.csv", change(list(ROWS))))
 
 
+def test_a_missing_label_in_a_frame_is_empty_not_nan():
+    # pandas fills a missing cell of a column of strings with NaN (an object column): that
+    # is no model named "nan"
+    columns = {name: np.array([row[k] for row in ROWS], dtype=object)
+               for k, name in enumerate(HEADER)}  # fmt: skip
+    for missing in (math.nan, np.float32("nan")):
+        columns["model"][-1] = missing
+        with pytest.raises(ValueError, match=f"source row {len(ROWS)}: empty model"):
+            read_suite(columns)
+
+
 def test_bad_arguments_are_refused(tmp_path):
     table = ROWS_TABLE(tmp_path)
     with pytest.raises(ValueError, match="missing the column"):
