@@ -368,7 +368,10 @@ def suite_audit(
             where its data exist. All the p-values form one family.
         alpha: The level of each row's interval (1 - alpha, marginal: not adjusted) and of
             the matched-form audit's reported interval.
-        n_bootstrap: ConStat's bootstrap resamples.
+        n_bootstrap: ConStat's bootstrap resamples B. Its p-values enter the adjustment
+            as at least 1 / (B - 1), so in a family of m tests a ConStat row can be
+            flagged on its own (first in Benjamini-Hochberg's order) only when
+            B - 1 >= m / q: raise it for large suites.
         reference_models: ConStat's reference models by name (at least 6, so that each
             of them is tested against 5 others), each a model of the suite; default: each
             model against all the others. On a benchmark where one of them has no data,
