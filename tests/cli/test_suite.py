@@ -121,6 +121,15 @@ def test_a_manifest_of_runs(tmp_path):
         ((EXAMPLE, "--model-column", "system"), ("system",)),
         ((EXAMPLE, "--resamples", "0"), ("--resamples",)),
         ((EXAMPLE, "--reference-model", "model-01"), ("--reference-model",)),
+        (
+            (
+                EXAMPLE,
+                *[w for m in (1, 2, 3, 4, 5) for w in ("--reference-model", f"model-0{m}")],
+                "--reference-model",
+                "nobody",
+            ),
+            ("--reference-model", "'nobody'"),
+        ),
         ((EXAMPLE, "--match-key", "id"), ("--match-key",)),
         ((EXAMPLE, "--tests", "order"), ("log-likelihoods",)),
         ((EXAMPLE, "--threads", "0"), ("--threads",)),
