@@ -213,6 +213,14 @@ def test_a_manifest_that_does_not_fit_is_refused(tmp_path):
         )
     with pytest.raises(ValueError, match="match_key"):
         tf.read_suite_manifest(path, match_key="")
-    missing = write(tmp_path / "m4.csv", [("a", "b", "public", "nothing.csv")], header)
-    with pytest.raises(FileNotFoundError):
+    missing = write(
+        tmp_path / "m4.csv",
+        [("a", "b", "public", "pub.csv"), ("a", "b", "fresh1", "nothing.csv")],
+        header,
+    )
+    with pytest.raises(FileNotFoundError, match="^manifest row 2: .*nothing.csv"):
         tf.read_suite_manifest(missing, match_key="id")
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    unreadable = write(tmp_path / "m5.csv", [("a", "b", "public", "bad.jsonl")], header)
+    with pytest.raises(ValueError, match="^manifest row 1: .*bad.jsonl"):
+        tf.read_suite_manifest(unreadable, match_key="id")
