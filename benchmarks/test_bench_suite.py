@@ -8,7 +8,11 @@ Groups (compare the rows within a group; the README quotes the ratios):
   scaled by 20 (resample b's replicates depend on b alone). Target >= 50x;
 * the suite job: 50 models x 20 benchmarks x 1,000 items with 1,000 bootstraps per pair
   (20 calls of ``constat_tests`` on 50 x 1,000 matrices); target under a minute on 2
-  cores. Timed once; no baseline (the reference would take hours).
+  cores. Timed once; no baseline (the reference would take hours);
+* the whole suite audit on such a suite: ``suite_audit`` with every test (the matched-form
+  audit's p-value, the randomization test, ConStat with 1,000 resamples per benchmark) on
+  a simulated suite of 50 models x 20 benchmarks x 1,000 parents with a fresh form each:
+  what ``truescore-fast suite`` runs. Timed once.
 Every benchmark also asserts correctness. No time is asserted anywhere.
 """
 
@@ -83,3 +87,30 @@ def test_constat_suite_job(benchmark, record_role):
     s, r = data[0]
     reps, _, _ = ref_constat_replicates(s, r, list(range(50)), [0, 1], 1, philox_key(0))
     np.testing.assert_allclose(results[0].replicates[:2, :1], reps, rtol=0, atol=1e-5)
+
+
+@pytest.mark.benchmark(group="suite: the whole audit, 50 models x 20 benchmarks x 1,000 items")
+def test_suite_audit_job(benchmark, record_role):
+    record_role("ours", "suite_audit, every test (ConStat B = 1,000)")
+    data = tf.simulate_suite(
+        models=50, benchmarks=20, parents=1000, leaks=((0, 0, 0.3), (30, 7, 0.3)), seed=1
+    )
+    result = benchmark.pedantic(tf.suite_audit, args=(data,), kwargs={"seed": 3}, rounds=1)
+    assert result.n_tests == 50 * 20 * 3
+    flagged = {(m, b) for m, b, f in zip(result.model, result.benchmark, result.flagged,
+                                          strict=True) if f}  # fmt: skip
+    assert {("model-01", "bench-1"), ("model-31", "bench-8")} <= flagged
+    # Correctness: benchmark 1's ConStat rows are constat_tests on its matrices, built here
+    # from the suite (p-values at least 1 / (B - 1), as the suite audit enters them).
+    from truescore_fast._random import seed_int
+
+    pairs = [p for p in data.pairs if p.benchmark == "bench-1"]
+    want = tf.constat_tests(
+        np.array([p.public for p in pairs]),
+        np.array([p.fresh.mean(axis=1) for p in pairs]),
+        n_bootstrap=1000,
+        seed=seed_int([3, 0]),
+    )
+    rows = [i for i in range(result.n_tests)
+            if result.benchmark[i] == "bench-1" and result.test[i] == "constat"]  # fmt: skip
+    assert np.array_equal(result.p_value[rows], np.maximum(want.p_value, 1 / 999))

@@ -4,6 +4,8 @@ line on stderr with exit 1."""
 
 from __future__ import annotations
 
+import csv
+import gzip
 import json
 
 import pytest
@@ -26,8 +28,18 @@ def test_the_example_flags_its_planted_leaks():
         if f
     }
     # the figures quoted in the README and the guide: the three leaks, and one clean pair
-    # flagged by ConStat alone (the strongest model, extrapolated)
+    # flagged by ConStat alone (the strongest model, its public form 0.105 above its fresh
+    # form by chance)
     assert flagged == PLANTED | {("model-08", "bench-4")}
+    # the false flag's public form scores 0.105 above its fresh form (README), read from
+    # the file itself
+    with gzip.open(EXAMPLE, "rt", newline="") as f:
+        rows = [
+            r for r in csv.DictReader(f) if (r["model"], r["benchmark"]) == ("model-08", "bench-4")
+        ]
+    score = {form: sum(float(r["correct"]) for r in rows if r["form"] == form) / 200
+             for form in ("public", "fresh1")}  # fmt: skip
+    assert len(rows) == 400 and round(score["public"] - score["fresh1"], 3) == 0.105
     assert set(result["test"]) == {"matched_form", "randomization", "constat"}
     assert result["q"] == 0.05 and result["fdr"] == "bh"
     code, out, _ = run_cli("suite", EXAMPLE, "--fdr", "by", "--json")
@@ -109,6 +121,15 @@ def test_a_manifest_of_runs(tmp_path):
         ((EXAMPLE, "--model-column", "system"), ("system",)),
         ((EXAMPLE, "--resamples", "0"), ("--resamples",)),
         ((EXAMPLE, "--reference-model", "model-01"), ("--reference-model",)),
+        (
+            (
+                EXAMPLE,
+                *[w for m in (1, 2, 3, 4, 5) for w in ("--reference-model", f"model-0{m}")],
+                "--reference-model",
+                "nobody",
+            ),
+            ("--reference-model", "'nobody'"),
+        ),
         ((EXAMPLE, "--match-key", "id"), ("--match-key",)),
         ((EXAMPLE, "--tests", "order"), ("log-likelihoods",)),
         ((EXAMPLE, "--threads", "0"), ("--threads",)),

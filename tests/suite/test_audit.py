@@ -67,6 +67,21 @@ def test_the_matched_form_p_value_is_where_the_claim_rule_starts_to_claim():
     assert _claim_p_value(fresh[:, 0], fresh[:, :1], 0) == 1.0  # no gap: never a claim
 
 
+def test_the_matched_form_p_value_passes_over_an_empty_interval_near_alpha_1():
+    # 17 nonzero gaps (below the guardrail: the betting interval is primary), 12 of +1 and
+    # 5 of -1: the audit claims at 0.05, but at alpha near 1 the betting interval is empty
+    # (no claim). The p-value is still where the claims begin, not 1.
+    pub, fresh = np.zeros(40), np.zeros((40, 1))
+    pub[:12], fresh[12:17, 0] = 1.0, 1.0
+    assert tf.matched_form_audit(pub, fresh, alpha=0.05).claim
+    top = tf.matched_form_audit(pub, fresh, alpha=1 - 1e-9)
+    assert top.primary.empty and not top.claim
+    p = _claim_p_value(pub, fresh, 0)
+    assert p < 0.05
+    assert tf.matched_form_audit(pub, fresh, alpha=p).claim
+    assert not tf.matched_form_audit(pub, fresh, alpha=p / 1.01).claim
+
+
 def test_the_matched_form_p_value_is_valid_under_the_null():
     # exchangeable forms: P(p <= a) <= a, checked at a = 0.1 within 3 Monte Carlo SE
     rng = np.random.default_rng(9)
@@ -109,12 +124,52 @@ def test_constat_rows_are_constat_tests_on_the_benchmark_matrix():
 
     want = tf.constat_tests(scores, reference, n_bootstrap=200, seed=seed_int([8, 0]))
     assert result.model == tuple(p.model for p in data.pairs)
-    assert np.array_equal(result.p_value, want.p_value)
+    # ConStat's p-value, at least 1 / (B - 1) (a p of 0 is below the bootstrap's resolution)
+    assert np.array_equal(result.p_value, np.maximum(want.p_value, 1 / 199))
     assert np.array_equal(result.estimate, want.estimate)
     assert np.array_equal(result.low, want.low) and np.array_equal(result.high, want.high)
     small = tf.simulate_suite(models=5, benchmarks=1, parents=30, leaks=(), seed=4)
     with pytest.raises(ValueError, match="ConStat needs 6"):
         tf.suite_audit(small, tests=("constat",))
+
+
+def test_a_constat_p_value_of_0_enters_the_adjustment_as_1_over_b_minus_1():
+    # a leak of 0.9: every replicate is within ConStat's bound, its p-value 0, below the
+    # resolution of 50 replicates
+    data = tf.simulate_suite(models=7, benchmarks=1, parents=300, leaks=((0, 0, 0.9),), seed=4)
+    scores = np.array([p.public for p in data.pairs])
+    reference = np.array([p.fresh.mean(axis=1) for p in data.pairs])
+    from truescore_fast._random import seed_int
+
+    want = tf.constat_tests(scores, reference, n_bootstrap=50, seed=seed_int([0, 0]))
+    assert want.p_value[0] == 0.0
+    result = tf.suite_audit(data, tests=("constat",), n_bootstrap=50)
+    assert result.p_value[0] == 1 / 49 and result.adjusted_p_value[0] == 7 / 49
+
+
+def test_constat_takes_the_fresh_forms_when_few_models_have_reference_rows():
+    data = tf.simulate_suite(models=7, benchmarks=1, parents=60, leaks=(), seed=4)
+    # two models also have reference rows: too few for ConStat on them
+    pairs = tuple(
+        SuitePair(**{**p.__dict__, "reference_parents": ("r1", "r2", "r3"),
+                     "reference": np.array([1.0, 0.0, 1.0])})
+        if p.model in ("model-01", "model-02") else p
+        for p in data.pairs
+    )  # fmt: skip
+    result = tf.suite_audit(SuiteData(pairs), tests=("constat",), n_bootstrap=60, seed=2)
+    plain = tf.suite_audit(data, tests=("constat",), n_bootstrap=60, seed=2)
+    assert len(result.test) == 7 and result.skipped == ()
+    assert np.array_equal(result.p_value, plain.p_value)
+    # six with reference rows: ConStat uses those, the model without them left out
+    six = tuple(
+        SuitePair(**{**p.__dict__, "reference_parents": ("r1", "r2", "r3"),
+                     "reference": np.array([1.0, 0.0, float(k % 2)])})
+        if k < 6 else p
+        for k, p in enumerate(data.pairs)
+    )  # fmt: skip
+    result = tf.suite_audit(SuiteData(six), tests=("constat",), n_bootstrap=60, seed=2)
+    assert result.model == tuple(p.model for p in data.pairs[:6])
+    assert result.n.tolist() == [60] * 6
 
 
 def test_the_result_protocol(suite):
@@ -186,7 +241,14 @@ def test_named_reference_models_are_constat_tests_rows():
         seed=seed_int([0, 0]),
         reference_models=[0, 2, 3, 4, 5, 6],
     )
-    assert np.array_equal(result.p_value, want.p_value)
-    missing = tf.suite_audit(data, tests=("constat", "randomization"),
-                             reference_models=[*names[:5], "nobody"])  # fmt: skip
-    assert "reference models without data ['nobody']" in " ".join(missing.skipped)
+    assert np.array_equal(result.p_value, np.maximum(want.p_value, 1 / 99))
+    with pytest.raises(ValueError, match=r"reference_models names .*\['nobody'\]"):
+        tf.suite_audit(data, tests=("constat",), reference_models=[*names[:5], "nobody"])
+    # a reference model without data on one benchmark: ConStat skips that benchmark only
+    two = tf.simulate_suite(models=7, benchmarks=2, parents=40, leaks=(), seed=6)
+    gap = SuiteData(
+        tuple(p for p in two.pairs if (p.model, p.benchmark) != ("model-07", "bench-2"))
+    )
+    result = tf.suite_audit(gap, tests=("constat",), n_bootstrap=50, reference_models=names)
+    assert set(result.benchmark) == {"bench-1"} and len(result.test) == 7
+    assert result.skipped == ("constat on bench-2: reference models without data ['model-07']",)

@@ -127,6 +127,17 @@ def test_tables_that_do_not_fit_are_refused(tmp_path, change, match):
         read_suite(write(tmp_path / "s.csv", change(list(ROWS))))
 
 
+def test_a_missing_label_in_a_frame_is_empty_not_nan():
+    # pandas fills a missing cell of a column of strings with NaN (an object column): that
+    # is no model named "nan"
+    columns = {name: np.array([row[k] for row in ROWS], dtype=object)
+               for k, name in enumerate(HEADER)}  # fmt: skip
+    for missing in (math.nan, np.float32("nan")):
+        columns["model"][-1] = missing
+        with pytest.raises(ValueError, match=f"source row {len(ROWS)}: empty model"):
+            read_suite(columns)
+
+
 def test_bad_arguments_are_refused(tmp_path):
     table = ROWS_TABLE(tmp_path)
     with pytest.raises(ValueError, match="missing the column"):
@@ -202,6 +213,14 @@ def test_a_manifest_that_does_not_fit_is_refused(tmp_path):
         )
     with pytest.raises(ValueError, match="match_key"):
         tf.read_suite_manifest(path, match_key="")
-    missing = write(tmp_path / "m4.csv", [("a", "b", "public", "nothing.csv")], header)
-    with pytest.raises(FileNotFoundError):
+    missing = write(
+        tmp_path / "m4.csv",
+        [("a", "b", "public", "pub.csv"), ("a", "b", "fresh1", "nothing.csv")],
+        header,
+    )
+    with pytest.raises(FileNotFoundError, match="^manifest row 2: .*nothing.csv"):
         tf.read_suite_manifest(missing, match_key="id")
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    unreadable = write(tmp_path / "m5.csv", [("a", "b", "public", "bad.jsonl")], header)
+    with pytest.raises(ValueError, match="^manifest row 1: .*bad.jsonl"):
+        tf.read_suite_manifest(unreadable, match_key="id")

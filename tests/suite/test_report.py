@@ -4,7 +4,9 @@ The result they read is a test double, :class:`SuiteAuditDouble`: a table of lit
 with the attributes a suite audit's result has (``to_frame()``, ``q``, ``fdr``,
 ``n_tests``, ``summary()``), so every expected value below is written by hand, not taken
 from the code under test. The browser tests render the report in headless Chromium (the
-distribution's package; skipped only when it is not installed).
+distribution's package; skipped only when it is not installed). The last section runs the
+real suite audit end to end: the command line on the shipped example, with --report,
+--plot and --json, and the report it writes in the browser.
 """
 
 from __future__ import annotations
@@ -554,3 +556,73 @@ def test_browser_check_sees_a_pages_external_requests(tmp_path):
     )
     _, _, requests = _render(page, tmp_path)
     assert sorted(requests) == ["http://127.0.0.1:9/leak.png", "https://example.invalid/a.css"]
+
+
+# ------------------------------------------- the real report: the example, end to end
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "suite" / "suite_example.csv.gz"
+PLANTED = {("model-01", "bench-1"), ("model-04", "bench-3"), ("model-07", "bench-2")}
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    """``truescore-fast suite EXAMPLE --report --plot --json``, every test, as a user runs
+    it: (exit code, the JSON, the report's text, the plot's path, the folder)."""
+    from commands import run_cli
+
+    out = tmp_path_factory.mktemp("example")
+    report, plot = out / "suite.html", out / "suite.png"
+    code, stdout, err = run_cli(
+        "suite", EXAMPLE, "--report", report, "--plot", plot, "--json"
+    )  # fmt: skip
+    assert "Traceback" not in err, err
+    return code, json.loads(stdout), report.read_text(encoding="utf-8"), plot, out
+
+
+def test_the_example_through_the_command_line(example_run):
+    code, result, page, plot, _ = example_run
+    assert code == 2  # something flagged
+    models = [f"model-{m:02d}" for m in range(1, 9)]
+    benchmarks = [f"bench-{b}" for b in range(1, 5)]
+    # every test the data allow on every pair: 2 matched-form tests and ConStat per pair
+    assert len(result["test"]) == 8 * 4 * 3 == result["n_tests"]
+    assert set(zip(result["model"], result["benchmark"], strict=True)) == {
+        (m, b) for m in models for b in benchmarks
+    }
+    flagged = {
+        (m, b)
+        for m, b, f in zip(result["model"], result["benchmark"], result["flagged"], strict=True)
+        if f
+    }
+    assert PLANTED <= flagged
+    parsed = _Page(page)
+    _loads_nothing(parsed)
+    text = " ".join(parsed.text)
+    for name in (*models, *benchmarks):
+        assert name in text, name
+    # one section per flagged pair, the planted leaks among them
+    sections = html.unescape(page).split('<section class="pair">')[1:]
+    headed = {tuple(s.split("<h3>")[1].split("</h3>")[0].split(" on ")) for s in sections}
+    assert headed == flagged
+    # the report's table has the JSON's rows: every p-value, adjusted p-value and flag
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    assert body.count("<tr") == result["n_tests"]
+    assert body.count('<tr class="flagged">') == sum(result["flagged"])
+    (src,) = [v for tag, k, v in parsed.attributes if tag == "img" and k == "src"]
+    assert src.startswith("data:image/png;base64,")
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@needs_chromium
+def test_the_example_report_in_a_browser(example_run):
+    _, _, _, _, out = example_run
+    dom, shot, requests = _render(out / "suite.html", out)
+    assert requests == []
+    text = "".join(_Page(dom).text)
+    for name in [f"model-{m:02d}" for m in range(1, 9)] + [f"bench-{b}" for b in range(1, 5)]:
+        assert name in text, name
+    # the inline heatmap was decoded and drawn: the dark red of the largest leaks' cells
+    # (the page's own red, the flags' (180, 35, 24), is lighter; without the image the
+    # count is 0)
+    red, green, blue = (shot[..., k] for k in range(3))
+    assert np.count_nonzero((red > 0.35) & (red < 0.75) & (green < 0.1) & (blue < 0.2)) > 400

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from truescore_fast._files import read_columns
 from truescore_fast._validation import check_bool, check_choice, one_line
@@ -83,6 +84,7 @@ def read_suite_manifest(
     if missing:
         raise ValueError(f"manifest is missing the column(s) {missing}; got {sorted(cols)}")
     runs: dict[tuple[str, str], dict[str, Path]] = {}
+    row_of: dict[tuple[str, str, str], int] = {}
     for i in range(len(cols["path"])):
         model, benchmark, form, path = (str(cols[c][i] or "").strip() for c in MANIFEST_COLUMNS)
         if not (model and benchmark and form and path):
@@ -94,12 +96,17 @@ def read_suite_manifest(
                 "given twice"
             )
         forms[form] = folder / path
+        row_of[(model, benchmark, form)] = i + 1
     key = match_key.strip()
     scores: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
     references: dict[tuple[str, str], dict[str, float]] = {}
     orders: dict[tuple[str, str], OrderData] = {}
     for pair, forms in runs.items():
-        loaded = {form: _load(path, harness) for form, path in forms.items() if form != "loglik"}
+        loaded = {
+            form: _in_row(row_of[(pair[0], pair[1], form)], _load, path, harness)
+            for form, path in forms.items()
+            if form != "loglik"
+        }
         _common_model([run for _, run in loaded.values()])
         read: dict[str, dict[str, float]] = {
             form: _scores(
@@ -116,6 +123,16 @@ def read_suite_manifest(
     return SuiteData.from_scores(
         scores, references=references, orders=orders, public_form=public_form
     )
+
+
+def _in_row(row: int, read: Any, *args: Any) -> Any:
+    """``read(*args)``, an error it raises prefixed by the manifest row that named the run."""
+    try:
+        return read(*args)
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"manifest row {row}: {error}") from None
+    except ValueError as error:
+        raise ValueError(f"manifest row {row}: {error}") from None
 
 
 def _pair_forms(

@@ -242,7 +242,9 @@ def suite_study(
         tests: The suite audit's tests (any of :data:`~truescore_fast.suite.audit.SUITE_TESTS`
             but ``order``: the simulated suites have no log-likelihoods).
         fdr: The adjustment, ``"bh"``, ``"by"`` or ``"holm"``.
-        n_bootstrap: ConStat's resamples per benchmark.
+        n_bootstrap: ConStat's resamples per benchmark (its p-values count as at least
+            1 / (n_bootstrap - 1) in the adjustment: few resamples cost ConStat power in
+            a large family; see :func:`~truescore_fast.suite_audit`).
         replications: Suites simulated.
         alpha: The level q of the suite procedure.
         seed, n_threads, progress, executor, checkpoint: As for the other studies: the

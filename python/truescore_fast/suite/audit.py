@@ -8,12 +8,16 @@ The tests, each run where its data exist (``tests=`` picks a subset):
     The matched-form audit (:func:`~truescore_fast.matched_form_audit`) on the parents
     with fresh forms. Its p-value inverts the claim rule: the smallest alpha at which the
     audit would claim exposure (primary interval and tau interval above zero), found by
-    bisection on a log scale (20 steps from 1e-16 to 1; the upper end of the last
-    bracket is reported, so the p-value is never smaller than the exact one), 1 when it
-    does not claim even at alpha near 1. The claim rule is monotone in alpha (wider
-    intervals at smaller alpha), so the p-value is valid: under "no exposure" P(p <= a)
-    <= a. Estimate: Delta-hat (public minus mean fresh); interval: the primary interval
-    at level 1 - alpha.
+    bisection on a log scale (20 steps from 1e-16 to the largest of 1 - 1e-9, 0.5, 0.25,
+    0.1, 0.05, 0.025, 0.01 at which it claims; the upper end of the last bracket is
+    reported, so the p-value is never smaller than the exact one), 1 when it does not
+    claim at any of those. The levels near 1 are passed over when the interval there is
+    empty: the betting interval (primary below the guardrail) can leave no value
+    consistent with the data at a level near 1, which is no claim, while smaller levels
+    claim. The claim rule is otherwise monotone in alpha (wider intervals at smaller
+    alpha), so the p-value is valid: under "no exposure" P(p <= a) <= a. Estimate:
+    Delta-hat (public minus mean fresh); interval: the primary interval at level
+    1 - alpha.
 ``randomization``
     The exact randomization test of "no form effect" (one-sided: public above fresh;
     :func:`~truescore_fast.randomization_test`) on the same parents. Estimate: Delta-hat;
@@ -28,13 +32,16 @@ The tests, each run where its data exist (``tests=`` picks a subset):
 ``constat``
     ConStat's performance-based test (:func:`~truescore_fast.suite.constat.constat_tests`):
     per benchmark, the models with data form the matrix, the benchmark score is the public
-    form and the reference score the ``reference`` rows when the benchmark has any (ConStat's
-    synthetic or other-benchmark reference; models without them are left out), else the
-    fresh forms (ConStat's "rephrased" reference: the mean over the fresh forms of each
-    parent); each model is tested against the others (or against ``reference_models``,
-    at least 6).
+    form and the reference score the ``reference`` rows when at least 6 models have them on
+    the benchmark (ConStat's synthetic or other-benchmark reference; models without them
+    are left out), else the fresh forms (ConStat's "rephrased" reference: the mean over
+    the fresh forms of each parent); each model is tested against the others (or against
+    ``reference_models``, at least 6).
     Items are those every model of the matrix has. Needs at least 6 models. Estimate: the
-    inflation actual - predicted; interval: ConStat's basic bootstrap interval.
+    inflation actual - predicted; interval: ConStat's basic bootstrap interval. The
+    p-value is ConStat's, raised to at least 1 / (n_bootstrap - 1), the finest the
+    B replicates resolve (ConStat reports 0 when every replicate is within the bound; a
+    p-value of 0 would claim certainty and rank above every exact p-value).
 
 Which p-values form one family: every test of every pair together, so the FDR (or, for
 Holm, the family-wise error rate) is controlled over all the flags the suite reports.
@@ -180,6 +187,12 @@ class SuiteAudit(TabularResult):
 _Row = tuple[str, str, str, float, float, float, float, int]  # model .. high, n
 
 
+# Levels tried, from the top down, for one at which the audit claims: at levels near 1
+# the betting interval (the primary one below the guardrail) can be empty (no value
+# consistent with the data), which is no claim although smaller levels claim.
+_CLAIM_LEVELS = (1.0 - 1e-9, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01)
+
+
 def _claim_p_value(pub: npt.NDArray[np.float64], fr: npt.NDArray[np.float64], seed: int) -> float:
     """The smallest alpha at which the matched-form audit claims (see the module
     docstring), bracketed by bisection in log(alpha); the bracket's upper end."""
@@ -187,8 +200,15 @@ def _claim_p_value(pub: npt.NDArray[np.float64], fr: npt.NDArray[np.float64], se
     def claims(alpha: float) -> bool:
         return bool(matched_form_audit(pub, fr, alpha=alpha, seed=seed).claim)
 
-    low, high = math.log(1e-16), math.log(1.0 - 1e-9)
-    if not claims(math.exp(high)):
+    low = math.log(1e-16)
+    for level in _CLAIM_LEVELS:
+        audit = matched_form_audit(pub, fr, alpha=level, seed=seed)
+        if audit.claim:
+            high = math.log(level)
+            break
+        if not (audit.primary.empty or audit.tau.empty):
+            return 1.0  # an interval reaching zero: a smaller level does not claim either
+    else:
         return 1.0
     if claims(math.exp(low)):
         return math.exp(low)
@@ -233,36 +253,38 @@ def _constat_matrices(
     pairs: Sequence[SuitePair],
 ) -> tuple[list[SuitePair], npt.NDArray[np.float64], npt.NDArray[np.float64], str] | str:
     """One benchmark's ConStat inputs: (the models' pairs, scores (m, n), reference
-    scores (m, n_ref), which reference), or why it cannot run."""
+    scores (m, n_ref), which reference), or why it cannot run. The reference rows when at
+    least CONSTAT_MIN_MODELS models have them, else the fresh forms."""
     with_reference = [p for p in pairs if p.reference.shape[0] > 0]
-    if with_reference:
+    with_fresh = [p for p in pairs if p.has_fresh]
+    if with_reference and (
+        len(with_reference) >= CONSTAT_MIN_MODELS or len(with_fresh) < CONSTAT_MIN_MODELS
+    ):
         used, kind = with_reference, "reference rows"
     else:
-        used, kind = [p for p in pairs if p.has_fresh], "fresh forms"
+        used, kind = with_fresh, "fresh forms"
     if len(used) < CONSTAT_MIN_MODELS:
         return f"{len(used)} model(s) with {kind}; ConStat needs {CONSTAT_MIN_MODELS}"
+    by_reference = kind == "reference rows"
+
+    def reference_of(p: SuitePair) -> tuple[tuple[str, ...], npt.NDArray[np.float64]]:
+        if by_reference:
+            return p.reference_parents, p.reference
+        return p.fresh_parents, p.fresh.mean(axis=1)
+
     items = set.intersection(*(set(p.parents) for p in used))
-    if kind == "reference rows":
-        refs = set.intersection(*(set(p.reference_parents) for p in used))
-    else:
-        refs = set.intersection(*(set(p.fresh_parents) for p in used))
+    refs = set.intersection(*(set(reference_of(p)[0]) for p in used))
     if len(items) < 2 or len(refs) < 2:
         return f"fewer than 2 items that every model with {kind} has"
     item_order = [x for x in used[0].parents if x in items]
-    ref_order = [
-        x
-        for x in (used[0].reference_parents if kind == "reference rows" else used[0].fresh_parents)
-        if x in refs
-    ]
-    scores = np.array([[p.public[p.parents.index(x)] for x in item_order] for p in used])
-    if kind == "reference rows":
-        reference = np.array(
-            [[p.reference[p.reference_parents.index(x)] for x in ref_order] for p in used]
-        )
-    else:
-        reference = np.array(
-            [[p.fresh[p.fresh_parents.index(x)].mean() for x in ref_order] for p in used]
-        )
+    ref_order = [x for x in reference_of(used[0])[0] if x in refs]
+
+    def gather(labels: Sequence[str], values: npt.NDArray[np.float64], order: list[str]) -> Any:
+        position = {label: k for k, label in enumerate(labels)}
+        return values[np.fromiter((position[x] for x in order), dtype=np.int64, count=len(order))]
+
+    scores = np.array([gather(p.parents, p.public, item_order) for p in used])
+    reference = np.array([gather(*reference_of(p), ref_order) for p in used])
     return used, scores, reference, kind
 
 
@@ -293,9 +315,12 @@ def _constat_rows(
         scores, reference, alpha=alpha, n_bootstrap=n_bootstrap, seed=seed, n_threads=threads,
         **options,
     )  # fmt: skip
+    # The bootstrap resolves no p-value below 1 / (B - 1): a p of 0 would claim certainty
+    # and rank above every exact p-value in the adjustment.
+    floor = 1.0 / (n_bootstrap - 1)
     rows: list[_Row] = []
     for k, pair in enumerate(used):
-        rows.append((pair.model, benchmark, "constat", float(result.p_value[k]),
+        rows.append((pair.model, benchmark, "constat", max(floor, float(result.p_value[k])),
                      float(result.estimate[k]), float(result.low[k]), float(result.high[k]),
                      int(scores.shape[1])))  # fmt: skip
     return rows, None
@@ -343,10 +368,14 @@ def suite_audit(
             where its data exist. All the p-values form one family.
         alpha: The level of each row's interval (1 - alpha, marginal: not adjusted) and of
             the matched-form audit's reported interval.
-        n_bootstrap: ConStat's bootstrap resamples.
+        n_bootstrap: ConStat's bootstrap resamples B. Its p-values enter the adjustment
+            as at least 1 / (B - 1), so in a family of m tests a ConStat row can be
+            flagged on its own (first in Benjamini-Hochberg's order) only when
+            B - 1 >= m / q: raise it for large suites.
         reference_models: ConStat's reference models by name (at least 6, so that each
-            of them is tested against 5 others); default: each model against all the
-            others.
+            of them is tested against 5 others), each a model of the suite; default: each
+            model against all the others. On a benchmark where one of them has no data,
+            ConStat is skipped (the reason is in ``skipped``).
         seed: Seeds the matched-form audit's betting order and ConStat's bootstrap
             (benchmark b gets its own seed derived from ``(seed, b)``). Default 0: the same
             result on every run.
@@ -391,6 +420,13 @@ def suite_audit(
         data = source
     else:
         data = read_suite(source, columns=columns, logliks=logliks)
+    if reference_models is not None:
+        unknown = [m for m in reference_models if m not in data.models]
+        if unknown:
+            raise ValueError(
+                f"reference_models names model(s) the suite does not have: {unknown}; its "
+                f"models are {list(data.models)}"
+            )
 
     rows: list[_Row] = []
     skipped: list[str] = []

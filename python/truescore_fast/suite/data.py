@@ -197,7 +197,10 @@ def _column_names(columns: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _label(value: Any) -> str:
-    return "" if value is None else str(value).strip()
+    """A cell as a label; a missing cell (None, or NaN as pandas fills one) is empty."""
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
+        return ""
+    return str(value).strip()
 
 
 def _score(raw: Any, where: str, column: str) -> float:
