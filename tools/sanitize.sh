@@ -71,8 +71,12 @@ REPORT_PATTERN='runtime error: |ERROR: AddressSanitizer|SUMMARY: (AddressSanitiz
 start=$(date +%s)
 status=0
 if [ $# -gt 0 ]; then
-  pytest_ "$@" 2>&1 | tee "$tmp/log" || true
+  # pytest's own status: read PIPESTATUS straight after the pipeline (an `|| true` after
+  # it would leave only true's status there, and a failing subset would read as clean).
+  set +e
+  pytest_ "$@" 2>&1 | tee "$tmp/log"
   status=${PIPESTATUS[0]}
+  set -e
 else
   jobs=${TRUESCORE_SANITIZE_JOBS:-$(nproc)}
   jobs=$((jobs < 1 ? 1 : (jobs > 4 ? 4 : jobs)))

@@ -493,4 +493,10 @@ def test_ctrl_c_stops_a_threaded_study_within_a_second():
     status, out, err, elapsed = interrupt_after([sys.executable, "-c", code], 1.0, timeout=120)
     assert status == 130, (out, err)
     assert out.split() == ["interrupted", "1"]  # no worker thread left behind
-    assert elapsed < 2.0, elapsed
+    # Within a task's time: under tools/sanitize.sh (libasan's allocator behind NumPy
+    # too) a task of the horizon-free mixture runs several times slower, so the sanitizer
+    # run checks the interrupt itself and a looser bound; the plain run checks 2 s.
+    import os
+
+    sanitized = "libasan" in os.environ.get("LD_PRELOAD", "")
+    assert elapsed < (8.0 if sanitized else 2.0), elapsed

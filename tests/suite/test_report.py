@@ -16,6 +16,7 @@ import html
 import io
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -486,6 +487,9 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
+_SANITIZER_VARIABLES = ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")
+
+
 def _render(page: Path, out: Path) -> tuple[str, np.ndarray, list[str]]:
     """Open ``page`` from disk in headless Chromium: (the rendered DOM, a 1280 px wide
     screenshot as an RGB array, the URLs of the requests the page made)."""
@@ -504,7 +508,12 @@ def _render(page: Path, out: Path) -> tuple[str, np.ndarray, list[str]]:
         "--dump-dom",
         page.resolve().as_uri(),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    # The browser is not our code: under tools/sanitize.sh it must not inherit the
+    # sanitizer's preloaded runtime (with libasan preloaded Chromium spins or aborts).
+    env = {k: v for k, v in os.environ.items() if k not in _SANITIZER_VARIABLES}
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, check=False, env=env
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout, matplotlib.image.imread(shot)[..., :3], _page_requests(netlog)
 
