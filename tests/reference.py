@@ -1393,14 +1393,15 @@ def ref_constat_replicates(
 
 def ref_constat_summary(replicates, delta, alpha):
     """Estimate (mean), basic bootstrap interval and p-value, the p-value by bisection on
-    p of ``2 mean - quantile(1 - p) >= delta`` (NumPy's linear quantile)."""
+    p of ``2 mean - quantile(1 - p) > delta`` (NumPy's linear quantile; a lower end that
+    only touches delta does not reject)."""
     d = np.asarray(replicates, dtype=np.float64)
     mean = float(d.mean())
     low = 2 * mean - float(np.quantile(d, 1 - alpha / 2))
     high = 2 * mean - float(np.quantile(d, alpha / 2))
 
     def holds(p):
-        return 2 * mean - float(np.quantile(d, 1 - p)) >= delta
+        return 2 * mean - float(np.quantile(d, 1 - p)) > delta
 
     if holds(0.0):
         p = 0.0

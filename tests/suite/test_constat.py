@@ -257,3 +257,34 @@ def test_size_and_power_on_simulated_suites():
     se = math.sqrt(alpha * (1 - alpha) / reps)
     assert rejected / reps <= alpha + 3 * se, rejected / reps
     assert power / 120 >= 0.8, power / 120
+
+
+def test_replicates_all_at_delta_are_no_evidence():
+    # Every model scores 1 everywhere: each replicate is exactly 0 = delta. The lower end
+    # of every interval touches delta without passing it, so p is 1 (it was 0, and a
+    # suite of an easy benchmark flagged every model).
+    t = tf.constat_tests(np.ones((7, 30)), np.ones((7, 20)), n_bootstrap=50, seed=1)
+    assert np.all(t.replicates == 0.0)
+    assert np.all(t.p_value == 1.0)
+    # a plateau at the bound: s = -1, 0, 0, 0, 1 (mean 0, bound 0); q(1 - p) = 0 for
+    # p in [0.25, 0.75], so only p > 0.75 puts the lower end above 0
+    from truescore_fast.suite.constat import _p_value
+
+    assert _p_value(np.array([-1.0, 0.0, 0.0, 0.0, 1.0]), 0.0) == 0.75
+    assert ref_constat_summary([-1.0, 0.0, 0.0, 0.0, 1.0], 0.0, 0.05)[3] == pytest.approx(
+        0.75, abs=1e-12
+    )
+
+
+def test_a_huge_smoothing_is_the_line_not_an_overflow():
+    # smoothing=1e308 overflowed the bands (the fit predicted 0 for every model: clean
+    # models got p = 0); above 1e200 it is 1e200, where the fit is its limit, the line
+    rng = np.random.default_rng(0)
+    s = (rng.random((8, 50)) < 0.6).astype(float)
+    r = (rng.random((8, 40)) < 0.6).astype(float)
+    huge = tf.constat_tests(s, r, smoothing=1e308, n_bootstrap=50, seed=2)
+    capped = tf.constat_tests(s, r, smoothing=1e200, n_bootstrap=50, seed=2)
+    line = tf.constat_tests(s, r, smoothing=1e20, n_bootstrap=50, seed=2)
+    np.testing.assert_array_equal(huge.replicates, capped.replicates)
+    np.testing.assert_allclose(huge.replicates, line.replicates, rtol=0, atol=1e-9)
+    assert np.all(huge.p_value > 0.05)

@@ -308,10 +308,12 @@ def _summaries(
 
 
 def _p_value(row: npt.NDArray[np.float64], bound: float) -> float:
-    """The smallest p with quantile_{1-p}(row) <= bound (NumPy's linear quantile)."""
+    """The smallest p with quantile_{1-p}(row) < bound (NumPy's linear quantile): a lower
+    end that only touches delta is no evidence against "inflation <= delta" (with every
+    replicate equal to delta, as when all models score the same, p is 1, not 0)."""
     s = np.sort(row)
     b = s.shape[0]
-    j = int(np.searchsorted(s, bound, side="right")) - 1  # last position with s[j] <= bound
+    j = int(np.searchsorted(s, bound, side="left")) - 1  # last position with s[j] < bound
     if j < 0:
         return 1.0
     if j == b - 1:
@@ -498,10 +500,14 @@ def constat_test(
     (linear) quantile of the B replicates: with s_0 <= ... <= s_{B-1} sorted,
     ``q(u) = s_j + f (s_{j+1} - s_j)`` at position ``u (B - 1) = j + f``. The p-value for
     the null "inflation <= delta" inverts that interval's lower end: it is the smallest p
-    in [0, 1] with ``2 mean - q(1 - p) >= delta``, found exactly on the piecewise-linear
-    q (1 when even q(0) = s_0 exceeds ``2 mean - delta``; 0 when s_{B-1} does not, below
-    the resolution of B replicates). So p < alpha exactly when the lower end of the
-    1 - 2 alpha interval is above ``delta``.
+    in [0, 1] with ``2 mean - q(1 - p) > delta``, found exactly on the piecewise-linear
+    q (1 when even q(0) = s_0 is at least ``2 mean - delta``; 0 when s_{B-1} is below it,
+    below the resolution of B replicates). So p < alpha exactly when the lower end of the
+    1 - 2 alpha interval is above ``delta``. (ConStat writes ``>=``; the two differ only
+    where replicates tie at the bound, and there a lower end that merely touches delta is
+    not evidence against the null: when every replicate is delta, as when all models
+    score alike, p is 1, not 0.) A ``smoothing`` above 1e200 is taken as 1e200: the fit is
+    its limit, the least-squares line, long before.
 
     What it does not mean: a small p says the model scores higher on the benchmark than
     the reference models' fit predicts from its reference score. That is not proof of

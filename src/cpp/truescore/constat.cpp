@@ -224,7 +224,12 @@ double weighted_line(const double* x, const double* y, const double* w, std::siz
 double spline_predict(SplineWork& wk, const double* x, const double* y, const double* w, std::size_t n,
                       double lambda, double x0) {
     wk.bands.setup(x, y, w, n);
-    const double lam = lambda < 0.0 ? gcv_lambda(wk) : lambda;
+    // A lambda above kMaxLambda is kMaxLambda: the fit has long reached its limit, the
+    // weighted least-squares line, there (on [0, 1] data it is the line to double precision
+    // from about 1e8), while lambda times the bands overflows past about 1e303 and the fit
+    // became garbage (smoothing=1e308 predicted 0 for every model).
+    constexpr double kMaxLambda = 1e200;
+    const double lam = lambda < 0.0 ? gcv_lambda(wk) : std::min(lambda, kMaxLambda);
     wk.solve.run(wk.bands, lam, false);
     return spline_value(x, y, wk.solve, n, x0);
 }
