@@ -61,19 +61,20 @@ void cluster_resamples(const StreamBlocks& streams, std::size_t n_clusters, cons
 }
 
 // cluster_bootstrap_means' loop: resample r's sum of drawn cluster sums is gathered_sum's
-// (draw i to accumulator i mod 4, the fused AVX-512 kernel where the CPU has it), and its
-// total size an integer tally of the same draws -- or G times the size when every cluster
-// has the same size (no tally needed: the same number).
+// (draw i to accumulator i mod 4) over the block's r-th run of G draws (gathered_sums: one
+// wide stream per block of resamples, the fused AVX-512 kernel where the CPU has it), and
+// its total size an exact tally of the same draws -- or G times the size when every
+// cluster has the same size (no tally needed: the same number).
 void cluster_mean_resamples(const StreamBlocks& streams, std::size_t n_clusters, const RatioMean& statistic,
                             double* out, int n_threads) {
     const auto f = static_cast<std::uint64_t>(n_clusters);
     const std::int64_t* sizes = statistic.sizes;
     const bool equal = std::all_of(sizes, sizes + n_clusters, [&](std::int64_t s) { return s == sizes[0]; });
+    const double equal_size = static_cast<double>(sizes[0]) * static_cast<double>(n_clusters);
     // The sizes as doubles for the tally: sums of integers below 2^53, so exact in any
-    // order; and a double tally cannot alias the sampler's index stores (an integer one
-    // could), so it stays in a register.
+    // order.
     std::vector<double> size_of(sizes, sizes + n_clusters);
-    const double* sz = size_of.data();
+    const double* tally_of = equal ? nullptr : size_of.data();
     // Free workers claim the next block (as bootstrap_means does): a worker whose core is
     // shared with another process does fewer; each block is the same for every thread count.
     for_each_stream_block_claimed(streams, n_threads, min_blocks_for_steps(streams.block, n_clusters), 1,
@@ -81,18 +82,11 @@ void cluster_mean_resamples(const StreamBlocks& streams, std::size_t n_clusters,
                                   [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t,
                                       std::size_t r_begin, std::size_t r_end) {
         PackedIndexSampler pick(gen, f);
-        for (std::size_t r = r_begin; r < r_end; ++r) {
-            double size = static_cast<double>(sizes[0]) * static_cast<double>(n_clusters);
-            double sum;
-            if (equal) {
-                sum = gathered_sum(pick, statistic.sums, n_clusters, idx.data());
-            } else {
-                size = 0.0;
-                sum = gathered_sum(pick, statistic.sums, n_clusters, idx.data(),
-                                   [&size, sz](std::uint64_t c) { size += sz[c]; });
-            }
-            out[r] = sum / size;
-        }
+        double* o = out + r_begin;
+        gathered_sums(pick, statistic.sums, tally_of, n_clusters, r_end - r_begin, idx.data(),
+                      [o, equal, equal_size](std::size_t r, double sum, double size) {
+                          o[r] = sum / (equal ? equal_size : size);
+                      });
     });
 }
 

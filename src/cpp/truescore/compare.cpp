@@ -126,7 +126,9 @@ void bootstrap_means(const double* d, std::size_t n, std::size_t n_boot, std::ui
                                   [&](std::vector<std::uint64_t>& idx, Philox& gen, std::size_t, std::size_t r_begin,
                                       std::size_t r_end) {
         PackedIndexSampler pick(gen, n);
-        for (std::size_t r = r_begin; r < r_end; ++r) out[r] = gathered_sum(pick, d, n, idx.data()) / dn;
+        double* o = out + r_begin;
+        gathered_sums(pick, d, nullptr, n, r_end - r_begin, idx.data(),
+                      [o, dn](std::size_t r, double sum, double) { o[r] = sum / dn; });
     });
 }
 

@@ -126,10 +126,32 @@ public:
     // AMD EPYC development machine.
     //
     // also(i) is called once for every index i drawn (a second, order-free tally over the
-    // same draws: cluster_bootstrap_means' sizes); no_also when there is none.
+    // same draws); NoAlso when there is none.
     template <class Also>
     double wide_sum(const double* y, std::size_t count, Also& also) {
         return per_word_ == 3 ? wide_sum_impl<21, 3>(y, count, also) : wide_sum_impl<32, 2>(y, count, also);
+    }
+
+    // The next `total` draws, in draw order, handed to consume(idx, m) in pieces (packed()
+    // only): exactly what `total` calls of draw() return. The words are wide_sum's (16
+    // Philox blocks in vector registers and 2 from the integer units a batch, cut in
+    // registers), and a batch's draws are handed over in the gaps of the next batch's
+    // rounds. Unlike wide_sum it keeps no draw back for later calls: the last batch may
+    // cut up to a batch's chunks beyond `total`, which are dropped, so the sampler is
+    // spent afterwards -- call it once, for the last draws its stream is used for (a
+    // stream block's resamples: gathered_sums). A stream block of short resamples then
+    // costs what one long resample does, instead of each resample paying for its partial
+    // batches.
+    //
+    // y, if given, is the data the draws index: beyond kPrefetchBytes its values are
+    // prefetched a batch before they are handed over (as wide_sum does).
+    template <class Consume>
+    void wide_stream(std::size_t total, Consume& consume, const double* y = nullptr) {
+        const double* far = n_ * sizeof(double) > kPrefetchBytes ? y : nullptr;
+        if (per_word_ == 3)
+            wide_stream_impl<21, 3>(total, consume, far);
+        else
+            wide_stream_impl<32, 2>(total, consume, far);
     }
 #endif
 
@@ -353,6 +375,68 @@ private:
         return (acc[0] + acc[1]) + (acc[2] + acc[3]);
     }
 
+    template <int Bits, int PerWord, class Consume>
+    TRUESCORE_TARGET_AVX512 void wide_stream_impl(std::size_t total, Consume& consume, const double* far) {
+        std::size_t done = 0;  // draws handed over
+        // One draw at a time up to the next block boundary with no chunk left in a word.
+        while (done < total && (left_ != 0 || !gen_.at_block())) {
+            const std::uint64_t k = draw();
+            consume(&k, std::size_t{1});
+            ++done;
+        }
+        if (done == total) return;
+        constexpr std::size_t kScalarBlocks = 2;
+        constexpr std::size_t kChunks = (Philox::kWideBlocks + kScalarBlocks) * 4 * PerWord;
+        constexpr std::size_t kPerRound = ((kChunks + 9) / 10 + 3) / 4 * 4;  // whole fours
+        const __m512i mask = _mm512_set1_epi64(static_cast<long long>((std::uint64_t{1} << Bits) - 1));
+        const __m512i vn = _mm512_set1_epi64(static_cast<long long>(n_));
+        const __m512i vt = _mm512_set1_epi64(static_cast<long long>(threshold_));
+        // cur holds the draws cut and not handed over yet, in stream order: 0 to 3 carried
+        // from the previous buffer, the previous batch's scalar blocks, this batch's vector
+        // blocks; `words` holds this batch's scalar blocks, cut with the next batch. Only
+        // whole fours are handed over during the rounds (the 0 to 3 left move to the front
+        // of the next buffer), so every piece but the last starts at a stream position
+        // that is a multiple of 4 past the first piece's.
+        alignas(64) std::uint64_t buffers[2][kChunks + 3];
+        alignas(64) std::uint64_t scalar_words[2][4 * kScalarBlocks];
+        std::uint64_t* cur = buffers[0];
+        std::uint64_t* next = buffers[1];
+        std::uint64_t* words = scalar_words[0];
+        std::uint64_t* spare = scalar_words[1];
+        __m512i w[8];
+        gen_.next_wide<kScalarBlocks>(w, words, [](int) {});
+        std::size_t j = 0;
+        for (int k = 0; k < 8; ++k) j += cut_register<Bits, PerWord>(w[k], mask, vn, vt, cur + j);
+        std::size_t check = done + kCancelDraws + 1;
+        while (total - done > j) {
+            // A stream of 10^9 draws takes seconds: Ctrl-C is checked every 2^20 draws.
+            if (done >= check) {
+                throw_if_cancelled();
+                check = done + kCancelDraws + 1;
+            }
+            const std::size_t whole = j & ~std::size_t{3};
+            const std::size_t left = j - whole;
+            for (std::size_t q = 0; q < left; ++q) next[q] = cur[whole + q];
+            const std::uint64_t* ready = cur;
+            gen_.next_wide<kScalarBlocks>(w, spare, [&](int round) {
+                const std::size_t from = kPerRound * static_cast<std::size_t>(round);
+                const std::size_t to = std::min(whole, from + kPerRound);
+                if (from < to) consume(ready + from, to - from);
+            });
+            done += whole;
+            j = left + cut_words<Bits, PerWord, kScalarBlocks>(words, mask, vn, vt, next + left);
+            for (int k = 0; k < 8; ++k) j += cut_register<Bits, PerWord>(w[k], mask, vn, vt, next + j);
+            if (far != nullptr) {
+                for (std::size_t q = left; q < j; ++q)
+                    _mm_prefetch(reinterpret_cast<const char*>(far + next[q]), _MM_HINT_T0);
+            }
+            std::swap(cur, next);
+            std::swap(words, spare);
+        }
+        consume(cur, total - done);
+        left_ = 0;  // spent: what was cut beyond `total` is dropped
+    }
+
     // The accepted draws of eight products q (in draw order) to out, in order; returns
     // how many.
     template <int Bits>
@@ -384,6 +468,95 @@ inline constexpr std::size_t kIndexChunk = 1024;
 // No second tally (gathered_sum's also).
 struct NoAlso {
     void operator()(std::uint64_t) const {}
+};
+
+// gathered_sums' consumer: takes draws in stream order, run r being draws
+// [r per, (r + 1) per); adds draw i of a run to accumulator i mod 4 (and, Weighted, w[i]
+// to the run's tally) and hands each finished run to emit(r, (a0 + a1) + (a2 + a3),
+// tally). Inside a run, four lanes take the draws by stream position mod 4, four at a time
+// (wide_stream's pieces start at multiples of 4); a run that starts at position s mod 4
+// has accumulator i = lane (i + s) mod 4 -- the same draws in the same order, so the same
+// bits. Only the draws around a run's ends, and pieces that do not start on a four, are
+// added one by one. The tally is kept in four lanes and summed: exact for integer weights
+// whose totals stay below 2^53 (cluster sizes), whatever the order. A call works on local
+// copies of the state (the caller's index stores could alias integer members, which
+// would keep them in memory).
+template <class Emit, bool Weighted>
+struct RunSums {
+    const double* y;
+    const double* w;  // Weighted only
+    std::size_t per;
+    Emit& emit;
+    std::size_t run = 0;
+    std::size_t taken = 0;   // draws of the current run so far
+    std::size_t phase = 0;   // stream position mod 4 of the next draw
+    std::size_t start = 0;   // stream position mod 4 of the current run's first draw
+    double lane[4] = {0.0, 0.0, 0.0, 0.0};
+    double tally[4] = {0.0, 0.0, 0.0, 0.0};
+
+    inline __attribute__((always_inline)) void operator()(const std::uint64_t* idx, std::size_t m) {
+        double l0 = lane[0], l1 = lane[1], l2 = lane[2], l3 = lane[3];
+        double t0 = tally[0], t1 = tally[1], t2 = tally[2], t3 = tally[3];
+        std::size_t got = taken, ph = phase, s0 = start, r = run;
+        const double* const yy = y;
+        const double* const ww = w;
+        const std::size_t n_per = per;
+        auto one = [&](std::uint64_t k) {  // one draw into lane ph
+            const double v = yy[k];
+            double tv = 0.0;
+            if constexpr (Weighted) tv = ww[k];
+            switch (ph) {
+                case 0: l0 += v; t0 += tv; break;
+                case 1: l1 += v; t1 += tv; break;
+                case 2: l2 += v; t2 += tv; break;
+                default: l3 += v; t3 += tv; break;
+            }
+            ph = (ph + 1) & 3;
+        };
+        while (m > 0) {
+            const std::size_t take = std::min(m, n_per - got);
+            std::size_t q = 0;
+            for (; q < take && ph != 0; ++q) one(idx[q]);
+            for (; q + 4 <= take; q += 4) {
+                l0 += yy[idx[q]];
+                l1 += yy[idx[q + 1]];
+                l2 += yy[idx[q + 2]];
+                l3 += yy[idx[q + 3]];
+                if constexpr (Weighted) {
+                    t0 += ww[idx[q]];
+                    t1 += ww[idx[q + 1]];
+                    t2 += ww[idx[q + 2]];
+                    t3 += ww[idx[q + 3]];
+                }
+            }
+            for (; q < take; ++q) one(idx[q]);
+            idx += take;
+            m -= take;
+            got += take;
+            if (got == n_per) {
+                const double l[4] = {l0, l1, l2, l3};
+                const double a0 = l[s0], a1 = l[(s0 + 1) & 3], a2 = l[(s0 + 2) & 3], a3 = l[(s0 + 3) & 3];
+                emit(r, (a0 + a1) + (a2 + a3), (t0 + t1) + (t2 + t3));
+                ++r;
+                got = 0;
+                s0 = ph;
+                l0 = l1 = l2 = l3 = 0.0;
+                t0 = t1 = t2 = t3 = 0.0;
+            }
+        }
+        lane[0] = l0;
+        lane[1] = l1;
+        lane[2] = l2;
+        lane[3] = l3;
+        tally[0] = t0;
+        tally[1] = t1;
+        tally[2] = t2;
+        tally[3] = t3;
+        taken = got;
+        phase = ph;
+        start = s0;
+        run = r;
+    }
 };
 
 // The sum of y[i] over `count` draws of `pick`, in four accumulators (draw i to
@@ -434,6 +607,39 @@ inline double gathered_sum(PackedIndexSampler& pick, const double* y, std::size_
         for (i = 0; i < c; ++i) also(scratch[i]);
     }
     return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+// gathered_sum over `runs` runs of `per` draws in a row, run r's sum (and, with a weight
+// per index, its tally of w[i] over the same draws in draw order) handed to
+// emit(r, sum, tally): bit for bit what `runs` calls of gathered_sum give (draw i of a run
+// to accumulator i mod 4, ((a0 + a1) + (a2 + a3))), the tally 0 without weights. With the
+// AVX-512 kernels the runs' draws come from one wide_stream, so `pick` is spent afterwards:
+// use it for a stream block's last draws only.
+template <class Emit>
+inline void gathered_sums(PackedIndexSampler& pick, const double* y, const double* w, std::size_t per,
+                          std::size_t runs, std::uint64_t* scratch, Emit emit) {
+    if (runs == 0) return;
+#ifdef TRUESCORE_AVX512
+    if (simd::avx512() && pick.packed() && per > 0) {
+        if (w == nullptr) {
+            RunSums<Emit, false> sums{y, w, per, emit};
+            pick.wide_stream(per * runs, sums, y);
+        } else {
+            RunSums<Emit, true> sums{y, w, per, emit};
+            pick.wide_stream(per * runs, sums, y);
+        }
+        return;
+    }
+#endif
+    for (std::size_t r = 0; r < runs; ++r) {
+        double tally = 0.0;
+        double sum;
+        if (w == nullptr)
+            sum = gathered_sum(pick, y, per, scratch);
+        else
+            sum = gathered_sum(pick, y, per, scratch, [&tally, w](std::uint64_t c) { tally += w[c]; });
+        emit(r, sum, tally);
+    }
 }
 
 // With replacement: out[i] = below(N).
