@@ -433,8 +433,7 @@ private:
             std::swap(cur, next);
             std::swap(words, spare);
         }
-        consume(cur, total - done);
-        left_ = 0;  // spent: what was cut beyond `total` is dropped
+        consume(cur, total - done);  // what was cut beyond `total` is dropped: spent
     }
 
     // The accepted draws of eight products q (in draw order) to out, in order; returns
