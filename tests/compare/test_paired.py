@@ -312,7 +312,8 @@ def test_bootstrap_means_identical_on_both_kernel_paths():
     # replicates, so most replicates start in the middle of a word and of a block.
     rng = np.random.default_rng(3)
     key = philox_key(13)
-    for n, b in ((10_000, 300), (70_001, 20), (43_691, 20), (193, 300), (1, 9), (2, 300), (3, 257)):
+    cases = ((10_000, 300), (70_001, 20), (43_691, 20), (193, 300), (1, 9), (2, 300), (3, 257))
+    for n, b in cases:
         d = rng.normal(size=n)
         fast, portable = [_bootstrap_means_on(avx512, d, b, key) for avx512 in KERNEL_PATHS]
         np.testing.assert_array_equal(fast, portable)
