@@ -304,6 +304,15 @@ class _Testing(ModuleType):
     @staticmethod
     def pool_workers() -> int: ...
     @staticmethod
+    def pool_probe(
+        mode: str,
+        marks: npt.NDArray[np.int64],
+        tasks: int,
+        n_threads: int,
+        block_ms: float = 0.0,
+        stop: npt.NDArray[np.int64] | None = None,
+    ) -> None: ...
+    @staticmethod
     def parallel_block_sums(
         values: npt.ArrayLike, blocks: int, n_threads: int, pool: bool = True, calls: int = 1
     ) -> npt.NDArray[np.float64]: ...

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/betting.hpp"
 #include "truescore/compare.hpp"
 #include "truescore/cpu_budget.hpp"
@@ -175,6 +177,72 @@ py::array_t<double> parallel_block_sums(const truescore::bindings::ArrayD& value
     return out;
 }
 
+// What the pool did with one loop of `tasks` tasks on n_threads threads, written to marks
+// (int64, C order, shape (tasks, 4), writable: read it after an interrupt too). Task t adds
+// 1 to marks[t, 0] when it starts (after a stop check) and 1 to marks[t, 1] when it runs on
+// a pool worker. Then, by mode:
+//   "busy":   waits block_ms, in 1 ms steps with a stop check each, or until stop[0] is
+//             non-zero (another thread holds the loop's workers for exactly as long as it
+//             likes);
+//   "throw":  odd tasks throw ValueError("pool probe: task t");
+//   "nested": waits as "busy" does, then runs a loop of `tasks` inner tasks on n_threads
+//             threads, each waiting so too; inner tasks on the outer task's thread count
+//             in marks[t, 2], elsewhere in marks[t, 3].
+// Runs as the kernels do: GIL released, interruptible by Ctrl-C (always polled).
+void pool_probe(const std::string& mode, const py::object& marks, std::int64_t tasks, int n_threads,
+                double block_ms, const py::object& stop) {
+    using Marks = py::array_t<std::int64_t, py::array::c_style>;
+    const int kind = mode == "busy" ? 0 : mode == "throw" ? 1 : mode == "nested" ? 2 : -1;
+    if (kind < 0) throw std::invalid_argument("mode must be 'busy', 'throw' or 'nested'");
+    if (tasks < 1 || tasks > 4096) throw std::invalid_argument("tasks must be in [1, 4096]");
+    if (!(block_ms >= 0.0 && block_ms <= 600000.0))
+        throw std::invalid_argument("block_ms must be in [0, 600000]");
+    // The array itself, never a converted copy (the kernel writes and reads it in place).
+    const auto check_cells = [](py::handle h, const char* name, py::ssize_t rows, py::ssize_t cols) {
+        const bool ok = py::isinstance<Marks>(h) && [&] {
+            const auto a = py::reinterpret_borrow<py::array>(h);
+            return a.writeable() && a.ndim() == (cols ? 2 : 1) && a.shape(0) == rows && (!cols || a.shape(1) == cols);
+        }();
+        if (!ok)
+            throw std::invalid_argument(std::string(name) + " must be a writable C-ordered int64 array of the "
+                                        "shape the docstring gives");
+        return static_cast<std::int64_t*>(py::reinterpret_borrow<py::array>(h).mutable_data());
+    };
+    std::int64_t* m = check_cells(marks, "marks", tasks, 4);
+    const std::int64_t never = 0;
+    const std::int64_t* halt = stop.is_none() ? &never : check_cells(stop, "stop", 1, 0);
+    const auto n = static_cast<std::size_t>(tasks);
+    const auto add = [](std::int64_t* cell) { __atomic_fetch_add(cell, 1, __ATOMIC_RELAXED); };
+    const auto hold = [&] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(block_ms);
+        while (std::chrono::steady_clock::now() < until && __atomic_load_n(halt, __ATOMIC_RELAXED) == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            truescore::throw_if_cancelled();
+        }
+    };
+    auto body = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t t = begin; t < end; ++t) {
+            truescore::throw_if_cancelled();
+            std::int64_t* row = m + 4 * t;
+            add(row);
+            if (truescore::detail::ThreadPool::on_worker()) add(row + 1);
+            if (kind != 1) hold();
+            if (kind == 1 && t % 2 == 1) throw std::invalid_argument("pool probe: task " + std::to_string(t));
+            if (kind == 2) {
+                const std::thread::id outer = std::this_thread::get_id();
+                truescore::parallel_for_blocks(n, n_threads, 1, [&](std::size_t b, std::size_t e) {
+                    for (std::size_t u = b; u < e; ++u) {
+                        add(row + (std::this_thread::get_id() == outer ? 2 : 3));
+                        hold();
+                    }
+                });
+            }
+        }
+    };
+    truescore::bindings::run_interruptible(
+        truescore::bindings::kInterruptibleWork, [&] { truescore::parallel_for_blocks(n, n_threads, 1, body); });
+}
+
 }  // namespace
 
 void bind_portable_testing(py::module_& t);  // bind_portable.cpp
@@ -238,6 +306,13 @@ void bind_testing(py::module_& m) {
           "The usable CPUs now (affinity and quota), read afresh (default_threads is read once).");
     t.def("pool_workers", &truescore::pool_workers,
           "Worker threads the process-wide pool holds (0 before the first parallel loop).");
+    t.def("pool_probe", &pool_probe, py::arg("mode"), py::arg("marks"), py::arg("tasks"), py::arg("n_threads"),
+          py::arg("block_ms") = 0.0, py::arg("stop") = py::none(),
+          "One parallel loop of `tasks` probe tasks (mode 'busy', 'throw' or 'nested'), recording in "
+          "marks (int64, shape (tasks, 4)) per task: starts, starts on a pool worker, and for 'nested' "
+          "the inner tasks run on the outer task's thread and elsewhere. 'busy' and 'nested' tasks (and "
+          "the inner ones) wait block_ms or until stop[0] (a writable int64 array of shape (1,), if "
+          "given) is non-zero; odd 'throw' tasks raise ValueError. Interruptible by Ctrl-C.");
     t.def("parallel_block_sums", &parallel_block_sums, py::arg("values"), py::arg("blocks"),
           py::arg("n_threads"), py::arg("pool") = true, py::arg("calls") = 1,
           "Per-block sums of values over `blocks` tasks, `calls` times: through the pool, or with "
