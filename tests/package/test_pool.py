@@ -191,7 +191,10 @@ def _hold_every_worker() -> tuple[threading.Thread, np.ndarray, np.ndarray]:
     deadline = time.monotonic() + 60
     while held[:, 1].sum() < workers and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert held[:, 1].sum() == workers, (held, workers)
+    if held[:, 1].sum() != workers:
+        stop[0] = 1  # free the workers for the tests after this one
+        thread.join(60)
+        raise AssertionError(f"{held[:, 1].sum()} of {workers} workers held: {held}")
     return thread, held, stop
 
 
@@ -262,21 +265,36 @@ def test_pool_probe_takes_only_the_arrays_it_writes_in_place():
             _core.testing.pool_probe("busy", marks, 4, 2)
     with pytest.raises(ValueError, match="stop must be a writable"):
         _core.testing.pool_probe("busy", _marks(4), 4, 2, 0.0, np.zeros(1, dtype=np.float64))
+    with pytest.raises(ValueError, match="marks must be a writable"):
+        _core.testing.pool_probe("busy", _marks(5), 4, 2)  # rows are not tasks
     with pytest.raises(ValueError, match="mode must be"):
         _core.testing.pool_probe("sleep", _marks(4), 4, 2)
+    for tasks in (0, -1, 4097):
+        with pytest.raises(ValueError, match="tasks must be"):
+            _core.testing.pool_probe("busy", _marks(4), tasks, 2)
+    with pytest.raises(TypeError):
+        _core.testing.pool_probe("busy", _marks(4), 2**63, 2)
+    for block_ms in (float("nan"), float("inf"), -1.0, 1e308):
+        with pytest.raises(ValueError, match="block_ms must be"):
+            _core.testing.pool_probe("busy", _marks(4), 4, 2, block_ms)
 
 
 CTRL_C_WITH_QUEUED_BLOCKS = """
-import os, signal, sys, threading
+import os, signal, sys, threading, time
 sys.path[:0] = sys.argv[1:]  # this file's folder and tests/ (for common.py)
 from truescore_fast import _core
 from test_pool import _hold_every_worker, _marks
 
+def press_ctrl_c_once_the_caller_runs_its_block():
+    while marks[-1, 0] == 0:
+        time.sleep(0.005)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 thread, held, stop = _hold_every_worker()
 tasks = _core.testing.resolved_threads(8)
 marks = _marks(tasks)
-print("ready", flush=True)
-threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+threading.Thread(target=press_ctrl_c_once_the_caller_runs_its_block, daemon=True).start()
 try:
     _core.testing.pool_probe("busy", marks, tasks, tasks, 120_000.0)
     print("never interrupted", flush=True)
@@ -294,7 +312,8 @@ print("after", "all-once" if (after[:, 0] == 1).all() else after[:, 0], flush=Tr
 
 def test_ctrl_c_while_the_loops_blocks_are_queued_withdraws_them():
     # Every worker is held by another thread's loop, so the interrupted loop's blocks sit
-    # in the queue while the caller runs its own block. Ctrl-C stops that block; the queued
+    # in the queue while the caller runs its own block (the last), and Ctrl-C comes once
+    # that block has started, whatever the clock. Ctrl-C stops that block; the queued
     # ones are taken back and stopped before they start; the other loop is untouched and
     # the pool serves the next call.
     here = Path(__file__).resolve().parent
@@ -303,7 +322,6 @@ def test_ctrl_c_while_the_loops_blocks_are_queued_withdraws_them():
     tasks = _core.testing.resolved_threads(8)
     started = " ".join(["0"] * (tasks - 1) + ["1"])
     assert proc.stdout.splitlines() == [
-        "ready",
         "caught held",
         f"started {started} on-workers 0",
         "held-tasks all-once",

@@ -192,8 +192,16 @@ py::array_t<double> parallel_block_sums(const truescore::bindings::ArrayD& value
 void pool_probe(const std::string& mode, const py::object& marks, std::int64_t tasks, int n_threads,
                 double block_ms, const py::object& stop) {
     using Marks = py::array_t<std::int64_t, py::array::c_style>;
-    const int kind = mode == "busy" ? 0 : mode == "throw" ? 1 : mode == "nested" ? 2 : -1;
-    if (kind < 0) throw std::invalid_argument("mode must be 'busy', 'throw' or 'nested'");
+    enum class Mode { busy, fail, nested };
+    Mode kind{};
+    if (mode == "busy")
+        kind = Mode::busy;
+    else if (mode == "throw")
+        kind = Mode::fail;
+    else if (mode == "nested")
+        kind = Mode::nested;
+    else
+        throw std::invalid_argument("mode must be 'busy', 'throw' or 'nested'");
     if (tasks < 1 || tasks > 4096) throw std::invalid_argument("tasks must be in [1, 4096]");
     if (!(block_ms >= 0.0 && block_ms <= 600000.0))
         throw std::invalid_argument("block_ms must be in [0, 600000]");
@@ -226,9 +234,12 @@ void pool_probe(const std::string& mode, const py::object& marks, std::int64_t t
             std::int64_t* row = m + 4 * t;
             add(row);
             if (truescore::detail::ThreadPool::on_worker()) add(row + 1);
-            if (kind != 1) hold();
-            if (kind == 1 && t % 2 == 1) throw std::invalid_argument("pool probe: task " + std::to_string(t));
-            if (kind == 2) {
+            if (kind == Mode::fail) {
+                if (t % 2 == 1) throw std::invalid_argument("pool probe: task " + std::to_string(t));
+                continue;
+            }
+            hold();
+            if (kind == Mode::nested) {
                 const std::thread::id outer = std::this_thread::get_id();
                 truescore::parallel_for_blocks(n, n_threads, 1, [&](std::size_t b, std::size_t e) {
                     for (std::size_t u = b; u < e; ++u) {
