@@ -1302,118 +1302,221 @@ def ref_adjusted_by_procedure(p_values: Any, method: str) -> list[float]:
 
 
 # Suite audit: ConStat's performance-based test (Dekoninck, Müller & Vechev, NeurIPS 2024),
-# fitted with scipy.interpolate.make_smoothing_spline on the kernel's resamples
+# as its reference code computes it (eth-sri/ConStat, ConStat.return_functions_test),
+# written from that algorithm: the fit with scipy.interpolate.make_smoothing_spline and a
+# dense-matrix GCV, either on the kernel's own resamples (replayed from its Philox words)
+# or on NumPy draws of the same law (ConStat's own way of drawing).
 # ---------------------------------------------------------------------------------------
 
-REF_CONSTAT_ANCHOR_WEIGHT = 1e-3  # the (0, 0) and (1, 1) anchors' weight
+REF_CONSTAT_ANCHOR_WEIGHT = 1e-8  # ConStat's anchors (0, 0) and (1, 1), added after GCV
 REF_CONSTAT_MIN_DISTINCT = 5
 
 
-def _ref_constat_fit(x, y, w, lam, x0):
-    """The fit's value at x0: points of equal x merged (weighted mean of y, summed
-    weights), then make_smoothing_spline (or the weighted least-squares line below 5
-    distinct abscissas), clipped to [0, 1]."""
+def ref_gcv_lambda(x, y):
+    """The lambda GCV chooses for the natural cubic smoothing spline through (x, y) with
+    unit weights: GCV(lam) = (|y - A y|^2 / n) / (1 - tr A / n)^2 with
+    A = (I + lam Q R^-1 Q^T)^-1 built densely (Reinsch's Q and R), minimised over (0, n)
+    by SciPy's bounded search (xatol 1e-5), as make_smoothing_spline does."""
+    from scipy.optimize import minimize_scalar
+
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    n = x.shape[0]
+    h = np.diff(x)
+    q, r = np.zeros((n, n - 2)), np.zeros((n - 2, n - 2))
+    for j in range(n - 2):
+        q[j, j], q[j + 1, j], q[j + 2, j] = 1 / h[j], -1 / h[j] - 1 / h[j + 1], 1 / h[j + 1]
+        r[j, j] = (h[j] + h[j + 1]) / 3
+        if j + 1 < n - 2:
+            r[j, j + 1] = r[j + 1, j] = h[j + 1] / 6
+    k = q @ np.linalg.solve(r, q.T)
+    kappa, u = np.linalg.eigh((k + k.T) / 2)
+    c = u.T @ y
+
+    def gcv(lam):
+        shrink = 1.0 / (1.0 + lam * kappa)
+        rss = float(np.sum(((1.0 - shrink) * c) ** 2))
+        return (rss / n) / (1.0 - float(np.sum(shrink)) / n) ** 2
+
+    return float(minimize_scalar(gcv, bounds=(0, n), method="bounded").x)
+
+
+def ref_constat_points(bench, ref, guess, sort):
+    """ConStat's points from the models' benchmark scores ``bench`` and reference scores
+    ``ref`` (the random-guess point ``guess`` = (benchmark, reference) first, if any):
+    sorted (each coordinate on its own when ``sort``, else by reference score, ties kept in
+    order) and every point whose x equals the next one's dropped. Returns (x, y)."""
+    ys = ([guess[0]] if guess is not None else []) + [float(v) for v in bench]
+    xs = ([guess[1]] if guess is not None else []) + [float(v) for v in ref]
+    if sort:
+        x, y = np.sort(xs), np.sort(ys)
+    else:
+        order = np.argsort(xs, kind="stable")
+        x, y = np.asarray(xs)[order], np.asarray(ys)[order]
+    keep = np.ones(x.shape[0], dtype=bool)
+    keep[:-1] = x[:-1] != x[1:]
+    return x[keep], y[keep]
+
+
+def ref_constat_fit(x, y, x0, lam=None):
+    """ConStat's prediction at x0 from prepared points (at least 5): lambda given or by GCV
+    on the points with unit weights; anchors (0, 0) and (1, 1) of weight 1e-8 where x does
+    not reach 0 or 1; make_smoothing_spline at that lambda; clipped to [0, 1]."""
     from scipy.interpolate import make_smoothing_spline
 
-    x, y, w = (np.asarray(v, dtype=np.float64) for v in (x, y, w))
-    ux, inverse = np.unique(x, return_inverse=True)
-    sw = np.bincount(inverse, weights=w)
-    sy = np.bincount(inverse, weights=w * y) / sw
-    if ux.shape[0] >= 5:
-        value = float(make_smoothing_spline(ux, sy, w=sw, lam=lam)(x0))
-    else:
-        xm = np.sum(sw * ux) / np.sum(sw)
-        ym = np.sum(sw * sy) / np.sum(sw)
-        slope = np.sum(sw * (ux - xm) * (sy - ym)) / np.sum(sw * (ux - xm) ** 2)
-        value = float(ym + slope * (x0 - xm))
+    if lam is None:
+        lam = ref_gcv_lambda(x, y)
+    w = np.ones(x.shape[0])
+    if x[0] > 0:
+        x, y, w = np.r_[0.0, x], np.r_[0.0, y], np.r_[REF_CONSTAT_ANCHOR_WEIGHT, w]
+    if x[-1] < 1:
+        x, y, w = np.r_[x, 1.0], np.r_[y, 1.0], np.r_[w, REF_CONSTAT_ANCHOR_WEIGHT]
+    value = float(make_smoothing_spline(x, y, w=w, lam=lam)(x0))
     return min(1.0, max(0.0, value))
 
 
-def _ref_constat_points(bench, ref, models, random_guess):
-    x = [ref[j] for j in models] + [0.0, 1.0]
-    y = [bench[j] for j in models] + [0.0, 1.0]
-    w = [1.0] * len(models) + [REF_CONSTAT_ANCHOR_WEIGHT] * 2
-    if random_guess is not None:
-        x.append(random_guess)
-        y.append(random_guess)
-        w.append(1.0)
-    return x, y, w
+def _ref_means(matrix, indices):
+    counts = np.bincount(np.asarray(indices, dtype=np.int64), minlength=matrix.shape[1])
+    return (matrix * counts).sum(axis=1) / matrix.shape[1]
 
 
-def ref_constat_draws(key, resample, n_items, n_reference_items, counts):
-    """Resample ``resample``'s draws: benchmark item indices, reference item indices (each
-    ``ref_packed_draws`` on stream ``resample``), then, per reference-model count k in
-    ``counts``, k draws of ``below(k)`` from the stream as it stands after the items,
-    repeated until at least 5 are distinct."""
+def _ref_guess_noise(guess, n_items, n_ref, z_bench, z_ref):
+    if guess is None:
+        return None
+    gb, gr = guess
+    return (
+        gb + z_bench * np.sqrt(gb * (1 - gb) / n_items),
+        gr + z_ref * np.sqrt(gr * (1 - gr) / n_ref),
+    )
+
+
+def _ref_model_draws(draw_below, k):
+    """k draws below k, again until 5 are distinct; all k models when k is 5."""
+    if k == REF_CONSTAT_MIN_DISTINCT:
+        return list(range(k))
+    while True:
+        draw = [draw_below(k) for _ in range(k)]
+        if len(set(draw)) >= REF_CONSTAT_MIN_DISTINCT:
+            return draw
+
+
+def ref_constat_kernel_draws(key, resample, attempt, n_items, n_ref, counts, guess):
+    """Attempt ``attempt`` of resample ``resample`` as the kernel draws it, replayed from
+    Philox counter (0, 0, resample, attempt): benchmark and reference item indices
+    (``ref_packed_draws``), two normals by inversion of one word each when there is a
+    random-guess point, then per count k of references, from a copy of the stream, the
+    model draws."""
     import copy
 
+    from scipy.special import ndtri
+
     stream = RefStream(key, resample)
+    stream._bitgen = np.random.Philox(
+        key=np.array(key, dtype=np.uint64),
+        counter=np.array([0, 0, resample, attempt], dtype=np.uint64),
+    )
     bench = ref_packed_draws(stream, n_items, n_items)
-    ref = ref_packed_draws(stream, n_reference_items, n_reference_items)
+    ref = ref_packed_draws(stream, n_ref, n_ref)
+    z = (0.0, 0.0)
+    if guess is not None:
+        z = tuple(float(ndtri(((stream.raw() >> 11) + 0.5) * 2.0**-53)) for _ in range(2))
     models = {}
     for k in counts:
         s = copy.deepcopy(stream)
-        while True:
-            draw = [s.below(k) for _ in range(k)]
-            if len(set(draw)) >= REF_CONSTAT_MIN_DISTINCT:
-                break
-        models[k] = draw
-    return bench, ref, models
+        models[k] = _ref_model_draws(s.below, k)
+    return bench, ref, z, models
 
 
 def ref_constat_replicates(
-    scores, reference_scores, references, tested, n_bootstrap, key, random_guess=None, lam=None
-):
-    """ConStat's delta*_b for each tested row (rows of the result) and its full-data
-    actual and predicted scores. ``references``: the reference rows; a tested row's own
-    references are these less itself, in increasing order."""
+    scores, reference_scores, references, tested, n_bootstrap, key, *, random_guess=(0.0, 0.0),
+    lam=None, sort=True,
+):  # fmt: skip
+    """ConStat's delta*_b for each tested row on the kernel's resamples, with its full-data
+    actual and predicted scores; a row that is not testable (fewer than 5 points on the
+    full data) is NaN. ``references``: the reference rows; a tested row's own references
+    are these less itself, in increasing order."""
     s = np.asarray(scores, dtype=np.float64)
     r = np.asarray(reference_scores, dtype=np.float64)
+    n, nr = s.shape[1], r.shape[1]
     lists = {i: [j for j in sorted(references) if j != i] for i in tested}
     counts = sorted({len(v) for v in lists.values()})
-    out = np.empty((len(tested), n_bootstrap))
-    for b in range(n_bootstrap):
-        bi, ri, models = ref_constat_draws(key, b, s.shape[1], r.shape[1], counts)
-        bench = s[:, bi].mean(axis=1)
-        ref = r[:, ri].mean(axis=1)
-        for t, i in enumerate(tested):
-            chosen = [lists[i][d] for d in models[len(lists[i])]]
-            x, y, w = _ref_constat_points(bench, ref, chosen, random_guess)
-            out[t, b] = bench[i] - _ref_constat_fit(x, y, w, lam, ref[i])
     bench, ref = s.mean(axis=1), r.mean(axis=1)
     actual = np.array([bench[i] for i in tested])
-    predicted = np.array(
-        [
-            _ref_constat_fit(*_ref_constat_points(bench, ref, lists[i], random_guess), lam, ref[i])
-            for i in tested
-        ]
-    )
+    predicted = np.full(len(tested), np.nan)
+    ok = []
+    for t, i in enumerate(tested):
+        x, y = ref_constat_points(bench[lists[i]], ref[lists[i]], random_guess, sort)
+        if x.shape[0] >= REF_CONSTAT_MIN_DISTINCT:
+            predicted[t] = ref_constat_fit(x, y, ref[i], lam)
+            ok.append(t)
+    out = np.full((len(tested), n_bootstrap), np.nan)
+    for b in range(n_bootstrap):
+        pending = list(ok)
+        attempt = 0
+        while pending:
+            bi, ri, z, models = ref_constat_kernel_draws(key, b, attempt, n, nr, counts,
+                                                         random_guess)  # fmt: skip
+            bench_b, ref_b = _ref_means(s, bi), _ref_means(r, ri)
+            guess = _ref_guess_noise(random_guess, n, nr, *z)
+            left = []
+            for t in pending:
+                i = tested[t]
+                chosen = [lists[i][d] for d in models[len(lists[i])]]
+                x, y = ref_constat_points(bench_b[chosen], ref_b[chosen], guess, sort)
+                if x.shape[0] < REF_CONSTAT_MIN_DISTINCT:
+                    left.append(t)
+                    continue
+                out[t, b] = bench_b[i] - ref_constat_fit(x, y, ref_b[i], lam)
+            pending = left
+            attempt += 1
     return out, actual, predicted
 
 
+def ref_constat_pvalue(replicates, delta):
+    """ConStat's p-value, the conservative way at ties: k / B for the first k in
+    0 .. B - 1 with 2 mean - quantile(1 - k / B) > delta (1 when none), each quantile taken
+    on its own."""
+    d = np.asarray(replicates, dtype=np.float64)
+    mean, b = float(d.mean()), d.shape[0]
+    for k in range(b):
+        if 2 * mean - float(np.quantile(d, 1 - k / b)) > delta:
+            return k / b
+    return 1.0
+
+
 def ref_constat_summary(replicates, delta, alpha):
-    """Estimate (mean), basic bootstrap interval and p-value, the p-value by bisection on
-    p of ``2 mean - quantile(1 - p) > delta`` (NumPy's linear quantile; a lower end that
-    only touches delta does not reject)."""
+    """Estimate (mean), basic bootstrap interval and ConStat's p-value."""
     d = np.asarray(replicates, dtype=np.float64)
     mean = float(d.mean())
     low = 2 * mean - float(np.quantile(d, 1 - alpha / 2))
     high = 2 * mean - float(np.quantile(d, alpha / 2))
+    return mean, low, high, ref_constat_pvalue(d, delta)
 
-    def holds(p):
-        return 2 * mean - float(np.quantile(d, 1 - p)) > delta
 
-    if holds(0.0):
-        p = 0.0
-    elif not holds(1.0):
-        p = 1.0
-    else:
-        lo, hi = 0.0, 1.0  # holds(hi), not holds(lo)
-        for _ in range(200):
-            mid = 0.5 * (lo + hi)
-            if holds(mid):
-                hi = mid
-            else:
-                lo = mid
-        p = hi
-    return mean, low, high, p
+def ref_constat_test(
+    scores, reference_scores, model_scores, model_reference_scores, *, n_bootstrap=1000,
+    random_guess=(0.0, 0.0), sort=True, delta=0.0, seed=0,
+):  # fmt: skip
+    """ConStat's test of one model as its reference code runs it, with NumPy's generator
+    (``default_rng(seed)``) drawing in ConStat's order: benchmark items, reference items,
+    the reference models (again until 5 distinct; all when there are 5), the random-guess
+    noise; a resample with fewer than 5 points after ties is drawn again. Returns
+    (estimate, p-value) with ConStat's rule (``>`` at the bound)."""
+    rng = np.random.default_rng(seed)
+    s, r = np.asarray(scores, dtype=np.float64), np.asarray(reference_scores, dtype=np.float64)
+    ms = np.asarray(model_scores, dtype=np.float64)
+    mr = np.asarray(model_reference_scores, dtype=np.float64)
+    k, n, nr = ms.shape[0], s.shape[0], r.shape[0]
+    deltas = []
+    while len(deltas) < n_bootstrap:
+        i1 = rng.integers(0, n, n)
+        i2 = rng.integers(0, nr, nr)
+        chosen = _ref_model_draws(lambda m: int(rng.integers(0, m)), k)
+        bench = ms[chosen][:, i1].mean(axis=1)
+        ref = mr[chosen][:, i2].mean(axis=1)
+        guess = _ref_guess_noise(random_guess, n, nr, rng.normal(), rng.normal())
+        x, y = ref_constat_points(bench, ref, guess, sort)
+        if x.shape[0] < REF_CONSTAT_MIN_DISTINCT:
+            continue
+        deltas.append(float(s[i1].mean()) - ref_constat_fit(x, y, float(r[i2].mean())))
+    d = np.array(deltas)
+    return float(d.mean()), ref_constat_pvalue(d, delta)

@@ -70,6 +70,7 @@ class IntervalMethod:
 
 FEASIBLE_SLACK: float
 CONSTAT_MIN_REFERENCE_MODELS: int
+CONSTAT_MAX_ATTEMPTS: int
 
 def interval_method_traits() -> dict[str, dict[str, Any]]: ...
 def gap_interval_unchecked(
@@ -89,13 +90,17 @@ def constat_bootstrap(
     references: npt.ArrayLike,
     tested: npt.ArrayLike,
     n_bootstrap: int,
-    random_guess: float,
+    guess_benchmark: float,
+    guess_reference: float,
     smoothing: float,
+    sort: bool,
     key0: int,
     key1: int,
     *,
     n_threads: int | None = None,
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+) -> tuple[
+    npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int8]
+]: ...
 def randomization_test(
     public: npt.ArrayLike,
     fresh: npt.ArrayLike,

@@ -4,8 +4,6 @@ line on stderr with exit 1."""
 
 from __future__ import annotations
 
-import csv
-import gzip
 import json
 
 import pytest
@@ -27,19 +25,13 @@ def test_the_example_flags_its_planted_leaks():
         for m, b, f in zip(result["model"], result["benchmark"], result["flagged"], strict=True)
         if f
     }
-    # the figures quoted in the README and the guide: the three leaks, and one clean pair
-    # flagged by ConStat alone (the strongest model, its public form 0.105 above its fresh
-    # form by chance)
-    assert flagged == PLANTED | {("model-08", "bench-4")}
-    # the false flag's public form scores 0.105 above its fresh form (README), read from
-    # the file itself
-    with gzip.open(EXAMPLE, "rt", newline="") as f:
-        rows = [
-            r for r in csv.DictReader(f) if (r["model"], r["benchmark"]) == ("model-08", "bench-4")
-        ]
-    score = {form: sum(float(r["correct"]) for r in rows if r["form"] == form) / 200
-             for form in ("public", "fresh1")}  # fmt: skip
-    assert len(rows) == 400 and round(score["public"] - score["fresh1"], 3) == 0.105
+    # the figures quoted in the README and the guide: the three leaks and nothing else
+    # (before ConStat was computed as published, its pairing of scores also flagged
+    # model-08, the strongest model, on bench-4)
+    assert flagged == PLANTED
+    # eight tests flagged: both matched-form tests of each leak, ConStat on two of them
+    flagged_tests = [t for t, f in zip(result["test"], result["flagged"], strict=True) if f]
+    assert sorted(flagged_tests) == ["constat"] * 2 + ["matched_form"] * 3 + ["randomization"] * 3
     assert set(result["test"]) == {"matched_form", "randomization", "constat"}
     assert result["q"] == 0.05 and result["fdr"] == "bh"
     code, out, _ = run_cli("suite", EXAMPLE, "--fdr", "by", "--json")
@@ -50,6 +42,25 @@ def test_the_example_flags_its_planted_leaks():
         if f
     }
     assert code == 2 and flagged == PLANTED
+    # the guide's figure for --fdr by: six tests, the matched-form pair of each leak
+    assert sum(result["flagged"]) == 6
+
+
+def test_a_suite_of_identical_models_is_no_finding(tmp_path):
+    """Six copies of one model's answers: ConStat cannot fit (every reference score is one
+    point), so its pairs are not testable and nothing is flagged: exit 0."""
+    data = tf.simulate_suite(models=6, benchmarks=1, parents=80, leaks=(), seed=3)
+    one = data.pairs[0]
+    lines = ["model,benchmark,parent,form,correct"]
+    for k in range(6):
+        for i, parent in enumerate(one.parents):
+            lines.append(f"copy-{k},{one.benchmark},{parent},public,{one.public[i]:g}")
+            lines.append(f"copy-{k},{one.benchmark},{parent},fresh1,{one.fresh[i, 0]:g}")
+    table = tmp_path / "same.csv"
+    table.write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli("suite", str(table), "--tests", "constat", "matched_form")
+    assert code == 0, out + err
+    assert "not testable" in out and "FLAG" not in out
 
 
 def test_the_text_report_lists_the_flags():

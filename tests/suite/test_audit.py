@@ -124,8 +124,8 @@ def test_constat_rows_are_constat_tests_on_the_benchmark_matrix():
 
     want = tf.constat_tests(scores, reference, n_bootstrap=200, seed=seed_int([8, 0]))
     assert result.model == tuple(p.model for p in data.pairs)
-    # ConStat's p-value, at least 1 / (B - 1) (a p of 0 is below the bootstrap's resolution)
-    assert np.array_equal(result.p_value, np.maximum(want.p_value, 1 / 199))
+    # ConStat's p-value, at least 1 / B (a p of 0 is below the bootstrap's resolution)
+    assert np.array_equal(result.p_value, np.maximum(want.p_value, 1 / 200))
     assert np.array_equal(result.estimate, want.estimate)
     assert np.array_equal(result.low, want.low) and np.array_equal(result.high, want.high)
     small = tf.simulate_suite(models=5, benchmarks=1, parents=30, leaks=(), seed=4)
@@ -133,7 +133,7 @@ def test_constat_rows_are_constat_tests_on_the_benchmark_matrix():
         tf.suite_audit(small, tests=("constat",))
 
 
-def test_a_constat_p_value_of_0_enters_the_adjustment_as_1_over_b_minus_1():
+def test_a_constat_p_value_of_0_enters_the_adjustment_as_1_over_b():
     # a leak of 0.9: every replicate is within ConStat's bound, its p-value 0, below the
     # resolution of 50 replicates
     data = tf.simulate_suite(models=7, benchmarks=1, parents=300, leaks=((0, 0, 0.9),), seed=4)
@@ -144,7 +144,7 @@ def test_a_constat_p_value_of_0_enters_the_adjustment_as_1_over_b_minus_1():
     want = tf.constat_tests(scores, reference, n_bootstrap=50, seed=seed_int([0, 0]))
     assert want.p_value[0] == 0.0
     result = tf.suite_audit(data, tests=("constat",), n_bootstrap=50)
-    assert result.p_value[0] == 1 / 49 and result.adjusted_p_value[0] == 7 / 49
+    assert result.p_value[0] == 1 / 50 and result.adjusted_p_value[0] == 7 / 50
 
 
 def test_constat_takes_the_fresh_forms_when_few_models_have_reference_rows():
@@ -160,10 +160,11 @@ def test_constat_takes_the_fresh_forms_when_few_models_have_reference_rows():
     plain = tf.suite_audit(data, tests=("constat",), n_bootstrap=60, seed=2)
     assert len(result.test) == 7 and result.skipped == ()
     assert np.array_equal(result.p_value, plain.p_value)
-    # six with reference rows: ConStat uses those, the model without them left out
+    # six with reference rows (six distinct reference scores): ConStat uses those, the
+    # model without them left out
     six = tuple(
-        SuitePair(**{**p.__dict__, "reference_parents": ("r1", "r2", "r3"),
-                     "reference": np.array([1.0, 0.0, float(k % 2)])})
+        SuitePair(**{**p.__dict__, "reference_parents": tuple(f"r{j}" for j in range(6)),
+                     "reference": (np.arange(6) <= k).astype(float)})
         if k < 6 else p
         for k, p in enumerate(data.pairs)
     )  # fmt: skip
@@ -241,7 +242,7 @@ def test_named_reference_models_are_constat_tests_rows():
         seed=seed_int([0, 0]),
         reference_models=[0, 2, 3, 4, 5, 6],
     )
-    assert np.array_equal(result.p_value, np.maximum(want.p_value, 1 / 99))
+    assert np.array_equal(result.p_value, np.maximum(want.p_value, 1 / 100))
     with pytest.raises(ValueError, match=r"reference_models names .*\['nobody'\]"):
         tf.suite_audit(data, tests=("constat",), reference_models=[*names[:5], "nobody"])
     # a reference model without data on one benchmark: ConStat skips that benchmark only

@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 import truescore_fast as tf
 from kernels import every_kernel_path, kernel_path
-from reference import ref_constat_replicates, ref_constat_summary
+from reference import (
+    ref_constat_fit,
+    ref_constat_points,
+    ref_constat_pvalue,
+    ref_constat_replicates,
+    ref_constat_summary,
+    ref_gcv_lambda,
+)
+from scipy.interpolate import make_smoothing_spline
 from truescore_fast import _core
 from truescore_fast._random import philox_key
 
@@ -35,24 +43,36 @@ def suite(m, n, nr, seed, partial=False):
 # ------------------------------------------------------------------ against the reference
 
 
+def _pair(guess):
+    if guess is None or isinstance(guess, tuple):
+        return guess
+    return (guess, guess)
+
+
 @pytest.mark.parametrize(
-    ("smoothing", "random_guess", "partial", "reference_models", "tol", "n_ref"),
+    ("smoothing", "random_guess", "sort", "partial", "reference_models", "tol", "n_ref"),
     [
-        (0.01, None, False, None, 1e-9, 45),
-        (0.5, 0.25, True, None, 1e-9, 45),
-        (0.05, None, False, (0, 1, 2, 3, 4, 5, 6), 1e-9, 45),
-        # 3 reference items: reference scores tie (merged points, the anchors among them;
-        # below 5 distinct abscissas the fit is the weighted line)
-        (0.05, None, False, None, 1e-9, 3),
-        (None, 0.5, False, None, 1e-5, 3),
-        # GCV: SciPy's own fit drifts ~1e-7 from exact arithmetic (see the spline test
-        # below), which moves its Brent search on a flat criterion by more than that.
-        (None, None, False, None, 1e-5, 45),
-        (None, 0.25, True, (1, 2, 3, 4, 5, 6, 7, 8), 1e-5, 45),
+        (0.01, None, True, False, None, 1e-9, 45),
+        (0.5, 0.25, True, True, None, 1e-9, 45),
+        (0.05, 0.0, False, False, (0, 1, 2, 3, 4, 5, 6), 1e-9, 45),
+        # 6 reference rows: each tested model has exactly 5 references, which ConStat
+        # keeps without resampling the models
+        (0.05, 0.25, True, False, (0, 1, 2, 3, 4, 5), 1e-9, 45),
+        # 8 reference items: reference scores tie (points dropped; resamples with fewer
+        # than 5 distinct drawn again on their own streams)
+        (0.05, None, True, False, None, 1e-9, 8),
+        (None, (0.5, 0.3), False, False, None, 1e-6, 8),
+        # 5 reference items: two of the nine models have references with only four
+        # distinct scores (not testable: NaN, p = 1)
+        (0.05, None, True, False, None, 1e-9, 5),
+        # GCV: the reference's dense criterion and the kernel's banded one round
+        # differently, which moves the Brent search on a flat criterion slightly.
+        (None, 0.0, True, False, None, 1e-6, 45),
+        (None, 0.25, False, True, (1, 2, 3, 4, 5, 6, 7, 8), 1e-6, 45),
     ],
 )
 def test_replicates_match_reference(
-    smoothing, random_guess, partial, reference_models, tol, n_ref
+    smoothing, random_guess, sort, partial, reference_models, tol, n_ref
 ):
     s, r = suite(9, 60, n_ref, seed=4, partial=partial)
     res = tf.constat_tests(
@@ -62,23 +82,98 @@ def test_replicates_match_reference(
         seed=11,
         smoothing=smoothing,
         random_guess=random_guess,
+        sort=sort,
         reference_models=reference_models,
         delta=0.02,
         alpha=0.1,
     )
     refs = list(range(9)) if reference_models is None else list(reference_models)
     reps, actual, predicted = ref_constat_replicates(
-        s, r, refs, list(range(9)), 25, philox_key(11), random_guess=random_guess, lam=smoothing
-    )
+        s, r, refs, list(range(9)), 25, philox_key(11), random_guess=_pair(random_guess),
+        lam=smoothing, sort=sort,
+    )  # fmt: skip
+    assert res.sort is sort
+    assert res.testable.tolist() == (~np.isnan(predicted)).tolist()
+    predicted[~res.testable] = actual[~res.testable]  # the library's "no prediction"
+    reps[~res.testable] = 0.0
+    assert res.testable.sum() == (7 if n_ref == 5 else 9)
     np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=tol)
     np.testing.assert_allclose(res.actual, actual, rtol=0, atol=1e-15)
     np.testing.assert_allclose(res.predicted, predicted, rtol=0, atol=tol)
-    for i in range(9):  # the summaries of the core's own replicates
+    for i in np.flatnonzero(res.testable):  # the summaries of the core's own replicates
         mean, low, high, p = ref_constat_summary(res.replicates[i], 0.02, 0.1)
         assert res.estimate[i] == pytest.approx(mean, abs=1e-15)
         assert res.low[i] == pytest.approx(low, abs=1e-14)
         assert res.high[i] == pytest.approx(high, abs=1e-14)
-        assert res.p_value[i] == pytest.approx(p, abs=1e-12)
+        assert res.p_value[i] == p
+    assert np.all(res.p_value[~res.testable] == 1.0)
+
+
+def test_each_rule_of_constat_on_its_own():
+    """Each of ConStat's rules, on a suite where it matters, equals the reference's and
+    differs from the rule it replaced (so each assertion fails under the old rule)."""
+    s, r = suite(9, 80, 60, seed=6)
+    bench, ref = s.mean(axis=1), r.mean(axis=1)
+    others = list(range(1, 9))
+    # sort: the quantile map (each coordinate sorted) against the pairs
+    by_sort = {}
+    for sort in (True, False):
+        res = tf.constat_tests(s, r, n_bootstrap=2, seed=1, sort=sort, random_guess=None)
+        x, y = ref_constat_points(bench[others], ref[others], None, sort)
+        assert res.predicted[0] == pytest.approx(ref_constat_fit(x, y, ref[0]), abs=1e-6)
+        by_sort[sort] = res
+    # the two orders of the models disagree here, so the fits differ
+    assert np.argsort(bench[others]).tolist() != np.argsort(ref[others]).tolist()
+    assert not np.allclose(by_sort[True].predicted, by_sort[False].predicted)
+    # the random-guess point: (0, 0) by default, none with None, noise in the resamples
+    default = tf.constat_tests(s, r, n_bootstrap=2, seed=1)
+    none = tf.constat_tests(s, r, n_bootstrap=2, seed=1, random_guess=None)
+    x, y = ref_constat_points(bench[others], ref[others], (0.0, 0.0), True)
+    assert default.predicted[0] == pytest.approx(ref_constat_fit(x, y, ref[0]), abs=1e-6)
+    assert default.random_guess == (0.0, 0.0) and none.random_guess is None
+    assert not np.allclose(default.predicted, none.predicted)
+    # the anchors: 1e-8 after the GCV (ConStat), not 1e-3 inside it (the old rule)
+    x, y = ref_constat_points(bench[others], ref[others], None, True)
+    lam = ref_gcv_lambda(x, y)
+    old = make_smoothing_spline(np.r_[0.0, x, 1.0], np.r_[0.0, y, 1.0],
+                                w=np.r_[1e-3, np.ones(x.size), 1e-3])(ref[0])  # fmt: skip
+    new = ref_constat_fit(x, y, ref[0], lam)
+    assert none.predicted[0] == pytest.approx(new, abs=1e-6)
+    assert abs(float(old) - new) > 1e-4
+    # ties: a model drawn twice counts once (ConStat drops the tie) -- a suite with a
+    # copy of model 3 predicts exactly what the suite without it does
+    s2, r2 = np.vstack([s, s[3]]), np.vstack([r, r[3]])
+    dup = tf.constat_tests(s2, r2, n_bootstrap=2, seed=1, smoothing=0.1,
+                           reference_models=(1, 2, 3, 4, 5, 6, 9))  # fmt: skip
+    one = tf.constat_tests(s, r, n_bootstrap=2, seed=1, smoothing=0.1,
+                           reference_models=(1, 2, 3, 4, 5, 6))  # fmt: skip
+    assert dup.predicted[0] == one.predicted[0]
+
+
+def test_every_model_alike_is_no_evidence():
+    """Six copies of one model: no fit can be made, so no flag (ConStat's code loops for
+    ever here; the library's old fit flagged all six with p = 0)."""
+    s, r = suite(9, 80, 60, seed=6)
+    same_s, same_r = np.tile(s[0], (6, 1)), np.tile(r[0], (6, 1))
+    res = tf.constat_tests(same_s, same_r, n_bootstrap=50, seed=1)
+    assert not res.testable.any() and np.all(res.p_value == 1.0)
+    assert all("fewer than 5 distinct" in x for x in res.reason)
+    # no evidence, in finite numbers: inflation 0 in [-1, 1], the prediction the actual
+    assert np.all(res.estimate == 0) and np.all(res.low == -1) and np.all(res.high == 1)
+    assert np.array_equal(res.predicted, res.actual) and np.all(res.replicates == 0)
+    assert "not testable, p = 1" in res.summary()
+    with pytest.raises(ValueError, match="index: model 0 is not testable"):
+        res.test(0)
+    with pytest.raises(ValueError, match="models_reference_scores: the model is not testable"):
+        tf.constat_test(s[1], r[1], same_s[:5], same_r[:5], n_bootstrap=20)
+    # rows 0-4 distinct, row 5 a copy of row 4: models 0-3 have four distinct references,
+    # with the random-guess point five (testable); without it four (not testable)
+    five = np.vstack([s[:5], s[4]]), np.vstack([r[:5], r[4]])
+    mixed = tf.constat_tests(*five, n_bootstrap=20, seed=1)
+    assert mixed.testable.tolist() == [True] * 6
+    without = tf.constat_tests(*five, n_bootstrap=20, seed=1, random_guess=None)
+    assert without.testable.tolist() == [False, False, False, False, True, True]
+    assert np.all(without.p_value[:4] == 1.0) and not without.testable[:4].any()
 
 
 def _exact_spline(x, y, w, lam, x0):
@@ -142,7 +237,7 @@ def test_batch_row_equals_single_call_and_threads_and_seed():
         assert np.array_equal(again.replicates, batch.replicates)
     other = tf.constat_tests(s, r, n_bootstrap=40, seed=8)
     assert not np.array_equal(other.replicates, batch.replicates)
-    assert batch.seed == 7 and batch.to_frame().shape == (8, 9)
+    assert batch.seed == 7 and batch.to_frame().shape == (8, 10)  # with testable
     gen = tf.constat_tests(s, r, n_bootstrap=40, seed=np.random.default_rng(3))
     replay = tf.constat_tests(s, r, n_bootstrap=40, seed=gen.seed)
     assert np.array_equal(gen.replicates, replay.replicates)
@@ -157,6 +252,7 @@ def test_kernel_paths_agree_with_the_reference(avx512):
         res = tf.constat_tests(s, r, n_bootstrap=4, seed=2, smoothing=0.2)
     reps, _, _ = ref_constat_replicates(s, r, list(range(7)), list(range(7)), 4, philox_key(2),
                                         lam=0.2)  # fmt: skip
+    assert res.testable.all()
     np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=1e-9)
 
 
@@ -175,6 +271,15 @@ S, R = suite(7, 20, 15, seed=1)
         ({"reference_scores": np.r_[R[0, :-1], np.inf]}, ValueError, "reference_scores"),
         ({"scores": np.r_[S[0, :-1], 1.5]}, ValueError, "scores"),
         ({"scores": S[:2]}, ValueError, "scores"),
+        ({"scores": S[0, :1], "models_scores": S[1:, :1]}, ValueError, "scores"),
+        (
+            {"reference_scores": R[0, :1], "models_reference_scores": R[1:, :1]},
+            ValueError,
+            "reference_scores",
+        ),
+        ({"random_guess": (0.1, 0.2, 0.3)}, ValueError, "random_guess"),
+        ({"random_guess": (0.1, -0.2)}, ValueError, "random_guess"),
+        ({"sort": "yes"}, TypeError, "sort"),
         ({"scores": ["a"] * 20}, TypeError, "scores"),
         ({"alpha": 1.0}, ValueError, "alpha"),
         ({"alpha": "0.05"}, TypeError, "alpha"),
@@ -228,6 +333,7 @@ def test_result_protocol():
     # Far below the smallest inflation: every replicate is within the bound, so p = 0.
     low_bound = tf.constat_test(S[0], R[0], S[1:], R[1:], n_bootstrap=20, delta=-1.0)
     assert low_bound.p_value == 0.0 and "below the resolution of 20" in low_bound.summary()
+    assert res.to_dict()["random_guess"] == [0.0, 0.0] and res.to_dict()["sort"] is True
     assert "replicates" not in res.to_dict() and res.n_models == 6
     assert res.low <= res.estimate <= res.high or res.low <= res.high
 
@@ -260,20 +366,20 @@ def test_size_and_power_on_simulated_suites():
 
 
 def test_replicates_all_at_delta_are_no_evidence():
-    # Every model scores 1 everywhere: each replicate is exactly 0 = delta. The lower end
-    # of every interval touches delta without passing it, so p is 1 (it was 0, and a
-    # suite of an easy benchmark flagged every model).
+    # Every model scores 1 everywhere (an easy benchmark): the old fit made every
+    # replicate exactly 0 = delta and, before the strict rule, flagged every model. Now
+    # their reference scores are one point: not testable, p = 1.
     t = tf.constat_tests(np.ones((7, 30)), np.ones((7, 20)), n_bootstrap=50, seed=1)
-    assert np.all(t.replicates == 0.0)
-    assert np.all(t.p_value == 1.0)
-    # a plateau at the bound: s = -1, 0, 0, 0, 1 (mean 0, bound 0); q(1 - p) = 0 for
-    # p in [0.25, 0.75], so only p > 0.75 puts the lower end above 0
+    assert not t.testable.any() and np.all(t.p_value == 1.0)
+    # p = k / B for the first k with 2 mean - q(1 - k/B) > delta. Here mean 0, and the
+    # quantiles at 1 - k/5 are 1, 0.2, 0, 0, -0.2 (k = 0 .. 4): the lower end passes 0
+    # only at k = 4 (p = 0.8). ConStat's >= would stop at the plateau that touches the
+    # bound (k = 2, p = 0.4); with delta = -0.5 both rules give k = 1.
     from truescore_fast.suite.constat import _p_value
 
-    assert _p_value(np.array([-1.0, 0.0, 0.0, 0.0, 1.0]), 0.0) == 0.75
-    assert ref_constat_summary([-1.0, 0.0, 0.0, 0.0, 1.0], 0.0, 0.05)[3] == pytest.approx(
-        0.75, abs=1e-12
-    )
+    row = np.array([-1.0, 0.0, 0.0, 0.0, 1.0])
+    assert _p_value(row, 0.0, 0.0) == 0.8 == ref_constat_pvalue(row, 0.0)
+    assert _p_value(row, 0.0, -0.5) == 0.2 == ref_constat_pvalue(row, -0.5)
 
 
 def test_a_huge_smoothing_is_the_line_not_an_overflow():

@@ -107,6 +107,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="ConStat's reference models (repeat; at least 6; default: all other models)",
     )
     parser.add_argument(
+        "--random-guess",
+        metavar="[BENCHMARK=]P",
+        action="append",
+        default=None,
+        help="ConStat's random-guess accuracy: P for every benchmark, BENCHMARK=P for one "
+        "(repeat); default 0, ConStat's own; 0.25 for 4-way multiple choice",
+    )
+    parser.add_argument(
         "--seed", type=seed_flag, default=0, help="seed of the betting order and ConStat (0)"
     )
     parser.add_argument(
@@ -194,6 +202,31 @@ def _read(args: argparse.Namespace) -> Any:
     )
 
 
+def _random_guess(values: list[str] | None, benchmarks: tuple[str, ...]) -> dict[str, float]:
+    """--random-guess's values (P or BENCHMARK=P) as the accuracy of each benchmark."""
+    every, named = 0.0, {}
+    for value in values or ():
+        name, sep, number = value.rpartition("=")
+        try:
+            p = float(number)
+        except ValueError:
+            raise ValueError(
+                f"--random-guess takes P or BENCHMARK=P (P a number in [0, 1]); got {value!r}"
+            ) from None
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"--random-guess must be in [0, 1]; got {value!r}")
+        if not sep:
+            every = p
+        elif name not in benchmarks:
+            raise ValueError(
+                f"--random-guess names benchmark {name!r}, which the suite does not have; its "
+                f"benchmarks are {list(benchmarks)}"
+            )
+        else:
+            named[name] = p
+    return {b: named.get(b, every) for b in benchmarks}
+
+
 def run_suite(args: argparse.Namespace) -> int:
     """Run the suite audit; 2 when a triple is flagged after the adjustment, else 0."""
     from truescore_fast.suite.audit import SUITE_TESTS, suite_audit
@@ -207,6 +240,7 @@ def run_suite(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         n_bootstrap=args.resamples,
         reference_models=args.reference_model,
+        random_guess=_random_guess(args.random_guess, data.benchmarks),
         seed=args.seed,
         threads=args.threads,
     )

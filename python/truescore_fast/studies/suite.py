@@ -243,7 +243,7 @@ def suite_study(
             but ``order``: the simulated suites have no log-likelihoods).
         fdr: The adjustment, ``"bh"``, ``"by"`` or ``"holm"``.
         n_bootstrap: ConStat's resamples per benchmark (its p-values count as at least
-            1 / (n_bootstrap - 1) in the adjustment: few resamples cost ConStat power in
+            1 / n_bootstrap in the adjustment: few resamples cost ConStat power in
             a large family; see :func:`~truescore_fast.suite_audit`).
         replications: Suites simulated.
         alpha: The level q of the suite procedure.

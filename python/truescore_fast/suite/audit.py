@@ -37,11 +37,14 @@ The tests, each run where its data exist (``tests=`` picks a subset):
     are left out), else the fresh forms (ConStat's "rephrased" reference: the mean over
     the fresh forms of each parent); each model is tested against the others (or against
     ``reference_models``, at least 6).
-    Items are those every model of the matrix has. Needs at least 6 models. Estimate: the
-    inflation actual - predicted; interval: ConStat's basic bootstrap interval. The
-    p-value is ConStat's, raised to at least 1 / (n_bootstrap - 1), the finest the
-    B replicates resolve (ConStat reports 0 when every replicate is within the bound; a
-    p-value of 0 would claim certainty and rank above every exact p-value).
+    Items are those every model of the matrix has. Needs at least 6 models. Computed as
+    ConStat's reference code computes it, with the random-guess point at ``random_guess``.
+    Estimate: the inflation actual - predicted; interval: ConStat's basic bootstrap
+    interval. The p-value is ConStat's, raised to at least 1 / n_bootstrap, the finest
+    the B replicates resolve (ConStat reports 0 when every interval's lower end is above
+    the bound; a p-value of 0 would claim certainty and rank above every exact p-value).
+    A model whose reference models leave fewer than 5 distinct reference scores (every
+    model alike, or almost) is not testable: no row, and the reason in ``skipped``.
 
 Which p-values form one family: every test of every pair together, so the FDR (or, for
 Holm, the family-wise error rate) is controlled over all the flags the suite reports.
@@ -66,6 +69,7 @@ from truescore_fast._validation import (
     check_n_threads,
     check_positive_int,
     one_line,
+    real_scalar,
 )
 from truescore_fast.audit.matched_form import matched_form_audit
 from truescore_fast.audit.randomization import randomization_test
@@ -297,6 +301,7 @@ def _constat_rows(
     seed: int,
     threads: int | None,
     reference_models: Sequence[str] | None,
+    random_guess: float,
 ) -> tuple[list[_Row], str | None]:
     from truescore_fast.suite.constat import constat_tests
 
@@ -313,17 +318,37 @@ def _constat_rows(
         options["reference_models"] = [names.index(m) for m in reference_models]
     result = constat_tests(
         scores, reference, alpha=alpha, n_bootstrap=n_bootstrap, seed=seed, n_threads=threads,
-        **options,
+        random_guess=random_guess, **options,
     )  # fmt: skip
-    # The bootstrap resolves no p-value below 1 / (B - 1): a p of 0 would claim certainty
-    # and rank above every exact p-value in the adjustment.
-    floor = 1.0 / (n_bootstrap - 1)
+    # The bootstrap resolves no p-value below 1 / B: a p of 0 would claim certainty and
+    # rank above every exact p-value in the adjustment.
+    floor = 1.0 / n_bootstrap
     rows: list[_Row] = []
+    untestable: list[str] = []
     for k, pair in enumerate(used):
+        if not result.testable[k]:
+            untestable.append(pair.model)
+            continue
         rows.append((pair.model, benchmark, "constat", max(floor, float(result.p_value[k])),
                      float(result.estimate[k]), float(result.low[k]), float(result.high[k]),
                      int(scores.shape[1])))  # fmt: skip
+    if untestable:
+        reason = next(r for r in result.reason if r)
+        return rows, f"constat on {benchmark}: not testable for {untestable}: {reason}"
     return rows, None
+
+
+def _check_random_guess(value: Any) -> Any:
+    """``random_guess`` checked, as a function benchmark -> accuracy."""
+    if isinstance(value, Mapping):
+        table = {}
+        for name, v in value.items():
+            if not isinstance(name, str):
+                raise TypeError(f"random_guess must map benchmark names to numbers; got {name!r}")
+            table[name] = real_scalar("random_guess", v, low=0.0, high=1.0)
+        return lambda benchmark: table.get(benchmark, 0.0)
+    one = real_scalar("random_guess", value, low=0.0, high=1.0)
+    return lambda benchmark: one
 
 
 def _check_tests(tests: Any) -> tuple[str, ...]:
@@ -347,6 +372,7 @@ def suite_audit(
     alpha: float = 0.05,
     n_bootstrap: int = 1000,
     reference_models: Sequence[str] | None = None,
+    random_guess: float | Mapping[str, float] = 0.0,
     seed: SeedLike = 0,
     threads: int | None = None,
     columns: Mapping[str, str] | None = None,
@@ -369,13 +395,18 @@ def suite_audit(
         alpha: The level of each row's interval (1 - alpha, marginal: not adjusted) and of
             the matched-form audit's reported interval.
         n_bootstrap: ConStat's bootstrap resamples B. Its p-values enter the adjustment
-            as at least 1 / (B - 1), so in a family of m tests a ConStat row can be
-            flagged on its own (first in Benjamini-Hochberg's order) only when
-            B - 1 >= m / q: raise it for large suites.
+            as at least 1 / B, so in a family of m tests a ConStat row can be flagged on
+            its own (first in Benjamini-Hochberg's order) only when B >= m / q: raise it
+            for large suites.
         reference_models: ConStat's reference models by name (at least 6, so that each
             of them is tested against 5 others), each a model of the suite; default: each
             model against all the others. On a benchmark where one of them has no data,
             ConStat is skipped (the reason is in ``skipped``).
+        random_guess: ConStat's random-guess point: the accuracy of guessing at random on
+            a benchmark (and its reference), one number for every benchmark or a mapping
+            benchmark -> number (benchmarks it does not name get 0). Default 0, ConStat's
+            own default (the point (0, 0)); pass the chance level where you know it, 1/k for
+            k-way multiple choice (0.25 for four options, as ConStat's scripts do).
         seed: Seeds the matched-form audit's betting order and ConStat's bootstrap
             (benchmark b gets its own seed derived from ``(seed, b)``). Default 0: the same
             result on every run.
@@ -414,6 +445,7 @@ def suite_audit(
                 "models (a referenced model is tested against the others); got "
                 f"{len(set(reference_models))}"
             )
+    guesses = _check_random_guess(random_guess)
     if isinstance(source, SuiteData):
         if columns is not None or logliks is not None:
             raise ValueError("columns and logliks apply when source is a table, not SuiteData")
@@ -443,6 +475,7 @@ def suite_audit(
                 benchmark, pairs, alpha=alpha, n_bootstrap=resamples,
                 seed=seed_int([seed_used, b_index]), threads=n_threads,
                 reference_models=reference_models,
+                random_guess=guesses(benchmark),
             )  # fmt: skip
             if reason is not None:
                 skipped.append(reason)

@@ -11,7 +11,11 @@ and the reference models are resampled.
 
 :func:`constat_test` tests one model against reference models; :func:`constat_tests`
 tests every model of a suite against the others in one bootstrap pass (each resample's
-item indices shared by every model).
+item indices shared by every model). Both compute what ConStat's own code computes
+(eth-sri/ConStat, ``ConStat.return_functions_test`` with its defaults: sorted scores, the
+random-guess point, lambda by GCV on the model points, anchors of weight 1e-8, ties
+dropped, short resamples drawn again, its p-value rule): the same law with Philox draws,
+checked against an independent reimplementation in ``tests/reference.py``.
 
 Reference:
     J. Dekoninck, M. N. Müller and M. Vechev, "ConStat: Performance-Based Contamination
@@ -79,6 +83,9 @@ class ConStatTest(Result):
         extrapolated: Whether the model's reference score lies outside the reference
             models' (the fit then extrapolates: the prediction is less reliable, and the
             best or worst model of a suite is often flagged for that reason alone).
+        random_guess: The random-guess point's (benchmark, reference) accuracies, or
+            ``None`` when there is none.
+        sort: Whether the points were sorted coordinate by coordinate (ConStat's default).
         replicates: The n_bootstrap replicates delta*_b (left out of ``to_dict``).
 
     What it does not mean: a small p says the model scores higher on the benchmark than
@@ -99,8 +106,9 @@ class ConStatTest(Result):
     n_models: int
     n_items: int
     n_reference_items: int
-    random_guess: float | None
+    random_guess: tuple[float, float] | None
     smoothing: float | None
+    sort: bool
     seed: int
     extrapolated: bool
     replicates: npt.NDArray[np.float64]
@@ -122,8 +130,9 @@ class ConStatTest(Result):
         ]
         if self.p_value == 0.0:
             lines.append(
-                f"  p = 0: every replicate is within the bound, below the resolution of "
-                f"{self.n_bootstrap} replicates (1/{self.n_bootstrap - 1}), not a certainty."
+                f"  p = 0: the lower end of every interval is above the bound, below the "
+                f"resolution of {self.n_bootstrap} replicates (1/{self.n_bootstrap}), not a "
+                "certainty."
             )
         if self.extrapolated:
             lines.append(_EXTRAPOLATED)
@@ -139,6 +148,12 @@ class ConStatTests(TabularResult):
     :class:`ConStatTest` gives them (``extrapolated`` too); ``replicates`` is (models,
     n_bootstrap) and left out of ``to_dict``. ``reference_models`` is the rows used as
     references (``None``: every other model). :meth:`test` gives one model's :class:`ConStatTest`.
+    ``testable`` is False for a model whose reference models leave fewer than 5 distinct
+    reference scores (with the random-guess point, after ties are dropped), as when every
+    model scores alike: no spline can be fitted, so there is no evidence; such a row has
+    p-value 1, estimate 0 with the interval [-1, 1] (every value an inflation can take),
+    its own score as prediction and replicates of 0, and ``reason`` says why (``""`` for a
+    testable row). Read ``testable`` before the numbers of a row.
 
     What it does not mean: as :class:`ConStatTest`; and p-values of many models are not
     adjusted for multiplicity here (the suite audit does that).
@@ -152,14 +167,17 @@ class ConStatTests(TabularResult):
     predicted: npt.NDArray[np.float64]
     n_references: npt.NDArray[np.int64]
     extrapolated: npt.NDArray[np.bool_]
+    testable: npt.NDArray[np.bool_]
+    reason: tuple[str, ...]
     delta: float
     alpha: float
     n_bootstrap: int
     n_items: int
     n_reference_items: int
     reference_models: tuple[int, ...] | None
-    random_guess: float | None
+    random_guess: tuple[float, float] | None
     smoothing: float | None
+    sort: bool
     seed: int
     replicates: npt.NDArray[np.float64]
 
@@ -185,11 +203,15 @@ class ConStatTests(TabularResult):
             "predicted": self.predicted,
             "n_references": self.n_references,
             "extrapolated": self.extrapolated,
+            "testable": self.testable,
         }
 
     def test(self, index: int) -> ConStatTest:
-        """Model ``index``'s result, as :func:`constat_test` gives it."""
+        """Model ``index``'s result, as :func:`constat_test` gives it (a row that is not
+        testable has none: ``ValueError`` with the reason)."""
         i = check_index("index", index, self.n_models, "the number of models")
+        if not self.testable[i]:
+            raise ValueError(f"index: model {i} is not testable: {self.reason[i]}")
         return ConStatTest(
             estimate=float(self.estimate[i]),
             low=float(self.low[i]),
@@ -205,6 +227,7 @@ class ConStatTests(TabularResult):
             n_reference_items=self.n_reference_items,
             random_guess=self.random_guess,
             smoothing=self.smoothing,
+            sort=self.sort,
             seed=self.seed,
             extrapolated=bool(self.extrapolated[i]),
             replicates=self.replicates[i],
@@ -219,6 +242,11 @@ class ConStatTests(TabularResult):
             f"  model  actual  predicted  inflation  {level:g}% interval  p",
         ]
         for i in range(self.n_models):
+            if not self.testable[i]:
+                lines.append(
+                    f"  {i:5d}  {self.actual[i]:.4f}  not testable, p = 1: {self.reason[i]}"
+                )
+                continue
             mark = "  (extrapolated)" if self.extrapolated[i] else ""
             lines.append(
                 f"  {i:5d}  {self.actual[i]:.4f}  {self.predicted[i]:.4f}  "
@@ -243,24 +271,53 @@ def _scores(name: str, values: npt.ArrayLike, ndim: int) -> npt.NDArray[np.float
     if arr.ndim != ndim:
         what = "1-D (one score per item)" if ndim == 1 else "2-D (models x items)"
         raise ValueError(f"{name} must be {what}; got shape {arr.shape}")
-    if arr.shape[-1] < 1:
-        raise ValueError(f"{name} must hold at least one item")
+    if arr.shape[-1] < 2:
+        raise ValueError(
+            f"{name} must hold at least 2 items (a bootstrap of one item has no spread); "
+            f"got {arr.shape[-1]}"
+        )
     return arr
 
 
+@dataclass(frozen=True)
+class _Options:
+    delta: float
+    alpha: float
+    n_bootstrap: int
+    random_guess: tuple[float, float] | None
+    smoothing: float | None
+    sort: bool
+
+
+def _random_guess(value: Any) -> tuple[float, float] | None:
+    """``random_guess`` as (benchmark, reference) accuracies, or None."""
+    if value is None:
+        return None
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(
+                "random_guess must be one accuracy or a pair (benchmark, reference); got "
+                f"{len(value)} values"
+            )
+        pair = tuple(real_scalar("random_guess", v, low=0.0, high=1.0) for v in value)
+        return pair[0], pair[1]
+    g = real_scalar("random_guess", value, low=0.0, high=1.0)
+    return g, g
+
+
 def _options(
-    delta: Any, alpha: Any, n_bootstrap: Any, random_guess: Any, smoothing: Any
-) -> tuple[float, float, int, float | None, float | None]:
+    delta: Any, alpha: Any, n_bootstrap: Any, random_guess: Any, smoothing: Any, sort: Any
+) -> _Options:
     d = real_scalar("delta", delta, low=-1.0, high=1.0, what=" (a difference of scores)")
     a = float(check_alpha(alpha))
     b = check_positive_int("n_bootstrap", n_bootstrap, minimum=2)
-    guess = None
-    if random_guess is not None:
-        guess = real_scalar("random_guess", random_guess, low=0.0, high=1.0)
+    guess = _random_guess(random_guess)
     lam = None
     if smoothing is not None:
         lam = real_scalar("smoothing", smoothing, low=0.0)
-    return d, a, b, guess, lam
+    if not isinstance(sort, (bool, np.bool_)):
+        raise TypeError(f"sort must be True or False; got {sort!r}")
+    return _Options(d, a, b, guess, lam, bool(sort))
 
 
 def _reference_rows(reference_models: Any, m: int) -> npt.NDArray[np.int64] | None:
@@ -298,28 +355,27 @@ def _summaries(
     replicates: npt.NDArray[np.float64], delta: float, alpha: float
 ) -> tuple[npt.NDArray[np.float64], ...]:
     """Per row of replicates: estimate, low, high, p-value (see constat_test)."""
-    estimate = replicates.mean(axis=1)
-    q = np.quantile(replicates, [1.0 - alpha / 2.0, alpha / 2.0], axis=1)
-    low, high = 2.0 * estimate - q[0], 2.0 * estimate - q[1]
-    p = np.array(
-        [_p_value(row, 2.0 * e - delta) for row, e in zip(replicates, estimate, strict=True)]
-    )
+    rows = replicates.shape[0]
+    estimate, low, high, p = (np.empty(rows) for _ in range(4))
+    for i, row in enumerate(replicates):
+        e = float(row.mean())
+        q = np.quantile(row, [1.0 - alpha / 2.0, alpha / 2.0])
+        estimate[i], low[i], high[i] = e, 2.0 * e - q[0], 2.0 * e - q[1]
+        p[i] = _p_value(row, e, delta)
     return estimate, low, high, p
 
 
-def _p_value(row: npt.NDArray[np.float64], bound: float) -> float:
-    """The smallest p with quantile_{1-p}(row) < bound (NumPy's linear quantile): a lower
-    end that only touches delta is no evidence against "inflation <= delta" (with every
-    replicate equal to delta, as when all models score the same, p is 1, not 0)."""
-    s = np.sort(row)
-    b = s.shape[0]
-    j = int(np.searchsorted(s, bound, side="left")) - 1  # last position with s[j] < bound
-    if j < 0:
+def _p_value(row: npt.NDArray[np.float64], mean: float, delta: float) -> float:
+    """ConStat's p-value: k / B for the smallest k in 0 .. B - 1 with
+    ``2 mean - quantile(1 - k / B) > delta`` (NumPy's linear quantile), 1 when there is
+    none. ConStat writes ``>=``: a lower end that only touches delta is no evidence
+    against "inflation <= delta" here (with every replicate equal to delta, p is 1, not 0)."""
+    b = row.shape[0]
+    q = np.quantile(row, 1.0 - np.arange(b) / b)
+    holds = 2.0 * mean - q > delta
+    if not holds.any():
         return 1.0
-    if j == b - 1:
-        return 0.0
-    position = j + (bound - s[j]) / (s[j + 1] - s[j])
-    return float(min(1.0, max(0.0, 1.0 - position / (b - 1))))
+    return float(np.argmax(holds)) / b
 
 
 def _extrapolated(
@@ -332,36 +388,58 @@ def _extrapolated(
     return bool(means[tested] < others.min() or means[tested] > others.max())
 
 
+_REASONS = {
+    1: (
+        f"fewer than {MIN_REFERENCE_MODELS} distinct reference scores among its reference "
+        "models and the random-guess point (ties dropped): no spline can be fitted, no "
+        "evidence (p = 1)"
+    ),
+    2: (
+        f"a bootstrap resample kept fewer than {MIN_REFERENCE_MODELS} distinct reference "
+        f"scores in {_core.CONSTAT_MAX_ATTEMPTS} successive draws (reference scores that "
+        "almost all tie): no evidence either way (p = 1)"
+    ),
+}
+
+
 def _tests(
     scores: npt.NDArray[np.float64],
     reference: npt.NDArray[np.float64],
     references: npt.NDArray[np.int64] | None,
     tested: npt.NDArray[np.int64],
-    options: tuple[float, float, int, float | None, float | None],
+    options: _Options,
     seed: SeedLike,
     n_threads: int | None,
 ) -> ConStatTests:
     """The engine on checked arguments: the rows ``tested``, each against ``references``
-    (``None``: every row) less itself; ``options`` as :func:`_options` returns them."""
-    delta, alpha, n_bootstrap, random_guess, smoothing = options
+    (``None``: every row) less itself."""
     m = scores.shape[0]
     refs = np.arange(m, dtype=np.int64) if references is None else references
-    check_size("n_bootstrap", float(tested.shape[0]) * n_bootstrap, 8.0)
+    check_size("n_bootstrap", float(tested.shape[0]) * options.n_bootstrap, 8.0)
     used = seed_int(seed)
     key = philox_key(used)
-    reps, actual, predicted = _core.constat_bootstrap(
+    guess = (-1.0, -1.0) if options.random_guess is None else options.random_guess
+    reps, actual, predicted, status = _core.constat_bootstrap(
         scores,
         reference,
         refs,
         tested,
-        n_bootstrap,
-        -1.0 if random_guess is None else random_guess,
-        -1.0 if smoothing is None else smoothing,
+        options.n_bootstrap,
+        guess[0],
+        guess[1],
+        -1.0 if options.smoothing is None else options.smoothing,
+        options.sort,
         key[0],
         key[1],
         n_threads=n_threads,
     )
-    estimate, low, high, p = _summaries(reps, delta, alpha)
+    # A row that is not testable holds no evidence: inflation 0 in [-1, 1] (every value a
+    # difference of scores can take), p = 1, its prediction its own score; never NaN.
+    lost = status != 0
+    reps[lost] = 0.0
+    predicted[lost] = actual[lost]
+    estimate, low, high, p = _summaries(reps, options.delta, options.alpha)
+    estimate[lost], low[lost], high[lost], p[lost] = 0.0, -1.0, 1.0, 1.0
     members = set(refs.tolist())
     return ConStatTests(
         estimate=estimate,
@@ -372,14 +450,17 @@ def _tests(
         predicted=predicted,
         n_references=np.array([len(members - {int(i)}) for i in tested], dtype=np.int64),
         extrapolated=np.array([_extrapolated(reference, refs, int(i)) for i in tested]),
-        delta=delta,
-        alpha=alpha,
-        n_bootstrap=n_bootstrap,
+        testable=status == 0,
+        reason=tuple(_REASONS.get(int(v), "") for v in status),
+        delta=options.delta,
+        alpha=options.alpha,
+        n_bootstrap=options.n_bootstrap,
         n_items=scores.shape[1],
         n_reference_items=reference.shape[1],
         reference_models=None if references is None else tuple(int(v) for v in refs),
-        random_guess=random_guess,
-        smoothing=smoothing,
+        random_guess=options.random_guess,
+        smoothing=options.smoothing,
+        sort=options.sort,
         seed=used,
         replicates=reps,
     )
@@ -392,8 +473,9 @@ def constat_tests(
     delta: float = 0.0,
     alpha: float = 0.05,
     n_bootstrap: int = 1000,
-    random_guess: float | None = None,
+    random_guess: float | tuple[float, float] | None = 0.0,
     smoothing: float | None = None,
+    sort: bool = True,
     reference_models: Sequence[int] | None = None,
     seed: SeedLike = 0,
     n_threads: int | None = None,
@@ -409,7 +491,7 @@ def constat_tests(
             model against all the others. A model is never its own reference: a model of
             the set is tested against the others of it, so the set needs at least 6 rows
             (every model gets at least 5 references).
-        delta, alpha, n_bootstrap, random_guess, smoothing, seed, n_threads: As
+        delta, alpha, n_bootstrap, random_guess, smoothing, sort, seed, n_threads: As
             :func:`constat_test`.
 
     Each resample's item indices (benchmark and reference benchmark) are shared by every
@@ -419,10 +501,11 @@ def constat_tests(
     ``refs`` is model i's references in increasing row order.
 
     Raises:
-        ValueError, TypeError: as :func:`constat_test`; fewer than 6 models without
+        ValueError, TypeError: as :func:`constat_test` (but a model that is not testable
+            is a row with ``testable`` False, not an error); fewer than 6 models without
             ``reference_models``; a ``reference_models`` row out of range or repeated.
     """
-    options = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
+    options = _options(delta, alpha, n_bootstrap, random_guess, smoothing, sort)
     threads = check_n_threads(n_threads)
     s = _scores("scores", scores, 2)
     r = _scores("reference_scores", reference_scores, 2)
@@ -445,8 +528,9 @@ def constat_test(
     delta: float = 0.0,
     alpha: float = 0.05,
     n_bootstrap: int = 1000,
-    random_guess: float | None = None,
+    random_guess: float | tuple[float, float] | None = 0.0,
     smoothing: float | None = None,
+    sort: bool = True,
     seed: SeedLike = 0,
     n_threads: int | None = None,
 ) -> ConStatTest:
@@ -464,50 +548,69 @@ def constat_test(
         delta: The null is "inflation <= delta" (default 0).
         alpha: The interval has level 1 - alpha.
         n_bootstrap: Bootstrap resamples B (at least 2).
-        random_guess: The score of random guessing on both benchmarks, if any: the point
-            (random_guess, random_guess) joins the fit with the weight of one model.
+        random_guess: The accuracy of a model that guesses at random: one number for
+            both benchmarks, or a pair (benchmark, reference benchmark); ``None``: no such
+            point. Default 0, ConStat's default (``random_performance=(0, 0)``): the point
+            (0, 0). For k-way multiple choice pass 1/k (ConStat's scripts use 0.25 for
+            four options). The point joins every fit with the weight of one model, drawn
+            in each resample with its sampling noise (normal, the binomial standard error
+            at the benchmark's and the reference's numbers of items), as ConStat adds it.
         smoothing: The spline's lambda, as ``scipy.interpolate.make_smoothing_spline``'s
             ``lam`` (it minimises sum w_i (y_i - f(x_i))^2 + lambda integral f''^2);
-            ``None``: chosen per fit by generalized cross-validation, as that function does
-            with ``lam=None``.
+            ``None`` (default): chosen per fit by generalized cross-validation on the
+            points with unit weights, as ConStat does.
+        sort: True (default, ConStat's ``sort=True``): the reference scores and the
+            benchmark scores of the points are sorted each on its own, a monotone quantile
+            map. False keeps each model's (reference, benchmark) pair: ConStat's ablation,
+            which its authors showed to fail when the reference scores carry noise. Measured
+            here (docs/guide/suite-audit.md, "Three nulls"): on the errors-in-variables
+            null the best model of a clean suite is flagged at alpha = 0.05 about twice as
+            often with ``sort=False`` as with the default. Use it only to reproduce that.
         seed: Any seed :func:`~truescore_fast._random.philox_key` accepts (default 0);
             the result records the int it used.
         n_threads: Threads (``None``: every usable CPU); the result is the same for any.
 
-    The algorithm, per resample b = 0 .. B - 1 (Philox stream b of the seed's key):
+    The algorithm is that of ConStat's reference code (eth-sri/ConStat,
+    ``ConStat.return_functions_test``), with Philox draws (the same law, not the same
+    draws). Per resample b = 0 .. B - 1:
 
     1. the benchmark's items are resampled with replacement (one index vector for the
        tested model and every reference model), then the reference benchmark's items
-       likewise; then the k reference models are resampled with replacement, drawn
-       again (from the same stream, continuing) until at least 5 are distinct;
-    2. each drawn reference model gives a point (x, y) = (its resampled reference
-       score, its resampled benchmark score), a model drawn twice being a point of
-       weight 2; with the anchors (0, 0) and (1, 1) of weight 1e-3 (negligible, so the
-       fit spans [0, 1]) and the random-guess point if given. Points of equal x are
-       merged into one: the weighted mean of their y with the sum of their weights (the
-       fit's loss is the same; a smoothing spline needs distinct abscissas, and
-       generalized cross-validation then sees the merged points);
-    3. a natural cubic smoothing spline is fitted through the sorted points (Reinsch's
-       algorithm; lambda as ``smoothing``, or by generalized cross-validation over
-       (0, number of points) with SciPy's bounded Brent search, xatol 1e-5, as
-       ``make_smoothing_spline`` does). With fewer than 5 distinct abscissas (ties) the
-       fit is the weighted least-squares line (the spline's limit as lambda grows);
-    4. the prediction at the tested model's resampled reference score, clipped to
+       likewise; the random-guess point gets its noise (two normal draws); then the k
+       reference models are resampled with replacement, drawn again until at least 5 are
+       distinct (with exactly 5 reference models, as in ConStat, they are all kept);
+    2. the points are the random-guess point and each drawn reference model's (x, y) =
+       (its resampled reference score, its resampled benchmark score). x and y are sorted
+       (each on its own with ``sort``), and a point whose x equals the next one's is
+       dropped (ConStat's tie rule: a model drawn twice counts once). With fewer than 5
+       points left the whole resample is drawn again (at most 1000 times; see
+       ``testable``);
+    3. lambda is ``smoothing`` or chosen by generalized cross-validation on those points
+       with unit weights (SciPy's bounded Brent search over (0, number of points), xatol
+       1e-5, as ``make_smoothing_spline``); then the anchors (0, 0) and (1, 1) of weight
+       1e-8 are added where the points do not reach 0 or 1, and the natural cubic
+       smoothing spline is refitted at that lambda (Reinsch's algorithm);
+    4. the fit's value at the tested model's resampled reference score, clipped to
        [0, 1], is subtracted from its resampled benchmark score: delta*_b.
 
     The estimate is the mean of the delta*_b; the interval is the basic bootstrap one,
     ``[2 mean - q(1 - alpha/2), 2 mean - q(alpha/2)]``, where q(u) is NumPy's default
-    (linear) quantile of the B replicates: with s_0 <= ... <= s_{B-1} sorted,
-    ``q(u) = s_j + f (s_{j+1} - s_j)`` at position ``u (B - 1) = j + f``. The p-value for
-    the null "inflation <= delta" inverts that interval's lower end: it is the smallest p
-    in [0, 1] with ``2 mean - q(1 - p) > delta``, found exactly on the piecewise-linear
-    q (1 when even q(0) = s_0 is at least ``2 mean - delta``; 0 when s_{B-1} is below it,
-    below the resolution of B replicates). So p < alpha exactly when the lower end of the
-    1 - 2 alpha interval is above ``delta``. (ConStat writes ``>=``; the two differ only
-    where replicates tie at the bound, and there a lower end that merely touches delta is
-    not evidence against the null: when every replicate is delta, as when all models
-    score alike, p is 1, not 0.) A ``smoothing`` above 1e200 is taken as 1e200: the fit is
-    its limit, the least-squares line, long before.
+    (linear) quantile of the B replicates. The p-value for the null "inflation <= delta"
+    is ConStat's: k / B for the smallest k in 0 .. B - 1 with
+    ``2 mean - q(1 - k / B) > delta``, and 1 when there is none. ConStat writes ``>=``;
+    the two differ only where the lower end ties the bound, and there a lower end that
+    merely touches delta is no evidence against the null: when every replicate is delta,
+    p is 1 here where ConStat's rule gives 0. A ``smoothing`` above 1e200 is taken as
+    1e200: the fit is its limit, the least-squares line, long before. ``predicted`` is the
+    same fit on the full data (every reference model once, the random-guess point without
+    noise).
+
+    Not testable: when the reference models' full-data reference scores, with the
+    random-guess point, have fewer than 5 distinct values (every model alike, or almost),
+    no spline can be fitted; ConStat's code then loops for ever. Here :func:`constat_test`
+    raises ``ValueError`` naming ``models_reference_scores``, and :func:`constat_tests`
+    marks the row not testable (``testable`` False, ``reason``; p = 1, estimate 0, interval
+    [-1, 1]). Never a flag.
 
     What it does not mean: a small p says the model scores higher on the benchmark than
     the reference models' fit predicts from its reference score. That is not proof of
@@ -517,12 +620,13 @@ def constat_test(
     mean the score is clean.
 
     Raises:
-        ValueError: shapes that do not match, fewer than 5 reference models, scores
-            outside [0, 1] or not finite, alpha not in (0, 1), delta outside [-1, 1],
+        ValueError: shapes that do not match, fewer than 5 reference models, fewer than 2
+            items, reference models with fewer than 5 distinct reference scores (above),
+            scores outside [0, 1] or not finite, alpha not in (0, 1), delta outside [-1, 1],
             n_bootstrap below 2 or beyond 2**63 - 1, a negative or non-finite smoothing.
         TypeError: non-numeric scores, options of the wrong type, an unusable seed.
     """
-    options = _options(delta, alpha, n_bootstrap, random_guess, smoothing)
+    options = _options(delta, alpha, n_bootstrap, random_guess, smoothing, sort)
     threads = check_n_threads(n_threads)
     s = _scores("scores", scores, 1)
     r = _scores("reference_scores", reference_scores, 1)
@@ -552,4 +656,7 @@ def constat_test(
     all_reference = np.ascontiguousarray(np.vstack([r[None, :], mr]))
     refs = np.arange(1, k + 1, dtype=np.int64)
     tested = np.zeros(1, dtype=np.int64)
-    return _tests(all_scores, all_reference, refs, tested, options, seed, threads).test(0)
+    result = _tests(all_scores, all_reference, refs, tested, options, seed, threads)
+    if not result.testable[0]:
+        raise ValueError(f"models_reference_scores: the model is not testable: {result.reason[0]}")
+    return result.test(0)

@@ -46,8 +46,9 @@ std::vector<std::int64_t> rows_of(const ArrayI64& rows, std::size_t m, const cha
 }
 
 py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const ArrayI64& references,
-                            const ArrayI64& tested, long long n_bootstrap, double random_guess, double lambda,
-                            std::uint64_t key0, std::uint64_t key1, const py::object& n_threads) {
+                            const ArrayI64& tested, long long n_bootstrap, double guess_benchmark,
+                            double guess_reference, double lambda, bool sort, std::uint64_t key0,
+                            std::uint64_t key1, const py::object& n_threads) {
     require_ndim(scores, 2, "scores");
     require_ndim(reference, 2, "reference_scores");
     const std::size_t m = static_cast<std::size_t>(scores.shape(0));
@@ -55,12 +56,16 @@ py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const
     const std::size_t nr = static_cast<std::size_t>(reference.shape(1));
     if (static_cast<std::size_t>(reference.shape(0)) != m)
         throw std::invalid_argument("reference_scores must have one row per model");
-    if (n < 1 || nr < 1) throw std::invalid_argument("scores and reference_scores must hold items");
+    if (n < 2 || nr < 2) throw std::invalid_argument("scores and reference_scores must hold at least 2 items");
     require_unit(scores, "scores");
     require_unit(reference, "reference_scores");
     const std::size_t b = count_at_least(n_bootstrap, "n_bootstrap", 2);
-    if (!std::isfinite(lambda) || !std::isfinite(random_guess) || random_guess > 1.0)
-        throw std::invalid_argument("smoothing and random_guess must be finite (random_guess at most 1)");
+    if (!std::isfinite(lambda)) throw std::invalid_argument("smoothing must be finite");
+    // Both negative: no random-guess point; else both in [0, 1].
+    const bool guess = !(guess_benchmark < 0.0 && guess_reference < 0.0);
+    if (guess && !(guess_benchmark >= 0.0 && guess_benchmark <= 1.0 && guess_reference >= 0.0 &&
+                   guess_reference <= 1.0))
+        throw std::invalid_argument("random_guess must lie in [0, 1]");
     const int threads = thread_count(n_threads);
     // The kernel reads the caller's arrays again after the checks: copies, so another
     // thread writing to them cannot change a score between its check and its use.
@@ -72,18 +77,26 @@ py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const
     check_memory("n_bootstrap", 8.0 * static_cast<double>(t) * static_cast<double>(b));
     py::array_t<double> replicates({static_cast<py::ssize_t>(t), static_cast<py::ssize_t>(b)});
     py::array_t<double> actual(static_cast<py::ssize_t>(t)), predicted(static_cast<py::ssize_t>(t));
+    py::array_t<std::int8_t> status(static_cast<py::ssize_t>(t));
     double* rep = replicates.mutable_data();
     double* act = actual.mutable_data();
     double* pred = predicted.mutable_data();
+    std::int8_t* st = status.mutable_data();
+    truescore::ConStatOptions options;
+    options.sort = sort;
+    options.random_guess = guess;
+    options.guess_benchmark = guess ? guess_benchmark : 0.0;
+    options.guess_reference = guess ? guess_reference : 0.0;
+    options.lambda = lambda;
     // Per resample: the means (m (n + nr)) and one fit of ~30 GCV steps per tested model.
     const double work = static_cast<double>(b) *
                         (static_cast<double>(m) * static_cast<double>(n + nr) + 3000.0 * static_cast<double>(t) *
                                                                                      static_cast<double>(refs.size()));
     run_interruptible(work, [&] {
         truescore::constat_bootstrap(s.data(), r.data(), m, n, nr, refs.data(), refs.size(), test.data(), t, b,
-                                     random_guess, lambda, key0, key1, threads, rep, act, pred);
+                                     options, key0, key1, threads, rep, act, pred, st);
     });
-    return py::make_tuple(replicates, actual, predicted);
+    return py::make_tuple(replicates, actual, predicted, status);
 }
 
 // Test hooks: the spline on given points (x increasing, at least 3).
@@ -100,12 +113,14 @@ void spline_points(const ArrayD& x, const ArrayD& y, const ArrayD& w) {
 void bind_constat(py::module_& m) {
     // The one value, for Python too (suite/constat.py's MIN_REFERENCE_MODELS).
     m.attr("CONSTAT_MIN_REFERENCE_MODELS") = truescore::kConStatMinDistinct;
+    m.attr("CONSTAT_MAX_ATTEMPTS") = truescore::kConStatMaxAttempts;
     m.def("constat_bootstrap", &constat_bootstrap, py::arg("scores"), py::arg("reference_scores"),
-          py::arg("references"), py::arg("tested"), py::arg("n_bootstrap"), py::arg("random_guess"),
-          py::arg("smoothing"), py::arg("key0"), py::arg("key1"), py::kw_only(),
-          py::arg("n_threads") = py::none(),
-          "ConStat's bootstrap (random_guess, smoothing < 0: none, GCV): (replicates (tested, "
-          "n_bootstrap), actual, predicted).");
+          py::arg("references"), py::arg("tested"), py::arg("n_bootstrap"), py::arg("guess_benchmark"),
+          py::arg("guess_reference"), py::arg("smoothing"), py::arg("sort"), py::arg("key0"), py::arg("key1"),
+          py::kw_only(), py::arg("n_threads") = py::none(),
+          "ConStat's bootstrap (guesses both < 0: no random-guess point; smoothing < 0: GCV): "
+          "(replicates (tested, n_bootstrap), actual, predicted, status (0 testable, 1 fewer than 5 "
+          "distinct reference points, 2 a resample's redraws exhausted)).");
 }
 
 void bind_constat_testing(py::module_& t) {

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
 
+#include "truescore/numeric.hpp"
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
 #include "truescore/sampling.hpp"
@@ -209,18 +211,6 @@ double spline_value(const double* x, const double* y, const Solve& sv, std::size
     return (u * gr + v * gl) / h - u * v / 6.0 * ((1.0 + u / h) * cr + (1.0 + v / h) * cl);
 }
 
-double weighted_line(const double* x, const double* y, const double* w, std::size_t n, double x0) {
-    double sw = 0.0, sx = 0.0, sy = 0.0;
-    for (std::size_t i = 0; i < n; ++i) sw += w[i], sx += w[i] * x[i], sy += w[i] * y[i];
-    const double xm = sx / sw, ym = sy / sw;
-    double sxy = 0.0, sxx = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-        sxy += w[i] * (x[i] - xm) * (y[i] - ym);
-        sxx += w[i] * (x[i] - xm) * (x[i] - xm);
-    }
-    return ym + sxy / sxx * (x0 - xm);
-}
-
 double spline_predict(SplineWork& wk, const double* x, const double* y, const double* w, std::size_t n,
                       double lambda, double x0) {
     wk.bands.setup(x, y, w, n);
@@ -239,46 +229,25 @@ struct Scratch {
     SplineWork spline;
     std::vector<std::uint64_t> idx;
     std::vector<double> cb, cr, bench, ref;
-    std::vector<std::size_t> draws_a, draws_b, order;
-    std::vector<double> px, py, pw, ux, uy, uw;
+    std::vector<std::size_t> draws_a, draws_b, seen;
+    std::vector<double> px, py, ux, uy, ones, ax, ay, aw;
+    std::vector<std::size_t> order;
 };
 
-// The fit's prediction at x0 for the points (px, py, pw): sorted, equal x merged, the
-// spline (5 or more distinct x) or the weighted line, clipped to [0, 1].
-double fit_predict(Scratch& s, double lambda, double x0) {
-    const std::size_t k = s.px.size();
-    s.order.resize(k);
-    std::iota(s.order.begin(), s.order.end(), std::size_t{0});
-    std::sort(s.order.begin(), s.order.end(), [&](std::size_t i, std::size_t j) {
-        return s.px[i] < s.px[j] || (s.px[i] == s.px[j] && i < j);
-    });
-    s.ux.clear(), s.uy.clear(), s.uw.clear();
-    for (std::size_t t = 0; t < k;) {
-        const double xv = s.px[s.order[t]];
-        double sw = 0.0, swy = 0.0;
-        for (; t < k && s.px[s.order[t]] == xv; ++t) {
-            sw += s.pw[s.order[t]];
-            swy += s.pw[s.order[t]] * s.py[s.order[t]];
-        }
-        s.ux.push_back(xv), s.uy.push_back(swy / sw), s.uw.push_back(sw);
-    }
-    const std::size_t n = s.ux.size();
-    double value;
-    if (n < kConStatMinDistinct) {
-        value = weighted_line(s.ux.data(), s.uy.data(), s.uw.data(), n, x0);
-    } else {
-        value = spline_predict(s.spline, s.ux.data(), s.uy.data(), s.uw.data(), n, lambda, x0);
-    }
-    return std::min(1.0, std::max(0.0, value));
+// A standard normal from one word, by inversion: Phi^-1((top 53 bits + 1/2) / 2^53).
+double normal_from(Philox& gen) {
+    const double u = (static_cast<double>(gen.next_u64() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    return normal_quantile(u);
 }
 
-void add_point(Scratch& s, double x, double y, double w) {
-    s.px.push_back(x), s.py.push_back(y), s.pw.push_back(w);
-}
-
-// k draws below(k) from gen, again until at least kConStatMinDistinct are distinct.
+// k draws below(k) from gen, again until at least kConStatMinDistinct are distinct; with
+// exactly kConStatMinDistinct references no draw at all (ConStat keeps every model then).
 void draw_models(Philox& gen, std::size_t k, std::vector<std::size_t>& out, std::vector<std::size_t>& seen) {
     out.resize(k);
+    if (k == kConStatMinDistinct) {
+        std::iota(out.begin(), out.end(), std::size_t{0});
+        return;
+    }
     for (;;) {
         for (std::size_t t = 0; t < k; ++t) out[t] = static_cast<std::size_t>(gen.below(k));
         seen.assign(out.begin(), out.end());
@@ -286,6 +255,57 @@ void draw_models(Philox& gen, std::size_t k, std::vector<std::size_t>& out, std:
         if (static_cast<std::size_t>(std::unique(seen.begin(), seen.end()) - seen.begin()) >= kConStatMinDistinct)
             return;
     }
+}
+
+// The fit's points (px, py) in ConStat's order: x = reference score, y = benchmark score,
+// the random-guess point first. ConStat's preparation: sort (x and y each on its own
+// when `sort`, else the pairs by x, ties in insertion order), then drop every point whose
+// x equals the next point's. Returns the number of points left in (ux, uy).
+std::size_t prepare_points(Scratch& s, bool sort) {
+    const std::size_t k = s.px.size();
+    s.ux.resize(k), s.uy.resize(k);
+    if (sort) {
+        std::copy(s.px.begin(), s.px.end(), s.ux.begin());
+        std::copy(s.py.begin(), s.py.end(), s.uy.begin());
+        std::sort(s.ux.begin(), s.ux.end());
+        std::sort(s.uy.begin(), s.uy.end());
+    } else {
+        s.order.resize(k);
+        std::iota(s.order.begin(), s.order.end(), std::size_t{0});
+        std::stable_sort(s.order.begin(), s.order.end(), [&](std::size_t i, std::size_t j) { return s.px[i] < s.px[j]; });
+        for (std::size_t i = 0; i < k; ++i) s.ux[i] = s.px[s.order[i]], s.uy[i] = s.py[s.order[i]];
+    }
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+        if (i + 1 < k && s.ux[i] == s.ux[i + 1]) continue;  // ConStat deletes the first of a tie
+        s.ux[n] = s.ux[i], s.uy[n] = s.uy[i], ++n;
+    }
+    s.ux.resize(n), s.uy.resize(n);
+    return n;
+}
+
+// ConStat's fit on the prepared points (n >= kConStatMinDistinct) at x0, clipped to [0, 1]:
+// lambda given, or chosen by GCV on the points alone with unit weights; then the anchors
+// (0, 0) before and (1, 1) after, weight kConStatAnchorWeight, where the points do not
+// already reach 0 or 1, and the spline refitted at that lambda.
+double constat_fit(Scratch& s, double lambda, double x0) {
+    const std::size_t n = s.ux.size();
+    constexpr double kMaxLambda = 1e200;  // as spline_predict: the line long before
+    double lam = std::min(lambda, kMaxLambda);
+    if (lambda < 0.0) {
+        s.ones.assign(n, 1.0);
+        s.spline.bands.setup(s.ux.data(), s.uy.data(), s.ones.data(), n);
+        lam = gcv_lambda(s.spline);
+    }
+    s.ax.clear(), s.ay.clear(), s.aw.clear();
+    if (s.ux.front() > 0.0) s.ax.push_back(0.0), s.ay.push_back(0.0), s.aw.push_back(kConStatAnchorWeight);
+    for (std::size_t i = 0; i < n; ++i) s.ax.push_back(s.ux[i]), s.ay.push_back(s.uy[i]), s.aw.push_back(1.0);
+    if (s.ux.back() < 1.0) s.ax.push_back(1.0), s.ay.push_back(1.0), s.aw.push_back(kConStatAnchorWeight);
+    const std::size_t na = s.ax.size();
+    s.spline.bands.setup(s.ax.data(), s.ay.data(), s.aw.data(), na);
+    s.spline.solve.run(s.spline.bands, lam, false);
+    const double value = spline_value(s.ax.data(), s.ay.data(), s.spline.solve, na, x0);
+    return std::min(1.0, std::max(0.0, value));
 }
 
 }  // namespace
@@ -311,8 +331,8 @@ double smoothing_spline_gcv_lambda(const double* x, const double* y, const doubl
 void constat_bootstrap(const double* scores, const double* reference, std::size_t m, std::size_t n_items,
                        std::size_t n_reference, const std::int64_t* references, std::size_t n_references,
                        const std::int64_t* tested, std::size_t n_tested, std::size_t n_bootstrap,
-                       double random_guess, double lambda, std::uint64_t key0, std::uint64_t key1, int n_threads,
-                       double* replicates, double* actual, double* predicted) {
+                       const ConStatOptions& options, std::uint64_t key0, std::uint64_t key1, int n_threads,
+                       double* replicates, double* actual, double* predicted, std::int8_t* status) {
     // Each tested row's references: `references` less itself.
     std::vector<std::vector<std::size_t>> lists(n_tested);
     for (std::size_t t = 0; t < n_tested; ++t) {
@@ -324,6 +344,12 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
     std::size_t k_big = 0, k_small = ~std::size_t{0};
     for (const auto& l : lists) k_big = std::max(k_big, l.size()), k_small = std::min(k_small, l.size());
 
+    const bool guess = options.random_guess;
+    const double gb = options.guess_benchmark, gr = options.guess_reference;
+    // The random-guess point's sampling noise: a binomial proportion's standard error.
+    const double sd_b = guess ? std::sqrt(gb * (1.0 - gb) / static_cast<double>(n_items)) : 0.0;
+    const double sd_r = guess ? std::sqrt(gr * (1.0 - gr) / static_cast<double>(n_reference)) : 0.0;
+
     // Row means of a matrix with per-column counts (all 1: the full data).
     auto row_means = [m](const double* data, std::size_t cols, const double* counts, std::vector<double>& out) {
         out.resize(m);
@@ -334,20 +360,21 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
             out[j] = sum / static_cast<double>(cols);
         }
     };
-    // delta (or the prediction) of tested row t with the reference models `chosen`.
-    auto predict = [&](Scratch& s, std::size_t t, const std::size_t* draws, bool resampled) {
+    // Tested row t's points (the references drawn by `draws`, all once when null) with the
+    // random-guess point (gx, gy), prepared: the number of distinct abscissas left.
+    auto points = [&](Scratch& s, std::size_t t, const std::size_t* draws, double gx, double gy) {
         const auto& l = lists[t];
-        s.px.clear(), s.py.clear(), s.pw.clear();
+        s.px.clear(), s.py.clear();
+        if (guess) s.px.push_back(gx), s.py.push_back(gy);
         for (std::size_t q = 0; q < l.size(); ++q) {
-            const std::size_t j = l[resampled ? draws[q] : q];
-            add_point(s, s.ref[j], s.bench[j], 1.0);
+            const std::size_t j = l[draws != nullptr ? draws[q] : q];
+            s.px.push_back(s.ref[j]), s.py.push_back(s.bench[j]);
         }
-        add_point(s, 0.0, 0.0, kConStatAnchorWeight);
-        add_point(s, 1.0, 1.0, kConStatAnchorWeight);
-        if (random_guess >= 0.0) add_point(s, random_guess, random_guess, 1.0);
-        return fit_predict(s, lambda, s.ref[static_cast<std::size_t>(tested[t])]);
+        return prepare_points(s, options.sort);
     };
+    const double nan = std::numeric_limits<double>::quiet_NaN();
 
+    std::vector<std::size_t> testable;
     {  // the full data
         Scratch s;
         s.cb.assign(n_items, 1.0);
@@ -355,49 +382,82 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
         row_means(scores, n_items, s.cb.data(), s.bench);
         row_means(reference, n_reference, s.cr.data(), s.ref);
         for (std::size_t t = 0; t < n_tested; ++t) {
-            actual[t] = s.bench[static_cast<std::size_t>(tested[t])];
-            predicted[t] = predict(s, t, nullptr, false);
+            const std::size_t i = static_cast<std::size_t>(tested[t]);
+            actual[t] = s.bench[i];
+            if (points(s, t, nullptr, gr, gb) < kConStatMinDistinct) {
+                status[t] = kConStatTooFewDistinct;
+                predicted[t] = nan;
+                std::fill(replicates + t * n_bootstrap, replicates + (t + 1) * n_bootstrap, nan);
+            } else {
+                status[t] = kConStatTestable;
+                predicted[t] = constat_fit(s, options.lambda, s.ref[i]);
+                testable.push_back(t);
+            }
         }
     }
+    if (testable.empty()) return;
 
     const StreamBlocks streams{key0, key1, n_bootstrap, kConStatBlock};
     for_each_stream_block_claimed(
         streams, n_threads, 1, 1, [] { return Scratch{}; },
         [&](Scratch& s, Philox& gen, std::size_t, std::size_t begin, std::size_t end) {
+            std::vector<std::size_t> pending, left;
             for (std::size_t b = begin; b < end; ++b) {
-                s.idx.resize(std::max(n_items, n_reference));
-                s.cb.assign(n_items, 0.0);
-                s.cr.assign(n_reference, 0.0);
-                {
-                    PackedIndexSampler sampler(gen, n_items);
-                    sampler.fill(s.idx.data(), n_items);
-                    for (std::size_t i = 0; i < n_items; ++i) s.cb[s.idx[i]] += 1.0;
+                pending = testable;
+                // Attempt a of resample b draws from counter (0, 0, b, a): attempt 0 is the
+                // block's own stream, the redraws continue on their own streams.
+                for (std::uint64_t a = 0; !pending.empty() && a < kConStatMaxAttempts; ++a) {
+                    Philox g = a == 0 ? gen : Philox(key0, key1, 0, 0, b, a);
+                    s.idx.resize(std::max(n_items, n_reference));
+                    s.cb.assign(n_items, 0.0);
+                    s.cr.assign(n_reference, 0.0);
+                    {
+                        PackedIndexSampler sampler(g, n_items);
+                        sampler.fill(s.idx.data(), n_items);
+                        for (std::size_t i = 0; i < n_items; ++i) s.cb[s.idx[i]] += 1.0;
+                    }
+                    {
+                        PackedIndexSampler sampler(g, n_reference);
+                        sampler.fill(s.idx.data(), n_reference);
+                        for (std::size_t i = 0; i < n_reference; ++i) s.cr[s.idx[i]] += 1.0;
+                    }
+                    row_means(scores, n_items, s.cb.data(), s.bench);
+                    row_means(reference, n_reference, s.cr.data(), s.ref);
+                    double gx = gr, gy = gb;
+                    if (guess) {
+                        gy = gb + sd_b * normal_from(g);
+                        gx = gr + sd_r * normal_from(g);
+                    }
+                    // The reference models' draws: one set per count of references, each
+                    // from the stream as it stands after the items and the noise.
+                    {
+                        Philox copy = g;
+                        draw_models(copy, k_big, s.draws_a, s.seen);
+                    }
+                    if (k_small != k_big) {
+                        Philox copy = g;
+                        draw_models(copy, k_small, s.draws_b, s.seen);
+                    }
+                    left.clear();
+                    for (const std::size_t t : pending) {
+                        const auto& draws = lists[t].size() == k_big ? s.draws_a : s.draws_b;
+                        if (points(s, t, draws.data(), gx, gy) < kConStatMinDistinct) {
+                            left.push_back(t);  // ConStat draws this resample again
+                            continue;
+                        }
+                        const std::size_t i = static_cast<std::size_t>(tested[t]);
+                        replicates[t * n_bootstrap + b] = s.bench[i] - constat_fit(s, options.lambda, s.ref[i]);
+                    }
+                    pending.swap(left);
                 }
-                {
-                    PackedIndexSampler sampler(gen, n_reference);
-                    sampler.fill(s.idx.data(), n_reference);
-                    for (std::size_t i = 0; i < n_reference; ++i) s.cr[s.idx[i]] += 1.0;
-                }
-                row_means(scores, n_items, s.cb.data(), s.bench);
-                row_means(reference, n_reference, s.cr.data(), s.ref);
-                // The reference models' draws: one set per count of references, each from
-                // the stream as it stands after the items.
-                std::vector<std::size_t> seen;
-                {
-                    Philox copy = gen;
-                    draw_models(copy, k_big, s.draws_a, seen);
-                }
-                if (k_small != k_big) {
-                    Philox copy = gen;
-                    draw_models(copy, k_small, s.draws_b, seen);
-                }
-                for (std::size_t t = 0; t < n_tested; ++t) {
-                    const auto& draws = lists[t].size() == k_big ? s.draws_a : s.draws_b;
-                    const double pred = predict(s, t, draws.data(), true);
-                    replicates[t * n_bootstrap + b] = s.bench[static_cast<std::size_t>(tested[t])] - pred;
-                }
+                for (const std::size_t t : pending) replicates[t * n_bootstrap + b] = nan;
             }
         });
+    for (const std::size_t t : testable) {
+        const double* row = replicates + t * n_bootstrap;
+        if (std::any_of(row, row + n_bootstrap, [](double v) { return std::isnan(v); }))
+            status[t] = kConStatRedrawsExhausted;
+    }
 }
 
 }  // namespace truescore

@@ -17,9 +17,10 @@
 
 namespace truescore {
 
-// Weight of the anchor points (0, 0) and (1, 1) (negligible: they only let the fit span
-// [0, 1]) and the least number of distinct reference models a resample keeps.
-inline constexpr double kConStatAnchorWeight = 1e-3;
+// Weight of the anchor points (0, 0) and (1, 1) (ConStat's: negligible, they only let the
+// fit span [0, 1]) and the least number of distinct points (and reference models) a
+// resample keeps.
+inline constexpr double kConStatAnchorWeight = 1e-8;
 inline constexpr std::size_t kConStatMinDistinct = 5;
 
 // The fitted smoothing spline's value at x0 for points (x, y, w), x strictly increasing,
@@ -33,21 +34,47 @@ double smoothing_spline_gcv(const double* x, const double* y, const double* w, s
                             double lambda);
 double smoothing_spline_gcv_lambda(const double* x, const double* y, const double* w, std::size_t n);
 
-// The ConStat bootstrap. scores (m, n_items) and reference (m, n_reference) row-major, in
-// [0, 1]. references: the rows used as reference models (increasing); tested: the rows to
-// test; a tested row's references are `references` less itself, in order (at least
-// kConStatMinDistinct). Resample b draws from Philox stream b under (key0, key1): the
-// benchmark's n_items indices (PackedIndexSampler), then the reference benchmark's
-// n_reference indices (a new PackedIndexSampler on the same stream), then per count k of
-// references, from a copy of the stream as it stands after the items, k draws below(k),
-// drawn again until at least kConStatMinDistinct are distinct. random_guess < 0: no
-// random-guess point (else the point (g, g) of weight 1); lambda < 0: GCV.
-// replicates (n_tested, n_bootstrap) row-major: delta*_b; actual, predicted (n_tested):
-// the full-data benchmark score and the full-data fit's prediction (clipped to [0, 1]).
+// How often one resample may be drawn again (ConStat redraws a resample whose points have
+// fewer than kConStatMinDistinct distinct abscissas, without a limit) before the row is
+// reported as not testable; and the per-row statuses.
+inline constexpr std::uint64_t kConStatMaxAttempts = 1000;
+inline constexpr std::int8_t kConStatTestable = 0;
+inline constexpr std::int8_t kConStatTooFewDistinct = 1;    // the full data has < 5 distinct x
+inline constexpr std::int8_t kConStatRedrawsExhausted = 2;  // a resample failed every attempt
+
+struct ConStatOptions {
+    bool sort = true;              // ConStat's sort=True: x and y sorted each on its own
+    bool random_guess = true;      // the random-guess point (ConStat's add_extended_models)
+    double guess_benchmark = 0.0;  // its accuracy on the benchmark (ConStat's random_performance[0])
+    double guess_reference = 0.0;  // and on the reference benchmark (random_performance[1])
+    double lambda = -1.0;          // the spline's lambda; < 0: GCV
+};
+
+// The ConStat bootstrap, as eth-sri/ConStat's ConStat.return_functions_test computes it
+// (the same law; Philox draws). scores (m, n_items) and reference (m, n_reference)
+// row-major, in [0, 1]. references: the rows used as reference models (increasing);
+// tested: the rows to test; a tested row's references are `references` less itself, in
+// order (at least kConStatMinDistinct). Resample b, attempt a draws from Philox counter
+// (0, 0, b, a) under (key0, key1): the benchmark's n_items indices (PackedIndexSampler),
+// the reference benchmark's n_reference indices (a new PackedIndexSampler on the same
+// stream), with the random-guess point two normals (benchmark, then reference; one word
+// each, by inversion), then per count k of references, from a copy of the stream as it
+// stands then, k draws below(k), drawn again until at least kConStatMinDistinct are
+// distinct (none when k is kConStatMinDistinct: every model once). A row's points are the
+// random-guess point and the drawn models' (reference score, benchmark score), sorted
+// (each coordinate on its own with `sort`, else the pairs by x) with every point whose x
+// equals the next one's dropped; fewer than kConStatMinDistinct left: attempt a + 1 for
+// that row (up to kConStatMaxAttempts). The fit: lambda given or by GCV on those points
+// with unit weights, then anchors (0, 0) and (1, 1) of weight kConStatAnchorWeight where
+// the points do not reach 0 or 1, refitted at that lambda; its value at the row's
+// reference score, clipped to [0, 1], subtracted from its benchmark score: delta*_b.
+// replicates (n_tested, n_bootstrap) row-major; actual, predicted (n_tested): the
+// full-data benchmark score and prediction; status (n_tested): kConStatTestable, or why
+// not (then predicted and the replicates are NaN, or the failed resamples' are).
 void constat_bootstrap(const double* scores, const double* reference, std::size_t m, std::size_t n_items,
                        std::size_t n_reference, const std::int64_t* references, std::size_t n_references,
                        const std::int64_t* tested, std::size_t n_tested, std::size_t n_bootstrap,
-                       double random_guess, double lambda, std::uint64_t key0, std::uint64_t key1,
-                       int n_threads, double* replicates, double* actual, double* predicted);
+                       const ConStatOptions& options, std::uint64_t key0, std::uint64_t key1, int n_threads,
+                       double* replicates, double* actual, double* predicted, std::int8_t* status);
 
 }  // namespace truescore
