@@ -142,13 +142,38 @@ def main() -> None:
         d_est = max(abs(x["ours_estimate"] - x["reference_estimate"]) for x in rows)
         d_p = max(abs(x["ours_p"] - x["reference_p"]) for x in rows)
         print(f"{name}: largest differences: estimate {d_est:.4f}, p {d_p:.3f}")
-    for name, v in tables["nulls"].items():
-        line = ", ".join(
-            f"{k} {np.mean(f):.3f} ({math.sqrt(np.mean(f) * (1 - np.mean(f)) / len(f)):.3f})"
-            for k, f in v.items()
-        )
-        print(f"{name}: {line}")
+    for table in markdown(tables):
+        print(table, end="\n\n")
 
 
 if __name__ == "__main__":
     main()
+
+
+def markdown(tables) -> tuple[str, str]:
+    """The guide's two tables from the saved JSON."""
+    lines = [
+        "| suite | model | ours: estimate | reference: estimate | ours: p | reference: p |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, rows in tables["side_by_side"].items():
+        for row in rows:
+            lines.append(
+                f"| {name} | {row['model']} | {row['ours_estimate']:+.4f} | "
+                f"{row['reference_estimate']:+.4f} | {row['ours_p']:.3f} | "
+                f"{row['reference_p']:.3f} |"
+            )
+    side = "\n".join(lines)
+    lines = [
+        "| suites | tested model | ours | ours, `sort=False` | reference |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, flags in tables["nulls"].items():
+        who = "the leaked one" if "leak" in name else "the best"
+        cells = []
+        for label in ("ours", "ours_sort_false", "reference"):
+            rate = float(np.mean(flags[label]))
+            se = math.sqrt(rate * (1 - rate) / len(flags[label]))
+            cells.append(f"{rate:.3f} ({se:.3f})")
+        lines.append(f"| {name} | {who} | " + " | ".join(cells) + " |")
+    return side, "\n".join(lines)

@@ -224,3 +224,86 @@ def test_a_manifest_that_does_not_fit_is_refused(tmp_path):
     unreadable = write(tmp_path / "m5.csv", [("a", "b", "public", "bad.jsonl")], header)
     with pytest.raises(ValueError, match="^manifest row 1: .*bad.jsonl"):
         tf.read_suite_manifest(unreadable, match_key="id")
+
+
+def _same_suite(fast, slow):
+    assert len(fast.pairs) == len(slow.pairs)
+    for a, b in zip(fast.pairs, slow.pairs, strict=True):
+        for name in ("model", "benchmark", "parents", "fresh_parents", "fresh_forms",
+                     "reference_parents"):  # fmt: skip
+            assert getattr(a, name) == getattr(b, name), name
+        for name in ("public", "matched_public", "fresh", "reference"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert x.dtype == y.dtype == np.float64 and x.shape == y.shape, name
+            assert np.array_equal(x, y), name
+
+
+@pytest.mark.parametrize("kind", ["csv", "csv.gz", "tsv", "parquet", "bom", "shuffled", "big"])
+def test_the_columnar_reader_reads_what_the_row_reader_reads(tmp_path, kind, monkeypatch):
+    """pyarrow's reader and NumPy's grouping (the fast path for CSV, TSV and Parquet
+    files) give the SuiteData the row-by-row reader gives, pair order, parent order,
+    fresh-form order and reference-only pairs included."""
+    pytest.importorskip("pyarrow")
+    from truescore_fast.suite import data as suite_data
+
+    rows = list(ROWS)
+    if kind == "shuffled":  # rows in any order: pairs and parents by first appearance
+        rows = [rows[i] for i in np.random.default_rng(3).permutation(len(rows))]
+    if kind == "big":
+        data = tf.simulate_suite(models=7, benchmarks=3, parents=50, fresh_forms=2, seed=1)
+        rows = [(p.model, p.benchmark, parent, form, value)
+                for p in data.pairs for i, parent in enumerate(p.parents)
+                for form, value in [("public", p.public[i]),
+                                    *zip(p.fresh_forms, p.fresh[i], strict=True)]]  # fmt: skip
+    if kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = tmp_path / "s.parquet"
+        schema = pa.schema([(h, pa.string()) for h in HEADER[:4]] + [("correct", pa.float64())])
+        columns = {h: [r[k] for r in rows] for k, h in enumerate(HEADER)}
+        pq.write_table(pa.table(columns, schema=schema), path)
+    elif kind == "tsv":
+        path = tmp_path / "s.tsv"
+        path.write_text("\n".join("\t".join(map(str, r)) for r in [HEADER, *rows]) + "\n")
+    elif kind == "bom":
+        path = write(tmp_path / "s.csv", rows)
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    else:
+        opener = gzip.open if kind == "csv.gz" else open
+        path = write(tmp_path / ("s.csv.gz" if kind == "csv.gz" else "s.csv"), rows, opener=opener)
+    calls = []
+    real = suite_data._read_coded
+    monkeypatch.setattr(suite_data, "_read_coded", lambda *a: calls.append(1) or real(*a))
+    fast = read_suite(path)
+    assert calls and real(path, suite_data._column_names(None), "public", "reference")
+    monkeypatch.setattr(suite_data, "_read_coded", lambda *a: None)
+    _same_suite(fast, read_suite(path))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: [*r, ("a", "b1", "p1", "public", 1)],  # a duplicate
+        lambda r: [*r, ("a", "b1", "p9", "fresh1", 1)],  # no public form
+        lambda r: [*r, ("a ", "b1", "p9", "public", 1)],  # a label with a space
+        lambda r: [*r, ("a", "b1", "p9", "public", 2)],  # out of [0, 1]
+        lambda r: [*r, ("a", "b1", "p9", "public", "yes")],  # not a number
+    ],
+)
+def test_the_columnar_reader_leaves_what_it_does_not_accept_to_the_row_reader(tmp_path, change):
+    """Anything the fast path does not take as it is goes to the row-by-row reader (which
+    names the row and what is wrong, or, for a label with spaces, strips it)."""
+    pytest.importorskip("pyarrow")
+    from truescore_fast.suite import data as suite_data
+
+    path = write(tmp_path / "s.csv", change(list(ROWS)))
+    assert (
+        suite_data._read_coded(path, suite_data._column_names(None), "public", "reference") is None
+    )
+    assert (
+        suite_data._read_coded(
+            write(tmp_path / "ok.csv", ROWS), suite_data._column_names(None), "public", "reference"
+        )
+        is not None
+    )

@@ -162,12 +162,42 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _is_manifest(path: str) -> bool:
+    """Whether the file's header has a ``path`` column (a manifest), read from the header
+    alone: the whole table is read once, by its reader. A file whose header cannot be read
+    here is left to that reader, which says what is wrong with it."""
     if path == "-":
         return False
-    from truescore_fast._files import read_rows
+    import csv
+    import gzip
 
-    rows = read_rows(path)
-    return bool(rows) and "path" in rows[0]
+    from truescore_fast._files import table_suffix
+
+    suffix = table_suffix(path)
+    try:
+        if suffix in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return "path" in pq.read_schema(path).names
+        with open(path, "rb") as raw:
+            gzipped = raw.read(2) == b"\x1f\x8b"
+        opener: Any = gzip.open if gzipped else open
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
+            if suffix in (".csv", ".tsv", ".tab"):
+                header = next(csv.reader(f, delimiter="," if suffix == ".csv" else "\t"), [])
+                return "path" in [h.strip() for h in header]
+            if suffix in (".jsonl", ".ndjson", ".json"):
+                for line in f:
+                    if line.strip().startswith("["):  # one JSON array: read it whole
+                        from truescore_fast._files import read_rows
+
+                        rows = read_rows(path)
+                        return bool(rows) and "path" in rows[0]
+                    if line.strip():
+                        first = json.loads(line)
+                        return isinstance(first, dict) and "path" in first
+    except (OSError, ValueError, EOFError, ImportError, csv.Error):
+        return False
+    return False
 
 
 def _read(args: argparse.Namespace) -> Any:

@@ -31,6 +31,7 @@ same skill, or that the models were scored with the same prompts and settings.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -252,6 +253,16 @@ def read_suite(
             raise ValueError(f"{argument} must be a non-empty string; got {one_line(given)}")
     if public_form.strip() == reference_form.strip():
         raise ValueError("public_form and reference_form must differ")
+    fast = _read_coded(source, names, public_form.strip(), reference_form.strip())
+    if fast is not None:
+        keys, forms_of, references_of = fast
+        orders = _orders(logliks, set(keys))
+        return SuiteData(
+            tuple(
+                _coded_pair(key, forms_of.get(key), references_of.get(key), orders.get(key))
+                for key in keys
+            )
+        )
     cols = read_columns(source, "source", expected=", ".join(names.values()))
     missing = [names[r] for r in SUITE_COLUMNS if names[r] not in cols]
     if missing and "path" in cols:
@@ -298,6 +309,242 @@ def read_suite(
     orders = _orders(logliks, set(grouped) | set(references))
     return SuiteData.from_scores(
         grouped, references=references, orders=orders, public_form=public_form.strip()
+    )
+
+
+# ---- the fast path: a CSV, TSV or Parquet file read by pyarrow into codes -------------
+#
+# The rows become integer codes (dictionary-encoded labels) and one float64 array; the
+# grouping is done with NumPy sorts, and each pair's arrays are slices. Anything the fast
+# path does not accept as it is (a label with surrounding spaces or empty, a score that is
+# not a number in [0, 1], a duplicate row, a parent without its public form, parents with
+# different fresh forms, another column type) sends the file to the row-by-row reader,
+# which names the row and what is wrong: the two give the same SuiteData on a good file.
+
+_Coded = tuple[
+    list[tuple[str, str]],
+    dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...], npt.NDArray[np.float64]]],
+    dict[tuple[str, str], tuple[tuple[str, ...], npt.NDArray[np.float64]]],
+]
+
+
+def _arrow_table(source: Any, names: Mapping[str, str]) -> Any:
+    """The table as pyarrow reads it (labels dictionary-encoded, scores float64), or None
+    when pyarrow is absent, the source is not a CSV/TSV/Parquet path, or pyarrow cannot
+    read it as such (the row-by-row reader then says why)."""
+    from truescore_fast._files import STDIN, read_input_bytes, table_suffix
+
+    if not isinstance(source, (str, os.PathLike)) or str(source) == STDIN:
+        return None
+    kind = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".parquet": "parquet", ".pq": "parquet"}
+    delimiter = kind.get(table_suffix(source))
+    if delimiter is None:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pa_csv
+        import pyarrow.parquet as pa_parquet
+    except ImportError:
+        return None
+    _, data = read_input_bytes(source)  # its size checks, gzip recognised by content
+    labels = pa.dictionary(pa.int32(), pa.string())
+    try:
+        if delimiter == "parquet":
+            table = pa_parquet.read_table(pa.BufferReader(data))
+        else:
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]  # a UTF-8 byte-order mark (Excel's CSV UTF-8)
+            types = {names[r]: labels for r in ("model", "benchmark", "parent", "form")}
+            types[names["correct"]] = pa.float64()
+            table = pa_csv.read_csv(
+                pa.BufferReader(data),
+                parse_options=pa_csv.ParseOptions(delimiter=delimiter),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types=types, strings_can_be_null=False
+                ),
+            )
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    return table
+
+
+def _codes(column: Any) -> tuple[npt.NDArray[np.int64], list[str]] | None:
+    """A label column's codes (first appearance order) and labels, or None when a label
+    is missing, empty or has surrounding spaces."""
+    import pyarrow as pa
+
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.dictionary_encode()
+    if not (pa.types.is_dictionary(column.type) and pa.types.is_string(column.type.value_type)):
+        return None
+    column = column.unify_dictionaries() if hasattr(column, "unify_dictionaries") else column
+    chunks = column.chunks if hasattr(column, "chunks") else [column]
+    if not chunks or any(c.null_count for c in chunks):
+        return None
+    dictionary = chunks[0].dictionary.to_pylist()
+    if any(not d or d != d.strip() for d in dictionary):
+        return None
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+    return codes.astype(np.int64, copy=False), dictionary
+
+
+def _read_coded(
+    source: Any, names: Mapping[str, str], public: str, reference: str
+) -> _Coded | None:
+    table = _arrow_table(source, names)
+    if table is None or any(names[r] not in table.column_names for r in SUITE_COLUMNS):
+        return None
+    if table.num_rows == 0:
+        return None
+    coded = {}
+    for role in ("model", "benchmark", "parent", "form"):
+        got = _codes(table.column(names[role]))
+        if got is None:
+            return None
+        coded[role] = got
+    import pyarrow as pa
+
+    score = table.column(names["correct"])
+    if not (pa.types.is_floating(score.type) or pa.types.is_integer(score.type)) or (
+        score.null_count
+    ):
+        return None
+    values = score.to_numpy().astype(np.float64, copy=False)
+    if not np.all((values >= 0.0) & (values <= 1.0)):  # NaN fails too
+        return None
+    model, models = coded["model"]
+    bench, benches = coded["benchmark"]
+    parent, parents = coded["parent"]
+    form, forms = coded["form"]
+    n_rows = values.shape[0]
+    is_ref = np.zeros(len(forms), dtype=bool)
+    if reference in forms:
+        is_ref[forms.index(reference)] = True
+    ref_row = is_ref[form]
+    pair = model * len(benches) + bench
+    rows = np.arange(n_rows)
+    column_of = np.zeros(len(forms), dtype=np.int64)  # filled per pair
+    labels: dict[bytes, tuple[str, ...]] = {}  # parent lists shared between pairs
+    out_forms: dict[Any, Any] = {}
+    out_refs: dict[Any, Any] = {}
+    keys: list[tuple[str, str]] = []
+    for refs_pass in (False, True):
+        chosen = rows[ref_row == refs_pass]
+        if chosen.shape[0] == 0:
+            continue
+        # pairs by first appearance, then parents by first appearance within the pair
+        p = pair[chosen]
+        first_pair = np.unique(p, return_index=True)
+        pair_rank = np.empty(first_pair[0].shape[0], dtype=np.int64)
+        pair_rank[np.argsort(first_pair[1], kind="stable")] = np.arange(pair_rank.shape[0])
+        p_rank = pair_rank[np.searchsorted(first_pair[0], p)]
+        pp = p * len(parents) + parent[chosen]
+        first_pp = np.unique(pp, return_inverse=True, return_index=True)
+        pp_first = first_pp[1][first_pp[2]]  # each row: where its (pair, parent) first appears
+        order = np.lexsort((form[chosen], pp_first, p_rank))
+        sorted_rows = chosen[order]
+        # one row per (model, benchmark, parent, form): a duplicate goes the slow way
+        same = (pp[order][1:] == pp[order][:-1]) & (
+            form[sorted_rows][1:] == form[sorted_rows][:-1]
+        )
+        if same.any():
+            return None
+        ranks = p_rank[order]
+        bounds = np.flatnonzero(np.diff(ranks)) + 1
+        for piece in np.split(sorted_rows, bounds):
+            key = (models[model[piece[0]]], benches[bench[piece[0]]])
+            if refs_pass:
+                out_refs[key] = (_labels(labels, parent[piece], parents), values[piece])
+                if key not in out_forms:
+                    keys.append(key)
+                continue
+            keys.append(key)
+            got = _coded_forms(piece, parent, form, forms, values, parents, public, column_of,
+                               labels)  # fmt: skip
+            if got is None:
+                return None
+            out_forms[key] = got
+    return keys, out_forms, out_refs
+
+
+def _labels(
+    cache: dict[bytes, tuple[str, ...]], codes: npt.NDArray[np.int64], parents: list[str]
+) -> tuple[str, ...]:
+    """The parent labels of ``codes``, one tuple shared by every pair with the same list."""
+    key = codes.tobytes()
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = tuple(parents[c] for c in codes.tolist())
+    return found
+
+
+def _coded_forms(
+    piece: npt.NDArray[np.int64],
+    parent: npt.NDArray[np.int64],
+    form: npt.NDArray[np.int64],
+    forms: list[str],
+    values: npt.NDArray[np.float64],
+    parents: list[str],
+    public: str,
+    column_of: npt.NDArray[np.int64],
+    cache: dict[bytes, tuple[str, ...]],
+) -> Any:
+    """One pair's rows (sorted by parent's first appearance): (parent labels, fresh form
+    names, scores (n, 1 + K): the public form then the fresh forms in name order, NaN
+    where a parent has no fresh forms), or None when a parent lacks its public form or
+    parents differ in their fresh forms."""
+    piece_forms = form[piece]
+    present = np.flatnonzero(np.bincount(piece_forms, minlength=len(forms)))
+    names = [forms[c] for c in present]
+    if public not in names:
+        return None
+    fresh = sorted(n for n in names if n != public)
+    for k, n in enumerate([public, *fresh]):
+        column_of[forms.index(n)] = k
+    piece_parents = parent[piece]
+    starts = np.flatnonzero(np.r_[True, piece_parents[1:] != piece_parents[:-1]])
+    n_parents = starts.shape[0]
+    which = np.repeat(np.arange(n_parents), np.diff(np.r_[starts, piece.shape[0]]))
+    grid = np.full((n_parents, 1 + len(fresh)), np.nan)
+    grid[which, column_of[piece_forms]] = values[piece]
+    if np.isnan(grid[:, 0]).any():
+        return None  # a parent with fresh forms but no public form
+    if fresh:
+        have = ~np.isnan(grid[:, 1:])
+        if not np.all(have.all(axis=1) | ~have.any(axis=1)):
+            return None  # parents with different fresh forms
+    return _labels(cache, piece_parents[starts], parents), tuple(fresh), grid
+
+
+def _coded_pair(
+    key: tuple[str, str],
+    forms: Any,
+    references: Any,
+    order: OrderData | None,
+) -> SuitePair:
+    model, benchmark = key
+    ref_parents, ref_values = references if references is not None else ((), _EMPTY)
+    if forms is None:
+        return SuitePair(model=model, benchmark=benchmark, parents=(), public=_EMPTY,
+                         reference_parents=ref_parents,
+                         reference=np.ascontiguousarray(ref_values), order=order)  # fmt: skip
+    labels, fresh_names, grid = forms
+    matched = ~np.isnan(grid[:, 1:]).any(axis=1) if fresh_names else np.zeros(len(labels), bool)
+    kept = np.flatnonzero(matched)
+    return SuitePair(
+        model=model,
+        benchmark=benchmark,
+        parents=labels,
+        public=np.ascontiguousarray(grid[:, 0]),
+        fresh_parents=labels if kept.shape[0] == len(labels) else tuple(labels[i] for i in kept),
+        fresh_forms=fresh_names if kept.shape[0] else (),
+        matched_public=np.ascontiguousarray(grid[kept, 0]),
+        fresh=np.ascontiguousarray(grid[kept][:, 1:]).reshape(
+            kept.shape[0], len(fresh_names) if kept.shape[0] else 0
+        ),
+        reference_parents=ref_parents,
+        reference=np.ascontiguousarray(ref_values),
+        order=order,
     )
 
 
