@@ -1310,6 +1310,7 @@ def ref_adjusted_by_procedure(p_values: Any, method: str) -> list[float]:
 
 REF_CONSTAT_ANCHOR_WEIGHT = 1e-8  # ConStat's anchors (0, 0) and (1, 1), added after GCV
 REF_CONSTAT_MIN_DISTINCT = 5
+REF_CONSTAT_SHARE_LAMBDA = 30  # references per row from which a resample's GCV is shared
 
 
 def ref_gcv_lambda(x, y):
@@ -1449,6 +1450,7 @@ def ref_constat_replicates(
             predicted[t] = ref_constat_fit(x, y, ref[i], lam)
             ok.append(t)
     out = np.full((len(tested), n_bootstrap), np.nan)
+    share = lam is None and counts[0] >= REF_CONSTAT_SHARE_LAMBDA
     for b in range(n_bootstrap):
         pending = list(ok)
         attempt = 0
@@ -1457,6 +1459,12 @@ def ref_constat_replicates(
                                                          random_guess)  # fmt: skip
             bench_b, ref_b = _ref_means(s, bi), _ref_means(r, ri)
             guess = _ref_guess_noise(random_guess, n, nr, *z)
+            lam_b = lam
+            if share:  # one GCV per resample, on the models its draws pick from references
+                picked = [sorted(references)[d] for d in models[counts[-1]]]
+                x, y = ref_constat_points(bench_b[picked], ref_b[picked], guess, sort)
+                if x.shape[0] >= REF_CONSTAT_MIN_DISTINCT:
+                    lam_b = ref_gcv_lambda(x, y)
             left = []
             for t in pending:
                 i = tested[t]
@@ -1465,7 +1473,7 @@ def ref_constat_replicates(
                 if x.shape[0] < REF_CONSTAT_MIN_DISTINCT:
                     left.append(t)
                     continue
-                out[t, b] = bench_b[i] - ref_constat_fit(x, y, ref_b[i], lam)
+                out[t, b] = bench_b[i] - ref_constat_fit(x, y, ref_b[i], lam_b)
             pending = left
             attempt += 1
     return out, actual, predicted

@@ -18,6 +18,7 @@ from reference import (
     ref_constat_pvalue,
     ref_constat_replicates,
     ref_constat_summary,
+    ref_constat_test,
     ref_gcv_lambda,
 )
 from scipy.interpolate import make_smoothing_spline
@@ -394,3 +395,24 @@ def test_a_huge_smoothing_is_the_line_not_an_overflow():
     np.testing.assert_array_equal(huge.replicates, capped.replicates)
     np.testing.assert_allclose(huge.replicates, line.replicates, rtol=0, atol=1e-9)
     assert np.all(huge.p_value > 0.05)
+
+
+def test_many_references_share_each_resamples_lambda():
+    """With 30 or more references per model, each resample's GCV lambda is chosen once
+    (on the models its draws pick from the references) and shared by every row: the
+    kernel equals the reference doing the same on the same draws, and every model's
+    estimate and p-value stay within Monte Carlo error of ConStat's own per-row GCV
+    (``ref_constat_test``, its own draws; 4 SEs)."""
+    s, r = suite(32, 200, 150, seed=12)
+    res = tf.constat_tests(s, r, n_bootstrap=6, seed=3)
+    reps, _, _ = ref_constat_replicates(s, r, list(range(32)), list(range(32)), 6, philox_key(3))
+    np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=1e-6)
+    b = 400
+    res = tf.constat_tests(s, r, n_bootstrap=b, seed=4)
+    for i in (0, 17):
+        others = [j for j in range(32) if j != i]
+        est, p = ref_constat_test(s[i], r[i], s[others], r[others], n_bootstrap=b, seed=i)
+        se = math.sqrt(2) * res.replicates[i].std() / math.sqrt(b)
+        assert abs(res.estimate[i] - est) <= 4 * se
+        pbar = 0.5 * (p + res.p_value[i])
+        assert abs(res.p_value[i] - p) <= 4 * math.sqrt(2 * pbar * (1 - pbar) / b) + 1 / b

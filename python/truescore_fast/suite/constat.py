@@ -496,9 +496,17 @@ def constat_tests(
 
     Each resample's item indices (benchmark and reference benchmark) are shared by every
     model; a model's reference models are resampled as :func:`constat_test` resamples
-    them. Row i equals ``constat_test(scores[i], reference_scores[i], scores[refs],
-    reference_scores[refs], ...)`` with the same options and seed, bit for bit, where
-    ``refs`` is model i's references in increasing row order.
+    them. With fewer than 30 references per model, row i equals
+    ``constat_test(scores[i], reference_scores[i], scores[refs], reference_scores[refs],
+    ...)`` with the same options and seed, bit for bit, where ``refs`` is model i's
+    references in increasing row order. From 30 references on (a leaderboard), the GCV
+    search, most of the cost, runs once per resample instead of once per model: each
+    resample's lambda is chosen on the points of the models its draws pick from
+    ``reference_models`` (all the rows by default) and every row is fitted at it. Leaving
+    one model of 30 or more out moves that lambda by little; the rows then equal
+    :func:`constat_test` within bootstrap error, not bit for bit (tested against the
+    reference's per-row GCV). With ``smoothing`` given there is no search, and the rows are
+    :func:`constat_test`'s bit for bit.
 
     Raises:
         ValueError, TypeError: as :func:`constat_test` (but a model that is not testable

@@ -232,7 +232,40 @@ struct Scratch {
     std::vector<std::size_t> draws_a, draws_b, seen;
     std::vector<double> px, py, ux, uy, ones, ax, ay, aw;
     std::vector<std::size_t> order;
+    // the sorted path: per reference position, its x and y, the positions in x and in y
+    // order, the draw counts of each draw set, and a row's counts
+    std::vector<double> vx, vy;
+    std::vector<std::size_t> by_x, by_y, count_a, count_b, count;
 };
+
+// The sorted coordinate list of a multiset: the values `value[r]` of the positions r in
+// `order` (increasing value), each count[r] times, with g placed among them when `guess`.
+void emit_sorted(const std::vector<std::size_t>& order, const std::vector<double>& value, const std::size_t* count,
+                 bool guess, double g, std::vector<double>& out) {
+    out.clear();
+    bool placed = !guess;
+    for (const std::size_t r : order) {
+        const double v = value[r];
+        if (!placed && g <= v) out.push_back(g), placed = true;
+        for (std::size_t c = count[r]; c > 0; --c) out.push_back(v);
+    }
+    if (!placed) out.push_back(g);
+}
+
+// ConStat's sorted points (sort=True) from per-reference counts, without sorting: the
+// same (ux, uy) prepare_points(s, true) gives for that multiset. Returns their number.
+std::size_t sorted_points(Scratch& s, const std::size_t* count, bool guess, double gx, double gy) {
+    emit_sorted(s.by_x, s.vx, count, guess, gx, s.ux);
+    emit_sorted(s.by_y, s.vy, count, guess, gy, s.uy);
+    const std::size_t k = s.ux.size();
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+        if (i + 1 < k && s.ux[i] == s.ux[i + 1]) continue;  // ConStat deletes the first of a tie
+        s.ux[n] = s.ux[i], s.uy[n] = s.uy[i], ++n;
+    }
+    s.ux.resize(n), s.uy.resize(n);
+    return n;
+}
 
 // A standard normal from one word, by inversion: Phi^-1((top 53 bits + 1/2) / 2^53).
 double normal_from(Philox& gen) {
@@ -288,15 +321,18 @@ std::size_t prepare_points(Scratch& s, bool sort) {
 // lambda given, or chosen by GCV on the points alone with unit weights; then the anchors
 // (0, 0) before and (1, 1) after, weight kConStatAnchorWeight, where the points do not
 // already reach 0 or 1, and the spline refitted at that lambda.
+// GCV's lambda on the prepared points (ux, uy) with unit weights.
+double constat_gcv_lambda(Scratch& s) {
+    const std::size_t n = s.ux.size();
+    s.ones.assign(n, 1.0);
+    s.spline.bands.setup(s.ux.data(), s.uy.data(), s.ones.data(), n);
+    return gcv_lambda(s.spline);
+}
+
 double constat_fit(Scratch& s, double lambda, double x0) {
     const std::size_t n = s.ux.size();
     constexpr double kMaxLambda = 1e200;  // as spline_predict: the line long before
-    double lam = std::min(lambda, kMaxLambda);
-    if (lambda < 0.0) {
-        s.ones.assign(n, 1.0);
-        s.spline.bands.setup(s.ux.data(), s.uy.data(), s.ones.data(), n);
-        lam = gcv_lambda(s.spline);
-    }
+    const double lam = lambda < 0.0 ? constat_gcv_lambda(s) : std::min(lambda, kMaxLambda);
     s.ax.clear(), s.ay.clear(), s.aw.clear();
     if (s.ux.front() > 0.0) s.ax.push_back(0.0), s.ay.push_back(0.0), s.aw.push_back(kConStatAnchorWeight);
     for (std::size_t i = 0; i < n; ++i) s.ax.push_back(s.ux[i]), s.ay.push_back(s.uy[i]), s.aw.push_back(1.0);
@@ -351,12 +387,19 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
     const double sd_r = guess ? std::sqrt(gr * (1.0 - gr) / static_cast<double>(n_reference)) : 0.0;
 
     // Row means of a matrix with per-column counts (all 1: the full data).
+    // Eight accumulators (item i into i mod 8, then added pairwise): the compiler can keep
+    // them in vector registers; the order is fixed, so the result is too. On 0/1 scores
+    // every partial sum is an exact integer, so equal multisets give equal means.
     auto row_means = [m](const double* data, std::size_t cols, const double* counts, std::vector<double>& out) {
         out.resize(m);
         for (std::size_t j = 0; j < m; ++j) {
             const double* row = data + j * cols;
-            double sum = 0.0;
-            for (std::size_t i = 0; i < cols; ++i) sum += counts[i] * row[i];
+            double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+            std::size_t i = 0;
+            for (; i + 8 <= cols; i += 8)
+                for (std::size_t u = 0; u < 8; ++u) acc[u] += counts[i + u] * row[i + u];
+            for (; i < cols; ++i) acc[i % 8] += counts[i] * row[i];
+            const double sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
             out[j] = sum / static_cast<double>(cols);
         }
     };
@@ -373,6 +416,25 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
         return prepare_points(s, options.sort);
     };
     const double nan = std::numeric_limits<double>::quiet_NaN();
+    // Each tested row's position in `references` (n_references when it is not one): its
+    // list is `references` without that position, so the model at list index q is the
+    // reference at position q, or q + 1 from that position on.
+    std::vector<std::size_t> position(n_tested, n_references);
+    for (std::size_t t = 0; t < n_tested; ++t)
+        for (std::size_t r = 0; r < n_references; ++r)
+            if (references[r] == tested[t]) position[t] = r;
+    // Tested row t's count of each reference position from the draw counts `drawn` (per
+    // list index) of its list's size.
+    auto row_counts = [&](Scratch& s, std::size_t t, const std::vector<std::size_t>& drawn) {
+        s.count.assign(n_references, 0);
+        const std::size_t skip = position[t];
+        for (std::size_t q = 0; q < drawn.size(); ++q) s.count[q < skip ? q : q + 1] = drawn[q];
+        return s.count.data();
+    };
+    auto histogram = [](const std::vector<std::size_t>& draws, std::vector<std::size_t>& out) {
+        out.assign(draws.size(), 0);
+        for (const std::size_t d : draws) ++out[d];
+    };
 
     std::vector<std::size_t> testable;
     {  // the full data
@@ -396,6 +458,9 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
         }
     }
     if (testable.empty()) return;
+    // With many references, GCV's lambda of a resample is chosen once, on the points of
+    // the models its draws pick from `references` itself, and every row is fitted at it.
+    const bool share = options.lambda < 0.0 && k_small >= kConStatShareLambda;
 
     const StreamBlocks streams{key0, key1, n_bootstrap, kConStatBlock};
     for_each_stream_block_claimed(
@@ -438,15 +503,52 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
                         Philox copy = g;
                         draw_models(copy, k_small, s.draws_b, s.seen);
                     }
+                    if (options.sort) {  // the references in x and in y order, once
+                        s.vx.resize(n_references), s.vy.resize(n_references);
+                        for (std::size_t r = 0; r < n_references; ++r) {
+                            const std::size_t j = static_cast<std::size_t>(references[r]);
+                            s.vx[r] = s.ref[j], s.vy[r] = s.bench[j];
+                        }
+                        for (auto* v : {&s.by_x, &s.by_y}) {
+                            v->resize(n_references);
+                            std::iota(v->begin(), v->end(), std::size_t{0});
+                        }
+                        std::sort(s.by_x.begin(), s.by_x.end(), [&](std::size_t i, std::size_t j) { return s.vx[i] < s.vx[j]; });
+                        std::sort(s.by_y.begin(), s.by_y.end(), [&](std::size_t i, std::size_t j) { return s.vy[i] < s.vy[j]; });
+                        histogram(s.draws_a, s.count_a);
+                        if (k_small != k_big) histogram(s.draws_b, s.count_b);
+                    }
+                    double lam = options.lambda;
+                    if (share) {
+                        std::size_t n_shared;
+                        if (options.sort) {
+                            s.count.assign(n_references, 0);
+                            std::copy(s.count_a.begin(), s.count_a.end(), s.count.begin());
+                            n_shared = sorted_points(s, s.count.data(), guess, gx, gy);
+                        } else {
+                            s.px.clear(), s.py.clear();
+                            if (guess) s.px.push_back(gx), s.py.push_back(gy);
+                            for (const std::size_t d : s.draws_a) {
+                                const std::size_t j = static_cast<std::size_t>(references[d]);
+                                s.px.push_back(s.ref[j]), s.py.push_back(s.bench[j]);
+                            }
+                            n_shared = prepare_points(s, false);
+                        }
+                        if (n_shared >= kConStatMinDistinct) lam = constat_gcv_lambda(s);
+                    }
                     left.clear();
                     for (const std::size_t t : pending) {
-                        const auto& draws = lists[t].size() == k_big ? s.draws_a : s.draws_b;
-                        if (points(s, t, draws.data(), gx, gy) < kConStatMinDistinct) {
+                        const bool big = lists[t].size() == k_big;
+                        const auto& draws = big ? s.draws_a : s.draws_b;
+                        const std::size_t n_points =
+                            options.sort ? sorted_points(s, row_counts(s, t, big ? s.count_a : s.count_b), guess, gx, gy)
+                                         : points(s, t, draws.data(), gx, gy);
+                        if (n_points < kConStatMinDistinct) {
                             left.push_back(t);  // ConStat draws this resample again
                             continue;
                         }
                         const std::size_t i = static_cast<std::size_t>(tested[t]);
-                        replicates[t * n_bootstrap + b] = s.bench[i] - constat_fit(s, options.lambda, s.ref[i]);
+                        replicates[t * n_bootstrap + b] = s.bench[i] - constat_fit(s, lam, s.ref[i]);
                     }
                     pending.swap(left);
                 }

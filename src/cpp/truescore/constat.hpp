@@ -38,6 +38,11 @@ double smoothing_spline_gcv_lambda(const double* x, const double* y, const doubl
 // fewer than kConStatMinDistinct distinct abscissas, without a limit) before the row is
 // reported as not testable; and the per-row statuses.
 inline constexpr std::uint64_t kConStatMaxAttempts = 1000;
+// From this many references per tested model on, GCV's lambda is chosen once per resample
+// (on the points of the models the resample's draws pick from `references`) and shared
+// by every tested row, instead of once per row: leaving one model of 30 or more out moves
+// it by little, and the per-row GCV was most of the cost of a large suite.
+inline constexpr std::size_t kConStatShareLambda = 30;
 inline constexpr std::int8_t kConStatTestable = 0;
 inline constexpr std::int8_t kConStatTooFewDistinct = 1;    // the full data has < 5 distinct x
 inline constexpr std::int8_t kConStatRedrawsExhausted = 2;  // a resample failed every attempt
@@ -65,7 +70,8 @@ struct ConStatOptions {
 // (each coordinate on its own with `sort`, else the pairs by x) with every point whose x
 // equals the next one's dropped; fewer than kConStatMinDistinct left: attempt a + 1 for
 // that row (up to kConStatMaxAttempts). The fit: lambda given or by GCV on those points
-// with unit weights, then anchors (0, 0) and (1, 1) of weight kConStatAnchorWeight where
+// with unit weights (with kConStatShareLambda or more references: on the points of
+// references[d] for the resample's draws d of the largest count, once per attempt), then anchors (0, 0) and (1, 1) of weight kConStatAnchorWeight where
 // the points do not reach 0 or 1, refitted at that lambda; its value at the row's
 // reference score, clipped to [0, 1], subtracted from its benchmark score: delta*_b.
 // replicates (n_tested, n_bootstrap) row-major; actual, predicted (n_tested): the
