@@ -253,3 +253,77 @@ def test_named_reference_models_are_constat_tests_rows():
     result = tf.suite_audit(gap, tests=("constat",), n_bootstrap=50, reference_models=names)
     assert set(result.benchmark) == {"bench-1"} and len(result.test) == 7
     assert result.skipped == ("constat on bench-2: reference models without data ['model-07']",)
+
+
+# ------------------------------------------------------------ progress, executors, Ctrl-C
+
+
+def _same_audit(a, b):
+    assert (a.model, a.benchmark, a.test, a.skipped) == (b.model, b.benchmark, b.test, b.skipped)
+    for name in ("p_value", "adjusted_p_value", "flagged", "estimate", "low", "high", "n"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_an_executor_gives_the_serial_result_thread_pool_and_dask():
+    """Each benchmark is one task: a thread pool and a real Dask cluster of two worker
+    processes (arguments and results pickled) give the serial run's rows exactly."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = tf.simulate_suite(models=7, benchmarks=3, parents=60, leaks=((1, 0, 0.5),), seed=3)
+    serial = tf.suite_audit(data, n_bootstrap=100, seed=4, progress=False)
+    assert set(serial.test) == {"matched_form", "randomization", "constat"}
+    with ThreadPoolExecutor(2) as pool:
+        _same_audit(serial, tf.suite_audit(data, n_bootstrap=100, seed=4, executor=pool))
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        remote = tf.suite_audit(data, n_bootstrap=100, seed=4, executor=client.get_executor(),
+                                threads=1)  # fmt: skip
+    _same_audit(serial, remote)
+
+
+def test_ctrl_c_cancels_the_benchmarks_not_started():
+    """A KeyboardInterrupt while the first benchmark's result is awaited cancels every
+    task not yet started, and reaches the caller."""
+    from concurrent.futures import Executor, Future
+
+    class Held(Executor):
+        def __init__(self):
+            self.futures = []
+
+        def submit(self, fn, /, *args, **kwargs):
+            future = Future()
+            if not self.futures:
+                future.set_exception(KeyboardInterrupt())
+            self.futures.append(future)
+            return future
+
+    data = tf.simulate_suite(models=4, benchmarks=3, parents=40, seed=1)
+    held = Held()
+    with pytest.raises(KeyboardInterrupt):
+        tf.suite_audit(data, tests=FAST, executor=held)
+    assert len(held.futures) == 3 and all(f.cancelled() for f in held.futures[1:])
+
+
+def test_progress_is_counted_in_pairs_on_stderr(capsys, monkeypatch):
+    data = tf.simulate_suite(models=4, benchmarks=2, parents=40, leaks=(), seed=1)
+    tf.suite_audit(data, tests=FAST, progress=False)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("TRUESCORE_FAST_PROGRESS_AFTER", "0")
+    tf.suite_audit(data, tests=FAST, progress=True)
+    err = capsys.readouterr().err
+    assert "suite audit" in err and "8/8" in err
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"progress": "yes"}, "progress"), ({"executor": object()}, "executor")],
+)
+def test_progress_and_executor_are_checked(kwargs, match):
+    data = tf.simulate_suite(models=4, benchmarks=1, parents=40, leaks=(), seed=1)
+    with pytest.raises(ValueError, match=match):
+        tf.suite_audit(data, tests=FAST, **kwargs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from truescore_fast.cli._catalog import HARNESSES
@@ -119,6 +120,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--threads", metavar="T", type=integer_flag, default=None, help="threads (default all)"
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on stderr (default: only when stderr is a terminal)",
     )
     columns = parser.add_argument_group("table columns", "the long table's column names")
     for role in ("model", "benchmark", "parent", "form", "correct"):
@@ -273,7 +280,10 @@ def run_suite(args: argparse.Namespace) -> int:
         random_guess=_random_guess(args.random_guess, data.benchmarks),
         seed=args.seed,
         threads=args.threads,
-    )
+        progress=args.progress if args.progress is not None else (
+            None if sys.stderr.isatty() else False
+        ),
+    )  # fmt: skip
     if args.report is not None or args.plot is not None:
         from truescore_fast.suite.report import plot_heatmap, write_report
 

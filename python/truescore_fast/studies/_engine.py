@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -41,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._progress import Progress as _Progress
 from truescore_fast._validation import one_line, threads_used
 from truescore_fast.studies._checkpoint import Checkpoint
 
@@ -327,57 +327,6 @@ def _run_slice(
         if time.perf_counter() > deadline:
             break
     return np.concatenate(parts), end, next_chunk
-
-
-def _auto_progress_after() -> float:
-    """Seconds before an automatic (``progress=None``) bar appears: 1, or the value of the
-    environment variable ``TRUESCORE_FAST_PROGRESS_AFTER`` (the tests set 0, so whether a
-    bar appears does not depend on how fast the machine is)."""
-    try:
-        return max(float(os.environ.get("TRUESCORE_FAST_PROGRESS_AFTER", "1")), 0.0)
-    except ValueError:
-        return 1.0
-
-
-class _Progress:
-    """tqdm when installed (else a plain stderr line); ``None`` starts it after 1 s."""
-
-    def __init__(self, enabled: bool | None, total: int, desc: str) -> None:
-        self.enabled, self.total, self.desc = enabled, total, desc
-        self.done = 0
-        self.start = time.perf_counter()
-        self.bar: Any = None
-        self.last_print = 0.0
-        self.after = _auto_progress_after()
-
-    def _open(self) -> None:
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            self.bar = False
-            return
-        self.bar = tqdm(total=self.total, desc=self.desc, unit="rep", initial=self.done)
-
-    def update(self, count: int) -> None:
-        self.done += count
-        if self.enabled is False:
-            return
-        now = time.perf_counter()
-        if self.bar is None and (self.enabled or now - self.start >= self.after):
-            self._open()
-            if self.bar:
-                return
-        if self.bar:
-            self.bar.update(count)
-        elif self.bar is False and now - self.last_print > 1.0:
-            self.last_print = now
-            print(f"\r{self.desc}: {self.done}/{self.total}", end="", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.bar:
-            self.bar.close()
-        elif self.bar is False and self.last_print:
-            print(file=sys.stderr)
 
 
 def _execute(

@@ -55,12 +55,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._progress import Progress
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import TabularResult
 from truescore_fast._validation import (
@@ -338,6 +340,64 @@ def _constat_rows(
     return rows, None
 
 
+def _benchmark_rows(
+    b_index: int,
+    benchmark: str,
+    pairs: Sequence[SuitePair],
+    chosen: Sequence[str],
+    alpha: float,
+    seed: int,
+    threads: int | None,
+    n_bootstrap: int,
+    reference_models: Sequence[str] | None,
+    random_guess: float,
+) -> tuple[list[_Row], str | None]:
+    """Every test of one benchmark: its rows (by model, then test) and why ConStat did not
+    run there, if it did not. A task of its own (an executor runs it anywhere): its result
+    depends on its arguments only."""
+    by_model: dict[str, list[_Row]] = {p.model: [] for p in pairs}
+    for pair in pairs:
+        if pair.has_fresh:
+            by_model[pair.model] += _matched_rows(pair, chosen, alpha, seed, threads)
+        if "order" in chosen and pair.order is not None:
+            by_model[pair.model].append(_order_row(pair, threads))
+    reason = None
+    if "constat" in chosen:
+        found, reason = _constat_rows(
+            benchmark, pairs, alpha=alpha, n_bootstrap=n_bootstrap,
+            seed=seed_int([seed, b_index]), threads=threads,
+            reference_models=reference_models, random_guess=random_guess,
+        )  # fmt: skip
+        for row in found:
+            by_model[row[0]].append(row)
+    return [row for model_rows in by_model.values() for row in model_rows], reason
+
+
+def _run_benchmarks(
+    tasks: Sequence[tuple[Any, ...]], executor: Executor | None, bar: Progress
+) -> list[tuple[list[_Row], str | None]]:
+    """Each benchmark's task, in order: here, or on ``executor`` (all submitted at once,
+    collected in order; on any exception, Ctrl-C included, the ones not yet started are
+    cancelled)."""
+    if executor is None:
+        out = []
+        for task in tasks:
+            out.append(_benchmark_rows(*task))
+            bar.update(len(task[2]))
+        return out
+    futures = [executor.submit(_benchmark_rows, *task) for task in tasks]
+    try:
+        out = []
+        for future, task in zip(futures, tasks, strict=True):
+            out.append(future.result())
+            bar.update(len(task[2]))
+        return out
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+
+
 def _check_random_guess(value: Any) -> Any:
     """``random_guess`` checked, as a function benchmark -> accuracy."""
     if isinstance(value, Mapping):
@@ -377,6 +437,8 @@ def suite_audit(
     threads: int | None = None,
     columns: Mapping[str, str] | None = None,
     logliks: Mapping[tuple[str, str], Any] | None = None,
+    progress: bool | None = None,
+    executor: Executor | None = None,
 ) -> SuiteAudit:
     """Audit a whole suite: every applicable test per (model, benchmark), the p-values of
     all of them adjusted together, and the triples flagged at level q.
@@ -414,6 +476,12 @@ def suite_audit(
             result does not depend on it.
         columns, logliks: Passed to :func:`read_suite` when ``source`` is not a
             :class:`SuiteData`.
+        progress: A progress bar on stderr, counted in pairs: True, False, or None
+            (default: one appears when the audit has run for a second), as the studies'.
+        executor: Any :class:`concurrent.futures.Executor` (a process pool, a Dask
+            ``distributed.Client``'s ``get_executor()``): each benchmark's tests run there
+            as one task. The result is the serial run's, row for row: a task's result
+            depends only on its benchmark's data and the seed.
 
     Returns:
         A :class:`SuiteAudit`, rows ordered by benchmark, model and then test.
@@ -429,6 +497,12 @@ def suite_audit(
     check_alpha(q, "q")
     check_alpha(alpha)
     check_choice("fdr", fdr, FDR_METHODS)
+    if not (progress is None or isinstance(progress, (bool, np.bool_))):
+        raise ValueError(f"progress must be True, False or None (auto); got {one_line(progress)}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise ValueError(
+            f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}"
+        )
     chosen = _check_tests(tests)
     resamples = check_positive_int("n_bootstrap", n_bootstrap)
     n_threads = check_n_threads(threads)
@@ -460,29 +534,21 @@ def suite_audit(
                 f"models are {list(data.models)}"
             )
 
+    tasks = [
+        (b_index, benchmark, [p for p in data.pairs if p.benchmark == benchmark], chosen,
+         alpha, seed_used, n_threads, resamples, reference_models, guesses(benchmark))
+        for b_index, benchmark in enumerate(data.benchmarks)
+    ]  # fmt: skip
     rows: list[_Row] = []
     skipped: list[str] = []
-    for b_index, benchmark in enumerate(data.benchmarks):
-        pairs = [p for p in data.pairs if p.benchmark == benchmark]
-        by_model: dict[str, list[_Row]] = {p.model: [] for p in pairs}
-        for pair in pairs:
-            if pair.has_fresh:
-                by_model[pair.model] += _matched_rows(pair, chosen, alpha, seed_used, n_threads)
-            if "order" in chosen and pair.order is not None:
-                by_model[pair.model].append(_order_row(pair, n_threads))
-        if "constat" in chosen:
-            found, reason = _constat_rows(
-                benchmark, pairs, alpha=alpha, n_bootstrap=resamples,
-                seed=seed_int([seed_used, b_index]), threads=n_threads,
-                reference_models=reference_models,
-                random_guess=guesses(benchmark),
-            )  # fmt: skip
+    bar = Progress(progress, len(data.pairs), "suite audit", unit="pair")
+    try:
+        for found, reason in _run_benchmarks(tasks, executor, bar):
+            rows += found
             if reason is not None:
                 skipped.append(reason)
-            for row in found:
-                by_model[row[0]].append(row)
-        for model_rows in by_model.values():
-            rows += model_rows
+    finally:
+        bar.close()
     asked = [t for t in chosen if t != "constat"]
     ran = {r[2] for r in rows}
     needs = {
