@@ -132,3 +132,11 @@ def test_the_study_is_registered_for_calibrate():
     from truescore_fast.studies.registry import STUDIES
 
     assert STUDIES["suite"].replications == 200
+
+
+def test_the_study_prints_no_progress_bar_of_its_audits(capsys, monkeypatch):
+    # each replication runs a suite audit; only the study's own bar may print
+    monkeypatch.setenv("TRUESCORE_FAST_PROGRESS_AFTER", "0")
+    tf.suite_study(models=6, benchmarks=1, parents=30, leaks=(), tests=("randomization",),
+                   replications=3, seed=1, progress=False)  # fmt: skip
+    assert capsys.readouterr().err == ""

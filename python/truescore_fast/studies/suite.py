@@ -188,7 +188,7 @@ def _suite_task(
         data = _simulate(rng, *design[:4], leaks, design[4])
         result = suite_audit(
             data, q=q, fdr=fdr, tests=tests, n_bootstrap=n_bootstrap,  # type: ignore[arg-type]
-            seed=int(rng.integers(0, 2**63)), threads=1,
+            seed=int(rng.integers(0, 2**63)), threads=1, progress=False,
         )  # fmt: skip
         flagged = result.flagged
         true = np.array(

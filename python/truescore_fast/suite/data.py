@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -331,8 +331,10 @@ _Coded = tuple[
 def _arrow_table(source: Any, names: Mapping[str, str]) -> Any:
     """The table as pyarrow reads it (labels dictionary-encoded, scores float64), or None
     when pyarrow is absent, the source is not a CSV/TSV/Parquet path, or pyarrow cannot
-    read it as such (the row-by-row reader then says why)."""
-    from truescore_fast._files import STDIN, read_input_bytes, table_suffix
+    read it as such (the row-by-row reader then says why). A plain file is streamed from
+    disk (its bytes are never held whole); a gzip file is decompressed by
+    ``read_input_bytes``, whose budget refuses one that would not fit in memory."""
+    from truescore_fast._files import STDIN, check_input_file, read_input_bytes, table_suffix
 
     if not isinstance(source, (str, os.PathLike)) or str(source) == STDIN:
         return None
@@ -346,46 +348,44 @@ def _arrow_table(source: Any, names: Mapping[str, str]) -> Any:
         import pyarrow.parquet as pa_parquet
     except ImportError:
         return None
-    _, data = read_input_bytes(source)  # its size checks, gzip recognised by content
+    path = check_input_file(source)
+    with open(path, "rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+    # pyarrow skips a UTF-8 byte-order mark (Excel's "CSV UTF-8"), as the row reader does
+    stream: Any = pa.BufferReader(read_input_bytes(source)[1]) if gzipped else str(path)
     labels = pa.dictionary(pa.int32(), pa.string())
     try:
         if delimiter == "parquet":
-            table = pa_parquet.read_table(pa.BufferReader(data))
-        else:
-            if data.startswith(b"\xef\xbb\xbf"):
-                data = data[3:]  # a UTF-8 byte-order mark (Excel's CSV UTF-8)
-            types = {names[r]: labels for r in ("model", "benchmark", "parent", "form")}
-            types[names["correct"]] = pa.float64()
-            table = pa_csv.read_csv(
-                pa.BufferReader(data),
-                parse_options=pa_csv.ParseOptions(delimiter=delimiter),
-                convert_options=pa_csv.ConvertOptions(
-                    column_types=types, strings_can_be_null=False
-                ),
-            )
+            return pa_parquet.read_table(stream)
+        types = {names[r]: labels for r in ("model", "benchmark", "parent", "form")}
+        types[names["correct"]] = pa.float64()
+        return pa_csv.read_csv(
+            stream,
+            parse_options=pa_csv.ParseOptions(delimiter=delimiter),
+            convert_options=pa_csv.ConvertOptions(column_types=types, strings_can_be_null=False),
+        )
     except (pa.ArrowException, OSError, ValueError):
         return None
-    return table
 
 
-def _codes(column: Any) -> tuple[npt.NDArray[np.int64], list[str]] | None:
-    """A label column's codes (first appearance order) and labels, or None when a label
-    is missing, empty or has surrounding spaces."""
+def _codes(column: Any) -> tuple[npt.NDArray[np.int32], list[str]] | None:
+    """A label column's codes and labels, or None when a label is missing, empty or has
+    surrounding spaces."""
     import pyarrow as pa
 
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         column = column.dictionary_encode()
     if not (pa.types.is_dictionary(column.type) and pa.types.is_string(column.type.value_type)):
         return None
-    column = column.unify_dictionaries() if hasattr(column, "unify_dictionaries") else column
-    chunks = column.chunks if hasattr(column, "chunks") else [column]
+    column = column.unify_dictionaries()
+    chunks = column.chunks
     if not chunks or any(c.null_count for c in chunks):
         return None
     dictionary = chunks[0].dictionary.to_pylist()
     if any(not d or d != d.strip() for d in dictionary):
         return None
     codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
-    return codes.astype(np.int64, copy=False), dictionary
+    return codes.astype(np.int32, copy=False), dictionary
 
 
 def _read_coded(
@@ -396,12 +396,6 @@ def _read_coded(
         return None
     if table.num_rows == 0:
         return None
-    coded = {}
-    for role in ("model", "benchmark", "parent", "form"):
-        got = _codes(table.column(names[role]))
-        if got is None:
-            return None
-        coded[role] = got
     import pyarrow as pa
 
     score = table.column(names["correct"])
@@ -412,49 +406,42 @@ def _read_coded(
     values = score.to_numpy().astype(np.float64, copy=False)
     if not np.all((values >= 0.0) & (values <= 1.0)):  # NaN fails too
         return None
-    model, models = coded["model"]
-    bench, benches = coded["benchmark"]
+    coded = {}
+    for role in ("model", "benchmark", "parent", "form"):
+        got = _codes(table.column(names[role]))
+        if got is None:
+            return None
+        coded[role] = got
+    del table, score  # the codes and the scores are all that is kept
+    model, models = coded.pop("model")
+    bench, benches = coded.pop("benchmark")
     parent, parents = coded["parent"]
     form, forms = coded["form"]
-    n_rows = values.shape[0]
     is_ref = np.zeros(len(forms), dtype=bool)
     if reference in forms:
         is_ref[forms.index(reference)] = True
     ref_row = is_ref[form]
-    pair = model * len(benches) + bench
-    rows = np.arange(n_rows)
+    n_refs = int(np.count_nonzero(ref_row))
+    pair = model.astype(np.int64) * len(benches) + bench
+    del model, bench
     column_of = np.zeros(len(forms), dtype=np.int64)  # filled per pair
     labels: dict[bytes, tuple[str, ...]] = {}  # parent lists shared between pairs
     out_forms: dict[Any, Any] = {}
     out_refs: dict[Any, Any] = {}
     keys: list[tuple[str, str]] = []
     for refs_pass in (False, True):
-        chosen = rows[ref_row == refs_pass]
-        if chosen.shape[0] == 0:
+        count = n_refs if refs_pass else values.shape[0] - n_refs
+        if count == 0:
             continue
-        # pairs by first appearance, then parents by first appearance within the pair
-        p = pair[chosen]
-        first_pair = np.unique(p, return_index=True)
-        pair_rank = np.empty(first_pair[0].shape[0], dtype=np.int64)
-        pair_rank[np.argsort(first_pair[1], kind="stable")] = np.arange(pair_rank.shape[0])
-        p_rank = pair_rank[np.searchsorted(first_pair[0], p)]
-        pp = p * len(parents) + parent[chosen]
-        first_pp = np.unique(pp, return_inverse=True, return_index=True)
-        pp_first = first_pp[1][first_pp[2]]  # each row: where its (pair, parent) first appears
-        order = np.lexsort((form[chosen], pp_first, p_rank))
-        sorted_rows = chosen[order]
-        # one row per (model, benchmark, parent, form): a duplicate goes the slow way
-        same = (pp[order][1:] == pp[order][:-1]) & (
-            form[sorted_rows][1:] == form[sorted_rows][:-1]
-        )
-        if same.any():
-            return None
-        ranks = p_rank[order]
-        bounds = np.flatnonzero(np.diff(ranks)) + 1
-        for piece in np.split(sorted_rows, bounds):
-            key = (models[model[piece[0]]], benches[bench[piece[0]]])
+        rows = None if count == values.shape[0] else np.flatnonzero(ref_row == refs_pass)
+        for piece in _pair_rows(pair if rows is None else pair[rows], rows):
+            code = int(pair[piece[0]])
+            key = (models[code // len(benches)], benches[code % len(benches)])
             if refs_pass:
-                out_refs[key] = (_labels(labels, parent[piece], parents), values[piece])
+                codes = parent[piece]
+                if np.unique(codes).shape[0] != codes.shape[0]:
+                    return None  # a reference item given twice
+                out_refs[key] = (_labels(labels, codes, parents), values[piece])
                 if key not in out_forms:
                     keys.append(key)
                 continue
@@ -467,8 +454,32 @@ def _read_coded(
     return keys, out_forms, out_refs
 
 
+def _pair_rows(
+    pair: npt.NDArray[np.int64], rows: npt.NDArray[np.int64] | None
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Each pair's rows (indices into the table, in file order), pairs in order of first
+    appearance; ``pair`` is the pair code of the rows ``rows`` (None: every row). A table
+    written pair by pair (the usual case) needs no sort."""
+    n = pair.shape[0]
+    at = np.arange(n) if rows is None else rows
+    breaks = np.flatnonzero(pair[1:] != pair[:-1]) + 1
+    if breaks.shape[0] + 1 == np.count_nonzero(np.bincount(pair)):  # each pair one run
+        starts = np.r_[0, breaks]
+        ends = np.r_[breaks, n]
+        for begin, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            yield at[begin:end]
+        return
+    codes, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    rank = np.empty(codes.shape[0], dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(codes.shape[0])
+    ranked = rank[inverse]
+    order = np.argsort(ranked, kind="stable")
+    bounds = np.flatnonzero(np.diff(ranked[order])) + 1
+    yield from np.split(at[order], bounds)
+
+
 def _labels(
-    cache: dict[bytes, tuple[str, ...]], codes: npt.NDArray[np.int64], parents: list[str]
+    cache: dict[bytes, tuple[str, ...]], codes: npt.NDArray[Any], parents: list[str]
 ) -> tuple[str, ...]:
     """The parent labels of ``codes``, one tuple shared by every pair with the same list."""
     key = codes.tobytes()
@@ -480,8 +491,8 @@ def _labels(
 
 def _coded_forms(
     piece: npt.NDArray[np.int64],
-    parent: npt.NDArray[np.int64],
-    form: npt.NDArray[np.int64],
+    parent: npt.NDArray[np.int32],
+    form: npt.NDArray[np.int32],
     forms: list[str],
     values: npt.NDArray[np.float64],
     parents: list[str],
@@ -489,10 +500,10 @@ def _coded_forms(
     column_of: npt.NDArray[np.int64],
     cache: dict[bytes, tuple[str, ...]],
 ) -> Any:
-    """One pair's rows (sorted by parent's first appearance): (parent labels, fresh form
-    names, scores (n, 1 + K): the public form then the fresh forms in name order, NaN
-    where a parent has no fresh forms), or None when a parent lacks its public form or
-    parents differ in their fresh forms."""
+    """One pair's rows (in file order): (parent labels by first appearance, fresh form
+    names, scores (n, 1 + K): the public form then the fresh forms in name order, NaN where
+    a parent has no fresh forms), or None when a row repeats a (parent, form), a parent
+    lacks its public form or parents differ in their fresh forms."""
     piece_forms = form[piece]
     present = np.flatnonzero(np.bincount(piece_forms, minlength=len(forms)))
     names = [forms[c] for c in present]
@@ -501,19 +512,21 @@ def _coded_forms(
     fresh = sorted(n for n in names if n != public)
     for k, n in enumerate([public, *fresh]):
         column_of[forms.index(n)] = k
-    piece_parents = parent[piece]
-    starts = np.flatnonzero(np.r_[True, piece_parents[1:] != piece_parents[:-1]])
-    n_parents = starts.shape[0]
-    which = np.repeat(np.arange(n_parents), np.diff(np.r_[starts, piece.shape[0]]))
-    grid = np.full((n_parents, 1 + len(fresh)), np.nan)
-    grid[which, column_of[piece_forms]] = values[piece]
+    codes, first, inverse = np.unique(parent[piece], return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty(codes.shape[0], dtype=np.int64)
+    rank[by_first] = np.arange(codes.shape[0])
+    grid = np.full((codes.shape[0], 1 + len(fresh)), np.nan)
+    grid[rank[inverse], column_of[piece_forms]] = values[piece]
+    if np.count_nonzero(~np.isnan(grid)) != piece.shape[0]:
+        return None  # a (parent, form) given twice
     if np.isnan(grid[:, 0]).any():
         return None  # a parent with fresh forms but no public form
     if fresh:
         have = ~np.isnan(grid[:, 1:])
         if not np.all(have.all(axis=1) | ~have.any(axis=1)):
             return None  # parents with different fresh forms
-    return _labels(cache, piece_parents[starts], parents), tuple(fresh), grid
+    return _labels(cache, codes[by_first], parents), tuple(fresh), grid
 
 
 def _coded_pair(
