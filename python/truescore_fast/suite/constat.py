@@ -379,11 +379,10 @@ def _p_value(row: npt.NDArray[np.float64], mean: float, delta: float) -> float:
 
 
 def _extrapolated(
-    reference: npt.NDArray[np.float64], references: npt.NDArray[np.int64], tested: int
+    means: npt.NDArray[np.float64], references: npt.NDArray[np.int64], tested: int
 ) -> bool:
-    """Whether row ``tested``'s mean lies outside the means of its references (the rows of
-    ``references`` but itself)."""
-    means = reference.mean(axis=1)
+    """Whether row ``tested``'s mean reference score (``means``, one per row) lies outside
+    the means of its references (the rows of ``references`` but itself)."""
     others = means[references[references != tested]]
     return bool(means[tested] < others.min() or means[tested] > others.max())
 
@@ -441,6 +440,7 @@ def _tests(
     estimate, low, high, p = _summaries(reps, options.delta, options.alpha)
     estimate[lost], low[lost], high[lost], p[lost] = 0.0, -1.0, 1.0, 1.0
     members = set(refs.tolist())
+    means = reference.mean(axis=1)
     return ConStatTests(
         estimate=estimate,
         low=low,
@@ -449,7 +449,7 @@ def _tests(
         actual=actual,
         predicted=predicted,
         n_references=np.array([len(members - {int(i)}) for i in tested], dtype=np.int64),
-        extrapolated=np.array([_extrapolated(reference, refs, int(i)) for i in tested]),
+        extrapolated=np.array([_extrapolated(means, refs, int(i)) for i in tested]),
         testable=status == 0,
         reason=tuple(_REASONS.get(int(v), "") for v in status),
         delta=options.delta,
