@@ -44,6 +44,7 @@ NOT_RESULTS = {
     "SuiteData": "parsed input suite (read_suite)",
     "SuitePair": "one pair of a parsed input suite",
     "OrderData": "one pair's parsed log-likelihoods",
+    "_Options": "ConStat's checked options (an input)",
 }
 
 

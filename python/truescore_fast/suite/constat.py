@@ -42,6 +42,7 @@ from truescore_fast._validation import (
     check_sequence,
     check_size,
     check_unit_interval,
+    one_line,
     real_scalar,
 )
 
@@ -316,7 +317,7 @@ def _options(
     if smoothing is not None:
         lam = real_scalar("smoothing", smoothing, low=0.0)
     if not isinstance(sort, (bool, np.bool_)):
-        raise TypeError(f"sort must be True or False; got {sort!r}")
+        raise TypeError(f"sort must be True or False; got {one_line(sort)}")
     return _Options(d, a, b, guess, lam, bool(sort))
 
 
