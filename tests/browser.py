@@ -15,6 +15,7 @@ code, on the ``securitypolicyviolation`` event) with the console's errors. On cl
 from __future__ import annotations
 
 import base64
+import fcntl
 import io
 import json
 import os
@@ -74,8 +75,10 @@ class Browser:
         to_child, self._write = os.pipe()
         self._read, from_child = os.pipe()
 
-        def descriptors():  # in the child: the protocol's pipes on 3 and 4
-            read, write = os.dup(to_child), os.dup(from_child)
+        def descriptors():  # in the child: the protocol's pipes on 3 and 4, inheritable
+            # (copied above 9 first, so that placing one cannot close the other)
+            read = fcntl.fcntl(to_child, fcntl.F_DUPFD, 10)
+            write = fcntl.fcntl(from_child, fcntl.F_DUPFD, 10)
             os.dup2(read, 3)
             os.dup2(write, 4)
 

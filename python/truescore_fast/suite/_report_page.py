@@ -16,6 +16,7 @@ import hashlib
 import html
 import json
 import math
+import numbers
 from typing import Any
 
 from truescore_fast import __version__
@@ -60,13 +61,14 @@ figcaption { color: #57606a; font-size: 0.9rem; }
 .controls button { font: inherit; }
 .rows { max-height: 85vh; overflow: auto; border: 1px solid #d0d7de; }
 table { border-collapse: collapse; font-size: 0.88rem; width: 100%; overflow-wrap: normal; }
-th, td { border-bottom: 1px solid #d0d7de; padding: 0.3rem 0.55rem; text-align: left; }
-th { background: #f6f8fa; position: sticky; top: 0; white-space: nowrap; }
+th, td { border-bottom: 1px solid #d0d7de; padding: 0.3rem 0.55rem; text-align: left;
+  white-space: nowrap; }
+th { background: #f6f8fa; position: sticky; top: 0; }
 th button { all: unset; cursor: pointer; font-weight: 700; }
 th button:focus-visible { outline: 2px solid #0969da; }
 th[aria-sort=ascending] button::after { content: " \\25B2"; }
 th[aria-sort=descending] button::after { content: " \\25BC"; }
-td:nth-child(n+4), th:nth-child(n+4) { text-align: right; white-space: nowrap;
+td:nth-child(n+4), th:nth-child(n+4) { text-align: right;
   font-variant-numeric: tabular-nums; }
 td:nth-child(6), th:nth-child(6) { text-align: left; }
 tr.flagged td { background: #fff1f0; }
@@ -188,6 +190,11 @@ def escape(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _count(result: Any, rows: int) -> str:
+    n_tests = getattr(result, "n_tests", rows)
+    return f"{int(n_tests):,}" if isinstance(n_tests, numbers.Integral) else str(n_tests)
+
+
 def _number(value: float, digits: int = 3) -> str:
     return "–" if math.isnan(value) else f"{value:.{digits}g}"
 
@@ -256,7 +263,7 @@ def page(
             ", ".join(f"{TEST_NAMES.get(t, t)} ({counts[t]:,})" for t in tests)
             + f"; {len(frame):,} in all",
         ),
-        ("Multiplicity", f"{fdr}, q = {q:g}, over {getattr(result, 'n_tests', len(frame))} tests"),
+        ("Multiplicity", f"{fdr}, q = {q:g}, over {_count(result, len(frame))} tests"),
         ("Seed", "not recorded" if seed is None else f"{seed}"),
         ("Flagged", f"{len(flagged)} tests on {len(pairs)} (model, benchmark) pairs"),
     ]
