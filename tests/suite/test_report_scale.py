@@ -346,7 +346,9 @@ def test_report_reads_at_desktop_and_phone_widths(which, example_report, large, 
             # no sideways scroll of the page: the figure and the table scroll in their boxes
             assert seen["scrollWidth"] == seen["clientWidth"] == width, seen
             natural, drawn, declared = seen["image"]
-            assert natural > 0 and drawn == declared  # decoded, at its size (not shrunk)
+            # decoded, and drawn at its size or narrowed to fit by at most 20 % (the
+            # labels' 15 px to no less than 12 px): wider, it scrolls in its own box
+            assert natural > 0 and 0.8 * declared - 1 <= drawn <= declared
             assert seen["controls"], "the script did not run"
             total = f"{result.n_tests:,}"
             assert seen["shown"] == f"{total} of {total} tests shown"

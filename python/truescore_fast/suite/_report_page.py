@@ -39,6 +39,8 @@ _TEST_MEANING = {
 # At most this many flagged pairs get a section of their own (the strongest evidence
 # first when there are more); every flagged row is in the table, which filters to them.
 PAIR_SECTIONS = 20
+# The heatmap is narrowed to fit the page, to no less than this fraction of its size.
+_NARROWEST = 0.8
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue",
@@ -53,7 +55,7 @@ dl.run { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1.2
 dl.run dt { font-weight: 600; } dl.run dd { margin: 0; }
 figure { margin: 1rem 0; }
 .scroll { overflow-x: auto; max-width: 100%; }
-.scroll img { display: block; max-width: none; }
+.scroll img { display: block; max-width: 100%; height: auto; }
 figcaption { color: #57606a; font-size: 0.9rem; }
 .controls { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; align-items: center;
   margin: 0.6rem 0; }
@@ -332,9 +334,11 @@ def _heatmap(
     if note:
         alt += f" {note}"
     # shown at 120 CSS px per inch (a little above the CSS inch of 96 px, so the figure's
-    # 9 pt labels read as 15 px), sharp on screens of up to 1.25 device pixels per px; a
-    # figure wider than the page (or a phone) scrolls in its own box, the page does not
+    # 9 pt labels read as 15 px), sharp on screens of up to 1.25 device pixels per px;
+    # narrowed to fit the page down to 80 % (labels of 12 px), and a figure wider still
+    # (or a phone's) scrolls in its own box: the page does not
     width, height = (round(int.from_bytes(png[k : k + 4], "big") * 120 / dpi) for k in (16, 20))
+    narrowest = round(width * _NARROWEST)
     data = base64.b64encode(png).decode("ascii")
     caption = (
         "Colour: the estimated inflation of the public score (fraction correct; red above "
@@ -347,6 +351,7 @@ def _heatmap(
     return (
         '<h2 id="heatmap">Heatmap</h2><figure><div class="scroll">'
         f'<img src="data:image/png;base64,{data}" width="{width}" height="{height}" '
+        f'style="min-width: {narrowest}px" '
         f'alt="{escape(alt)}"></div><figcaption>{escape(caption)}</figcaption></figure>'
     )
 

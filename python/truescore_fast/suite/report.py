@@ -604,9 +604,10 @@ def write_report(
 
     The page holds what was run (models, benchmarks, tests, q, the multiplicity method,
     the seed when the result has one), the heatmap of :func:`plot_heatmap` (inline, as a
-    PNG ``data:`` URI, at its full size: a figure wider than the screen scrolls in its
-    own box), a section per flagged (model, benchmark) pair (at most 20: the smallest
-    adjusted p-values), the result's summary and the table of every test, which sorts
+    PNG ``data:`` URI, at its full size or narrowed by at most a fifth to fit the
+    screen; a figure wider still scrolls in its own box), a section per flagged (model,
+    benchmark) pair (at most 20: the smallest adjusted p-values), the result's summary
+    and the table of every test, which sorts
     by any column (click its heading), filters by a name and by "flagged only", and
     downloads every row as CSV or JSON. It needs nothing else: no network, no font or
     image from elsewhere, and its one inline script is allowed by its hash in the page's
