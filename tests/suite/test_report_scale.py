@@ -92,6 +92,7 @@ class Double:
     """Literal rows (model, benchmark, adjusted p, flagged) of one ConStat test each."""
 
     def __init__(self, rows):
+        self.rows = rows
         self._frame = pd.DataFrame(
             [(m, b, "constat", a / 2, a, f, 0.01, NAN, NAN) for m, b, a, f in rows],
             columns="model benchmark test p_value adjusted_p_value flagged estimate low "
@@ -201,6 +202,10 @@ def test_heatmap_past_the_limit_keeps_the_flagged_and_strongest_evidence():
     figure = plot_heatmap(_hundred(), max_models=2)
     assert _rows(figure) == ["model-90", "model-5"]
     assert "98 left out, 1 of them flagged" in _note(figure)
+    # nothing flagged: the smallest adjusted p-values, and none left out is flagged
+    unflagged = Double([(m, b, a, False) for m, b, a, _ in _hundred().rows])
+    note = _note(plot_heatmap(unflagged, max_models=5))
+    assert "Showing 5 of 100 models: the smallest adjusted p-values; 95 left out, none" in note
 
 
 def test_heatmap_everything_shown_says_nothing_left_out(suites):

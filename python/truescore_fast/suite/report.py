@@ -221,12 +221,10 @@ def _left_out(layout: dict[str, Any]) -> str:
         if shown == total:
             continue
         missed = part["flagged"] - part["flagged_shown"]
-        if missed == 0:
-            kept = f"every flagged one ({part['flagged']:,}) and the smallest adjusted p-values"
-            flags = "none of them flagged"
-        else:
-            kept = "the smallest adjusted p-values"
-            flags = f"{missed:,} of them flagged"
+        kept = "the smallest adjusted p-values"
+        if missed == 0 and part["flagged"]:
+            kept = f"every flagged one ({part['flagged']:,}) and {kept}"
+        flags = f"{missed:,} of them flagged" if missed else "none of them flagged"
         sentences.append(
             f"Showing {shown:,} of {total:,} {plural}: {kept}; {total - shown:,} left out, "
             f"{flags} (every test is in the table)."
