@@ -458,6 +458,20 @@ def test_browser_check_sees_a_script_the_policy_refuses(tmp_path):
 
 
 @needs_chromium
+def test_report_without_its_script_has_the_table_and_no_dead_controls(tmp_path):
+    page = write_report(make_suite(8, 4, planted=3), tmp_path / "report.html")
+    with Browser(tmp_path) as browser:
+        browser.call("Emulation.setScriptExecutionDisabled", value=True, session=True)
+        browser.open(page, 400, 900, mobile=True)
+        seen = browser.evaluate(
+            "[getComputedStyle(document.getElementById('controls')).display,"
+            " document.querySelectorAll('#tests tbody tr').length,"
+            " document.documentElement.scrollWidth]"
+        )
+    assert seen == ["none", 8 * 4 * 3, 400]
+
+
+@needs_chromium
 def test_csv_download_quotes_names_that_need_it(tmp_path):
     names = ["a,b", 'say "hi"', "two\nlines", "plain", "=1+1"]
     rows = [(m, "bench", 0.5, False) for m in names]

@@ -59,6 +59,7 @@ figure { margin: 1rem 0; }
 figcaption { color: #57606a; font-size: 0.9rem; }
 .controls { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; align-items: center;
   margin: 0.6rem 0; }
+.controls[hidden] { display: none; }
 .controls input[type=search] { min-width: 12rem; font: inherit; padding: 0.2rem 0.4rem; }
 .controls button { font: inherit; }
 .rows { max-height: 85vh; overflow: auto; border: 1px solid #d0d7de; }
