@@ -12,13 +12,13 @@ real suite audit end to end: the command line on the shipped example, with --rep
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -33,6 +33,7 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (the plot extra)")
 
 import matplotlib.image  # noqa: E402
+from browser import CHROMIUM, SANITIZER_VARIABLES, page_requests  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from truescore_fast.suite import plot_heatmap, write_report  # noqa: E402
 
@@ -324,11 +325,13 @@ def test_any_names_and_numbers_give_a_report(rows, tmp_path_factory):
 
 
 class _Page(HTMLParser):
-    """The tags, attributes and text of a page (as a browser's parser reads them)."""
+    """The tags, attributes and text of a page (as a browser's parser reads them); the
+    contents of its script elements apart, with their attributes."""
 
     def __init__(self, text):
         super().__init__(convert_charrefs=True)
         self.tags, self.attributes, self.text, self.style = [], [], [], []
+        self.scripts = []  # (the element's attributes as a dict, its text)
         self._in = None
         self.feed(text)
 
@@ -336,23 +339,46 @@ class _Page(HTMLParser):
         self.tags.append(tag)
         self.attributes += [(tag, k, v or "") for k, v in attrs]
         self._in = tag
+        if tag == "script":
+            self.scripts.append((dict(attrs), ""))
 
     def handle_endtag(self, tag):
         self._in = None
 
     def handle_data(self, data):
-        (self.style if self._in == "style" else self.text).append(data)
+        if self._in == "script":
+            attrs, text = self.scripts[-1]
+            self.scripts[-1] = (attrs, text + data)
+        else:
+            (self.style if self._in == "style" else self.text).append(data)
+
+
+def _policy(page):
+    """The page's Content-Security-Policy, as {directive: [sources]}."""
+    (policy,) = [v for _, k, v in page.attributes if k == "content" and "default-src" in v]
+    return {d.split()[0]: d.split()[1:] for d in policy.split(";") if d.strip()}
 
 
 def _loads_nothing(page):
-    """Every attribute that could load something is inline: no script, link, frame or
-    object element, every src/href/srcset/action/poster a data: URI or a fragment."""
-    assert not {"script", "link", "iframe", "object", "embed", "base"} & set(page.tags)
+    """Every attribute that could load something is inline: no link, frame or object
+    element, every src/href/srcset/action/poster a data: URI or a fragment; every script
+    element inline: data (type application/json, never run) or code whose SHA-256 the
+    page's policy lists as the only scripts it allows."""
+    assert not {"link", "iframe", "object", "embed", "base"} & set(page.tags)
     for tag, name, value in page.attributes:
         if name in ("src", "href", "srcset", "action", "poster", "data", "background"):
             assert value.startswith(("data:", "#")), (tag, name, value[:80])
     style = "".join(page.style)
     assert "url(" not in style and "@import" not in style and "@font-face" not in style
+    if page.scripts:
+        policy = _policy(page)
+        assert policy["default-src"] == ["'none'"]
+        assert all(s.startswith("'sha256-") for s in policy["script-src"]), policy
+    for attrs, text in page.scripts:
+        assert "src" not in attrs, attrs
+        if attrs.get("type") != "application/json":
+            digest = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+            assert f"'sha256-{digest}'" in policy["script-src"], text[:80]
 
 
 def test_report_is_self_contained(report):
@@ -362,8 +388,17 @@ def test_report_is_self_contained(report):
     assert src.startswith("data:image/png;base64,")
     image = matplotlib.image.imread(io.BytesIO(base64.b64decode(src[22:])))
     assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 500
-    (policy,) = [v for _, k, v in page.attributes if k == "content" and "default-src" in v]
-    assert policy.startswith("default-src 'none'")
+    policy = _policy(page)
+    assert policy["default-src"] == ["'none'"] and policy["img-src"] == ["data:"]
+    # one script, allowed by its hash, and the rows it reads (data, not code)
+    assert [a.get("type") for a, _ in page.scripts] == ["application/json", None]
+    assert len(policy["script-src"]) == 1
+
+
+_POLICY_META = (
+    '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+    "script-src 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='\">"  # of ""
+)
 
 
 def test_report_negative_control_of_the_self_containment_check():
@@ -371,11 +406,12 @@ def test_report_negative_control_of_the_self_containment_check():
     for leak in (
         '<img src="https://example.com/a.png">',
         '<link rel="stylesheet" href="http://example.com/a.css">',
-        "<script>alert(1)</script>",
+        "<script>alert(1)</script>",  # not the page's script: its hash is not allowed
+        '<script src="data:text/javascript,alert(1)"></script>',
         "<style>body { background: url(http://example.com/a.png) }</style>",
     ):
         with pytest.raises(AssertionError):
-            _loads_nothing(_Page(f"<html><body>{leak}</body></html>"))
+            _loads_nothing(_Page(f"<html><head>{_POLICY_META}</head><body>{leak}</body></html>"))
 
 
 def test_report_escapes_every_string_from_the_data(tmp_path):
@@ -385,15 +421,20 @@ def test_report_escapes_every_string_from_the_data(tmp_path):
         ('m"2', "Q&A <b>", 'te"st<i>', 0.5, 0.5, False, 0.0, NAN, NAN),
     ]
     text = write_report(SuiteAuditDouble(rows), tmp_path / "r.html", title="A & <B>").read_text()
-    assert "<script" not in text and "<b>" not in text and "<i>" not in text
+    # the page's two script elements, and no other tag from a name
+    assert text.count("<script") == 2 and "<b>" not in text and "<i>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "Q&amp;A &lt;b&gt;" in text and "m&quot;2" in text
     assert "<title>A &amp; &lt;B&gt;</title>" in text
     assert "&lt;summary &amp; more&gt;" in text  # the result's summary too
     page = _Page(text)
-    assert "script" not in page.tags
+    _loads_nothing(page)
     for name in (evil, "Q&A <b>", 'm"2', 'te"st<i>'):
         assert name in "".join(page.text)
+    # in the embedded rows every "<" is escaped: no name can end the element
+    (data,) = [t for a, t in page.scripts if a.get("type") == "application/json"]
+    assert "<" not in data
+    assert {tuple(r[:3]) for r in json.loads(data)["rows"]} == {r[:3] for r in rows}
 
 
 def test_report_is_deterministic(report, tmp_path):
@@ -480,14 +521,10 @@ def test_report_bad_arguments(result, tmp_path):
 
 # ------------------------------------------------------------------- in a real browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None,
     reason="headless Chromium is not installed (Debian: apt-get install chromium; CI does)",
 )
-
-
-_SANITIZER_VARIABLES = ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")
 
 
 def _render(page: Path, out: Path) -> tuple[str, np.ndarray, list[str]]:
@@ -508,30 +545,12 @@ def _render(page: Path, out: Path) -> tuple[str, np.ndarray, list[str]]:
         "--dump-dom",
         page.resolve().as_uri(),
     ]
-    # The browser is not our code: under tools/sanitize.sh it must not inherit the
-    # sanitizer's preloaded runtime (with libasan preloaded Chromium spins or aborts).
-    env = {k: v for k, v in os.environ.items() if k not in _SANITIZER_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in SANITIZER_VARIABLES}
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=120, check=False, env=env
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout, matplotlib.image.imread(shot)[..., :3], _page_requests(netlog)
-
-
-def _page_requests(netlog: Path) -> list[str]:
-    """The URLs the page requested, from Chromium's net log. The browser's own requests
-    (component updates, accounts) have no initiating origin ("not an origin"); the page's
-    have its origin (a file:// page's is opaque: "null"). file: and data: loads do not go
-    through the network stack and are not logged."""
-    log = json.loads(netlog.read_text())
-    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    return [
-        e["params"]["url"]
-        for e in log["events"]
-        if e["type"] == start
-        and "url" in e.get("params", {})  # the event's begin (its end has no URL)
-        and e["params"].get("initiator") != "not an origin"
-    ]
+    return done.stdout, matplotlib.image.imread(shot)[..., :3], page_requests(netlog)
 
 
 @needs_chromium
@@ -545,7 +564,7 @@ def test_report_in_a_browser(tmp_path):
     assert requests == []
     parsed = _Page(dom)
     _loads_nothing(parsed)
-    assert "script" not in parsed.tags  # the model's name stayed text
+    assert len(parsed.scripts) == 2  # the page's own: the model's name stayed text
     text = "".join(parsed.text)
     for name in ("m1", "m2", "m10", "b1", "b2", "b3", "<script>alert(1)</script> & co"):
         assert name in text, name

@@ -8,25 +8,27 @@ per model, benchmark and test: ``p_value``, ``adjusted_p_value``, ``flagged``,
 
 The figure is drawn on a :class:`matplotlib.figure.Figure` made here, never through
 ``pyplot``: nothing global (the backend, the current figure, the list of open figures)
-changes, and a script or notebook that uses ``pyplot`` keeps its state.
+changes, and a script or notebook that uses ``pyplot`` keeps its state. Its size follows
+the table: every cell has the same size and every label the same font at 8 models or at
+60; past ``max_models`` models (or ``max_benchmarks`` benchmarks) it shows the flagged
+ones and the strongest evidence, and says on the figure how many were left out.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 import math
 import os
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from truescore_fast import __version__
-from truescore_fast._validation import one_line, optional_module
+from truescore_fast._validation import check_choice, check_positive_int, one_line, optional_module
+from truescore_fast.suite._report_page import page
 
 __all__ = ["plot_heatmap", "write_report"]
 
@@ -50,30 +52,31 @@ _COLUMNS = (
 )
 _FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 _FDR_NAMES = {"bh": "Benjamini–Hochberg", "by": "Benjamini–Yekutieli", "holm": "Holm"}
-_TEST_NAMES = {
-    "matched_form": "matched-form audit",
-    "randomization": "randomization test",
-    "order": "order-based test",
-    "constat": "ConStat",
-}
-# What each test compares, for the report's sections on flagged pairs.
-_TEST_MEANING = {
-    "matched_form": "the public score is above the score on fresh forms of the same items",
-    "randomization": "the exact randomization test finds the public form scoring above "
-    "the fresh forms more often than chance would",
-    "order": "the model's log-likelihoods favour the published order of the items",
-    "constat": "the score on the benchmark is above what the other models' scores "
-    "predict from this model's score on the reference benchmark",
-}
 _LABEL_CHARACTERS = 40  # longer model or benchmark names are shortened on the figure only
 _PLOT = {"requirement": "matplotlib>=3.7", "extra": "plot"}
+
+#: How rows and columns can be ordered (see :func:`plot_heatmap`).
+_ORDERS = ("auto", "name", "evidence", "strength")
+_ORDER_WORDS = {
+    "name": "by name",
+    "evidence": "strongest evidence first",
+    "strength": "highest score first",
+}
+# The figure's geometry, in inches and points: every cell and label the same size at any
+# table size, so a label reads the same at 8 models and at 60.
+_CELL_WIDTH, _CELL_HEIGHT = 0.42, 0.26
+_FONT = 9.0
+_BAR_GAP, _BAR_WIDTH = 0.15, 0.18
+MAX_MODELS, MAX_BENCHMARKS = 60, 40
 
 
 # --------------------------------------------------------------------------- reading
 
 
 def _frame(result: Any, purpose: str) -> Any:
-    """The result's table, checked: every column, at least one row, no repeated triple."""
+    """The result's table, checked: every column, at least one row, no repeated triple;
+    rows by model, then benchmark (in natural order: model-2 before model-10), then test
+    in the order the result lists them."""
     to_frame = getattr(result, "to_frame", None)
     if not callable(to_frame):
         raise TypeError(
@@ -99,16 +102,13 @@ def _frame(result: Any, purpose: str) -> Any:
         raise ValueError(
             f"result lists ({row['model']!r}, {row['benchmark']!r}, {row['test']!r}) twice"
         )
-    # rows by model, then benchmark (in natural order: model-2 before model-10), then test
-    # in the order the result lists them
     tests = {t: k for k, t in enumerate(dict.fromkeys(frame["test"]))}
-    order = sorted(
-        range(len(frame)),
-        key=lambda k: (
-            _natural(frame["model"].iloc[k]),
-            _natural(frame["benchmark"].iloc[k]),
-            tests[frame["test"].iloc[k]],
-        ),
+    order = np.lexsort(
+        (
+            frame["test"].map(tests).to_numpy(),
+            _natural_ranks(frame["benchmark"]),
+            _natural_ranks(frame["model"]),
+        )
     )
     return frame.iloc[order].reset_index(drop=True)
 
@@ -127,38 +127,144 @@ def _natural(name: str) -> tuple[Any, ...]:
     )
 
 
-def _grid(frame: Any, test: str | None) -> dict[str, Any]:
-    """The heatmap's content: models and benchmarks in the frame's (natural) order,
-    each cell's estimate (NaN: none) and colouring test, whether it is flagged, tested."""
-    models = sorted(set(frame["model"]), key=_natural)
-    benchmarks = sorted(set(frame["benchmark"]), key=_natural)
-    row = {m: i for i, m in enumerate(models)}
-    col = {b: j for j, b in enumerate(benchmarks)}
-    shape = (len(models), len(benchmarks))
-    values = np.full(shape, np.nan)
-    source = np.full(shape, "", dtype=object)
-    flagged = np.zeros(shape, dtype=bool)
-    tested = np.zeros(shape, dtype=bool)
+def _natural_ranks(names: Any) -> Any:
+    """Each name's place in the natural order of the distinct names (one key per name)."""
+    rank = {name: k for k, name in enumerate(sorted(set(names), key=_natural))}
+    return names.map(rank).to_numpy()
+
+
+def _check_scores(scores: Any) -> dict[tuple[str, str], float] | None:
+    if scores is None:
+        return None
+    if not isinstance(scores, Mapping):
+        raise TypeError(
+            f"scores must be None or a mapping of (model, benchmark) to a score; "
+            f"got {one_line(scores)}"
+        )
+    checked = {}
+    for key, value in scores.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+            raise ValueError(f"scores' keys must be (model, benchmark) pairs; got {one_line(key)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"scores[{key!r}] must be a number; got {one_line(value)}")
+        if not math.isfinite(value):
+            raise ValueError(f"scores[{key!r}] must be finite; got {value!r}")
+        checked[key] = float(value)
+    return checked
+
+
+def _layout(
+    frame: Any,
+    test: str | None,
+    order: str,
+    scores: dict[tuple[str, str], float] | None,
+    max_models: int | None,
+    max_benchmarks: int | None,
+) -> dict[str, Any]:
+    """Which models and benchmarks the heatmap shows, in which order, and what it left
+    out. Past a limit the names kept are those with a flag, then the smallest adjusted
+    p-value (then p-value), over the rows drawn (one test's with ``test=``)."""
     rows = frame if test is None else frame[frame["test"] == test]
-    order = {name: k for k, name in enumerate(_COLOUR_TESTS)}
-    ranked = sorted(  # stable: tests outside _COLOUR_TESTS keep the result's order
-        range(len(rows)), key=lambda k: order.get(rows["test"].iloc[k], len(order))
-    )
-    for k in ranked:
-        r = rows.iloc[k]
-        i, j = row[r["model"]], col[r["benchmark"]]
-        tested[i, j] = True
-        flagged[i, j] |= bool(r["flagged"])
-        if math.isnan(values[i, j]) and math.isfinite(r["estimate"]):
-            values[i, j] = r["estimate"]
-            source[i, j] = r["test"]
+    layout: dict[str, Any] = {}
+    for axis, limit in (("model", max_models), ("benchmark", max_benchmarks)):
+        names = sorted(set(frame[axis]), key=_natural)
+        evidence = rows.groupby(axis, sort=False).agg(
+            flag=("flagged", "max"), adjusted=("adjusted_p_value", "min"), p=("p_value", "min")
+        )
+        summary = {
+            name: (not bool(flag), _or_inf(adjusted), _or_inf(p))
+            for name, flag, adjusted, p in evidence.itertuples()
+        }
+        strongest = sorted(names, key=lambda n: summary.get(n, (True, math.inf, math.inf)))
+        kept = set(strongest if limit is None else strongest[:limit])
+        n_flagged = sum(not summary[n][0] for n in summary)
+        layout[axis] = {
+            "total": len(names),
+            "flagged": n_flagged,
+            "flagged_shown": sum(not summary[n][0] for n in summary if n in kept),
+            "evidence": [n for n in strongest if n in kept],
+            "name": [n for n in names if n in kept],
+        }
+        if scores is not None:
+            layout[axis]["strength"] = _by_strength(layout[axis]["name"], axis, scores)
+    left_out = any(layout[a]["total"] > len(layout[a]["name"]) for a in ("model", "benchmark"))
+    chosen = ("evidence" if left_out else "name") if order == "auto" else order
+    layout["order"] = chosen
+    layout["models"] = layout["model"][chosen]
+    layout["benchmarks"] = layout["benchmark"][chosen]
+    layout["note"] = _left_out(layout)
+    return layout
+
+
+def _or_inf(value: Any) -> float:
+    value = float(value)
+    return math.inf if math.isnan(value) else value
+
+
+def _by_strength(names: list[str], axis: str, scores: dict[tuple[str, str], float]) -> list[str]:
+    """Names by their mean score (over the other axis), highest first; without a score last."""
+    k = 0 if axis == "model" else 1
+    sums: dict[str, list[float]] = {}
+    for key, value in scores.items():
+        sums.setdefault(key[k], []).append(value)
+    mean = {n: math.fsum(v) / len(v) for n, v in sums.items()}
+    # names keep their natural order among equals (a stable sort of the natural order)
+    return sorted(names, key=lambda n: (n not in mean, -mean.get(n, 0.0)))
+
+
+def _left_out(layout: dict[str, Any]) -> str:
+    """What the heatmap does not show, in a sentence (empty when it shows everything)."""
+    sentences = []
+    for axis, plural in (("model", "models"), ("benchmark", "benchmarks")):
+        part = layout[axis]
+        shown, total = len(part["name"]), part["total"]
+        if shown == total:
+            continue
+        missed = part["flagged"] - part["flagged_shown"]
+        kept = "the smallest adjusted p-values"
+        if missed == 0 and part["flagged"]:
+            kept = f"every flagged one ({part['flagged']:,}) and {kept}"
+        flags = f"{missed:,} of them flagged" if missed else "none of them flagged"
+        sentences.append(
+            f"Showing {shown:,} of {total:,} {plural}: {kept}; {total - shown:,} left out, "
+            f"{flags} (every test is in the table)."
+        )
+    return " ".join(sentences)
+
+
+def _grid(frame: Any, test: str | None, layout: dict[str, Any]) -> dict[str, Any]:
+    """The heatmap's content: models and benchmarks in the layout's order, each cell's
+    estimate (NaN: none), whether it is flagged, whether it is tested."""
+    models, benchmarks = layout["models"], layout["benchmarks"]
+    rows = frame if test is None else frame[frame["test"] == test]
+    row = rows["model"].map({m: i for i, m in enumerate(models)}).fillna(-1).to_numpy(int)
+    col = rows["benchmark"].map({b: j for j, b in enumerate(benchmarks)}).fillna(-1)
+    col = col.to_numpy(int)
+    shown = (row >= 0) & (col >= 0)
+    shape = (len(models), len(benchmarks))
+    cell = np.where(shown, row * shape[1] + col, -1)
+    tested = np.zeros(shape[0] * shape[1], dtype=bool)
+    flagged = np.zeros_like(tested)
+    tested[cell[shown]] = True
+    np.logical_or.at(flagged, cell[shown], rows["flagged"].to_numpy(bool)[shown])
+    values = np.full(shape[0] * shape[1], np.nan)
+    # each cell's estimate: the first finite one by the colouring tests' priority, ties
+    # (tests outside _COLOUR_TESTS) in the result's order
+    priority = {name: k for k, name in enumerate(_COLOUR_TESTS)}
+    rank = rows["test"].map(lambda t: priority.get(t, len(priority))).to_numpy(int)
+    estimate = rows["estimate"].to_numpy(float)
+    usable = np.flatnonzero(shown & np.isfinite(estimate))
+    usable = usable[np.lexsort((usable, rank[usable]))]
+    cells, first = np.unique(cell[usable], return_index=True)
+    values[cells] = estimate[usable[first]]
     return {
         "models": models,
         "benchmarks": benchmarks,
-        "values": values,
-        "source": source,
-        "flagged": flagged,
-        "tested": tested,
+        "values": values.reshape(shape),
+        "flagged": flagged.reshape(shape),
+        "tested": tested.reshape(shape),
+        "order": layout["order"],
+        "note": layout["note"],
     }
 
 
@@ -169,6 +275,20 @@ def _check_path(path: Any, suffixes: tuple[str, ...]) -> Path:
     if out.suffix.lower() not in suffixes:
         raise ValueError(f"path must end in {', '.join(suffixes)}; got {str(out)!r}")
     return out
+
+
+def _check_view(
+    order: Any, scores: Any, max_models: Any, max_benchmarks: Any
+) -> tuple[str, dict[tuple[str, str], float] | None, int | None, int | None]:
+    order = check_choice("order", order, _ORDERS)
+    checked = _check_scores(scores)
+    if order == "strength" and checked is None:
+        raise ValueError("order='strength' needs scores (each (model, benchmark) pair's score)")
+    limits = [
+        None if value is None else check_positive_int(name, value)
+        for name, value in (("max_models", max_models), ("max_benchmarks", max_benchmarks))
+    ]
+    return order, checked, limits[0], limits[1]
 
 
 def _fdr_text(result: Any) -> str:
@@ -200,23 +320,31 @@ def plot_heatmap(
     *,
     test: str | None = None,
     ax: Any = None,
+    order: str = "auto",
+    scores: Mapping[tuple[str, str], float] | None = None,
+    max_models: int | None = MAX_MODELS,
+    max_benchmarks: int | None = MAX_BENCHMARKS,
 ) -> Any:
     """Draw a suite audit as a models × benchmarks heatmap, and save it when ``path`` is given.
 
     Each cell is one (model, benchmark) pair. Its colour is the estimated inflation, in
     score units (fraction correct; positive: the public score is above what the test
     expects), on a diverging scale centred at 0 (red above, blue below, white at 0; as
-    wide as the largest estimate shown, at least ±0.05, at most ±1). A pair with several
-    tests is coloured by the matched-form audit's estimate, else ConStat's, else the
-    first other test with a finite estimate. A black ✕ marks a pair with a test flagged
-    after the suite's multiplicity adjustment. Hatched: no test ran on the pair; grey:
-    tests ran but none has an estimate in score units (the order-based test has none).
+    wide as the largest estimate shown, at least ±0.05, at most ±1), with the colour bar
+    beside the cells. A pair with several tests is coloured by the matched-form audit's
+    estimate, else ConStat's, else the first other test with a finite estimate. A black
+    ✕ marks a pair with a test flagged after the suite's multiplicity adjustment.
+    Hatched: no test ran on the pair; grey: tests ran but none has an estimate in score
+    units (the order-based test has none).
 
-    Rows (models) and columns (benchmarks) are sorted by name, numbers inside a name by
-    value (``model-2`` before ``model-10``). Names longer than 40 characters are
-    shortened on the figure, and characters its font lacks are drawn as boxes (the
-    report's table has every name whole). Readable up to about 50 models × 20
-    benchmarks; the figure grows with both.
+    The figure's size follows the table: every cell is 0.42 × 0.26 inches and every label
+    9 pt, whatever the number of models, so the labels stay legible and never overlap.
+    Past ``max_models`` models (``max_benchmarks`` benchmarks) the figure keeps the
+    flagged ones first, then those with the smallest adjusted p-values, and says under
+    the legend how many it left out and whether any of them is flagged (the report's
+    table has every test). Names longer than 40 characters are shortened on the figure,
+    and characters its font lacks are drawn as boxes (the report's table has every name
+    whole).
 
     Args:
         result: a suite audit's result (see the module docstring for what is read).
@@ -225,7 +353,18 @@ def plot_heatmap(
         test: colour and mark by this one test only (``"constat"``, ...): a pair without
             it is hatched. None: all tests, as above.
         ax: a matplotlib ``Axes`` to draw on (its figure gets the colour bar); None: a
-            new figure, made without ``pyplot``.
+            new figure, made without ``pyplot``, sized to the table.
+        order: how rows and columns are sorted: ``"name"`` (numbers inside a name by
+            value: ``model-2`` before ``model-10``), ``"evidence"`` (flagged first, then
+            by the smallest adjusted p-value of the row's or column's tests),
+            ``"strength"`` (by the mean of ``scores``, highest first: the strongest
+            models at the top, the easiest benchmarks on the left), or ``"auto"``: by
+            name when every model and benchmark is shown, by evidence when some are left
+            out.
+        scores: each (model, benchmark) pair's score (for example its public score,
+            fraction correct), read by ``order="strength"`` only.
+        max_models, max_benchmarks: the most rows and columns drawn (at least 1); None:
+            every one (a figure of 1,000 models is 260 inches tall).
 
     Returns:
         The ``matplotlib.figure.Figure`` drawn on. A new one is not registered with
@@ -234,9 +373,12 @@ def plot_heatmap(
     Raises:
         MissingExtraError: (an ImportError) matplotlib is not installed.
         TypeError: naming the argument: a ``result`` without ``to_frame()``, a ``path``
-            that is not a str or path, an ``ax`` that is not an Axes.
+            that is not a str or path, an ``ax`` that is not an Axes, ``scores`` that is
+            not a mapping.
         ValueError: naming the argument: a ``test`` the result does not have, a
-            ``path`` suffix other than .png, .svg, .pdf, a table without the columns,
+            ``path`` suffix other than .png, .svg, .pdf, an ``order`` not listed above
+            (or ``"strength"`` without ``scores``), a score that is not a finite number,
+            a ``max_models`` or ``max_benchmarks`` below 1, a table without the columns,
             with no row, or with a (model, benchmark, test) twice.
 
     What the colour does NOT mean: a red cell is an estimate, not a finding (only a ✕
@@ -244,7 +386,8 @@ def plot_heatmap(
     clean (a test's power depends on the data it had). A ✕ is evidence that the pair's
     score is inflated relative to fresh forms or reference models, not proof that the
     model was trained on the test set; a fraction of the flags (up to q of them under
-    Benjamini–Hochberg) is expected to be false.
+    Benjamini–Hochberg) is expected to be false. A model left out of a large figure is
+    not thereby clean either: it had weaker evidence than those shown.
     """
     frame = _frame(result, "plot_heatmap")
     if test is not None:
@@ -259,7 +402,8 @@ def plot_heatmap(
         axes_module = optional_module("matplotlib.axes", purpose="plot_heatmap", **_PLOT)
         if not isinstance(ax, axes_module.Axes):
             raise TypeError(f"ax must be None or a matplotlib Axes; got {one_line(ax)}")
-    grid = _grid(frame, test)
+    view = _check_view(order, scores, max_models, max_benchmarks)
+    grid = _grid(frame, test, _layout(frame, test, *view))
     figure = _draw(grid, ax, _q(result), _fdr_text(result), test)
     if out is not None:
         _save(figure, out, out.suffix.lower()[1:])
@@ -272,11 +416,9 @@ def _draw(grid: dict[str, Any], ax: Any, q: float, fdr: str, test: str | None) -
     patches = optional_module("matplotlib.patches", purpose="plot_heatmap", **_PLOT)
     lines = optional_module("matplotlib.lines", purpose="plot_heatmap", **_PLOT)
     n_models, n_benchmarks = grid["values"].shape
-    fontsize = 9 if n_models <= 30 and n_benchmarks <= 12 else 7.5
+    bar_ax = legend_at = None
     if ax is None:
-        figure_module = optional_module("matplotlib.figure", purpose="plot_heatmap", **_PLOT)
-        figure = figure_module.Figure(figsize=_size(grid, fontsize), layout="constrained")
-        ax = figure.add_subplot()
+        ax, bar_ax, legend_at = _new_axes(grid)
     figure = ax.figure
     values = grid["values"]
     finite = values[np.isfinite(values)]
@@ -317,24 +459,28 @@ def _draw(grid: dict[str, Any], ax: Any, q: float, fdr: str, test: str | None) -
         range(n_benchmarks), [_short_label(b) for b in grid["benchmarks"]], parse_math=False
     )
     ax.set_yticks(range(n_models), [_short_label(m) for m in grid["models"]], parse_math=False)
-    ax.tick_params(which="major", labelsize=fontsize, length=0)
+    ax.tick_params(which="major", labelsize=_FONT, length=0)
     ax.xaxis.tick_top()
     for label in ax.get_xticklabels():
         label.set(rotation=40, ha="left", rotation_mode="anchor")
-    ax.set_xlabel("benchmark", fontsize=fontsize + 1)
+    sorted_by = _ORDER_WORDS[grid["order"]]
+    ax.set_xlabel(f"benchmark ({sorted_by})", fontsize=_FONT + 1)
     ax.xaxis.set_label_position("top")
-    ax.set_ylabel("model", fontsize=fontsize + 1)
+    ax.set_ylabel(f"model ({sorted_by})", fontsize=_FONT + 1)
     rows, cols = np.nonzero(grid["flagged"])
     which = f"{test} " if test is not None else ""
     flag_label = f"{which}flagged at q = {q:g} ({fdr})"
     ax.plot(
-        cols, rows, linestyle="none", marker="X", markersize=9 if fontsize == 9 else 7,
+        cols, rows, linestyle="none", marker="X", markersize=9,
         markerfacecolor="black", markeredgecolor="white", markeredgewidth=0.8, zorder=3,
         gid="flagged", label=flag_label,
     )  # fmt: skip
-    bar = figure.colorbar(image, ax=ax, shrink=min(1.0, 6.0 / max(n_models, 1) + 0.4))
-    bar.set_label("estimated inflation (fraction correct)", fontsize=fontsize)
-    bar.ax.tick_params(labelsize=fontsize)
+    if bar_ax is None:
+        bar = figure.colorbar(image, ax=ax, shrink=min(1.0, 6.0 / max(n_models, 1) + 0.4))
+    else:
+        bar = figure.colorbar(image, cax=bar_ax)
+    bar.set_label("estimated inflation (fraction correct)", fontsize=_FONT)
+    bar.ax.tick_params(labelsize=_FONT)
     colour_by = (
         f"colour: {test}'s estimate"
         if test is not None
@@ -349,28 +495,70 @@ def _draw(grid: dict[str, Any], ax: Any, q: float, fdr: str, test: str | None) -
     legend = ax.legend(
         handles=handles,
         loc="upper left",
-        bbox_to_anchor=(0.0, -0.01),
+        bbox_to_anchor=(0.0, -0.01) if legend_at is None else legend_at,
+        bbox_transform=ax.transAxes if legend_at is None else figure.transFigure,
         ncols=3 if n_benchmarks >= 8 else 1,
-        fontsize=fontsize,
+        fontsize=_FONT,
         frameon=False,
         title=colour_by,
-        title_fontsize=fontsize,
+        title_fontsize=_FONT,
         alignment="left",
     )
     for text in (*legend.get_texts(), legend.get_title()):  # names from the data, not TeX
         text.set_parse_math(False)
+    if grid["note"]:
+        note = ax.annotate(
+            _wrap(grid["note"], max(60, int(n_benchmarks * _CELL_WIDTH * 72 / (0.5 * _FONT)))),
+            xy=(0.0, 0.0), xycoords=legend, xytext=(0.0, -4.0), textcoords="offset points",
+            ha="left", va="top", fontsize=_FONT, annotation_clip=False, gid="left_out",
+        )  # fmt: skip
+        note.set_parse_math(False)
     return figure
 
 
-def _size(grid: dict[str, Any], fontsize: float) -> tuple[float, float]:
-    """A figure size (inches) that fits the labels, the cells, the colour bar and legend."""
+def _wrap(text: str, width: int) -> str:
+    """Words on lines of at most ``width`` characters."""
+    out: list[str] = []
+    for word in text.split():
+        if out and len(out[-1]) + 1 + len(word) <= width:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    return "\n".join(out)
+
+
+def _new_axes(grid: dict[str, Any]) -> tuple[Any, Any, tuple[float, float]]:
+    """A figure sized to the table: (the cells' axes, the colour bar's axes beside them,
+    where the legend's top left corner goes, in figure fractions)."""
+    figure_module = optional_module("matplotlib.figure", purpose="plot_heatmap", **_PLOT)
     n_models, n_benchmarks = grid["values"].shape
-    character = 0.6 * fontsize / 72  # the width of an average character, in inches
+    character = 0.6 * _FONT / 72  # the width of an average character, in inches
     longest = max(len(_short_label(m)) for m in grid["models"])
     tallest = max(len(_short_label(b)) for b in grid["benchmarks"]) * math.sin(math.radians(40))
-    width = 0.6 + longest * character + 0.45 * n_benchmarks + 1.4
-    height = 0.9 + tallest * character + 0.26 * n_models + 0.9
-    return max(width, 6.5), max(height, 3.5)
+    cells_width, cells_height = n_benchmarks * _CELL_WIDTH, n_models * _CELL_HEIGHT
+    bar_height = min(max(cells_height, 1.6), 4.0)
+    # inches around the cells: model labels on the left, benchmark labels above, the
+    # colour bar and its ticks on the right, the legend and the note of what was left out
+    # below (the saved figure is cropped to what is drawn)
+    left, top = 0.45 + longest * character, 0.45 + tallest * character
+    right = _BAR_GAP + _BAR_WIDTH + 0.9
+    below = max(cells_height, bar_height) - cells_height
+    bottom = below + 1.0 + 0.2 * (1 + len(grid["note"]) // 60)
+    width = max(left + cells_width + right, 6.5)
+    height = top + cells_height + bottom
+    figure = figure_module.Figure(figsize=(width, height))
+    ax = figure.add_axes(
+        (left / width, bottom / height, cells_width / width, cells_height / height)
+    )
+    bar_ax = figure.add_axes(
+        (
+            (left + cells_width + _BAR_GAP) / width,
+            (bottom + cells_height - bar_height) / height,
+            _BAR_WIDTH / width,
+            bar_height / height,
+        )
+    )
+    return ax, bar_ax, (left / width, (bottom - below - 0.05) / height)
 
 
 def _save(figure: Any, path: Path | io.BytesIO, kind: str, dpi: float = 150) -> None:
@@ -396,36 +584,7 @@ def _save(figure: Any, path: Path | io.BytesIO, kind: str, dpi: float = 150) -> 
 
 # --------------------------------------------------------------------------- the report
 
-_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue",
-  Arial, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1.5rem;
-  color: #1f2328; line-height: 1.45; }
-h1 { font-size: 1.6rem; margin-bottom: 0.3rem; }
-h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #d0d7de;
-  padding-bottom: 0.25rem; }
-h3 { font-size: 1.05rem; margin-bottom: 0.3rem; }
-.lead { color: #57606a; margin-top: 0; }
-dl.run { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1.2rem; }
-dl.run dt { font-weight: 600; } dl.run dd { margin: 0; }
-figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; }
-figcaption { color: #57606a; font-size: 0.9rem; }
-table { border-collapse: collapse; font-size: 0.88rem; width: 100%; }
-th, td { border-bottom: 1px solid #d0d7de; padding: 0.3rem 0.55rem; text-align: left; }
-th { background: #f6f8fa; position: sticky; top: 0; }
-th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tr.flagged td { background: #fff1f0; }
-tr.flagged td.flag { color: #b42318; font-weight: 700; }
-section.pair { border-left: 4px solid #b42318; padding: 0.1rem 1rem 0.6rem;
-  margin: 1rem 0; background: #fffafa; }
-.caveat { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px;
-  padding: 0.6rem 1rem; }
-pre { background: #f6f8fa; padding: 0.8rem; overflow-x: auto; font-size: 0.85rem; }
-footer { margin-top: 3rem; color: #57606a; font-size: 0.85rem; }
-"""
-# Nothing may load: no script runs, no request leaves, even if a name in the data were
-# not escaped. Images only from data: URIs (the heatmap), styles only from this page.
 _REPORT_DPI = 150
-_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 def write_report(
@@ -434,16 +593,26 @@ def write_report(
     *,
     title: str = "Suite audit",
     created: str | None = None,
+    order: str = "auto",
+    scores: Mapping[tuple[str, str], float] | None = None,
+    max_models: int | None = MAX_MODELS,
+    max_benchmarks: int | None = MAX_BENCHMARKS,
 ) -> Path:
     """Write a suite audit as one self-contained HTML page, and return its path.
 
     The page holds what was run (models, benchmarks, tests, q, the multiplicity method,
     the seed when the result has one), the heatmap of :func:`plot_heatmap` (inline, as a
-    PNG ``data:`` URI), a section per flagged (model, benchmark) pair (what each test
-    found, and what a flag does not mean), the result's summary and the table of every
-    test. It needs nothing else: no network, no script, no font or image from elsewhere
-    (its Content-Security-Policy forbids them), so it opens from disk, offline, and can
-    be attached or archived as it is. Every name from the data is HTML-escaped.
+    PNG ``data:`` URI, at its full size or narrowed by at most a fifth to fit the
+    screen; a figure wider still scrolls in its own box), a section per flagged (model,
+    benchmark) pair (at most 20: the smallest adjusted p-values), the result's summary
+    and the table of every test, which sorts
+    by any column (click its heading), filters by a name and by "flagged only", and
+    downloads every row as CSV or JSON. It needs nothing else: no network, no font or
+    image from elsewhere, and its one inline script is allowed by its hash in the page's
+    Content-Security-Policy, which forbids every other script and every request; so it
+    opens from disk, offline, and can be attached or archived as it is. It reads on a
+    400-pixel phone: the page never scrolls sideways (the figure and the table scroll in
+    their own boxes). Every name from the data is HTML-escaped.
 
     Args:
         result: a suite audit's result (see the module docstring for what is read).
@@ -452,6 +621,8 @@ def write_report(
         created: a date or note shown under the title (for example ``"2026-12-02"``).
             None: none; the page has no timestamp of its own, so the same result gives
             the same bytes.
+        order, scores, max_models, max_benchmarks: the heatmap's, as in
+            :func:`plot_heatmap` (the table always has every test).
 
     Returns:
         The path written, as a ``pathlib.Path``.
@@ -459,10 +630,12 @@ def write_report(
     Raises:
         MissingExtraError: (an ImportError) matplotlib (the heatmap) is not installed.
         TypeError: naming the argument: a ``result`` without ``to_frame()``, a ``path``,
-            ``title`` or ``created`` of the wrong type.
+            ``title``, ``created`` or ``scores`` of the wrong type.
         ValueError: naming the argument: a ``path`` not ending in .html or .htm or that
-            cannot be written (a folder that does not exist), a table without the
-            columns, with no row, or with a (model, benchmark, test) twice.
+            cannot be written (a folder that does not exist), an ``order``, score,
+            ``max_models`` or ``max_benchmarks`` as :func:`plot_heatmap` refuses them, a
+            table without the columns, with no row, or with a (model, benchmark, test)
+            twice.
 
     What the report does NOT say: a flag is evidence, at the suite's error rate, that
     the public score is inflated relative to fresh forms or reference models; it is not
@@ -475,201 +648,19 @@ def write_report(
         raise TypeError(f"title must be a str; got {one_line(title)}")
     if created is not None and not isinstance(created, str):
         raise TypeError(f"created must be None or a str; got {one_line(created)}")
+    view = _check_view(order, scores, max_models, max_benchmarks)
     frame = _frame(result, "write_report")
     q, fdr = _q(result), _fdr_text(result)
-    figure = _draw(_grid(frame, None), None, q, fdr, None)
+    grid = _grid(frame, None, _layout(frame, None, *view))
+    figure = _draw(grid, None, q, fdr, None)
     png = io.BytesIO()
     _save(figure, png, "png", dpi=_REPORT_DPI)
-    page = _page(result, frame, title, created, png.getvalue())
+    text = page(
+        result, frame, title=title, created=created, png=png.getvalue(), dpi=_REPORT_DPI,
+        q=q, fdr=fdr, heatmap_note=grid["note"],
+    )  # fmt: skip
     try:
-        out.write_text(page, encoding="utf-8", newline="\n")
+        out.write_text(text, encoding="utf-8", newline="\n")
     except OSError as error:  # a folder that does not exist, a directory, no permission
         raise ValueError(f"path: cannot write {out}: {error.strerror or error}") from None
     return out
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _number(value: float, digits: int = 3) -> str:
-    return "–" if math.isnan(value) else f"{value:.{digits}g}"
-
-
-def _signed(value: float) -> str:
-    if math.isnan(value):
-        return "–"
-    return f"{value:+.3f}" if abs(value) < 1e6 else f"{value:+.3g}"
-
-
-def _interval(low: float, high: float) -> str:
-    # no interval: NaN, or the whole line (a test that bounds nothing: -inf to +inf)
-    if not math.isfinite(low) and not math.isfinite(high):
-        return "–"
-    return f"{_signed(low)} to {_signed(high)}"
-
-
-def _page(result: Any, frame: Any, title: str, created: str | None, png: bytes) -> str:
-    q, fdr = _q(result), _fdr_text(result)
-    models = sorted(set(frame["model"]), key=_natural)
-    benchmarks = sorted(set(frame["benchmark"]), key=_natural)
-    tests = list(dict.fromkeys(frame["test"]))
-    counts = frame["test"].value_counts()
-    flagged = frame[frame["flagged"]]
-    pairs = list(dict.fromkeys(zip(flagged["model"], flagged["benchmark"], strict=True)))
-    seed = getattr(result, "seed", None)
-    run = [
-        ("Models", f"{len(models)}"),
-        ("Benchmarks", f"{len(benchmarks)}"),
-        (
-            "Tests",
-            ", ".join(f"{_TEST_NAMES.get(t, t)} ({counts[t]})" for t in tests)
-            + f"; {len(frame)} in all",
-        ),
-        ("Multiplicity", f"{fdr}, q = {q:g}, over {getattr(result, 'n_tests', len(frame))} tests"),
-        ("Seed", "not recorded" if seed is None else f"{seed}"),
-        ("Flagged", f"{len(flagged)} tests on {len(pairs)} (model, benchmark) pairs"),
-    ]
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title>",
-        f"<style>{_STYLE}</style>",
-        "</head>",
-        "<body>",
-        f"<h1>{_e(title)}</h1>",
-    ]
-    lead = "Which scores in this table can you not trust? Every applicable test on every "
-    lead += "(model, benchmark) pair, with the error rate controlled across the suite."
-    if created is not None:
-        lead = f"{_e(created)}. {lead}"
-    parts.append(f'<p class="lead">{lead}</p>')
-    parts.append('<h2 id="run">What was run</h2><dl class="run">')
-    parts += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in run]
-    parts.append("</dl>")
-    parts.append(_caveats(q, fdr))
-    parts.append('<h2 id="heatmap">Heatmap</h2><figure>')
-    alt = f"Heatmap of estimated inflation for {len(models)} models by {len(benchmarks)} "
-    alt += f"benchmarks; {len(pairs)} pairs flagged."
-    # shown at 120 CSS px per inch (a little above the CSS inch of 96 px, so the figure's
-    # 9 pt labels read as 15 px), sharp on screens of up to 1.25 device pixels per px
-    width, height = (
-        round(int.from_bytes(png[k : k + 4], "big") * 120 / _REPORT_DPI) for k in (16, 20)
-    )
-    data = base64.b64encode(png).decode("ascii")
-    parts.append(
-        f'<img src="data:image/png;base64,{data}" width="{width}" height="{height}" '
-        f'alt="{_e(alt)}">'
-    )
-    parts.append(
-        "<figcaption>Colour: the estimated inflation of the public score (fraction "
-        "correct; red above expectation, blue below), from the matched-form audit where "
-        "it ran, else from ConStat. ✕: a test on the pair is flagged after the "
-        "multiplicity adjustment. Hatched: not tested.</figcaption></figure>"
-    )
-    parts.append(f'<h2 id="flagged">Flagged pairs ({len(pairs)})</h2>')
-    if not pairs:
-        parts.append(
-            f"<p>No test is flagged at q = {q:g} ({_e(fdr)}). That does not show the "
-            "scores are clean: a test's power depends on how many items and forms it "
-            "had, and an inflation smaller than it can see passes unflagged.</p>"
-        )
-    for model, benchmark in pairs:
-        parts.append(_pair_section(frame, model, benchmark, q))
-    summary = getattr(result, "summary", None)
-    if callable(summary):
-        parts.append('<h2 id="summary">Summary</h2>')
-        parts.append(f"<pre>{_e(summary())}</pre>")
-    parts.append(f'<h2 id="table">Every test ({len(frame)})</h2>')
-    parts.append(_table(frame))
-    parts.append(
-        f"<footer>Written by truescore-fast {_e(__version__)}. This page is self-contained: "
-        "it loads nothing from the network.</footer>"
-    )
-    parts += ["</body>", "</html>", ""]
-    return "\n".join(parts)
-
-
-def _caveats(q: float, fdr: str) -> str:
-    if fdr == "Holm":
-        rate = (
-            f"Holm's method keeps the chance of even one false flag in the suite at or below {q:g}"
-        )
-    else:
-        rate = (
-            f"{_e(fdr)} keeps the expected fraction of false flags among all flags at or "
-            f"below {q:g}: about {q:.0%} of the flags may be false"
-        )
-    return (
-        '<div class="caveat"><p><strong>What a flag means.</strong> Evidence, at the '
-        "suite's error rate, that the public score is inflated relative to fresh forms "
-        f"of the same items or to reference models. {rate}.</p>"
-        "<p><strong>What it does not mean.</strong> A flag is not proof that the model "
-        "was trained on the test set (other causes can raise a public score above fresh "
-        "forms: easier public wording, selection of the published items). No flag does "
-        "not mean clean: a pair's tests may lack the power to see its inflation.</p></div>"
-    )
-
-
-def _pair_section(frame: Any, model: str, benchmark: str, q: float) -> str:
-    rows = frame[(frame["model"] == model) & (frame["benchmark"] == benchmark)]
-    items = []
-    for _, r in rows.iterrows():
-        name = _TEST_NAMES.get(r["test"], r["test"])
-        numbers = f"p = {_number(r['p_value'])}, adjusted p = {_number(r['adjusted_p_value'])}"
-        if r["flagged"]:
-            numbers += f" ≤ q = {q:g}"
-        if not math.isnan(r["estimate"]):
-            numbers += f"; estimated inflation {_signed(r['estimate'])}"
-            if not (math.isnan(r["low"]) and math.isnan(r["high"])):
-                numbers += f" (interval {_interval(r['low'], r['high'])})"
-        if r["flagged"]:
-            meaning = _TEST_MEANING.get(r["test"], "the test rejects its null hypothesis")
-            items.append(
-                f"<li><strong>{_e(name)}: flagged.</strong> "
-                f"{_e(meaning[0].upper() + meaning[1:])}: {_e(numbers)}.</li>"
-            )
-        else:
-            items.append(f"<li>{_e(name)}: not flagged; {_e(numbers)}.</li>")
-    return (
-        f'<section class="pair"><h3>{_e(model)} on {_e(benchmark)}</h3>'
-        f"<ul>{''.join(items)}</ul>"
-        "<p>What this does not show: that the model was trained on these items (other "
-        "causes can raise a public score), nor that the inflation is exactly the estimate "
-        "(it lies in the interval, if any, at the test's level).</p></section>"
-    )
-
-
-def _table(frame: Any) -> str:
-    head = "".join(
-        f"<th>{h}</th>"
-        if h in ("model", "benchmark", "test", "flagged")
-        else f'<th class="num">{h}</th>'
-        for h in (
-            "model",
-            "benchmark",
-            "test",
-            "p",
-            "adjusted p",
-            "flagged",
-            "estimate",
-            "interval",
-        )
-    )
-    body = []
-    for _, r in frame.iterrows():
-        cls = ' class="flagged"' if r["flagged"] else ""
-        body.append(
-            f"<tr{cls}><td>{_e(r['model'])}</td><td>{_e(r['benchmark'])}</td>"
-            f"<td>{_e(r['test'])}</td>"
-            f'<td class="num">{_number(r["p_value"])}</td>'
-            f'<td class="num">{_number(r["adjusted_p_value"])}</td>'
-            f'<td class="flag">{"yes" if r["flagged"] else "no"}</td>'
-            f'<td class="num">{_signed(r["estimate"])}</td>'
-            f'<td class="num">{_interval(r["low"], r["high"])}</td></tr>'
-        )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
