@@ -67,6 +67,28 @@ def test_the_matched_form_p_value_is_where_the_claim_rule_starts_to_claim():
     assert _claim_p_value(fresh[:, 0], fresh[:, :1], 0) == 1.0  # no gap: never a claim
 
 
+def test_the_matched_form_p_value_in_closed_form_where_the_wald_interval_is_primary():
+    """With the Wald interval primary the p-value is 4 Phi(-mean / se) (raised by 1e-9
+    relative): the audit claims there and not 1e-6 below it, and it is within the
+    bisection's bracket (never above it, within 1e-4 relative of it)."""
+    from scipy.special import ndtr
+
+    rng = np.random.default_rng(11)
+    for n, lift in ((150, 0.2), (400, 0.1), (1000, 0.05), (60, 0.4)):
+        pub = (rng.random(n) < 0.5 + lift).astype(float)
+        fresh = (rng.random((n, 2)) < 0.5).astype(float)
+        audit = tf.matched_form_audit(pub, fresh, alpha=0.05)
+        assert audit.primary.method == "wald"
+        gaps = pub - fresh.mean(axis=1)
+        se = gaps.std(ddof=1) / math.sqrt(n)
+        p = _claim_p_value(pub, fresh, 0)
+        assert p == pytest.approx(4 * ndtr(-gaps.mean() / se), rel=1e-8)
+        assert tf.matched_form_audit(pub, fresh, alpha=p).claim
+        assert not tf.matched_form_audit(pub, fresh, alpha=p * (1 - 1e-6)).claim
+        bisected = _claim_p_value(pub, fresh, 0, closed_form=False)
+        assert p <= bisected <= p * (1 + 1e-4)
+
+
 def test_the_matched_form_p_value_passes_over_an_empty_interval_near_alpha_1():
     # 17 nonzero gaps (below the guardrail: the betting interval is primary), 12 of +1 and
     # 5 of -1: the audit claims at 0.05, but at alpha near 1 the betting interval is empty

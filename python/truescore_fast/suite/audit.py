@@ -7,7 +7,10 @@ The tests, each run where its data exist (``tests=`` picks a subset):
 ``matched_form``
     The matched-form audit (:func:`~truescore_fast.matched_form_audit`) on the parents
     with fresh forms. Its p-value inverts the claim rule: the smallest alpha at which the
-    audit would claim exposure (primary interval and tau interval above zero), found by
+    audit would claim exposure (primary interval and tau interval above zero). With the
+    Wald interval primary (at least ``guardrail`` nonzero gaps) that is
+    4 Phi(-mean / se) (the claim at alpha needs the primary interval at alpha / 2 above
+    zero), reported 1e-9 above and confirmed by one audit there; otherwise it is found by
     bisection on a log scale (20 steps from 1e-16 to the largest of 1 - 1e-9, 0.5, 0.25,
     0.1, 0.05, 0.025, 0.01 at which it claims; the upper end of the last bracket is
     reported, so the p-value is never smaller than the exact one), 1 when it does not
@@ -197,16 +200,33 @@ _Row = tuple[str, str, str, float, float, float, float, int]  # model .. high, n
 # the betting interval (the primary one below the guardrail) can be empty (no value
 # consistent with the data), which is no claim although smaller levels claim.
 _CLAIM_LEVELS = (1.0 - 1e-9, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01)
+_P_FLOOR = 1e-16  # the smallest matched-form p-value reported
 
 
-def _claim_p_value(pub: npt.NDArray[np.float64], fr: npt.NDArray[np.float64], seed: int) -> float:
+def _claim_p_value(
+    pub: npt.NDArray[np.float64], fr: npt.NDArray[np.float64], seed: int, closed_form: bool = True
+) -> float:
     """The smallest alpha at which the matched-form audit claims (see the module
-    docstring), bracketed by bisection in log(alpha); the bracket's upper end."""
+    docstring). With the Wald interval primary (at least ``guardrail`` nonzero gaps: every
+    large suite), in closed form: the claim at alpha needs the primary interval at alpha/2
+    (the tau interval, without a control bank) above zero, mean - z(1 - alpha/4) se > 0,
+    so p = 4 Phi(-mean / se), raised by 1e-9 relative and confirmed by one audit there.
+    Otherwise (the betting interval primary), bracketed by bisection in log(alpha), the
+    bracket's upper end (within about 4e-5 relative of the exact value, never below)."""
+    from scipy.special import ndtr, ndtri
 
     def claims(alpha: float) -> bool:
         return bool(matched_form_audit(pub, fr, alpha=alpha, seed=seed).claim)
 
-    low = math.log(1e-16)
+    probe = matched_form_audit(pub, fr, alpha=0.05, seed=seed)
+    wald = probe.primary.method == "wald" and probe.estimate > 0
+    if closed_form and wald and probe.primary.half_width > 0:
+        se = probe.primary.half_width / float(ndtri(1.0 - 0.025))
+        exact = 4.0 * float(ndtr(-probe.estimate / se))
+        candidate = max(_P_FLOOR, exact * (1.0 + 1e-9))
+        if candidate < 1.0 and claims(candidate):
+            return candidate
+    low = math.log(_P_FLOOR)
     for level in _CLAIM_LEVELS:
         audit = matched_form_audit(pub, fr, alpha=level, seed=seed)
         if audit.claim:
