@@ -45,6 +45,27 @@ def test_audit_reports_scores_intervals_and_reproducible_order():
     assert "does not mean" in text and "77%" in text
 
 
+def test_audit_numbers_are_numpys_and_its_order_is_its_own_to_change():
+    # issue 37: the means are taken as sum / count and the order of a small audit comes
+    # from a cache: the same bits as np.mean, and the order a fresh, writable array
+    rng = np.random.default_rng(37)
+    for k in (1, 3):
+        pub, fr = rng.random(200).round(1), rng.random((200, k)).round(2)
+        res = tf.matched_form_audit(pub, fr, population_size=1000, seed=5)
+        d = pub - np.mean(fr, axis=1)
+        assert res.public_score == float(np.mean(pub))
+        assert res.fresh_score == float(np.mean(fr))
+        assert res.estimate == float(np.mean(d))
+        want = np.random.default_rng(5).permutation(200)
+        np.testing.assert_array_equal(res.order, want)
+        assert res.intervals["betting"] == tf.betting_interval(d[want], population_size=1000)
+        res.order[:] = 0  # the caller's to change: the next audit's order is untouched
+        np.testing.assert_array_equal(
+            tf.matched_form_audit(pub, fr, population_size=1000, seed=5).order, want
+        )
+        np.testing.assert_array_equal(tf.audit_order(200, seed=5), want)
+
+
 @pytest.mark.parametrize("fallback", ["betting", "hoeffding", "bernstein", "hoeffding_serfling"])
 def test_guardrail_makes_the_fallback_primary(fallback):
     pub = np.zeros(100)

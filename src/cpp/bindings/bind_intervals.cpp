@@ -23,6 +23,9 @@ using truescore::bindings::thread_count;
 
 namespace {
 
+// Work estimate of a betting interval, in passes over the sample (see gap_intervals).
+constexpr double kBettingPasses = 120.0;
+
 // Many audits: gaps (A, n); methods a 1-D int array of codes; population_size None or
 // (A,) (<= 0 entries mean none). Returns a dict of (n_methods, A) arrays.
 py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::object& population_size,
@@ -53,7 +56,7 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     // passes and two end checks, so this errs towards polling), one or two for the moment
     // methods.
     double passes = 0.0;
-    for (const auto code : codes) passes += code == truescore::IntervalMethod::betting ? 120.0 : 2.0;
+    for (const auto code : codes) passes += code == truescore::IntervalMethod::betting ? kBettingPasses : 2.0;
     run_interruptible(passes * static_cast<double>(a) * static_cast<double>(n), [&] {
         truescore::gap_intervals(codes.data(), k, gaps.data(), a, n, pp, alpha, pl, ph, pe, pw, threads);
     });
@@ -68,14 +71,14 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
 // One audit's interval without Python-side validation: (low, high, estimate, half_width)
 // when d is a 1-D C-contiguous float64 array that passes check_gaps (and the method's
 // population requirement) and 0 < alpha / 2 < alpha < 1; otherwise None, and the caller
-// takes the validating path, which raises the right error. Moment methods only (the
-// betting interval's own cost dwarfs the validation). The same gap_interval call as
-// gap_intervals makes for a row, so the same bits.
+// takes the validating path, which raises the right error. The same gap_interval call as
+// gap_intervals makes for a row, so the same bits. The betting interval (a few passes over
+// the sample, where a moment method makes one) runs with the GIL released, interruptible
+// by Ctrl-C at the sizes gap_intervals would poll at; its scratch is its own.
 py::object gap_interval_unchecked(const py::object& d, long method, double population_size, double alpha) {
     using Contiguous = py::array_t<double, py::array::c_style>;
     const truescore::IntervalMethod code = interval_method(method);
-    if (code == truescore::IntervalMethod::betting || !(alpha > 0.0 && alpha < 1.0 && alpha / 2.0 > 0.0) ||
-        !py::isinstance<Contiguous>(d))
+    if (!(alpha > 0.0 && alpha < 1.0 && alpha / 2.0 > 0.0) || !py::isinstance<Contiguous>(d))
         return py::none();
     const auto gaps = py::reinterpret_borrow<Contiguous>(d);
     // pybind11's type check looks at contiguity, not alignment: a misaligned view (offset
@@ -85,7 +88,11 @@ py::object gap_interval_unchecked(const py::object& d, long method, double popul
     const std::size_t n = static_cast<std::size_t>(gaps.shape(0));
     if (truescore::interval_traits(code).needs_population && !(population_size > 0.0)) return py::none();
     if (!truescore::check_gaps(gaps.data(), n, population_size, "d").empty()) return py::none();
-    const truescore::GapInterval iv = truescore::gap_interval(code, gaps.data(), n, population_size, alpha);
+    const truescore::GapInterval iv =
+        code == truescore::IntervalMethod::betting
+            ? run_interruptible(kBettingPasses * static_cast<double>(n),
+                                [&] { return truescore::gap_interval(code, gaps.data(), n, population_size, alpha); })
+            : truescore::gap_interval(code, gaps.data(), n, population_size, alpha);
     return py::make_tuple(iv.low, iv.high, iv.estimate, iv.half_width);
 }
 
@@ -116,7 +123,7 @@ void bind_intervals(py::module_& m) {
     m.attr("FEASIBLE_SLACK") = truescore::kFeasibleSlack;  // the one value, for Python too
     m.def("gap_interval_unchecked", &gap_interval_unchecked, py::arg("d"), py::arg("method"),
           py::arg("population_size"), py::arg("alpha"),
-          "One audit's (low, high, estimate, half_width) for a moment method, or None when d is "
+          "One audit's (low, high, estimate, half_width) for any method, or None when d is "
           "not a 1-D contiguous float64 array of valid gaps (or alpha or population_size do not "
           "fit): the single-interval fast path, whose caller then validates and raises.");
     m.def("gap_intervals", &gap_intervals, py::arg("gaps"), py::arg("methods"), py::kw_only(),
