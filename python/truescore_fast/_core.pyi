@@ -75,6 +75,9 @@ def interval_method_traits() -> dict[str, dict[str, Any]]: ...
 def gap_interval_unchecked(
     d: object, method: int, population_size: float, alpha: float
 ) -> tuple[float, float, float, float] | None: ...
+def matched_form_gaps(
+    public: object, fresh: object
+) -> tuple[npt.NDArray[np.float64], int, float, float, float] | None: ...
 def gap_intervals(
     gaps: npt.ArrayLike,
     methods: npt.ArrayLike,

@@ -96,6 +96,30 @@ py::object gap_interval_unchecked(const py::object& d, long method, double popul
     return py::make_tuple(iv.low, iv.high, iv.estimate, iv.half_width);
 }
 
+// The matched-form audit's gaps and sums (matched_form_gaps), or None when the scores are
+// not C-contiguous float64 arrays (public (n,), n >= 2; fresh (n, K) with 1 <= K < 8, or
+// (n,) for K = 1) of numbers in [0, 1]: the caller then validates and raises, or computes
+// with NumPy. Returns (d, nonzero, public_sum, fresh_sum, gap_sum).
+py::object matched_form_gaps(const py::object& public_scores, const py::object& fresh) {
+    using Contiguous = py::array_t<double, py::array::c_style>;
+    if (!py::isinstance<Contiguous>(public_scores) || !py::isinstance<Contiguous>(fresh)) return py::none();
+    const auto pub = py::reinterpret_borrow<Contiguous>(public_scores);
+    const auto fr = py::reinterpret_borrow<Contiguous>(fresh);
+    auto aligned = [](const Contiguous& a) {
+        return reinterpret_cast<std::uintptr_t>(a.data()) % alignof(double) == 0;
+    };
+    if (pub.ndim() != 1 || pub.shape(0) < 2 || !aligned(pub) || !aligned(fr)) return py::none();
+    const py::ssize_t n = pub.shape(0);
+    const py::ssize_t k = fr.ndim() == 1 ? 1 : fr.ndim() == 2 ? fr.shape(1) : 0;
+    if (fr.shape(0) != n || k < 1) return py::none();
+    py::array_t<double> d(n);
+    truescore::MatchedFormSums sums{};
+    if (!truescore::matched_form_gaps(pub.data(), fr.data(), static_cast<std::size_t>(n), static_cast<std::size_t>(k),
+                                      d.mutable_data(), &sums))
+        return py::none();
+    return py::make_tuple(d, sums.nonzero, sums.public_sum, sums.fresh_sum, sums.gap_sum);
+}
+
 }  // namespace
 
 void bind_intervals(py::module_& m) {
@@ -126,6 +150,11 @@ void bind_intervals(py::module_& m) {
           "One audit's (low, high, estimate, half_width) for any method, or None when d is "
           "not a 1-D contiguous float64 array of valid gaps (or alpha or population_size do not "
           "fit): the single-interval fast path, whose caller then validates and raises.");
+    m.def("matched_form_gaps", &matched_form_gaps, py::arg("public"), py::arg("fresh"),
+          "The matched-form audit's (d, nonzero, public_sum, fresh_sum, gap_sum) with NumPy's "
+          "numbers (d = public - fresh.mean(axis=1); each sum NumPy's), or None when the scores "
+          "are not C-contiguous float64 arrays of numbers in [0, 1] (n >= 2, 1 <= K < 8): the "
+          "audit's fast path, whose caller then validates.");
     m.def("gap_intervals", &gap_intervals, py::arg("gaps"), py::arg("methods"), py::kw_only(),
           py::arg("population_size") = py::none(), py::arg("alpha") = 0.05,
           py::arg("n_threads") = py::none(),
