@@ -363,6 +363,7 @@ inline double numpy_sum_count_ge(RowPath path, const double* x, std::size_t n, d
 // numpy.var's sum of squared deviations, on the kernel `path`.
 inline double numpy_sum_sq_dev(RowPath path, const double* x, std::size_t n, double mean,
                                std::ptrdiff_t ahead = 0) {
+    static_cast<void>(ahead);  // only the 256- and 512-bit leaves prefetch
     switch (path) {
 #ifdef TRUESCORE_WIDE_LEAVES
         case RowPath::avx512: return rank_leaf::avx512_sum_sq_dev(x, n, mean, ahead);
