@@ -258,3 +258,77 @@ def test_one_interval(benchmark, gaps200, method, role, record_role):
         low, high = benchmark(numpy_fn, gaps200)
         iv = ours_fn(gaps200)
     assert abs(iv.low - low) <= 1e-12 and abs(iv.high - high) <= 1e-12
+
+
+# --- small calls (issue 37) ---------------------------------------------------------------
+# One betting_interval at n = 200 against one hoeffding_interval (goal: <= 2.5x its time),
+# and matched_form_audit at n = 200, N = 1,000, K = 2 against the bare NumPy formulas of
+# the audit without the betting interval (goal: no slower).
+
+
+@pytest.mark.parametrize("role", ["ours", "baseline"])
+def test_one_betting_interval(benchmark, gaps200, role, record_role):
+    benchmark.group = "audit: one betting_interval, n = 200, N = 1,000"
+    if role == "ours":
+        record_role("ours", "truescore_fast.betting_interval")
+        iv = benchmark(tf.betting_interval, gaps200, population_size=N_POP)
+        want = ref_betting_interval(gaps200, N_POP)
+        assert abs(iv.low - want[0]) <= 1e-9 and abs(iv.high - want[1]) <= 1e-9
+    else:
+        record_role("baseline", "one truescore_fast.hoeffding_interval call")
+        iv = benchmark(tf.hoeffding_interval, gaps200)
+        assert (iv.low, iv.high) == pytest.approx(numpy_hoeffding(gaps200), abs=1e-12)
+
+
+Z9875 = 2.241402727604947  # the normal quantile at 1 - 0.025 / 2
+
+
+def numpy_audit(public, fresh, population_size, alpha=0.05):
+    """The matched-form audit's numbers without the betting interval, in bare NumPy: the
+    scores, Delta-hat, the Wald, Hoeffding, Hoeffding-Serfling and Bernstein intervals at
+    alpha and the primary (Wald) one at alpha / 2, each clipped to [-1, 1]."""
+    d = public - fresh.mean(axis=1)
+    n = d.size
+    m, v = d.mean(), d.var(ddof=1)
+    fpc = 1.0 - n / population_size
+    halves = {
+        "wald": Z975 * np.sqrt(fpc * v / n),
+        "hoeffding": 2.0 * np.sqrt(np.log(2.0 / alpha) / (2.0 * n)),
+        "hoeffding_serfling": 2.0
+        * np.sqrt((1.0 - (n - 1) / population_size) * np.log(2.0 / alpha) / (2.0 * n)),
+        "bernstein": np.sqrt(2.0 * v * np.log(4.0 / alpha) / n)
+        + 14.0 * np.log(4.0 / alpha) / (3.0 * (n - 1)),
+        "wald_half": Z9875 * np.sqrt(fpc * v / n),
+    }
+    intervals = {k: (max(-1.0, m - h), min(1.0, m + h)) for k, h in halves.items()}
+    return public.mean(), fresh.mean(), m, int(np.count_nonzero(d)), intervals
+
+
+@pytest.fixture(scope="module")
+def audit200():
+    rng = np.random.default_rng(37)
+    public = (rng.random(200) < 0.7).astype(float)
+    fresh = (rng.random((200, 2)) < 0.62).astype(float)
+    return public, fresh
+
+
+@pytest.mark.parametrize("role", ["ours", "baseline"])
+def test_matched_form_audit_small(benchmark, audit200, role, record_role):
+    benchmark.group = "audit: matched_form_audit, n = 200 of N = 1,000, K = 2"
+    public, fresh = audit200
+    if role == "ours":
+        record_role("ours", "truescore_fast.matched_form_audit (with the betting interval)")
+        res = benchmark(tf.matched_form_audit, public, fresh, population_size=N_POP)
+        pub, fr, m, nonzero, intervals = numpy_audit(public, fresh, N_POP)
+    else:
+        record_role("baseline", "the bare NumPy formulas of its other intervals (no betting)")
+        pub, fr, m, nonzero, intervals = benchmark(numpy_audit, public, fresh, N_POP)
+        res = tf.matched_form_audit(public, fresh, population_size=N_POP)
+    assert (res.public_score, res.fresh_score, res.nonzero_gaps) == (pub, fr, nonzero)
+    assert res.estimate == pytest.approx(m, abs=1e-15)
+    for name in ("wald", "hoeffding", "hoeffding_serfling", "bernstein"):
+        got = res.intervals[name]
+        assert (got.low, got.high) == pytest.approx(intervals[name], abs=1e-12), name
+    assert res.primary.method == "wald"
+    # no control bank: tau is the primary interval at alpha / 2
+    assert (res.tau.low, res.tau.high) == pytest.approx(intervals["wald_half"], abs=1e-12)

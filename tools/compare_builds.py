@@ -8,7 +8,8 @@ fixed set of seeded workloads -- bootstrap, permutation (sign flips), exchangeab
 tests, betting intervals and confidence sequence, the randomization test, a
 finite-population bootstrap and a coverage study (the samplers and the Philox streams) --
 once per vector path the machine has: AVX-512 and AVX kernels on, AVX-512 off with the
-betting interval on SSE2, and plain loops. Every result is hashed from its exact bits.
+betting interval and the rank tests on AVX, then on SSE2, and plain loops. Every result
+is hashed from its exact bits.
 Prints one line per workload and exits 1 if any build or path differs from the first.
 tools/check-compilers.sh runs it on the GCC and the clang build.
 """
@@ -99,12 +100,17 @@ def run_here() -> None:
     from truescore_fast import _core
 
     testing = _core.testing
-    paths = {"native": (True, -1), "no-avx512, sse2": (False, 1), "plain": (False, 0)}
+    paths = {
+        "native": (True, -1),
+        "no-avx512, avx": (False, 2),
+        "no-avx512, sse2": (False, 1),
+        "plain": (False, 0),
+    }
     out: dict[str, Any] = {"core": _core.__file__, "results": {}}
     for path, (avx512, betting) in paths.items():
         testing.set_avx512(avx512)
         level = testing.betting_simd_level(betting)
-        label = f"{path} (betting level {level})"
+        label = f"{path} (betting level {level}, rank tests {testing.rank_vector_path()})"
         out["results"][label] = {name: digest(call()) for name, call in workloads().items()}
     print(json.dumps(out))
 

@@ -116,6 +116,8 @@ def seed_int(seed: SeedLike) -> int:
     Raises:
         ValueError, TypeError: as :func:`philox_key`.
     """
+    if type(seed) is int and seed >= 0:
+        return seed  # every non-negative int is a valid seed: nothing to check or hash
     words = philox_key(seed)
     if isinstance(seed, (int, np.integer)):
         return int(seed)

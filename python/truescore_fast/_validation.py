@@ -386,9 +386,13 @@ def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[n
 def check_unit_interval(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Correctness scores as a float64 array, finite and in [0, 1]."""
     arr = float_array(name, values)
+    # min and max first (a NaN makes both NaN, an infinity lies outside [0, 1]): the
+    # finiteness check runs only when the range check fails, and decides the message.
+    if arr.size and (arr.min() >= 0.0 and arr.max() <= 1.0):
+        return arr
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")
-    if arr.size and (arr.min() < 0.0 or arr.max() > 1.0):
+    if arr.size:
         raise ValueError(
             f"{name} must lie in [0, 1] (correctness, binary or averaged); "
             f"got values in [{arr.min():.6g}, {arr.max():.6g}]"

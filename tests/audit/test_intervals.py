@@ -609,7 +609,9 @@ FAST = {
     "hoeffding_serfling": lambda d, **kw: tf.hoeffding_serfling_interval(
         d, population_size=5000, **kw
     ),
+    "betting": lambda d, **kw: tf.betting_interval(d, population_size=5000, **kw),  # issue 37
 }
+WITH_POPULATION = ("wald", "hoeffding_serfling", "betting")
 
 
 @pytest.mark.parametrize("method", FAST)
@@ -626,9 +628,23 @@ def test_fast_path_gives_the_batch_path_interval(method):
             batch = getattr(tf, method + "_intervals")(
                 d[None, :],
                 alpha=alpha,
-                **({"population_size": 5000} if method in ("wald", "hoeffding_serfling") else {}),
+                **({"population_size": 5000} if method in WITH_POPULATION else {}),
             )[0]
             assert fast == batch
+
+
+def test_betting_fast_path_gives_the_batch_path_interval_without_a_population_and_empty():
+    # issue 37: the betting interval takes the fast path too; without a population, and
+    # on an order that rejects every mean (an empty set: low > high), the same bits
+    rng = np.random.default_rng(37)
+    cases = [rng.choice([-1.0, 0.0, 0.5, 1.0], size=n) for n in (2, 5, 200, 3000)]
+    cases.append(np.concatenate([np.ones(60), -np.ones(60)]))
+    for d in cases:
+        for pop in (None, 4 * d.size):
+            fast = tf.betting_interval(d, population_size=pop)
+            assert fast == tf.betting_interval(d.tolist(), population_size=pop)
+            assert fast == tf.betting_intervals(d[None, :], population_size=pop)[0]
+    assert tf.betting_interval(cases[-1]).empty
 
 
 @pytest.mark.parametrize(
@@ -648,9 +664,10 @@ def test_fast_path_gives_the_batch_path_interval(method):
         (np.zeros(4), {"population_size": 10**400}, "population_size"),
     ],
 )
-def test_fast_path_input_still_fails_by_name(d, kwargs, message):
+@pytest.mark.parametrize("function", [tf.wald_interval, tf.betting_interval])
+def test_fast_path_input_still_fails_by_name(d, kwargs, message, function):
     with pytest.raises(ValueError, match=message):
-        tf.wald_interval(d, **kwargs)
+        function(d, **kwargs)
 
 
 def test_fast_path_needs_the_population_where_the_method_does():

@@ -14,6 +14,7 @@ import truescore_fast as ts
 from common import k2_scores
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from truescore_fast import _core
 from truescore_fast.audit import intervals as intervals_mod
 from truescore_fast.audit import matched_form as audit_mod
 from truescore_fast.audit import randomization as randomization_mod
@@ -43,6 +44,71 @@ def test_audit_reports_scores_intervals_and_reproducible_order():
     assert replay.intervals == recorded.intervals
     text = res.summary()
     assert "does not mean" in text and "77%" in text
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 7, 8, 12])
+def test_audit_fast_path_gives_the_validating_paths_numbers(k):
+    # issue 37: float64 arrays take one core call for the gaps and sums (K < 8); lists
+    # take the validating NumPy path; both give the same audit, bit for bit
+    rng = np.random.default_rng(370 + k)
+    for n in (2, 3, 200, 1001):
+        pub = rng.choice([0.0, 0.25, 1.0, 0.7], size=n)
+        fr = rng.random((n, k)).round(3)
+        fr[::5] = 0.0  # some rows whose gap is the public score itself
+        args = {"population_size": 5 * n, "seed": 9}
+        fast = tf.matched_form_audit(pub, fr, **args)
+        slow = tf.matched_form_audit(pub.tolist(), fr.tolist(), **args)
+        assert fast.to_dict() == slow.to_dict()
+        assert fast.intervals == slow.intervals and fast.tau == slow.tau
+        np.testing.assert_array_equal(fast.order, slow.order)
+        d = pub - np.mean(fr, axis=1)
+        assert (fast.public_score, fast.fresh_score) == (np.mean(pub), np.mean(fr))
+        assert (fast.estimate, fast.nonzero_gaps) == (np.mean(d), np.count_nonzero(d))
+        if k == 1:  # a 1-D fresh array is K = 1
+            assert tf.matched_form_audit(pub, fr[:, 0], **args).to_dict() == fast.to_dict()
+
+
+def test_audit_fast_path_leaves_bad_scores_and_negative_zero_to_numpy():
+    pub, fr = np.array([0.5, 1.0, 0.0]), np.array([[0.5, 0.0], [1.0, 1.0], [0.0, 0.25]])
+    assert _core.matched_form_gaps(pub, fr) is not None
+    for bad in (np.nan, np.inf, -0.5, 1.5):
+        worse = fr.copy()
+        worse[1, 1] = bad
+        assert _core.matched_form_gaps(pub, worse) is None
+        with pytest.raises(ValueError, match="fresh"):
+            tf.matched_form_audit(pub, worse)
+        with pytest.raises(ValueError, match="public"):
+            tf.matched_form_audit(np.array([0.5, bad, 0.0]), fr)
+    signed = np.array([-0.0, 1.0, 0.0])
+    assert _core.matched_form_gaps(signed, fr) is None  # NumPy decides the zero's sign
+    got = tf.matched_form_audit(signed, fr)
+    d = signed - fr.mean(axis=1)
+    assert got.estimate == np.mean(d) and got.public_score == np.mean(signed)
+    for shape_bad in (np.zeros((3, 0)), np.zeros((2, 2)), np.zeros((3, 2, 1))):
+        assert _core.matched_form_gaps(pub, shape_bad) is None
+    assert _core.matched_form_gaps(pub[:1], fr[:1]) is None  # n < 2: NumPy's message
+    assert _core.matched_form_gaps(pub, np.asfortranarray(np.ones((3, 2)))) is None
+
+
+def test_audit_numbers_are_numpys_and_its_order_is_its_own_to_change():
+    # issue 37: the means are taken as sum / count and the order of a small audit comes
+    # from a cache: the same bits as np.mean, and the order a fresh, writable array
+    rng = np.random.default_rng(37)
+    for k in (1, 3):
+        pub, fr = rng.random(200).round(1), rng.random((200, k)).round(2)
+        res = tf.matched_form_audit(pub, fr, population_size=1000, seed=5)
+        d = pub - np.mean(fr, axis=1)
+        assert res.public_score == float(np.mean(pub))
+        assert res.fresh_score == float(np.mean(fr))
+        assert res.estimate == float(np.mean(d))
+        want = np.random.default_rng(5).permutation(200)
+        np.testing.assert_array_equal(res.order, want)
+        assert res.intervals["betting"] == tf.betting_interval(d[want], population_size=1000)
+        res.order[:] = 0  # the caller's to change: the next audit's order is untouched
+        np.testing.assert_array_equal(
+            tf.matched_form_audit(pub, fr, population_size=1000, seed=5).order, want
+        )
+        np.testing.assert_array_equal(tf.audit_order(200, seed=5), want)
 
 
 @pytest.mark.parametrize("fallback", ["betting", "hoeffding", "bernstein", "hoeffding_serfling"])

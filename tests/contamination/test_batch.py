@@ -93,6 +93,75 @@ def test_ragged_kernel_equals_reference(n_shards, ties):
     assert same_bits(means[0], means[1])
 
 
+@pytest.fixture
+def rank_paths():
+    """The rank tests' kernels this CPU runs, each switched on in turn by a callable; the
+    best is restored after. Names as _core.testing.rank_vector_path gives them."""
+    testing = _core.testing
+    best_level = testing.betting_simd_level(3)
+    had_avx512 = testing.set_avx512(True)
+    features = testing.cpu_features(False)
+
+    def use(path: str) -> None:
+        testing.set_avx512(path == "avx512")
+        testing.betting_simd_level({"avx512": 2, "avx": 2, "sse2": 1, "plain": 0}[path])
+        assert testing.rank_vector_path() == path
+
+    paths = ["plain"]
+    if best_level >= 1:
+        paths.append("sse2")
+    if best_level >= 2:
+        paths.append("avx")
+    if had_avx512:
+        paths.append("avx512")
+    if features["avx512f"] and features["popcnt"]:
+        assert "avx512" in paths  # the AVX-512 kernel runs wherever the CPU has it
+    if features["avx"]:
+        assert "avx" in paths
+    yield paths, use
+    testing.set_avx512(had_avx512)
+    testing.betting_simd_level(best_level)
+
+
+def test_every_vector_path_and_thread_count_gives_the_same_bits(rank_paths):
+    """The plain, SSE2, AVX and AVX-512 kernels keep NumPy's eight accumulators in lanes:
+    on rows of every length around the leaves' edges (8, 128, the splits above) and the
+    thread counts 1, 2 and 3 they give NumPy's numbers (the reference) bit for bit."""
+    paths, use = rank_paths
+    rng = np.random.default_rng(37)
+    lengths = [1, 2, 7, 8, 9, 15, 16, 17, 120, 127, 128, 129, 130, 135, 255, 256, 257, 999, 1000]
+    lengths += [1023, 1024, 1025, 4097]
+    rows, canonical = [], []
+    for k, m in enumerate(lengths * 2):
+        scale = 10.0 ** rng.uniform(-6, 6)
+        row = rng.normal(-2000.0, 30.0, size=m)
+        if k % 2:
+            row = np.round(row / 5.0) * 5.0  # ties
+        rows.append(row * scale + rng.normal() * 1e3)
+        # a third of the canonical values equal a permuted one (the >= boundary)
+        canonical.append(rows[-1][m // 2] if k % 3 == 0 else rng.normal(-2000.0, 30.0) * scale)
+    canonical = np.array(canonical)
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    values = np.concatenate(rows)
+    dense = rng.normal(-4000.0, 30.0, size=(300, 999))
+    dense_canonical = dense[:, 5] + rng.normal(size=300)
+    ref = ref_rank_tests_rows(canonical, rows)
+    dense_ref = ref_rank_tests_rows(dense_canonical, list(dense))
+    for path in paths:
+        use(path)
+        for threads in (1, 2, 3):
+            _assert_matches_reference(
+                _core.rank_tests_ragged(canonical, values, offsets, n_threads=threads), ref
+            )
+            _assert_matches_reference(
+                _core.rank_tests_dense(dense_canonical, dense, n_threads=threads), dense_ref
+            )
+        for k in range(0, len(rows), 7):
+            one = tf.exchangeability_test(canonical[k], rows[k])
+            assert same_bits(one.p_value, ref["p_value"][k])
+            assert same_bits(one.permutation_std, ref["sd"][k])
+
+
 @pytest.mark.parametrize("m", [1, 2, 7, 8, 9, 16, 127, 128, 129, 1000, 8193])
 def test_single_kernel_equals_reference(m):
     rng = np.random.default_rng(m)

@@ -429,6 +429,19 @@ def matched_form_intervals(
 def _single(
     methods: tuple[str, ...], d: npt.NDArray[np.float64], population_size: int | None, alpha: float
 ) -> dict[str, Interval]:
-    """Several methods on one validated gap vector, in one core call."""
+    """Several methods on one validated gap vector: each through the single-interval fast
+    path (the same core formula, so the same interval), or all in one validating core call
+    when the fast path declines (a method that needs the population without one, a gap
+    vector that is not a C-contiguous float64 array), which raises the right error."""
+    if type(d) is np.ndarray and type(alpha) is float:
+        fast_pop = 0.0 if population_size is None else float(population_size)
+        fast: dict[str, Interval] = {}
+        for m in methods:
+            got = _core.gap_interval_unchecked(d, _CODE[m], fast_pop, alpha)
+            if got is None:
+                break
+            fast[m] = Interval(got[0], got[1], got[2], m, alpha, got[3])
+        else:
+            return fast
     pops = None if population_size is None else np.array([float(population_size)])
     return {m: ivs[0] for m, ivs in _batch(methods, d[None, :], pops, alpha).items()}

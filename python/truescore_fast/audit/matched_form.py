@@ -28,6 +28,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast import _core
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result
 from truescore_fast._validation import (
@@ -203,8 +205,22 @@ _READINGS = ("wald", "hoeffding", "fixed")
 def _scoring_order(n: int, seed_used: int) -> npt.NDArray[np.int64]:
     """The random order of n parents for an (already normalised) integer seed:
     ``numpy.random.default_rng(seed_used).permutation(n)``, the order the fixed audit
-    reads its parents in and the order :func:`~truescore_fast.audit_order` hands out."""
+    reads its parents in and the order :func:`~truescore_fast.audit_order` hands out.
+    A fresh array each call (the orders of recent small (n, seed) pairs are kept: seeding
+    the generator costs more than a small audit's intervals)."""
+    if n <= _CACHED_ORDER_MAX:
+        return _cached_order(n, seed_used).copy()
     return np.random.default_rng(seed_used).permutation(n).astype(np.int64)
+
+
+_CACHED_ORDER_MAX = 4096  # at most 64 orders of 32 KiB each are kept
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_order(n: int, seed_used: int) -> npt.NDArray[np.int64]:
+    order = np.random.default_rng(seed_used).permutation(n).astype(np.int64)
+    order.flags.writeable = False
+    return order
 
 
 def matched_form_audit(
@@ -255,8 +271,22 @@ def matched_form_audit(
     over to paraphrases, where no paraphrase audit can see it.
     """
     check_alpha(alpha)
-    pub, fr = _forms(public, fresh)
-    n, k = fr.shape
+    # The fast path (issue 37): float64 arrays of scores in [0, 1] give their gaps and
+    # NumPy's sums in one core call; anything else is validated (and raises) and computed
+    # with NumPy below. The same numbers either way.
+    fast = _core.matched_form_gaps(public, fresh)
+    if fast is None:
+        pub, fr = _forms(public, fresh)
+        n, k = fr.shape
+        d = np.ascontiguousarray(pub - fr.mean(axis=1))
+        nonzero = int(np.count_nonzero(d))
+        scores = (float(np.mean(pub)), float(np.mean(fr)), float(np.mean(d)))
+    else:
+        d, nonzero, public_sum, fresh_sum, gap_sum = fast
+        n = d.shape[0]
+        k = 1 if np.ndim(fresh) == 1 else np.shape(fresh)[1]
+        scores = (public_sum / n, fresh_sum / (n * k), gap_sum / n)
+    public_score, fresh_score, estimate = scores
     pop = check_population_size(population_size, n)
     radius = real_scalar("transport_radius", transport_radius, low=0.0)
     guard = check_positive_int("guardrail", guardrail, minimum=0)
@@ -266,10 +296,7 @@ def matched_form_audit(
     check_choice("control_reading", control_reading, _READINGS)
     seed_used = seed_int(seed)
     order = _scoring_order(n, seed_used)
-
-    d = np.ascontiguousarray(pub - fr.mean(axis=1))
     d_ordered = np.ascontiguousarray(d[order])
-    nonzero = int(np.count_nonzero(d))
     intervals = _single(methods_for(pop), d_ordered, pop, alpha)
     if nonzero < guard:
         primary_method = fallback
@@ -299,7 +326,7 @@ def matched_form_audit(
         name: Interval(
             low=lo_d - (uc + r),
             high=hi_d - (lc - r),
-            estimate=float(np.mean(d)) - (0.0 if bank is None else bank.estimate),
+            estimate=estimate - (0.0 if bank is None else bank.estimate),
             method=f"sensitivity ({primary_method} Delta, {name} control, r = {r:g})",
             alpha=alpha,
             half_width=_tau_half_width(lo_d, hi_d, lc, uc, r),
@@ -309,9 +336,9 @@ def matched_form_audit(
     }
     tau = tau_intervals[reading_used]
     return MatchedFormAudit(
-        public_score=float(np.mean(pub)),
-        fresh_score=float(np.mean(fr)),
-        estimate=float(np.mean(d)),
+        public_score=public_score,
+        fresh_score=fresh_score,
+        estimate=estimate,
         n=n,
         n_forms=k,
         nonzero_gaps=nonzero,

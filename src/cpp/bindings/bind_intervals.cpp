@@ -23,6 +23,9 @@ using truescore::bindings::thread_count;
 
 namespace {
 
+// Work estimate of a betting interval, in passes over the sample (see gap_intervals).
+constexpr double kBettingPasses = 120.0;
+
 // Many audits: gaps (A, n); methods a 1-D int array of codes; population_size None or
 // (A,) (<= 0 entries mean none). Returns a dict of (n_methods, A) arrays.
 py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::object& population_size,
@@ -53,7 +56,7 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     // passes and two end checks, so this errs towards polling), one or two for the moment
     // methods.
     double passes = 0.0;
-    for (const auto code : codes) passes += code == truescore::IntervalMethod::betting ? 120.0 : 2.0;
+    for (const auto code : codes) passes += code == truescore::IntervalMethod::betting ? kBettingPasses : 2.0;
     run_interruptible(passes * static_cast<double>(a) * static_cast<double>(n), [&] {
         truescore::gap_intervals(codes.data(), k, gaps.data(), a, n, pp, alpha, pl, ph, pe, pw, threads);
     });
@@ -68,14 +71,14 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
 // One audit's interval without Python-side validation: (low, high, estimate, half_width)
 // when d is a 1-D C-contiguous float64 array that passes check_gaps (and the method's
 // population requirement) and 0 < alpha / 2 < alpha < 1; otherwise None, and the caller
-// takes the validating path, which raises the right error. Moment methods only (the
-// betting interval's own cost dwarfs the validation). The same gap_interval call as
-// gap_intervals makes for a row, so the same bits.
+// takes the validating path, which raises the right error. The same gap_interval call as
+// gap_intervals makes for a row, so the same bits. The betting interval (a few passes over
+// the sample, where a moment method makes one) runs with the GIL released, interruptible
+// by Ctrl-C at the sizes gap_intervals would poll at; its scratch is its own.
 py::object gap_interval_unchecked(const py::object& d, long method, double population_size, double alpha) {
     using Contiguous = py::array_t<double, py::array::c_style>;
     const truescore::IntervalMethod code = interval_method(method);
-    if (code == truescore::IntervalMethod::betting || !(alpha > 0.0 && alpha < 1.0 && alpha / 2.0 > 0.0) ||
-        !py::isinstance<Contiguous>(d))
+    if (!(alpha > 0.0 && alpha < 1.0 && alpha / 2.0 > 0.0) || !py::isinstance<Contiguous>(d))
         return py::none();
     const auto gaps = py::reinterpret_borrow<Contiguous>(d);
     // pybind11's type check looks at contiguity, not alignment: a misaligned view (offset
@@ -85,8 +88,36 @@ py::object gap_interval_unchecked(const py::object& d, long method, double popul
     const std::size_t n = static_cast<std::size_t>(gaps.shape(0));
     if (truescore::interval_traits(code).needs_population && !(population_size > 0.0)) return py::none();
     if (!truescore::check_gaps(gaps.data(), n, population_size, "d").empty()) return py::none();
-    const truescore::GapInterval iv = truescore::gap_interval(code, gaps.data(), n, population_size, alpha);
+    const truescore::GapInterval iv =
+        code == truescore::IntervalMethod::betting
+            ? run_interruptible(kBettingPasses * static_cast<double>(n),
+                                [&] { return truescore::gap_interval(code, gaps.data(), n, population_size, alpha); })
+            : truescore::gap_interval(code, gaps.data(), n, population_size, alpha);
     return py::make_tuple(iv.low, iv.high, iv.estimate, iv.half_width);
+}
+
+// The matched-form audit's gaps and sums (matched_form_gaps), or None when the scores are
+// not C-contiguous float64 arrays (public (n,), n >= 2; fresh (n, K) with 1 <= K < 8, or
+// (n,) for K = 1) of numbers in [0, 1]: the caller then validates and raises, or computes
+// with NumPy. Returns (d, nonzero, public_sum, fresh_sum, gap_sum).
+py::object matched_form_gaps(const py::object& public_scores, const py::object& fresh) {
+    using Contiguous = py::array_t<double, py::array::c_style>;
+    if (!py::isinstance<Contiguous>(public_scores) || !py::isinstance<Contiguous>(fresh)) return py::none();
+    const auto pub = py::reinterpret_borrow<Contiguous>(public_scores);
+    const auto fr = py::reinterpret_borrow<Contiguous>(fresh);
+    auto aligned = [](const Contiguous& a) {
+        return reinterpret_cast<std::uintptr_t>(a.data()) % alignof(double) == 0;
+    };
+    if (pub.ndim() != 1 || pub.shape(0) < 2 || !aligned(pub) || !aligned(fr)) return py::none();
+    const py::ssize_t n = pub.shape(0);
+    const py::ssize_t k = fr.ndim() == 1 ? 1 : fr.ndim() == 2 ? fr.shape(1) : 0;
+    if (fr.shape(0) != n || k < 1) return py::none();
+    py::array_t<double> d(n);
+    truescore::MatchedFormSums sums{};
+    if (!truescore::matched_form_gaps(pub.data(), fr.data(), static_cast<std::size_t>(n), static_cast<std::size_t>(k),
+                                      d.mutable_data(), &sums))
+        return py::none();
+    return py::make_tuple(d, sums.nonzero, sums.public_sum, sums.fresh_sum, sums.gap_sum);
 }
 
 }  // namespace
@@ -116,9 +147,14 @@ void bind_intervals(py::module_& m) {
     m.attr("FEASIBLE_SLACK") = truescore::kFeasibleSlack;  // the one value, for Python too
     m.def("gap_interval_unchecked", &gap_interval_unchecked, py::arg("d"), py::arg("method"),
           py::arg("population_size"), py::arg("alpha"),
-          "One audit's (low, high, estimate, half_width) for a moment method, or None when d is "
+          "One audit's (low, high, estimate, half_width) for any method, or None when d is "
           "not a 1-D contiguous float64 array of valid gaps (or alpha or population_size do not "
           "fit): the single-interval fast path, whose caller then validates and raises.");
+    m.def("matched_form_gaps", &matched_form_gaps, py::arg("public"), py::arg("fresh"),
+          "The matched-form audit's (d, nonzero, public_sum, fresh_sum, gap_sum) with NumPy's "
+          "numbers (d = public - fresh.mean(axis=1); each sum NumPy's), or None when the scores "
+          "are not C-contiguous float64 arrays of numbers in [0, 1] (n >= 2, 1 <= K < 8): the "
+          "audit's fast path, whose caller then validates.");
     m.def("gap_intervals", &gap_intervals, py::arg("gaps"), py::arg("methods"), py::kw_only(),
           py::arg("population_size") = py::none(), py::arg("alpha") = 0.05,
           py::arg("n_threads") = py::none(),

@@ -16,6 +16,7 @@
 #include "interrupt.hpp"
 #include "truescore/betting.hpp"
 #include "truescore/compare.hpp"
+#include "truescore/contamination.hpp"
 #include "truescore/cpu_budget.hpp"
 #include "truescore/numeric.hpp"
 #include "truescore/parallel.hpp"
@@ -290,8 +291,12 @@ void bind_testing(py::module_& m) {
         "none), the reference betting_interval's faster search reproduces; bisection=False runs "
         "that search through this same thin call (no validation), for kernel-to-kernel timing.");
     t.def("betting_simd_level", &truescore::betting_simd_level, py::arg("request") = -1,
-          "The vector kernel the betting interval runs (2 AVX, 1 SSE2, 0 plain loops; the same bits): "
-          "request >= 0 caps it at that level process-wide, for tests; returns the level in use.");
+          "The vector level below AVX-512 the betting interval and the rank tests run (2 AVX, 1 SSE2, "
+          "0 plain loops; the same bits): request >= 0 caps it at that level process-wide, for tests; "
+          "returns the level in use.");
+    t.def("rank_vector_path", &truescore::rank_tests_vector_path,
+          "The kernel the rank tests run now: 'avx512', 'avx', 'sse2' or 'plain' (set_avx512 and "
+          "betting_simd_level choose; every one gives the same bits).");
     t.def("normal_quantile", &truescore::normal_quantile, py::arg("p"),
           "The core's standard normal quantile Phi^{-1}(p) (NaN outside (0, 1)).");
     t.def("resolved_threads", &truescore::resolve_threads, py::arg("n_threads"),

@@ -11,6 +11,7 @@
 
 #include "truescore/numeric.hpp"
 #include "truescore/portable.hpp"
+#include "truescore/random.hpp"
 
 // The capital passes and the path's divisions run several lanes at once: SSE2 on every
 // x86-64, AVX (chosen at run time) where the CPU has it; plain loops elsewhere. Every lane
@@ -247,9 +248,6 @@ TRUESCORE_TARGET_AVX void lanes_avx(const BettingPath& p, Lanes& r) {
     _mm256_storeu_pd(r.least, low);
 }
 
-bool cpu_has_avx() {
-    return cpu_features().avx;
-}
 #endif
 
 #if TRUESCORE_BETTING_AVX
@@ -321,20 +319,17 @@ TRUESCORE_TARGET_AVX void path_avx(const double* d, std::size_t n, double popula
 }
 #endif
 
-// The widest kernel this CPU runs (2 AVX, 1 SSE2, 0 plain loops), and the one in use: a
-// lower one can be asked for (betting_simd_level), for tests.
-int best_simd_level() {
+// The kernel in use (2 AVX, 1 SSE2, 0 plain loops): the process-wide vector level
+// (random.hpp), which betting_simd_level can lower for tests.
+int simd_level() {
 #if TRUESCORE_BETTING_AVX
-    static const int best = cpu_has_avx() ? 2 : 1;
-    return best;
+    return simd::level();
 #elif TRUESCORE_BETTING_SSE2
-    return 1;
+    return std::min(simd::level(), 1);
 #else
     return 0;
 #endif
 }
-std::atomic<int> requested_simd_level{2};
-int simd_level() { return std::min(best_simd_level(), requested_simd_level.load(std::memory_order_relaxed)); }
 
 // Runs the passes of the lanes asked for (lo: lanes 0-1, hi: lanes 2-3) at `level`, and
 // reads each lane as a Pass: rejected, with the margin log(peak / (2 / alpha)).
@@ -769,7 +764,7 @@ GapInterval betting_interval_bisection(const double* d, std::size_t n, double po
 }
 
 int betting_simd_level(int request) {
-    if (request >= 0) requested_simd_level.store(request, std::memory_order_relaxed);
+    if (request >= 0) simd::requested_level().store(request, std::memory_order_relaxed);
     return simd_level();
 }
 

@@ -27,7 +27,9 @@ GapInterval betting_interval_bisection(const double* d, std::size_t n, double po
 
 // The vector kernel betting_interval runs (2 AVX, 1 SSE2, 0 plain loops; all give the same
 // bits): request >= 0 caps it at that level (for tests; process-wide), request < 0 only asks.
-// Returns the level now in use (at most what the CPU and the build support).
+// Returns the level now in use (at most what the CPU and the build support). The level is
+// the process-wide one (simd::level, random.hpp), which the rank tests follow too below
+// AVX-512.
 int betting_simd_level(int request);
 
 }  // namespace truescore

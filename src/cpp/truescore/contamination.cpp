@@ -1,6 +1,7 @@
 #include "truescore/contamination.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -46,10 +47,20 @@ Scaled scaled_moments(const double* x, std::size_t m, double canonical) {
 
 }  // namespace
 
-bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* count,
-                   double* p_value, double* mean, double* sd, double* z_score) {
+namespace {
+
+// The kernel the row passes run: AVX-512 where the CPU has it (and the switch allows),
+// else the vector level (random.hpp). All give the same bits.
+RowPath row_path() {
+    if (simd::avx512()) return RowPath::avx512;
+    return static_cast<RowPath>(simd::level());
+}
+
+// One shard on the kernel `path` (rank_test).
+bool rank_row(RowPath path, double canonical, const double* x, std::size_t m, std::int64_t* count,
+              double* p_value, double* mean, double* sd, double* z_score, std::ptrdiff_t ahead = 0) {
     std::int64_t c = 0;
-    double mu = (0.0 + numpy_sum_count_ge(x, m, canonical, &c)) / static_cast<double>(m);
+    double mu = (0.0 + numpy_sum_count_ge(path, x, m, canonical, &c)) / static_cast<double>(m);
     double s = 0.0;
     double z = 0.0;
     if (!std::isfinite(mu)) {
@@ -63,7 +74,7 @@ bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* c
         z = r.z;
     } else if (m > 1) {
         // numpy.std(ddof=1): squared deviations from the mean, pairwise-summed.
-        const double ss = 0.0 + numpy_sum_sq_dev(x, m, mu);
+        const double ss = 0.0 + numpy_sum_sq_dev(path, x, m, mu, ahead);
         s = std::sqrt(ss / static_cast<double>(m - 1));
         if (std::isfinite(s)) {
             z = s > 0.0 ? (canonical - mu) / s : 0.0;
@@ -82,6 +93,22 @@ bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* c
     return true;
 }
 
+}  // namespace
+
+const char* rank_tests_vector_path() {
+    switch (row_path()) {
+        case RowPath::avx512: return "avx512";
+        case RowPath::avx: return "avx";
+        case RowPath::sse2: return "sse2";
+        default: return "plain";
+    }
+}
+
+bool rank_test(double canonical, const double* x, std::size_t m, std::int64_t* count,
+                   double* p_value, double* mean, double* sd, double* z_score) {
+    return rank_row(row_path(), canonical, x, m, count, p_value, mean, sd, z_score);
+}
+
 namespace {
 
 // Where shard i's permutations lie in the values: [start, start + length).
@@ -94,20 +121,36 @@ template <class Rows>
 std::int64_t rank_tests_impl(const double* canonical, const double* values, Rows row,
                              std::size_t n_shards, RankOutputs out, int n_threads) {
     const int threads = resolve_threads(n_threads);
-    // Each block records its own first bad shard; blocks are disjoint and ordered, so the
-    // minimum over blocks is the first bad shard overall, whatever the thread count.
+    // Shards are claimed kShardsPerClaim at a time by whichever worker is free (one atomic
+    // increment per claim), not split in fixed shares: a worker whose core another process
+    // takes computes fewer shards instead of keeping the whole call waiting for its share
+    // (two threads were slower than one on a loaded machine that way). A shard's outputs
+    // depend on its row alone, so who computes it never changes a bit. Each claim stops at
+    // its first bad shard; every claim is run, so the minimum over them is the first bad
+    // shard overall, whatever the thread count and the claiming order.
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     std::mutex lock;
-    parallel_for_blocks(n_shards, threads, kMinShardsPerThread, [&](std::size_t begin, std::size_t end) {
+    const RowPath path = row_path();
+    std::atomic<std::size_t> next{0};
+    parallel_for_blocks(n_shards, threads, kMinShardsPerThread, [&](std::size_t, std::size_t) {
         std::int64_t local = std::numeric_limits<std::int64_t>::max();
         CancelEvery cancel;
-        for (std::size_t i = begin; i < end; ++i) {
-            const Row r = row(i);
-            cancel.add(r.length);
-            if (!rank_test(canonical[i], values + r.start, r.length, out.count + i, out.p_value + i,
-                               out.mean + i, out.sd + i, out.z_score + i)) {
-                local = static_cast<std::int64_t>(i);
-                break;
+        for (;;) {
+            const std::size_t begin = next.fetch_add(kShardsPerClaim, std::memory_order_relaxed);
+            if (begin >= n_shards) break;
+            const std::size_t end = std::min(n_shards, begin + kShardsPerClaim);
+            for (std::size_t i = begin; i < end; ++i) {
+                const Row r = row(i);
+                cancel.add(r.length);
+                // The second pass over the row reads it from L1; meanwhile the next row is
+                // prefetched, so the memory stays busy and the row is read from DRAM once.
+                const std::ptrdiff_t ahead =
+                    i + 1 < end ? static_cast<std::ptrdiff_t>(row(i + 1).start - r.start) * 8 : 0;
+                if (!rank_row(path, canonical[i], values + r.start, r.length, out.count + i, out.p_value + i,
+                              out.mean + i, out.sd + i, out.z_score + i, ahead)) {
+                    local = std::min(local, static_cast<std::int64_t>(i));
+                    break;
+                }
             }
         }
         std::lock_guard<std::mutex> guard(lock);

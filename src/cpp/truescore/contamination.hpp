@@ -37,6 +37,10 @@ std::int64_t rank_tests_ragged(const double* canonical, const double* values,
                                const std::int64_t* offsets, std::size_t n_shards,
                                RankOutputs out, int n_threads);
 
+// The kernel the rank tests run now: "avx512", "avx", "sse2" or "plain" (every one gives
+// the same bits; AVX-512 where the CPU has it, chosen at run time; for tests).
+const char* rank_tests_vector_path();
+
 // Mean of each row (n_rows, row_length), in NumPy's summation order: the SLCT's
 // shuffled means. Returns the first row holding a non-finite value, or -1.
 std::int64_t row_means_ragged(const double* values, const std::int64_t* offsets,

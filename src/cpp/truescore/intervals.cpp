@@ -23,6 +23,32 @@ GapInterval symmetric_interval(double estimate, double half) {
     return {std::max(-1.0, estimate - half), std::min(1.0, estimate + half), estimate, half};
 }
 
+bool matched_form_gaps(const double* public_scores, const double* fresh, std::size_t n, std::size_t k, double* d,
+                       MatchedFormSums* sums) {
+    if (k < 1 || k >= 8) return false;
+    // A score is usable when it lies in [0, 1] (NaN fails both comparisons) and is not -0.0.
+    auto usable = [](double x) { return x >= 0.0 && x <= 1.0 && !std::signbit(x); };
+    std::int64_t nonzero = 0;
+    const double kd = static_cast<double>(k);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double* row = fresh + i * k;
+        double s = 0.0;  // NumPy's add.reduce starts from its identity
+        bool ok = usable(public_scores[i]);
+        for (std::size_t j = 0; j < k; ++j) {
+            ok = ok && usable(row[j]);
+            s += row[j];
+        }
+        if (!ok) return false;
+        d[i] = public_scores[i] - s / kd;
+        nonzero += d[i] != 0.0;
+    }
+    sums->nonzero = nonzero;
+    sums->public_sum = numpy_sum(public_scores, n);
+    sums->fresh_sum = numpy_sum(fresh, n * k);
+    sums->gap_sum = numpy_sum(d, n);
+    return true;
+}
+
 std::string check_gaps(const double* d, std::size_t n, double population_size, const char* name) {
     const std::string prefix(name);
     if (n < 2) return prefix + " needs at least 2 parents; got " + std::to_string(n);

@@ -68,6 +68,24 @@ inline const IntervalTraits& interval_traits(IntervalMethod method) {
 // naming the problem, prefixed by `name`.
 std::string check_gaps(const double* d, std::size_t n, double population_size, const char* name);
 
+// The matched-form audit's gaps from its scores, with NumPy's numbers: d_i = public_i -
+// (sum_k fresh_ik) / K, and the sums of public, fresh (all n K scores, row after row) and
+// d in NumPy's pairwise order, so that sum / count is np.mean's value; `nonzero` counts
+// the d_i != 0. fresh is (n, K) row-major, 1 <= K < 8: a row of under eight scores is
+// summed in order, which is NumPy's order for a row whichever way it walks the array (at
+// eight and more its pairwise leaf and a walk across rows differ, so the caller keeps
+// NumPy for those). Returns false, the outputs unspecified, when a score is not a number
+// in [0, 1] or is -0.0 (whose sign NumPy's sums would carry differently): the caller's
+// validation then decides.
+struct MatchedFormSums {
+    std::int64_t nonzero;
+    double public_sum;
+    double fresh_sum;
+    double gap_sum;
+};
+bool matched_form_gaps(const double* public_scores, const double* fresh, std::size_t n, std::size_t k, double* d,
+                       MatchedFormSums* sums);
+
 // ---- The interval formulas, shared by the per-sample intervals below and the
 // moment-based ones (the calibration engine draws counts per lattice value and knows only
 // the mean and variance of a sample). Constants that depend only on alpha are computed

@@ -54,6 +54,7 @@ inline constexpr std::size_t kMinDrawsPerThread = 64;       // randomization tes
 inline constexpr std::size_t kMinTasksPerThread = 1;        // calibration tasks (each ~1 ms or more)
 inline constexpr std::size_t kMinAuditsPerThread = 16;      // gap_intervals audits
 inline constexpr std::size_t kMinShardsPerThread = 64;      // rank tests and row means
+inline constexpr std::size_t kShardsPerClaim = 64;          // rank tests: shards a worker claims at a time
 
 // Blocks per thread for at least kMinStepsPerThread element steps, at `steps_per_item`
 // steps per item and `block` items per block.

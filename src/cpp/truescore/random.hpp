@@ -7,6 +7,8 @@
 // machine runs a task never changes what it draws.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -51,6 +53,27 @@ inline bool& avx512_switch() {
     return on;
 }
 inline bool avx512() { return avx512_switch(); }
+
+// The widest kernels below AVX-512 may run (2: 256-bit AVX, 1: SSE2, 0: the plain loops):
+// the CPU's and the build's answer, capped by a request the testing hook
+// betting_simd_level sets process-wide (never while a kernel runs), so that tests can run
+// every path. The betting interval and the rank batch read it; every path gives the same
+// bits. AVX-512 itself is avx512() above.
+inline int best_level() {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__)
+    static const int best = cpu_features().avx ? 2 : 1;
+    return best;
+#elif defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    return 1;
+#else
+    return 0;
+#endif
+}
+inline std::atomic<int>& requested_level() {
+    static std::atomic<int> requested{2};
+    return requested;
+}
+inline int level() { return std::min(best_level(), requested_level().load(std::memory_order_relaxed)); }
 
 }  // namespace simd
 
