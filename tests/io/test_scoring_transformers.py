@@ -176,6 +176,12 @@ def test_bad_backend_arguments(model, kwargs, error, message):
         TransformersScorer(3)
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: cuda can be used")
+def test_an_unusable_device_is_a_value_error(model):
+    with pytest.raises(ValueError, match="device 'cuda' cannot be used here"):
+        TransformersScorer(model, device="cuda")
+
+
 def test_a_missing_extra_names_it(monkeypatch, model):
     monkeypatch.setitem(__import__("sys").modules, "torch", None)
     with pytest.raises(ImportError, match=r"pip install 'truescore-fast\[score\]'"):

@@ -46,7 +46,9 @@ class TransformersScorer:
             path (none for a loaded model: then give token ids to :func:`score_orders`).
         device: Any torch device (default ``"cpu"``; ``"cuda"``, ``"cuda:1"``, ``"mps"``).
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``, a ``torch.dtype``, or None
-            (a loaded model's own; float32 for a name or path).
+            (a loaded model's own; float32 for a name or path). A loaded model is moved
+            to ``device`` and ``dtype`` in place (``torch.nn.Module.to``) and put in
+            evaluation mode.
     """
 
     def __init__(
@@ -85,7 +87,10 @@ class TransformersScorer:
             raise TypeError(
                 f"model must be a name, a path or a torch.nn.Module; got {type(model).__name__}"
             )
-        self.model.to(self.device)
+        try:
+            self.model.to(self.device)
+        except (RuntimeError, AssertionError) as error:  # torch built without CUDA asserts
+            raise ValueError(f"device {device!r} cannot be used here: {error}") from None
         self.model.eval()
         if isinstance(tokenizer, (str, os.PathLike)):
             tokenizer = transformers.AutoTokenizer.from_pretrained(os.fspath(tokenizer))
