@@ -45,7 +45,7 @@ import numpy.typing as npt
 from truescore_fast import _core
 from truescore_fast._files import check_input_file, decode_text
 from truescore_fast._result import TabularResult
-from truescore_fast._validation import check_positive_int, one_line
+from truescore_fast._validation import check_memory, check_positive_int, one_line
 from truescore_fast.contamination.sharded import ShardOrders
 from truescore_fast.studies._checkpoint import Checkpoint
 
@@ -59,6 +59,7 @@ __all__ = [
 ]
 
 _RUN = "score"
+_MAX_TOKEN_ID = 2**62
 
 
 class TokenScorer(Protocol):
@@ -114,6 +115,7 @@ def window_spans(n_tokens: int, context_len: int, stride: int) -> list[tuple[int
     if t < 1:
         return []
     k = -(-max(0, t - c) // s)  # ceil
+    check_memory("n_tokens", 100.0 * (k + 1), "score shorter sequences, or use a longer stride")
     return [(s * j, min(s * j + c, t), (c - s) if j > 0 else 0) for j in range(k + 1)]
 
 
@@ -173,6 +175,8 @@ def sliding_window_loglik(
         stride: Tokens between the starts of two windows (default 1024), at most
             ``context_len``.
     """
+    if not callable(scorer):
+        raise TypeError(f"scorer must be callable (a TokenScorer); got {type(scorer).__name__}")
     ids = _token_ids("tokens", tokens)
     spans = window_spans(ids.size, context_len, stride)
     return float(_window_sums(ids.reshape(1, -1), spans, scorer, 1)[0])
@@ -191,8 +195,8 @@ def _token_ids(name: str, tokens: Any) -> npt.NDArray[np.int64]:
         raise TypeError(
             f"{name} must be a 1-D sequence of integer token ids; got {one_line(tokens)}"
         )
-    if (ids < 0).any():
-        raise ValueError(f"{name} holds a negative token id")
+    if (ids < 0).any() or (ids > _MAX_TOKEN_ID).any():
+        raise ValueError(f"{name} holds a token id out of range (0 .. 2**62)")
     return ids.astype(np.int64)
 
 
@@ -211,6 +215,10 @@ def read_examples(path: str | os.PathLike[str], *, text_field: str = "text") -> 
     Raises:
         FileNotFoundError, ValueError: naming the file and the line.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path; got {type(path).__name__}")
+    if not isinstance(text_field, str):
+        raise TypeError(f"text_field must be a string; got {type(text_field).__name__}")
     file_path = check_input_file(path)
     where = str(file_path)
     text = decode_text(file_path.read_bytes(), where)
@@ -252,8 +260,13 @@ def _json_example(line: str, field: str, where: str) -> str:
 
 
 def _encoded(examples: Any, scorer: Any, text_field: str) -> list[npt.NDArray[np.int64]]:
+    if not isinstance(text_field, str):
+        raise TypeError(f"text_field must be a string; got {type(text_field).__name__}")
     if isinstance(examples, (str, os.PathLike)):
-        examples = read_examples(examples, text_field=text_field)
+        try:
+            examples = read_examples(examples, text_field=text_field)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"examples: no such file: {os.fspath(examples)}") from None
     if not isinstance(examples, Sequence) or isinstance(examples, (bytes, Mapping)):
         raise TypeError(
             "examples must be a benchmark file, a list of strings or a list of token-id "

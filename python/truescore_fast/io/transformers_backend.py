@@ -122,6 +122,8 @@ class TransformersScorer:
 
     def encode(self, text: str) -> list[int]:
         """The token ids of one example (the tokenizer's ``encode`` with its defaults)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a string; got {type(text).__name__}")
         if self.tokenizer is None:
             raise TypeError("this TransformersScorer has no tokenizer: give token ids instead")
         return list(self.tokenizer.encode(text))
