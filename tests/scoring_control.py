@@ -17,8 +17,9 @@ on the corpus with the ``tokenizers`` library, the model is built from a ``GPT2C
 from __future__ import annotations
 
 import contextlib
-import json
+import math
 import random
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,6 +153,15 @@ def build(
         model = GPT2LMHeadModel(config)
         if train:
             optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+            # 50 warm-up steps, then a cosine decay to a tenth: without the decay the last
+            # steps' noise decides how sharply the transitions are memorised
+            schedule = torch.optim.lr_scheduler.LambdaLR(
+                optimizer,
+                lambda step: (
+                    min(1.0, (step + 1) / 50)
+                    * (0.1 + 0.45 * (1.0 + math.cos(math.pi * step / steps)))
+                ),
+            )
             generator = torch.Generator().manual_seed(seed)
             length, batch = 64, 16
             model.train()
@@ -162,6 +172,7 @@ def build(
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
+                schedule.step()
         model.eval()
     model_dir = directory / "model"
     model.save_pretrained(model_dir)
@@ -195,7 +206,21 @@ def score_args(control: Control, scores: Path) -> list[str]:
     ]
 
 
-def pooled(report_json: str) -> dict:
-    """The pooled p-value and the shard p-values from ``contamination --json``."""
-    report = json.loads(report_json)
-    return report
+_ROW = re.compile(
+    r"^\| (\d+) \| (published|shuffled|untrained) \| ([0-9.e+-]+) \| (flagged|not flagged) \| "
+    r"([0-9.e+\- ]+) \|$",
+    re.M,
+)
+
+
+def table_rows(text: str) -> dict:
+    """The rows of the duplication table (tools/duplication_table.py's Markdown) in
+    ``text``: (copies, order) -> pooled p-value, verdict, shard p-values."""
+    return {
+        (int(m[1]), m[2]): {
+            "p_value": float(m[3]),
+            "contaminated": m[4] == "flagged",
+            "shards": [float(x) for x in m[5].split()],
+        }
+        for m in _ROW.finditer(text)
+    }

@@ -24,12 +24,13 @@ _EXTRA = {"extra": "score"}
 
 def _torch() -> Any:
     return optional_module(
-        "torch", requirement="torch>=2.1", purpose="scoring with transformers", **_EXTRA
+        "torch", requirement="torch>=2.13", purpose="scoring with transformers", **_EXTRA
     )
 
 
 class TransformersScorer:
-    """A Hugging Face ``transformers`` causal language model as a :class:`TokenScorer`
+    """A Hugging Face ``transformers`` causal language model as a
+    :class:`~truescore_fast.io.scoring.TokenScorer`
     (the ``score`` extra: torch and transformers).
 
     Each window runs through the model once (its tokens but the last as input, no cache);
@@ -43,7 +44,8 @@ class TransformersScorer:
             causal LM (a ``torch.nn.Module`` returning ``.logits``).
         tokenizer: A name or path (``AutoTokenizer.from_pretrained``), an object with
             ``encode(text)``, or None: the tokenizer of ``model`` when it is a name or
-            path (none for a loaded model: then give token ids to :func:`score_orders`).
+            path (none for a loaded model: then give token ids to
+            :func:`~truescore_fast.io.scoring.score_orders`).
         device: Any torch device (default ``"cpu"``; ``"cuda"``, ``"cuda:1"``, ``"mps"``).
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``, a ``torch.dtype``, or None
             (a loaded model's own; float32 for a name or path). A loaded model is moved
@@ -62,7 +64,7 @@ class TransformersScorer:
         torch = _torch()
         optional_module(
             "transformers",
-            requirement="transformers>=4.40",
+            requirement="transformers>=5.25,<6",
             purpose="scoring with transformers",
             **_EXTRA,
         )
