@@ -11,6 +11,7 @@ that returns it), so a fuzz case varies the instance as well as the arguments;
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -38,10 +39,16 @@ def public_classes() -> dict[str, type]:
     }
 
 
+# Classes whose instances need an optional extra: left out where it is not installed
+NEEDS_EXTRA = {"TransformersScorer": "torch"}
+
+
 def public_methods() -> dict[str, tuple[type, str]]:
     """``"Class.method"`` -> (class, method name); ``"Class"`` for a constructor."""
     found: dict[str, tuple[type, str]] = {}
     for name, cls in public_classes().items():
+        if name in NEEDS_EXTRA and importlib.util.find_spec(NEEDS_EXTRA[name]) is None:
+            continue
         if name in CONSTRUCTED:
             found[name] = (cls, "__init__")
         for attr in dir(cls):
@@ -107,7 +114,44 @@ def _study_table(rng: np.random.Generator) -> Any:
     return ts.plan_audit_size(_gaps(rng, 20), population_size=int(rng.integers(20, 60)))
 
 
+def _order_scores(rng: np.random.Generator) -> Any:
+    examples = [rng.integers(0, 50, size=3).tolist() for _ in range(6)]
+    return ts.score_orders(
+        examples,
+        ts.shard_orders(6, 2, 2, seed=int(rng.integers(9))),
+        lambda windows: [-np.log(50.0) * np.ones(len(w) - 1) for w in windows],
+        context_len=4,
+        stride=2,
+        progress=False,
+    )
+
+
+class _ByteTokenizer:
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+
+def _transformers_scorer(rng: np.random.Generator) -> Any:
+    """A TransformersScorer around a tiny torch model (an embedding and a linear layer
+    returning ``.logits``) and a byte tokenizer: no transformers model is built."""
+    import torch
+
+    class TinyLM(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(256, 4)
+            self.head = torch.nn.Linear(4, 256)
+
+        def forward(self, input_ids: Any, use_cache: bool = False) -> Any:
+            return type("Out", (), {"logits": self.head(self.embed(input_ids))})()
+
+    torch.manual_seed(int(rng.integers(9)))
+    return ts.TransformersScorer(TinyLM(), tokenizer=_ByteTokenizer())
+
+
 INSTANCES: dict[str, Callable[[np.random.Generator], Any]] = {
+    "OrderScores": _order_scores,
+    "TransformersScorer": _transformers_scorer,
     "AuditState": lambda rng: _sequential_audit(rng).update(*_forms(rng, 4)),
     "BootstrapResult": lambda rng: ts.finite_population_bootstrap(
         rng.random(10), population_size=40, replicates=20
@@ -187,6 +231,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
         "canonical_loglik": None,  # the instance's shards have theirs
     },
     "ShardOrders.canonical": {"shard": 2},
+    "TransformersScorer.encode": {"text": "abc"},
     "Study.of": {
         "function": lambda **kw: None,
         "name": "toy",

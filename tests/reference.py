@@ -1528,3 +1528,45 @@ def ref_constat_test(
         deltas.append(float(s[i1].mean()) - ref_constat_fit(x, y, float(r[i2].mean())))
     d = np.array(deltas)
     return float(d.mean()), ref_constat_pvalue(d, delta)
+
+
+# ---------------------------------------------------------------------------------------
+# The sliding-window log-likelihood of Oren et al. (2023), from the definition in their
+# released script (tatsu-lab/test_set_contamination, compute_sharded_comparison_test.py,
+# commit 2912e15ac72cbaf0eb33696ce1fd640534f7c922, compute_logprob_of_token_sequence)
+# ---------------------------------------------------------------------------------------
+
+
+def ref_sliding_window_loglik(tokens, model, context_len, stride):
+    """log p(tokens) as the released script defines it, one target at a time.
+
+    The script's targets are tokens 1 .. n-1 (t = n - 1 of them, the first token is never
+    scored); window j starts at input j * stride and holds context_len inputs; the first
+    window scores its targets from the start, every later one from its
+    (context_len - stride)-th on. So target q (0-based among the targets) is scored by
+    window 0 when q < context_len, else by window j = (q - context_len) // stride + 1,
+    with the inputs from j * stride to q as its context. Here each target is scored by
+    its own forward pass over exactly that context (the last position's log-softmax),
+    not by slicing windows: a different computation of the same quantity.
+    """
+    import torch
+
+    total = 0.0
+    for q in range(len(tokens) - 1):
+        j = 0 if q < context_len else (q - context_len) // stride + 1
+        context = torch.tensor([list(tokens[j * stride : q + 1])])
+        with torch.no_grad():
+            logits = model(input_ids=context, use_cache=False).logits[0, -1].double()
+        total += float(torch.log_softmax(logits, dim=-1)[tokens[q + 1]])
+    return total
+
+
+def ref_full_context_loglik(tokens, model):
+    """log p(tokens[1:] | tokens[0]) from one forward pass over the whole sequence."""
+    import torch
+
+    ids = torch.tensor([list(tokens)])
+    with torch.no_grad():
+        logits = model(input_ids=ids[:, :-1], use_cache=False).logits[0].double()
+    logps = torch.log_softmax(logits, dim=-1)
+    return float(sum(logps[i, tokens[i + 1]] for i in range(len(tokens) - 1)))

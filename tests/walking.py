@@ -141,6 +141,39 @@ VALID.update(
         "write_report": {"result": _SuiteResult(), "path": "report.html", "title": "t"},
     }
 )
+
+
+def _toy_scorer(windows: Any) -> list[np.ndarray]:
+    """A TokenScorer: -1.5 nats a token."""
+    return [np.full(len(w) - 1, -1.5) for w in windows]
+
+
+def _examples_file() -> str:
+    path = Path(tempfile.mkdtemp(prefix="walking-examples-")) / "bench.txt"
+    path.write_text("one\ntwo\nthree\n")
+    return str(path)
+
+
+VALID.update(
+    {
+        "window_spans": {"n_tokens": 10, "context_len": 4, "stride": 2},
+        "sliding_window_loglik": {
+            "tokens": [1, 2, 3, 4, 5],
+            "scorer": _toy_scorer,
+            "context_len": 4,
+            "stride": 2,
+        },
+        "score_orders": {
+            "examples": [[1, 2, 3]] * 6,
+            "orders": ts.shard_orders(6, 2, 2),
+            "scorer": _toy_scorer,
+            "context_len": 4,
+            "stride": 2,
+            "progress": False,
+        },
+        "read_examples": {"path": _examples_file()},
+    }
+)
 VALID["coverage_study"]["progress"] = False
 for _name in ("budget_study", "detection_study", "stress_grid", "sequential_study"):
     VALID[_name]["progress"] = False

@@ -96,7 +96,17 @@ _SUITE_RNG = np.random.default_rng(25)
 SUITE = (_SUITE_RNG.random((7, 40)) < np.linspace(0.2, 0.9, 7)[:, None]).astype(float)
 SUITE_REF = (_SUITE_RNG.random((7, 30)) < np.linspace(0.2, 0.9, 7)[:, None]).astype(float)
 
+
+def _context_scorer(windows: Any) -> list[np.ndarray]:
+    # a TokenScorer whose log-probabilities depend on every token of the window
+    return [-0.01 * (np.cumsum(w)[:-1] % 97) - 0.1 * np.asarray(w[1:]) for w in windows]
+
+
 CALLS: dict[str, tuple[tuple[np.ndarray, ...], Callable[..., Any]]] = {
+    "sliding_window_loglik": (
+        (np.arange(3, 40, dtype=np.int64) % 11,),
+        lambda t: tf.sliding_window_loglik(t, _context_scorer, context_len=8, stride=3),
+    ),
     "bernstein_interval": ((GAPS,), lambda d: tf.bernstein_interval(d)),
     "hoeffding_interval": ((GAPS,), lambda d: tf.hoeffding_interval(d)),
     "hoeffding_serfling_interval": (

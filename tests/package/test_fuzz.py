@@ -140,6 +140,63 @@ def _shard_orders(a: Args, name: str) -> None:
     )
 
 
+def _toy_scorer(windows: Any) -> list[np.ndarray]:
+    return [np.full(len(w) - 1, -1.5) for w in windows]
+
+
+token_lists = st.one_of(
+    st.lists(st.integers(0, 60), max_size=12),
+    st.sampled_from([[-1], [2**63], [1.5, 2.0], "abc", None, [[1, 2]], np.array([1, 2])]),
+)
+
+
+@case("window_spans")
+def _window_spans(a: Args, name: str) -> None:
+    fn = ts.window_spans
+    check(fn, lambda: fn(a(10, counts(0, 40)), a(4, counts(1, 9)), a(2, counts(1, 9))), ())
+
+
+@case("sliding_window_loglik")
+def _sliding_window_loglik(a: Args, name: str) -> None:
+    fn = ts.sliding_window_loglik
+    tokens = a([1, 2, 3, 4, 5, 6, 7], token_lists)
+    scorer = a(lambda: _toy_scorer, st.sampled_from([None, 3, "abc", lambda w: [[0.0]] * len(w)]))
+    kwargs = {"context_len": a(4, counts(1, 9)), "stride": a(2, counts(1, 9))}
+    check(fn, lambda: fn(tokens, scorer, **kwargs), ())
+
+
+@case("score_orders")
+def _score_orders(a: Args, name: str) -> None:
+    fn = ts.score_orders
+    examples = a(
+        lambda: [[1, 2, 3], [4, 5], [6], [7, 8, 9], [1], [2, 3]],
+        st.sampled_from([[[1]] * 5, [[-1]] * 6, "abc", None, 3, [["a"]] * 6, [[1.5]] * 6]),
+    )
+    kwargs = {
+        "context_len": a(4, counts(1, 9)),
+        "stride": a(2, counts(1, 9)),
+        "batch_size": a(3, counts(1, 9)),
+        "text_field": a("text", st.sampled_from([3, None, "text"])),
+        "progress": False,
+    }
+    orders = a(lambda: ts.shard_orders(6, 2, 3, seed=1), st.sampled_from([None, "orders", 3]))
+    check(fn, lambda: fn(examples, orders, _toy_scorer, **kwargs), ())
+
+
+@case("read_examples")
+def _read_examples(a: Args, name: str) -> None:
+    # the file's content errors name the file and the line (tests/io/test_scoring.py);
+    # here the arguments: hostile text_field values, every format
+    fn = ts.read_examples
+    contents = {"b.txt": "one\ntwo", "b.jsonl": '{"text": "one"}\n"two"\n', "b.json": '["x"]'}
+    with tempfile.TemporaryDirectory() as scratch:
+        name = a("b.txt", st.sampled_from(sorted(contents)))
+        path = Path(scratch) / name
+        path.write_text(contents[name])
+        field = a("text", st.sampled_from([3, None, b"text", ["text"]]))
+        check(fn, lambda: fn(path, text_field=field), ())
+
+
 @case("hoeffding_interval", "bernstein_interval")
 def _iid_interval(a: Args, name: str) -> None:
     fn = getattr(ts, name)

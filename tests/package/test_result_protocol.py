@@ -171,6 +171,17 @@ FACTORIES = {
         ("alpha",),
     ),
     "ShardOrders": (lambda: tf.shard_orders(20, 4, 3, seed=1), ("n_examples", "seed")),
+    "OrderScores": (
+        lambda: tf.score_orders(
+            [[1, 2, 3]] * 8,
+            tf.shard_orders(8, 2, 3, seed=1),
+            lambda windows: [np.full(len(w) - 1, -1.5) for w in windows],
+            context_len=4,
+            stride=2,
+            progress=False,
+        ),
+        ("seed", "context_len", "stride", "tokens_scored"),
+    ),
     "AuditState": (
         lambda: tf.SequentialAudit(200).update(*_gaps(1, 60)),
         ("n_parents", "estimate", "decision", "alpha"),

@@ -6,6 +6,9 @@
     truescore-fast compare FILE --a-column A --b-column B [--cluster-column C]
         [--method bootstrap|permutation] [--json]
     truescore-fast shard-orders N_EXAMPLES --shards R --permutations P [--seed S] [-o FILE]
+    truescore-fast score BENCHMARK --model M --shards R --permutations P [--seed S]
+        [--context-len C] [--stride S] [--batch-size B] [--device D] [-o FILE]
+        [--checkpoint FILE]
     truescore-fast disclose {validate FILE,template,schema} [--json]
     truescore-fast calibrate {coverage,stress,detection,budget,sequential,
         sequential-orders,suite} [--replications R]
@@ -62,6 +65,8 @@ __all__ = ["ExitCode", "main"]
 # typed a flag. One table, applied to every message main() prints.
 _FLAG_OF_ARGUMENT = {
     "alpha": "--alpha",
+    "batch_size": "--batch-size",
+    "context_len": "--context-len",
     "clusters": "--cluster-column",
     "correct_column": "--correct-column",
     "effect_size": "--effect",
@@ -92,8 +97,10 @@ _FLAG_OF_ARGUMENT = {
     "reference_models": "--reference-model",
     "replications": "--replications",
     "seed": "--seed",
+    "stride": "--stride",
     "target_half_width": "--target-half-width",
     "tests": "--tests",
+    "text_field": "--text-field",
     "threads": "--threads",
     "transport_radius": "--radius",
     "variant": "--variant",
@@ -128,6 +135,7 @@ _COMMANDS: dict[str, str] = {
     "audit": "matched-form audit of a long-format table (parent, form, correct[, model])",
     "compare": "paired comparison of two systems scored on the same examples",
     "shard-orders": "write the shard orders to score for the sharded contamination tests",
+    "score": "score the shard orders with a transformers model (log-likelihoods to test)",
     "disclose": "contamination disclosure records for reported scores",
     "calibrate": "run a Monte Carlo calibration study and print its table",
     "suite": "audit a whole suite: every model x benchmark, every test, FDR-controlled flags",
