@@ -378,8 +378,9 @@ def test_a_utf8_byte_order_mark_is_read_transparently(tmp_path):
 
 def test_ctrl_c_exits_130_with_one_line():
     # a real process: a SIGINT delivered to a running command, its exit status 130
-    import signal
     import time
+
+    from interrupting import signal_and_wait
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "truescore_fast", "calibrate", "coverage", "--progress"]
@@ -391,17 +392,16 @@ def test_ctrl_c_exits_130_with_one_line():
         assert proc.stderr is not None
         proc.stderr.read(1)  # the progress bar: the study is running
         time.sleep(0.5)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, err_bytes = proc.communicate(timeout=60)
-        elapsed = time.monotonic() - sent
+        _, err_bytes, cpu = signal_and_wait(proc, timeout=300)
     finally:
         proc.kill()
     err = err_bytes.decode()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.strip().splitlines()[-1].strip() == "interrupted", err
-    assert elapsed < 10.0, elapsed
+    # CPU seconds from the signal to the exit (tests/interrupting.py: not the wall clock,
+    # which a busy machine stretches): 0.1 s measured idle on 2 cores; bound 5 s
+    assert cpu < 5.0, cpu
 
 
 def test_a_closed_stdout_exits_141_quietly():

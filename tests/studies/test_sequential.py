@@ -469,7 +469,7 @@ def test_study_progress_counts_replications(capsys):
         tf.sequential_order_study(replications=10, n_threads=0)
 
 
-def test_ctrl_c_stops_a_threaded_study_within_a_second():
+def test_ctrl_c_stops_a_threaded_study_within_a_task():
     import sys
     import textwrap
 
@@ -490,13 +490,15 @@ def test_ctrl_c_stops_a_threaded_study_within_a_second():
         print("finished", flush=True)
         """
     )
-    status, out, err, elapsed = interrupt_after([sys.executable, "-c", code], 1.0, timeout=120)
+    status, out, err, cpu = interrupt_after([sys.executable, "-c", code], 1.0, timeout=300)
     assert status == 130, (out, err)
     assert out.split() == ["interrupted", "1"]  # no worker thread left behind
-    # Within a task's time: under tools/sanitize.sh (libasan's allocator behind NumPy
-    # too) a task of the horizon-free mixture runs several times slower, so the sanitizer
-    # run checks the interrupt itself and a looser bound; the plain run checks 2 s.
+    # The work done after the signal, in CPU seconds of both threads (tests/interrupting.py:
+    # a machine busy with other work does not change it): the task each thread was running,
+    # and the interpreter's exit. 0.05-0.1 s measured on an idle 2-core machine; the bound
+    # is 1 s, a 10x margin. Under tools/sanitize.sh (libasan's allocator behind NumPy too)
+    # a task of the horizon-free mixture runs several times slower: 8 s there.
     import os
 
     sanitized = "libasan" in os.environ.get("LD_PRELOAD", "")
-    assert elapsed < (8.0 if sanitized else 2.0), elapsed
+    assert cpu < (8.0 if sanitized else 1.0), cpu
