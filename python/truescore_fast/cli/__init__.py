@@ -182,14 +182,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _closed_pipe()
         if isinstance(error, ImportError) and not _is_missing_extra(error):
             raise
-        print(f"error: {_with_flag_names(str(error))}", file=sys.stderr)
+        print(f"error: {_one_line(str(error))}", file=sys.stderr)
         return ExitCode.ERROR
     except MemoryError as error:  # a size the library refused, or one it could not get
-        print(f"error: {_with_flag_names(str(error)) or 'out of memory'}", file=sys.stderr)
+        print(f"error: {_one_line(str(error)) or 'out of memory'}", file=sys.stderr)
         return ExitCode.ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+
+
+def _one_line(message: str) -> str:
+    """An error message as the one line printed: flag names for argument names, and every
+    control character (a newline in a name read from a file) escaped."""
+    from truescore_fast._text import visible  # NumPy-free; not loaded by --version
+
+    return visible(_with_flag_names(message))
 
 
 def _is_missing_extra(error: ImportError) -> bool:
