@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from truescore_fast._output import file_kind
 from truescore_fast._validation import memory_error, memory_limit, one_line, optional_module
 
 __all__ = [
@@ -57,17 +58,6 @@ def check_input_file(path: str | os.PathLike[str]) -> Path:
         return file_path
     what = file_kind(mode)
     raise ValueError(f"{file_path} is {what}, not a file: give the path of a regular file")
-
-
-def file_kind(mode: int) -> str:
-    """What a path that is not a regular file is, from its ``st_mode``, for a message."""
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 class NotJsonError(ValueError):

@@ -36,7 +36,7 @@ from typing import IO, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._files import file_kind
+from truescore_fast._output import check_checkpoint_path, file_kind
 
 __all__ = ["MAX_CHECKPOINT_BYTES", "Checkpoint", "CheckpointCell", "CheckpointRun"]
 
@@ -151,6 +151,7 @@ class Checkpoint:
     def _read(self, states: list[State]) -> tuple[int | None, bool]:
         """Read every whole line into ``states``: (the length to truncate the file to when
         its last line was cut off, else None; whether this run's header was found)."""
+        check_checkpoint_path(self.path, flag="checkpoint")  # links, hard links, a folder
         try:
             info = os.stat(self.path)  # before opening: opening a FIFO would block
         except FileNotFoundError:
@@ -291,10 +292,15 @@ class Checkpoint:
     def _write(self, line: dict[str, Any], *, sync: bool) -> None:
         assert self.file is not None
         line = {**line, "check": _digest(self.fingerprint, line)}
-        self.file.write(json.dumps(line, separators=(",", ":")) + "\n")
-        self.file.flush()
-        if sync:
-            os.fsync(self.file.fileno())
+        try:
+            self.file.write(json.dumps(line, separators=(",", ":")) + "\n")
+            self.file.flush()
+            if sync:
+                os.fsync(self.file.fileno())
+        except OSError as error:  # a full disk: the error names the file
+            raise OSError(
+                error.errno, f"checkpoint {self.path} cannot be written: {error.strerror}"
+            ) from None
 
     def save(
         self, cell: int, tasks: int, total: npt.NDArray[np.float64] | None, *, final: bool

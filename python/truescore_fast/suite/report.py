@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from truescore_fast import __version__
+from truescore_fast._output import check_output_path, output_file
 from truescore_fast._validation import one_line, optional_module
 
 __all__ = ["plot_heatmap", "write_report"]
@@ -168,6 +169,7 @@ def _check_path(path: Any, suffixes: tuple[str, ...]) -> Path:
     out = Path(path)
     if out.suffix.lower() not in suffixes:
         raise ValueError(f"path must end in {', '.join(suffixes)}; got {str(out)!r}")
+    check_output_path(out, flag="path")  # before any drawing: a directory, a dead link
     return out
 
 
@@ -236,8 +238,11 @@ def plot_heatmap(
         TypeError: naming the argument: a ``result`` without ``to_frame()``, a ``path``
             that is not a str or path, an ``ax`` that is not an Axes.
         ValueError: naming the argument: a ``test`` the result does not have, a
-            ``path`` suffix other than .png, .svg, .pdf, a table without the columns,
-            with no row, or with a (model, benchmark, test) twice.
+            ``path`` suffix other than .png, .svg, .pdf or a ``path`` that cannot be
+            written (checked before drawing: a directory, a folder that does not exist, a
+            symbolic link to nothing or another user's; the file is replaced only once
+            whole), a table without the columns, with no row, or with a (model,
+            benchmark, test) twice.
 
     What the colour does NOT mean: a red cell is an estimate, not a finding (only a ✕
     is, at the suite's error rate); a white or blue cell is not evidence that a score is
@@ -385,13 +390,14 @@ def _save(figure: Any, path: Path | io.BytesIO, kind: str, dpi: float = 150) -> 
         # a name in a script the font lacks (CJK with the default DejaVu Sans) is drawn
         # with boxes, once per glyph warned about; the report's table has it whole
         warnings.filterwarnings("ignore", message="Glyph .* missing from font")
-        try:
-            figure.savefig(
-                path, format=kind, dpi=dpi, metadata=metadata, facecolor="white",
-                bbox_inches="tight", pad_inches=0.15,
-            )  # fmt: skip
-        except OSError as error:  # a folder that does not exist, no permission
-            raise ValueError(f"path: cannot write {path}: {error.strerror or error}") from None
+        options = {"format": kind, "dpi": dpi, "metadata": metadata, "facecolor": "white",
+                   "bbox_inches": "tight", "pad_inches": 0.15}  # fmt: skip
+        if isinstance(path, io.BytesIO):
+            figure.savefig(path, **options)
+            return
+        # a temporary file renamed over the path once whole (the package's one output path)
+        with output_file(path, flag="path", binary=True) as handle:
+            figure.savefig(handle, **options)
 
 
 # --------------------------------------------------------------------------- the report
@@ -447,7 +453,9 @@ def write_report(
 
     Args:
         result: a suite audit's result (see the module docstring for what is read).
-        path: the file to write, ending in ``.html`` or ``.htm`` (replaced if it exists).
+        path: the file to write, ending in ``.html`` or ``.htm``; an existing file is
+            replaced only once the new page is whole on disk (a failed write leaves it as
+            it was), as every file the package writes (docs/cli.md, "Output files").
         title: the page's title.
         created: a date or note shown under the title (for example ``"2026-12-02"``).
             None: none; the page has no timestamp of its own, so the same result gives
@@ -461,8 +469,9 @@ def write_report(
         TypeError: naming the argument: a ``result`` without ``to_frame()``, a ``path``,
             ``title`` or ``created`` of the wrong type.
         ValueError: naming the argument: a ``path`` not ending in .html or .htm or that
-            cannot be written (a folder that does not exist), a table without the
-            columns, with no row, or with a (model, benchmark, test) twice.
+            cannot be written (a folder that does not exist, a directory, a symbolic link
+            to nothing or another user's), a table without the columns, with no row, or
+            with a (model, benchmark, test) twice.
 
     What the report does NOT say: a flag is evidence, at the suite's error rate, that
     the public score is inflated relative to fresh forms or reference models; it is not
@@ -481,10 +490,8 @@ def write_report(
     png = io.BytesIO()
     _save(figure, png, "png", dpi=_REPORT_DPI)
     page = _page(result, frame, title, created, png.getvalue())
-    try:
-        out.write_text(page, encoding="utf-8", newline="\n")
-    except OSError as error:  # a folder that does not exist, a directory, no permission
-        raise ValueError(f"path: cannot write {out}: {error.strerror or error}") from None
+    with output_file(out, flag="path") as handle:  # whole, or the old file left as it was
+        handle.write(page)
     return out
 
 
