@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["BIDI_CONTROLS", "visible"]
+__all__ = ["BIDI_CONTROLS", "NameSpellings", "visible"]
 
 BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
@@ -46,3 +46,35 @@ def visible(text: str) -> str:
     if text.isprintable():  # the common case (False for every Cc, Cs, Zl, Zp and Cf
         return text  # character, so for every bidi control)
     return "".join(_escape(c) if _hidden(c) else c for c in text)
+
+
+class NameSpellings:
+    """The rule for names read from a table (models, benchmarks): white space at either
+    end is dropped (Unicode white space: a no-break space too), so ``"m1 "`` is ``m1``.
+    Two spellings that would become one name this way, or that look the same (equal once
+    NFKC-normalised with every run of white space made one space, as ``"model a"`` and
+    ``"model\\u00a0a"``), are refused, naming both and where each was first read: they are
+    either one model written two ways (fix the table) or two models that cannot be told
+    apart in any output."""
+
+    def __init__(self) -> None:
+        self._first: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def check(self, role: str, raw: object, where: str) -> None:
+        """Record ``raw`` (a cell's text) read as a ``role`` at ``where``; a name holding a
+        lone surrogate (JSON's ``"\\udc80"``), which no file can hold, is refused too."""
+        text = str(raw)
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+            raise ValueError(
+                f"{where}: {role} {text!r} holds a lone surrogate, which no UTF-8 file or "
+                "table can hold: fix the name"
+            )
+        key = (role, " ".join(unicodedata.normalize("NFKC", text).split()))
+        first = self._first.setdefault(key, (text, where))
+        if first[0] != text:
+            same = first[0].strip() == text.strip()
+            how = "differ only by white space at their ends" if same else "look the same"
+            raise ValueError(
+                f"{where}: {role} {text!r} and {first[0]!r} ({first[1]}) {how}: write one "
+                "spelling (or names that differ visibly)"
+            )

@@ -31,6 +31,7 @@ same skill, or that the models were scored with the same prompts and settings.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._files import read_columns
+from truescore_fast._text import NameSpellings
 from truescore_fast._validation import one_line
 
 __all__ = [
@@ -271,13 +273,17 @@ def read_suite(
     rows = len(cols[names["parent"]])
     if rows == 0:
         raise ValueError("source has no rows")
+    spellings = NameSpellings()  # names stripped; two spellings of one name refused
+    named = f"source {source}" if isinstance(source, (str, os.PathLike)) else "source"
     for i in range(rows):
         model, benchmark, parent, form = (
             _label(cols[names[r]][i]) for r in ("model", "benchmark", "parent", "form")
         )
-        where = f"source row {i + 1}"
+        where = f"{named} row {i + 1}"
         if not (model and benchmark and parent and form):
             raise ValueError(f"{where}: empty model, benchmark, parent or form")
+        spellings.check("model", cols[names["model"]][i], where)
+        spellings.check("benchmark", cols[names["benchmark"]][i], where)
         value = _score(cols[names["correct"]][i], where, names["correct"])
         if form == reference_name:
             reference = references.setdefault((model, benchmark), {})

@@ -27,6 +27,7 @@ import numpy as np
 
 from truescore_fast import __version__
 from truescore_fast._output import check_output_path, output_file
+from truescore_fast._text import visible
 from truescore_fast._validation import one_line, optional_module
 
 __all__ = ["plot_heatmap", "write_report"]
@@ -188,6 +189,7 @@ def _q(result: Any) -> float:
 
 
 def _short_label(name: str) -> str:
+    name = visible(str(name))  # no control or bidi character drawn (reordering the rest)
     if len(name) <= _LABEL_CHARACTERS:
         return name
     return name[: _LABEL_CHARACTERS - 1] + "…"
@@ -499,6 +501,13 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _name(value: Any) -> str:
+    """A model's or benchmark's name in the page: control characters, bidi controls and
+    lone surrogates shown as escapes, and isolated (``<bdi>``) so that a right-to-left
+    name cannot reorder the text around it."""
+    return f"<bdi>{_e(visible(str(value)))}</bdi>"
+
+
 def _number(value: float, digits: int = 3) -> str:
     return "–" if math.isnan(value) else f"{value:.{digits}g}"
 
@@ -643,7 +652,7 @@ def _pair_section(frame: Any, model: str, benchmark: str, q: float) -> str:
         else:
             items.append(f"<li>{_e(name)}: not flagged; {_e(numbers)}.</li>")
     return (
-        f'<section class="pair"><h3>{_e(model)} on {_e(benchmark)}</h3>'
+        f'<section class="pair"><h3>{_name(model)} on {_name(benchmark)}</h3>'
         f"<ul>{''.join(items)}</ul>"
         "<p>What this does not show: that the model was trained on these items (other "
         "causes can raise a public score), nor that the inflation is exactly the estimate "
@@ -671,7 +680,7 @@ def _table(frame: Any) -> str:
     for _, r in frame.iterrows():
         cls = ' class="flagged"' if r["flagged"] else ""
         body.append(
-            f"<tr{cls}><td>{_e(r['model'])}</td><td>{_e(r['benchmark'])}</td>"
+            f"<tr{cls}><td>{_name(r['model'])}</td><td>{_name(r['benchmark'])}</td>"
             f"<td>{_e(r['test'])}</td>"
             f'<td class="num">{_number(r["p_value"])}</td>'
             f'<td class="num">{_number(r["adjusted_p_value"])}</td>'
