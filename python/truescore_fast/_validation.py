@@ -149,31 +149,82 @@ def format_bytes(nbytes: float) -> str:
     return f"{int(nbytes)} bytes"
 
 
+# Where the memory that can still be had is read (module names, so that a test can point
+# them at files of its own)
+_MEMINFO = "/proc/meminfo"
+_SELF_CGROUP = "/proc/self/cgroup"
+_CGROUP_ROOT = "/sys/fs/cgroup"
+
+
 def memory_limit() -> int | None:
-    """Most bytes one allocation can hope to get: this machine's physical memory, or the
-    container's (cgroup) memory limit or the address-space limit (``ulimit -v``) when
-    lower; ``None`` when none is known."""
-    limits = []
+    """Most bytes one allocation can hope to get now: the memory this machine has
+    available (Linux's ``MemAvailable``: free memory and what the kernel can reclaim, not
+    its total), or less when the container's (cgroup's) limit leaves less (``memory.max``
+    less ``memory.current``; cgroup v1's ``limit_in_bytes`` less ``usage_in_bytes``) or
+    the address-space limit (``ulimit -v``) is lower; ``None`` when none is known.
+    Where ``/proc/meminfo`` is missing (not Linux), the physical memory."""
+    limits = [v for v in (_available(), *_cgroup_room(), _address_space()) if v is not None]
+    return max(1, min(limits)) if limits else None  # 1: a cgroup already at its limit
+
+
+def _read_int(path: str) -> int | None:
     try:
-        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
+        with open(path) as f:
+            return int(f.read().strip())  # "max" (no limit) is not a number
+    except (OSError, ValueError):
+        return None
+
+
+def _available() -> int | None:
+    try:
+        with open(_MEMINFO) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
         pass
-    for cgroup in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(cgroup) as f:
-                limits.append(int(f.read().strip()))  # "max" (no limit) is not a number
-        except (OSError, ValueError):
-            pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _cgroup_room() -> list[int]:
+    """What this process's cgroup still allows (its limit less its use), for each cgroup
+    file found: the process's own cgroup (from /proc/self/cgroup) and the root one seen
+    from inside a container."""
+    folders = [_CGROUP_ROOT]
+    try:
+        with open(_SELF_CGROUP) as f:
+            for line in f:
+                parts = line.strip().split(":", 2)
+                if len(parts) == 3 and parts[2] not in ("", "/"):
+                    if parts[0] == "0" or "memory" in parts[1].split(","):
+                        folders.append(_CGROUP_ROOT + parts[2])
+                        folders.append(_CGROUP_ROOT + "/memory" + parts[2])
+    except OSError:
+        pass
+    room = []
+    for folder in dict.fromkeys(folders):
+        for limit_file, usage_file in (
+            ("memory.max", "memory.current"),
+            ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
+            ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+        ):
+            limit = _read_int(f"{folder}/{limit_file}")
+            if limit is not None and limit < 2**60:  # v1 writes "no limit" as about 2**63
+                room.append(limit - (_read_int(f"{folder}/{usage_file}") or 0))
+    return room
+
+
+def _address_space() -> int | None:
     try:
         import resource
 
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if soft != resource.RLIM_INFINITY:
-            limits.append(soft)
+        return None if soft == resource.RLIM_INFINITY else int(soft)
     except (ImportError, OSError, ValueError):
-        pass
-    positive = [v for v in limits if v > 0]
-    return min(positive) if positive else None
+        return None
 
 
 class SizeError(MemoryError, ValueError):
