@@ -7,6 +7,9 @@ record per saved state of a cell, ``{"run", "cell", "tasks", "sums", "check"}``,
 as ``float.hex`` strings so they are read back bit for bit. ``check`` is the SHA-256 of
 the run's fingerprint and the line's other fields (canonical JSON): a record damaged,
 edited or copied from another run no longer matches it. The latest record of a cell wins.
+The threat model is corruption, not forgery: the checksum has no secret key, so an edit
+that recomputes it is read if the record is one the cell could hold (the checks below
+refuse the rest); tests/studies/test_checkpoint.py shows both.
 
 Reading it back trusts nothing: every line is checked (its checksum; a record's cell,
 its task count, its number of sums, each sum finite and what the cell's sums can be:
