@@ -472,3 +472,34 @@ def test_main_returns_a_plain_int(capsys):
     # the exit code a script gets from main() is the number, not the ExitCode member
     code = main(["contamination", str(EXAMPLES / "contamination_clean.csv")])
     assert type(code) is int and code == ExitCode.OK
+
+
+# ------------------------------------------------------- errors that name their file
+
+
+def test_a_value_that_is_not_a_number_names_the_file(tmp_path):
+    compare = tmp_path / "scores.csv"
+    compare.write_text("system_a,system_b\n0.5,0.4\n0.7,abc\n")
+    code, _, err = run_cli("compare", compare, "--a-column", "system_a", "--b-column", "system_b")
+    assert_one_line_error(code, err, f"--b-column: {compare} row 2: system_b='abc' is not")
+    orders = tmp_path / "orders.csv"
+    orders.write_text("kind,loglik\ncanonical,-3\npermuted,abc\n")
+    code, _, err = run_cli("contamination", orders)
+    assert_one_line_error(code, err, f"{orders} row 2: loglik='abc' is not a number")
+
+
+def test_a_suite_table_missing_a_column_names_the_flags(tmp_path):
+    table = tmp_path / "suite.csv"
+    table.write_text("model,bench,parent,form,correct\nm,b,p,public,1\n")
+    code, _, err = run_cli("suite", table)
+    assert_one_line_error(code, err, "['benchmark']", "--benchmark-column")
+    assert "columns=" not in err
+
+
+def test_the_match_key_hint_suggests_a_parent_field_not_doc_id(tmp_path):
+    logs = Path(__file__).resolve().parents[1] / "io" / "harness_logs" / "inspect" / "mean"
+    code, _, err = run_cli(
+        "audit", "--public", logs / "arith-public.eval", "--fresh", logs / "arith-fresh1.eval"
+    )
+    assert_one_line_error(code, err, "--match-key is required", "doc.parent_id")
+    assert "e.g. doc_id" not in err

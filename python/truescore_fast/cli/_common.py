@@ -52,16 +52,19 @@ class ExitCode(enum.IntEnum):
     SIGPIPE, what a shell reports for ``yes | head``."""
 
 
-def number(row: dict[str, Any], column: str, line: int) -> float:
-    """``row[column]`` as a finite float; the error names the row and the column."""
+def number(row: dict[str, Any], column: str, line: int, where: str = "") -> float:
+    """``row[column]`` as a finite float; the error names the file ``where`` (the input
+    file's name as given: every caller passes it), the row and the column."""
+    where = "standard input" if where == "-" else where
+    at = f"{where} row {line}" if where else f"row {line}"
     if column not in row:
-        raise ValueError(f"row {line} has no column {column!r}")
+        raise ValueError(f"{at} has no column {column!r}")
     try:
         value = float(row[column])
     except (TypeError, ValueError) as error:
-        raise ValueError(f"row {line}: {column}={row[column]!r} is not a number") from error
+        raise ValueError(f"{at}: {column}={row[column]!r} is not a number") from error
     if not math.isfinite(value):
-        raise ValueError(f"row {line}: {column} is not finite")
+        raise ValueError(f"{at}: {column} is not finite")
     return value
 
 

@@ -163,8 +163,9 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     runs.add_argument(
         "--match-key",
         metavar="KEY",
-        help="field matching a record to its parent: doc_id, doc.parent_id (lm-eval), id, "
-        "metadata.parent (Inspect), a column (table)",
+        help="field matching a record to its parent: doc.parent_id (lm-eval), id, "
+        "metadata.parent (Inspect), a column (table); doc_id, a row number, pairs the forms "
+        "by position (warned about)",
     )
     runs.add_argument(
         "--public-match-key",
@@ -239,7 +240,11 @@ def _audit_inputs(
     if not args.fresh:
         raise ValueError("--public needs at least one --fresh run")
     if args.match_key is None:
-        raise ValueError("--match-key is required with harness runs (e.g. doc_id, id)")
+        raise ValueError(
+            "--match-key is required with harness runs: a field naming each record's parent "
+            "(e.g. doc.parent_id for lm-eval, metadata.parent_id or id for Inspect); not "
+            "doc_id, a row number that pairs the forms by position"
+        )
     if (args.control_public is None) != (args.control_fresh is None):
         raise ValueError("--control-public and --control-fresh go together")
     options = {

@@ -188,13 +188,21 @@ def _read(args: argparse.Namespace) -> Any:
     if manifest_flags:
         raise ValueError(f"{manifest_flags[0]} applies to a manifest (a table with a path column)")
     roles = ("model", "benchmark", "parent", "form", "correct")
-    return read_suite(
-        args.file,
-        columns={role: getattr(args, f"{role}_column") for role in roles},
-        public_form=args.public_form,
-        reference_form=args.reference_form,
-        logliks={(m, b): path for m, b, path in args.loglik} if args.loglik else None,
-    )
+    try:
+        return read_suite(
+            args.file,
+            columns={role: getattr(args, f"{role}_column") for role in roles},
+            public_form=args.public_form,
+            reference_form=args.reference_form,
+            logliks={(m, b): path for m, b, path in args.loglik} if args.loglik else None,
+        )
+    except ValueError as error:  # the library names its argument; here, the flags
+        if "columns= maps other names" not in str(error):
+            raise
+        flags = ", ".join(f"--{role}-column" for role in roles)
+        raise ValueError(
+            str(error).replace("columns= maps other names", f"{flags} name other columns")
+        ) from None
 
 
 @contextlib.contextmanager
