@@ -79,6 +79,11 @@ def check_checkpoint_path(path: str | os.PathLike[str], *, flag: str) -> str:
     try:
         info = os.stat(text)  # through any link
     except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(text))
+        if not os.path.islink(text) and not os.path.isdir(folder):  # an OSError, as open's
+            raise FileNotFoundError(
+                f"{flag} {text} cannot be written: its folder {folder} does not exist"
+            ) from None
         _new_file(text, flag)
         return text
     if not stat.S_ISREG(info.st_mode):

@@ -149,20 +149,17 @@ def format_bytes(nbytes: float) -> str:
     return f"{int(nbytes)} bytes"
 
 
-# Where the memory that can still be had is read (module names, so that a test can point
-# them at files of its own)
+# Where the memory that can still be had is read (names a test can point elsewhere)
 _MEMINFO = "/proc/meminfo"
 _SELF_CGROUP = "/proc/self/cgroup"
 _CGROUP_ROOT = "/sys/fs/cgroup"
 
 
 def memory_limit() -> int | None:
-    """Most bytes one allocation can hope to get now: the memory this machine has
-    available (Linux's ``MemAvailable``: free memory and what the kernel can reclaim, not
-    its total), or less when the container's (cgroup's) limit leaves less (``memory.max``
-    less ``memory.current``; cgroup v1's ``limit_in_bytes`` less ``usage_in_bytes``) or
-    the address-space limit (``ulimit -v``) is lower; ``None`` when none is known.
-    Where ``/proc/meminfo`` is missing (not Linux), the physical memory."""
+    """Most bytes one allocation can hope to get now: the machine's available memory
+    (Linux's ``MemAvailable``, not its total; the physical memory without /proc), or less
+    when the cgroup's limit less its use (v2 ``memory.max`` - ``memory.current``; v1 too)
+    or the address-space limit (``ulimit -v``) is lower; ``None`` when none is known."""
     limits = [v for v in (_available(), *_cgroup_room(), _address_space()) if v is not None]
     return max(1, min(limits)) if limits else None  # 1: a cgroup already at its limit
 
@@ -190,9 +187,8 @@ def _available() -> int | None:
 
 
 def _cgroup_room() -> list[int]:
-    """What this process's cgroup still allows (its limit less its use), for each cgroup
-    file found: the process's own cgroup (from /proc/self/cgroup) and the root one seen
-    from inside a container."""
+    """What the cgroup still allows (its limit less its use), for each limit found: the
+    process's own cgroup (/proc/self/cgroup) and the root one (a container's own)."""
     folders = [_CGROUP_ROOT]
     try:
         with open(_SELF_CGROUP) as f:
@@ -200,16 +196,16 @@ def _cgroup_room() -> list[int]:
                 parts = line.strip().split(":", 2)
                 if len(parts) == 3 and parts[2] not in ("", "/"):
                     if parts[0] == "0" or "memory" in parts[1].split(","):
-                        folders.append(_CGROUP_ROOT + parts[2])
-                        folders.append(_CGROUP_ROOT + "/memory" + parts[2])
+                        folders += [_CGROUP_ROOT + parts[2], f"{_CGROUP_ROOT}/memory{parts[2]}"]
     except OSError:
         pass
     room = []
+    v1 = ("memory.limit_in_bytes", "memory.usage_in_bytes")
     for folder in dict.fromkeys(folders):
         for limit_file, usage_file in (
             ("memory.max", "memory.current"),
-            ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
-            ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+            v1,
+            [f"memory/{f}" for f in v1],
         ):
             limit = _read_int(f"{folder}/{limit_file}")
             if limit is not None and limit < 2**60:  # v1 writes "no limit" as about 2**63
@@ -222,9 +218,9 @@ def _address_space() -> int | None:
         import resource
 
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        return None if soft == resource.RLIM_INFINITY else int(soft)
     except (ImportError, OSError, ValueError):
         return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 class SizeError(MemoryError, ValueError):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from truescore_fast._table import StudyTable
+from truescore_fast._validation import one_line
 from truescore_fast.studies import _plot, _presets
 from truescore_fast.studies.options import StudyOptions, StudyRun, StudySettings
 from truescore_fast.studies.suite import suite_study
@@ -41,7 +42,7 @@ class Study:
         if not isinstance(self.name, str) or not self.name.replace("-", "_").isidentifier():
             raise ValueError(
                 f"a study's name must be a word, hyphens allowed (calibrate NAME); got "
-                f"{self.name!r}"
+                f"{one_line(self.name)}"
             )
         if not isinstance(self.summary, str) or not self.summary.strip():
             raise TypeError(f"study {self.name!r}: summary must be a non-empty str")
