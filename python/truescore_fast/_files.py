@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from truescore_fast._output import file_kind
 from truescore_fast._validation import memory_error, memory_limit, one_line, optional_module
 
 __all__ = [
     "STDIN",
+    "Budget",
     "NotJsonError",
     "check_input_file",
     "decode_text",
@@ -56,17 +58,6 @@ def check_input_file(path: str | os.PathLike[str]) -> Path:
         return file_path
     what = file_kind(mode)
     raise ValueError(f"{file_path} is {what}, not a file: give the path of a regular file")
-
-
-def file_kind(mode: int) -> str:
-    """What a path that is not a regular file is, from its ``st_mode``, for a message."""
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 class NotJsonError(ValueError):
@@ -143,6 +134,27 @@ def check_text_size(where: str, nbytes: int, advice: str) -> None:
     when, with what parsing it takes, it cannot fit in memory (the readers' one rule)."""
     if nbytes > _text_limit():
         raise _too_large(where, nbytes, advice)
+
+
+class Budget:
+    """The bytes one file may still decompress to, all its members together (the readers'
+    one rule: text that, parsed, cannot fit in memory is refused). :meth:`take` is called
+    for each piece as it is decompressed, so a file is refused while it expands, not after:
+    a member's recorded size is no bound (a header can forge it), nor is one member's."""
+
+    def __init__(self, where: str, nbytes: int | None = None):
+        self.where = where
+        self.left = _text_limit() if nbytes is None else nbytes
+        self.taken = 0
+
+    def take(self, nbytes: int) -> None:
+        """Count ``nbytes`` more; ``SizeError`` (a ``MemoryError``) naming the file once
+        its total is past the budget."""
+        self.taken += nbytes
+        if self.taken > self.left:
+            raise _too_large(
+                f"{self.where} (decompressed)", self.taken, "extract it and split it first"
+            )
 
 
 def read_input_bytes(path: str | os.PathLike[str]) -> tuple[str, bytes]:
@@ -311,8 +323,18 @@ def parquet_rows(data: bytes, where: str) -> list[dict[str, Any]]:
         "pyarrow.parquet", requirement="pyarrow>=14", extra="parquet", purpose="reading Parquet"
     )
     try:
+        # the size its row groups say they decompress to, and at least 8 bytes a cell (a
+        # dictionary- or run-length-encoded column holds millions of cells in a few bytes,
+        # each a Python object once read), refused before any is read
+        metadata = parquet.ParquetFile(pyarrow.BufferReader(data)).metadata
+        row_groups = (metadata.row_group(i) for i in range(metadata.num_row_groups))
+        size = max(sum(g.total_byte_size for g in row_groups), 8 * metadata.num_rows
+                   * metadata.num_columns)  # fmt: skip
+        check_text_size(where, size, "split it first")
         table = parquet.read_table(pyarrow.BufferReader(data))
     except (OSError, ValueError, pyarrow.ArrowException) as error:
+        if isinstance(error, MemoryError):  # the SizeError above: as it is
+            raise
         raise ValueError(f"{where}: not a readable Parquet file ({error})") from None
     rows: list[dict[str, Any]] = table.to_pylist()
     return rows

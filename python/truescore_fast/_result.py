@@ -48,6 +48,8 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, Result):
         return value.to_dict()
     if isinstance(value, np.ndarray):
+        if value.ndim == 0:  # a 0-d array (alpha=np.array(0.05)): its one value
+            return to_plain(value[()])
         return (
             [to_plain(v) for v in value.tolist()] if value.dtype.kind in "fcO" else value.tolist()
         )
@@ -69,6 +71,8 @@ def to_plain(value: Any) -> Any:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
     if isinstance(value, (float, np.floating)):
         return f"{float(value):.4g}"
     if isinstance(value, np.ndarray):

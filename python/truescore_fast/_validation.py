@@ -149,31 +149,78 @@ def format_bytes(nbytes: float) -> str:
     return f"{int(nbytes)} bytes"
 
 
+# Where the memory that can still be had is read (names a test can point elsewhere)
+_MEMINFO = "/proc/meminfo"
+_SELF_CGROUP = "/proc/self/cgroup"
+_CGROUP_ROOT = "/sys/fs/cgroup"
+
+
 def memory_limit() -> int | None:
-    """Most bytes one allocation can hope to get: this machine's physical memory, or the
-    container's (cgroup) memory limit or the address-space limit (``ulimit -v``) when
-    lower; ``None`` when none is known."""
-    limits = []
+    """Most bytes one allocation can hope to get now: the machine's available memory
+    (Linux's ``MemAvailable``, not its total; the physical memory without /proc), or less
+    when the cgroup's limit less its use (v2 ``memory.max`` - ``memory.current``; v1 too)
+    or the address-space limit (``ulimit -v``) is lower; ``None`` when none is known."""
+    limits = [v for v in (_available(), *_cgroup_room(), _address_space()) if v is not None]
+    return max(1, min(limits)) if limits else None  # 1: a cgroup already at its limit
+
+
+def _read_int(path: str) -> int | None:
     try:
-        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
+        with open(path) as f:
+            return int(f.read().strip())  # "max" (no limit) is not a number
+    except (OSError, ValueError):
+        return None
+
+
+def _available() -> int | None:
+    try:
+        with open(_MEMINFO) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
         pass
-    for cgroup in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(cgroup) as f:
-                limits.append(int(f.read().strip()))  # "max" (no limit) is not a number
-        except (OSError, ValueError):
-            pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _cgroup_room() -> list[int]:
+    """What the cgroup still allows (its limit less its use), for each limit found: the
+    process's own cgroup (/proc/self/cgroup) and the root one (a container's own)."""
+    folders = [_CGROUP_ROOT]
+    try:
+        with open(_SELF_CGROUP) as f:
+            for line in f:
+                parts = line.strip().split(":", 2)
+                if len(parts) == 3 and parts[2] not in ("", "/"):
+                    if parts[0] == "0" or "memory" in parts[1].split(","):
+                        folders += [_CGROUP_ROOT + parts[2], f"{_CGROUP_ROOT}/memory{parts[2]}"]
+    except OSError:
+        pass
+    room = []
+    v1 = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    for folder in dict.fromkeys(folders):
+        for limit_file, usage_file in (
+            ("memory.max", "memory.current"),
+            v1,
+            [f"memory/{f}" for f in v1],
+        ):
+            limit = _read_int(f"{folder}/{limit_file}")
+            if limit is not None and limit < 2**60:  # v1 writes "no limit" as about 2**63
+                room.append(limit - (_read_int(f"{folder}/{usage_file}") or 0))
+    return room
+
+
+def _address_space() -> int | None:
     try:
         import resource
 
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if soft != resource.RLIM_INFINITY:
-            limits.append(soft)
     except (ImportError, OSError, ValueError):
-        pass
-    positive = [v for v in limits if v > 0]
-    return min(positive) if positive else None
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 class SizeError(MemoryError, ValueError):

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from commands import assert_one_line_error, child_env, run_cli
-from truescore_fast.cli._common import output_file, write_output
+from truescore_fast._output import output_file
+from truescore_fast.cli._common import write_output
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ORDERS = ["shard-orders", "40", "--shards", "4", "--permutations", "3", "--seed", "1"]
@@ -75,12 +76,17 @@ def test_a_symlink_is_followed_and_its_target_replaced(tmp_path):
     assert os.listdir(real.parent) == ["orders.jsonl"]  # the temporary file was beside it
 
 
-def test_a_dangling_symlink_creates_the_file_it_names(tmp_path):
-    real = tmp_path / "made.jsonl"
+def test_a_dangling_symlink_is_refused_and_creates_nothing(tmp_path):
+    # (it created the file it names, as the shell's > does, until issue 36: a link planted
+    # in a shared folder then chose where the output went)
+    real = tmp_path / "elsewhere" / "made.jsonl"
+    real.parent.mkdir()
     link = tmp_path / "link.jsonl"
     link.symlink_to(real)
-    write_output(str(link), ["x\n"])
-    assert link.is_symlink() and real.read_text() == "x\n"
+    with pytest.raises(ValueError, match=r"^-o: .*link.jsonl is a symbolic link to nothing"):
+        write_output(str(link), ["x\n"])
+    assert link.is_symlink() and not real.exists()
+    assert os.listdir(real.parent) == []
 
 
 def test_a_fifo_is_written_directly_and_stays_a_fifo(tmp_path):

@@ -378,8 +378,9 @@ def test_a_utf8_byte_order_mark_is_read_transparently(tmp_path):
 
 def test_ctrl_c_exits_130_with_one_line():
     # a real process: a SIGINT delivered to a running command, its exit status 130
-    import signal
     import time
+
+    from interrupting import signal_and_wait
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "truescore_fast", "calibrate", "coverage", "--progress"]
@@ -391,17 +392,16 @@ def test_ctrl_c_exits_130_with_one_line():
         assert proc.stderr is not None
         proc.stderr.read(1)  # the progress bar: the study is running
         time.sleep(0.5)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, err_bytes = proc.communicate(timeout=60)
-        elapsed = time.monotonic() - sent
+        _, err_bytes, cpu = signal_and_wait(proc, timeout=300)
     finally:
         proc.kill()
     err = err_bytes.decode()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.strip().splitlines()[-1].strip() == "interrupted", err
-    assert elapsed < 10.0, elapsed
+    # CPU seconds from the signal to the exit (tests/interrupting.py: not the wall clock,
+    # which a busy machine stretches): 0.1 s measured idle on 2 cores; bound 5 s
+    assert cpu < 5.0, cpu
 
 
 def test_a_closed_stdout_exits_141_quietly():
@@ -472,3 +472,34 @@ def test_main_returns_a_plain_int(capsys):
     # the exit code a script gets from main() is the number, not the ExitCode member
     code = main(["contamination", str(EXAMPLES / "contamination_clean.csv")])
     assert type(code) is int and code == ExitCode.OK
+
+
+# ------------------------------------------------------- errors that name their file
+
+
+def test_a_value_that_is_not_a_number_names_the_file(tmp_path):
+    compare = tmp_path / "scores.csv"
+    compare.write_text("system_a,system_b\n0.5,0.4\n0.7,abc\n")
+    code, _, err = run_cli("compare", compare, "--a-column", "system_a", "--b-column", "system_b")
+    assert_one_line_error(code, err, f"--b-column: {compare} row 2: system_b='abc' is not")
+    orders = tmp_path / "orders.csv"
+    orders.write_text("kind,loglik\ncanonical,-3\npermuted,abc\n")
+    code, _, err = run_cli("contamination", orders)
+    assert_one_line_error(code, err, f"{orders} row 2: loglik='abc' is not a number")
+
+
+def test_a_suite_table_missing_a_column_names_the_flags(tmp_path):
+    table = tmp_path / "suite.csv"
+    table.write_text("model,bench,parent,form,correct\nm,b,p,public,1\n")
+    code, _, err = run_cli("suite", table)
+    assert_one_line_error(code, err, "['benchmark']", "--benchmark-column")
+    assert "columns=" not in err
+
+
+def test_the_match_key_hint_suggests_a_parent_field_not_doc_id(tmp_path):
+    logs = Path(__file__).resolve().parents[1] / "io" / "harness_logs" / "inspect" / "mean"
+    code, _, err = run_cli(
+        "audit", "--public", logs / "arith-public.eval", "--fresh", logs / "arith-fresh1.eval"
+    )
+    assert_one_line_error(code, err, "--match-key is required", "doc.parent_id")
+    assert "e.g. doc_id" not in err

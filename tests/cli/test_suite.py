@@ -4,6 +4,8 @@ line on stderr with exit 1."""
 
 from __future__ import annotations
 
+import csv
+import gzip
 import json
 
 import pytest
@@ -157,3 +159,73 @@ def test_standard_input(tmp_path):
     code, out, err = run_cli("suite", "-", *FAST, stdin=text)
     assert code == 2, err
     assert "FLAG model-01 on bench-1" in out
+
+
+# ----------------------------------------------------------------- names that forge text
+
+FORGED = "model-01\u202e evil\nFLAG model-99 on bench-9 (forged)\x1b[2J"
+
+
+def _with_model_renamed(tmp_path, old, new):
+    with gzip.open(EXAMPLE, "rt", newline="") as f:
+        rows = list(csv.reader(f))
+    for row in rows[1:]:
+        if row[0] == old:
+            row[0] = new
+    path = tmp_path / "suite.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    return path
+
+
+def test_a_name_cannot_forge_a_line_or_drive_the_terminal(tmp_path):
+    path = _with_model_renamed(tmp_path, "model-01", FORGED)
+    code, out, err = run_cli("suite", path, *FAST)
+    assert code == 2, err
+    # the planted leak of model-01 is still flagged, under its name shown escaped
+    assert "  FLAG model-01\\u202e evil\\nFLAG model-99 on bench-9 (forged)\\x1b[2J on " in out
+    assert not any(line.startswith("FLAG model-99") for line in out.splitlines())
+    assert "\x1b" not in out and "\u202e" not in out
+
+
+def test_names_that_differ_only_by_white_space_are_refused_before_they_merge(tmp_path):
+    with gzip.open(EXAMPLE, "rt", newline="") as f:
+        rows = list(csv.reader(f))
+    first = next(i for i, row in enumerate(rows) if row[0] == "model-02")
+    rows[first + 1][0] = "model-02\u00a0"  # one row's name with a no-break space after it
+    path = tmp_path / "suite.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    code, _, err = run_cli("suite", path, *FAST)
+    assert_one_line_error(
+        code, err, f"row {first + 1}:", "model 'model-02\\xa0' and 'model-02'", "white space"
+    )
+
+
+def test_a_report_and_heatmap_show_such_a_name_escaped_and_isolated(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = _with_model_renamed(tmp_path, "model-01", FORGED)
+    report, plot = tmp_path / "suite.html", tmp_path / "suite.svg"
+    code, _, err = run_cli("suite", path, *FAST, "--report", report, "--plot", plot)
+    assert code == 2, err
+    page = report.read_text(encoding="utf-8")
+    shown = "model-01\\u202e evil\\nFLAG model-99 on bench-9 (forged)\\x1b[2J"
+    assert f"<bdi>{shown}</bdi>" in page
+    assert "\u202e" not in page and "\x1b" not in page
+    figure = plot.read_text(encoding="utf-8")
+    assert "\u202e" not in figure and "\x1b" not in figure
+
+
+def test_a_name_with_a_lone_surrogate_is_one_line_naming_the_file_and_the_row(tmp_path):
+    # JSON Lines: "\udc80" in JSON is a lone surrogate, which no UTF-8 file can hold (its
+    # --report failed, naming neither the file nor the model)
+    with gzip.open(EXAMPLE, "rt", newline="") as f:
+        header, *rows = list(csv.reader(f))
+    path = tmp_path / "suite.jsonl"
+    with open(path, "w", encoding="ascii") as f:
+        for row in rows:
+            row[0] = "model-01\udc80" if row[0] == "model-01" else row[0]
+            f.write(json.dumps(dict(zip(header, row, strict=True))) + "\n")
+    code, _, err = run_cli("suite", path, *FAST, "--report", tmp_path / "r.html")
+    assert_one_line_error(code, err, f"source {path} row ", "'model-01\\udc80'", "surrogate")
+    assert not (tmp_path / "r.html").exists()

@@ -177,3 +177,139 @@ def test_a_member_too_large_for_memory_is_refused_before_it_is_inflated(monkeypa
         info = archive.getinfo("header.json")
         with pytest.raises(MemoryError, match="run.eval:header.json"):
             read_member(data, archive, info, "run.eval:header.json")
+
+
+# ------------------------------------------------- hostile archives: every compression
+
+METHODS = {
+    "stored": zipfile.ZIP_STORED,
+    "deflate": zipfile.ZIP_DEFLATED,
+    "bzip2": zipfile.ZIP_BZIP2,
+    "lzma": zipfile.ZIP_LZMA,
+}
+
+
+def _members(log: Path) -> dict[str, bytes]:
+    data = log.read_bytes()
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {i.filename: read_member(data, archive, i, "m") for i in archive.infolist()}
+
+
+def repack(members: dict[str, bytes], method: int) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=method) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return out.getvalue()
+
+
+def forge(data: bytes, name: str, *, size=None, flags=None, method=None) -> bytes:
+    """``data`` with member ``name``'s recorded size, flag bits or method rewritten, in the
+    central directory and in the local header alike (the places zip readers look)."""
+    out = bytearray(data)
+    central = _find_central(out, name)
+    local = int.from_bytes(out[central + 42 : central + 46], "little")
+    for at, flag_at, method_at, size_at in ((central, 8, 10, 24), (local, 6, 8, 22)):
+        if size is not None:
+            out[at + size_at : at + size_at + 4] = size.to_bytes(4, "little")
+        if flags is not None:
+            out[at + flag_at : at + flag_at + 2] = flags.to_bytes(2, "little")
+        if method is not None:
+            out[at + method_at : at + method_at + 2] = method.to_bytes(2, "little")
+    return bytes(out)
+
+
+def _peak_bytes(call) -> tuple[BaseException | None, int]:
+    """(the exception ``call()`` raised or None, the peak of the memory Python allocated
+    meanwhile: tracemalloc counts every bytes object the decompressors return)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+        raised = None
+    except BaseException as error:  # noqa: BLE001 - returned to the test
+        raised = error
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return raised, peak
+
+
+@pytest.mark.parametrize("method", [*METHODS, "zstd"])
+def test_inspects_members_read_the_same_in_every_compression(method):
+    members = _members(LOGS / "mean" / "arith-public.eval")
+    data = zstd_archive(members) if method == "zstd" else repack(members, METHODS[method])
+    assert read_all(data) == members
+
+
+@pytest.mark.parametrize("method", ["deflate", "bzip2", "lzma"])
+def test_a_member_that_forges_its_size_is_refused_while_it_expands(method):
+    # 64 MiB of zeros (bzip2: 45 bytes, deflate: 64 kB) recorded as 1,000 bytes: reading
+    # stops a step past the recorded size, so the peak stays near one step (1 MiB), far
+    # below the content (zipfile's own read holds the whole of it, and more, at once)
+    data = forge(repack({"header.json": bytes(64 << 20)}, METHODS[method]), "header.json",
+                 size=1000)  # fmt: skip
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo("header.json")
+        raised, peak = _peak_bytes(lambda: read_member(data, archive, info, "r.eval member h"))
+    assert isinstance(raised, ValueError) and not isinstance(raised, MemoryError), raised
+    assert str(raised).startswith("r.eval member h: damaged"), raised
+    assert peak < 8 << 20, peak
+
+
+def test_the_budget_counts_every_member_of_a_file_together(monkeypatch, tmp_path):
+    # 12 members of 4 MiB each (each well under the readers' limit, here 16 MiB of text
+    # on a machine said to have 512 MiB): the 48 MiB they hold together are refused once
+    # the file has decompressed 16 MiB, while it reads, not after
+    from truescore_fast import _files
+
+    header = json.dumps({"version": 2, "status": "success", "eval": {"model": "m"}}).encode()
+    members = {"header.json": header}
+    members.update({f"samples/{i}.json": b" " * (4 << 20) + b"{}" for i in range(12)})
+    path = tmp_path / "run.eval"
+    path.write_bytes(repack(members, zipfile.ZIP_DEFLATED))
+    monkeypatch.setattr(_files, "memory_limit", lambda: 512 << 20)
+    fresh = LOGS / "mean" / "arith-fresh1.eval"
+    raised, peak = _peak_bytes(lambda: tf.read_harness_runs(path, fresh, match_key="id"))
+    assert isinstance(raised, MemoryError), raised
+    assert str(raised).startswith(f"{path} (decompressed) needs"), raised
+    assert peak < 32 << 20, peak  # the 16 MiB budget, one step, the JSON of 3 members
+    # the same members one at a time are each read
+    members.popitem()
+    assert len(read_all(repack(dict(list(members.items())[:4]), zipfile.ZIP_DEFLATED))) == 4
+
+
+@pytest.mark.parametrize("flags", [0x1, 0x41])  # encrypted; and strong encryption
+@pytest.mark.parametrize("method", ["deflate", "zstd"])
+def test_an_encrypted_member_is_an_error_naming_it(flags, method):
+    members = {"m.json": b"[1]"}
+    data = zstd_archive(members) if method == "zstd" else repack(members, METHODS[method])
+    with pytest.raises(ValueError, match=r"^x member m.json: an encrypted member"):
+        read_all(forge(data, "m.json", flags=flags))
+
+
+@pytest.mark.parametrize("number", [1, 6, 9, 98, 99, 0xFFFF])  # shrunk ... AES, unknown
+def test_a_compression_method_not_listed_is_an_error_naming_it(number):
+    data = forge(repack({"m.json": b"[1]"}, zipfile.ZIP_DEFLATED), "m.json", method=number)
+    with pytest.raises(ValueError, match=rf"^x member m.json: compression method {number}, "):
+        read_all(data)
+
+
+@pytest.mark.parametrize("method", [*METHODS, "zstd"])
+def test_a_truncated_member_is_an_error_naming_it(method):
+    content = json.dumps(list(range(3000))).encode()
+    data = (
+        zstd_archive({"m.json": content})
+        if method == "zstd"
+        else repack({"m.json": content}, METHODS[method])
+    )
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo("m.json")
+    # the member's compressed bytes zeroed from the middle on (the archive's directory
+    # kept): a stream that stops, or never ends
+    begin = info.header_offset + 30 + len("m.json")
+    half, end = begin + info.compress_size // 2, begin + info.compress_size
+    cut = data[:half] + bytes(end - half) + data[end:]
+    with pytest.raises(ValueError, match=r"^x member m.json: (damaged|not a readable)"):
+        read_all(cut)

@@ -345,3 +345,22 @@ def test_a_json_array_file_reports_lines_of_the_file_itself(tmp_path) -> None:
     # the leading blank lines are part of the file: the parser's line number counts them
     message = _bad_line_error(tmp_path, '\n\n[{"a": 1},\n {"a": }]\n', "rows.json")
     assert "line 4" in message
+
+
+def test_a_parquet_file_too_large_once_decompressed_is_refused_before_it_is_read(
+    tmp_path, monkeypatch
+):
+    # 2 million equal strings (a few kB on disk, dictionary-encoded) on a machine said to
+    # have 64 MiB (2 MiB of text): refused by the cells its row groups record
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from truescore_fast import _files
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"model": ["m" * 5] * 2_000_000}), path, compression="zstd")
+    assert path.stat().st_size < 100_000
+    monkeypatch.setattr(_files, "memory_limit", lambda: 64 << 20)
+    with pytest.raises(MemoryError, match=rf"^{path} needs .* of memory"):
+        read_rows(path)
+    monkeypatch.setattr(_files, "memory_limit", lambda: 64 << 30)
+    assert len(read_rows(path)) == 2_000_000

@@ -300,3 +300,36 @@ def test_score_with_a_missing_model_is_one_line(saved, tmp_path):
         "3",
     )
     assert code == 1 and err.startswith("error: --model ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("case", ["dangling -o", "directory -o", "dangling --checkpoint",
+                                  "directory --checkpoint", "missing folder -o"])  # fmt: skip
+def test_score_checks_its_output_and_checkpoint_before_loading_the_model(saved, tmp_path, case):
+    """The output paths go the package's one way (truescore_fast/_output.py) and are
+    checked before any work: with a model path that does not exist, the refusal names the
+    path, not the model (a check after loading would report the model first)."""
+    _, bench = saved
+    (tmp_path / "dir.csv").mkdir()
+    (tmp_path / "dangling.csv").symlink_to(tmp_path / "gone" / "x.csv")
+    target = {
+        "dangling -o": ["-o", str(tmp_path / "dangling.csv")],
+        "directory -o": ["-o", str(tmp_path / "dir.csv")],
+        "dangling --checkpoint": [
+            "-o",
+            str(tmp_path / "s.csv"),
+            "--checkpoint",
+            str(tmp_path / "dangling.csv"),
+        ],  # fmt: skip
+        "directory --checkpoint": [
+            "-o",
+            str(tmp_path / "s.csv"),
+            "--checkpoint",
+            str(tmp_path / "dir.csv"),
+        ],  # fmt: skip
+        "missing folder -o": ["-o", str(tmp_path / "nowhere" / "s.csv")],
+    }[case]
+    flag = "--checkpoint" if "checkpoint" in case else "-o"
+    code, _, err = run_cli("score", str(bench), "--model", str(tmp_path / "no-model"),
+                           "--shards", "2", "--permutations", "3", *target)  # fmt: skip
+    assert code == 1 and err.startswith(f"error: {flag}") and err.count("\n") == 1, err
+    assert not (tmp_path / "gone").exists()

@@ -1,6 +1,6 @@
 """The compiled core in a hostile process: an address-space limit (``ulimit -v``), refused or
 huge thread counts, index and value arrays mutated by another thread during a call, and
-Ctrl-C stopping a long kernel within a second."""
+Ctrl-C stopping a long kernel within a block (bounded in CPU time, not wall clock)."""
 
 from __future__ import annotations
 
@@ -336,7 +336,7 @@ KERNELS = {
 
 
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
-def test_ctrl_c_stops_a_long_kernel_within_a_second(kernel):
+def test_ctrl_c_stops_a_long_kernel_within_a_block(kernel):
     # A kernel is its code, or (set-up run before "ready", the call, seconds to wait).
     setup, call, wait = (
         ("", KERNELS[kernel], 1.0) if isinstance(KERNELS[kernel], str) else (KERNELS[kernel])
@@ -352,9 +352,14 @@ def test_ctrl_c_stops_a_long_kernel_within_a_second(kernel):
         "    sys.exit(130)\n"
         "print('finished', flush=True)\n"
     )
-    code_, out, err, elapsed = interrupt_after(
+    code_, out, err, cpu = interrupt_after(
         [sys.executable, "-c", code], wait, env=_env()
     )  # well inside the kernel
     assert code_ == 130, (out, err)
     assert out.split() == ["interrupted", "1"]  # KeyboardInterrupt surfaced, no thread left
-    assert elapsed < 2.0, elapsed
+    # CPU seconds from the signal to the exit, every thread's (tests/interrupting.py: the
+    # machine's load does not change them): 0.05-0.13 s measured idle on 2 cores for each
+    # kernel; bound 1 s, a margin of 8x (4 s under tools/sanitize.sh, whose allocator and
+    # checks slow every step)
+    sanitized = "libasan" in os.environ.get("LD_PRELOAD", "")
+    assert cpu < (4.0 if sanitized else 1.0), cpu

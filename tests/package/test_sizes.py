@@ -174,3 +174,103 @@ def test_reading_a_table_stays_within_the_memory_the_check_assumes(tmp_path) -> 
     assert proc.returncode == 0, proc.stderr[-2000:]
     added_kb = int(proc.stdout.split()[-1])
     assert added_kb * 1024 < 32 * path.stat().st_size, (added_kb, path.stat().st_size)
+
+
+# ------------------------------------------------- what is available, not what is installed
+
+
+def _machine(monkeypatch, tmp_path, *, available_kb, cgroup=None, self_cgroup=None):
+    """Point memory_limit at a /proc/meminfo of a 25 GB machine with ``available_kb``
+    available, a cgroup folder holding the files of ``cgroup`` (name -> text) and a
+    /proc/self/cgroup of ``self_cgroup``; no address-space limit."""
+    from truescore_fast import _validation as validation
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(
+        f"MemTotal: 25000000 kB\nMemFree: 1000 kB\nMemAvailable: {available_kb} kB\n"
+    )
+    root = tmp_path / "cgroup"
+    for name, text in (cgroup or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    own = tmp_path / "self_cgroup"
+    own.write_text(self_cgroup or "0::/\n")
+    monkeypatch.setattr(validation, "_MEMINFO", str(meminfo))
+    monkeypatch.setattr(validation, "_CGROUP_ROOT", str(root))
+    monkeypatch.setattr(validation, "_SELF_CGROUP", str(own))
+    monkeypatch.setattr(validation, "_address_space", lambda: None)
+    return validation
+
+
+def test_the_limit_is_the_memory_available_not_the_memory_installed(monkeypatch, tmp_path):
+    # 25 GB installed, 10 GB available: a 24 GB request is refused (it was accepted)
+    validation = _machine(monkeypatch, tmp_path, available_kb=10_000_000)
+    assert validation.memory_limit() == 10_240_000_000
+    with pytest.raises(SizeError, match=r"^n_resamples needs 24.0 GB of memory, more than the "
+                       r"10.2 GB available"):  # fmt: skip
+        check_size("n_resamples", 3e9, 8.0)
+    check_size("n_resamples", 1e9, 8.0)  # 8 GB: fits
+
+
+@pytest.mark.parametrize(
+    ("files", "own", "room"),
+    [  # cgroup v2 seen from inside a container: the root folder is the container's
+        ({"memory.max": "4000000000\n", "memory.current": "1000000000\n"}, None, 3e9),
+        # the process's own cgroup, from /proc/self/cgroup
+        ({"job/run.scope/memory.max": "6000000000\n", "job/run.scope/memory.current": "0\n"},
+         "0::/job/run.scope\n", 6e9),
+        # no limit: "max" (v2), about 2**63 (v1); the machine's available memory decides
+        ({"memory.max": "max\n", "memory.current": "5\n"}, None, 10_240_000_000),
+        ({"memory/memory.limit_in_bytes": "9223372036854771712\n"}, None, 10_240_000_000),
+        # cgroup v1, with a limit
+        ({"memory/memory.limit_in_bytes": "2000000000\n",
+          "memory/memory.usage_in_bytes": "500000000\n"}, None, 1.5e9),
+        # a cgroup already at its limit: nothing can be had
+        ({"memory.max": "1000\n", "memory.current": "4000\n"}, None, 1),
+    ],
+)  # fmt: skip
+def test_the_cgroup_limit_less_its_use_bounds_the_limit(monkeypatch, tmp_path, files, own, room):
+    validation = _machine(
+        monkeypatch, tmp_path, available_kb=10_000_000, cgroup=files, self_cgroup=own
+    )
+    assert validation.memory_limit() == room
+
+
+def test_the_command_line_refuses_what_is_not_available_in_one_line(monkeypatch, tmp_path):
+    # 10**9 resamples (8 GB of resample means) with 4.1 GB available: one line, exit 1
+    from commands import assert_one_line_error, run_cli
+
+    _machine(monkeypatch, tmp_path, available_kb=4_000_000)
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    code, _, err = run_cli(
+        "compare", examples / "compare_example.csv", "--a-column", "system_a",
+        "--b-column", "system_b", "--resamples", "1000000000",
+    )  # fmt: skip
+    assert_one_line_error(code, err, "--resamples", "4.1 GB available")
+
+
+@needs_address_space
+def test_an_allocation_failing_under_the_address_space_limit_is_a_size_error() -> None:
+    # The check passes (the array fits the limit) but the allocation fails (the process
+    # already maps most of it): the binding's MemoryError is a SizeError naming the
+    # argument, not pybind11's RuntimeError "MISMATCH ... MemoryError REPLACED BY SizeError"
+    code = """
+    import resource, numpy as np, truescore_fast as tf
+    from truescore_fast._validation import SizeError
+    a = np.linspace(0, 1, 50)
+    status = open("/proc/self/status").read().splitlines()
+    vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize")) * 1024
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), hard))
+    try:  # 1.5e8 resample means: 1.2 GB, under the limit but over the 1 GiB left to map
+        tf._core.bootstrap_means(a, 150_000_000, 1, 2, n_threads=1)
+        print("allocated")
+    except SizeError as error:
+        print("SizeError", str(error).splitlines()[0][:60])
+    """
+    proc = run_python(code, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("SizeError n_bootstrap needs 1.2 GB"), (
+        proc.stdout,
+        proc.stderr[-2000:],
+    )

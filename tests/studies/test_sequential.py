@@ -469,7 +469,7 @@ def test_study_progress_counts_replications(capsys):
         tf.sequential_order_study(replications=10, n_threads=0)
 
 
-def test_ctrl_c_stops_a_threaded_study_within_a_second():
+def test_ctrl_c_stops_a_threaded_study_within_a_task():
     import sys
     import textwrap
 
@@ -490,13 +490,18 @@ def test_ctrl_c_stops_a_threaded_study_within_a_second():
         print("finished", flush=True)
         """
     )
-    status, out, err, elapsed = interrupt_after([sys.executable, "-c", code], 1.0, timeout=120)
+    status, out, err, cpu = interrupt_after([sys.executable, "-c", code], 1.0, timeout=300)
     assert status == 130, (out, err)
     assert out.split() == ["interrupted", "1"]  # no worker thread left behind
-    # Within a task's time: under tools/sanitize.sh (libasan's allocator behind NumPy
-    # too) a task of the horizon-free mixture runs several times slower, so the sanitizer
-    # run checks the interrupt itself and a looser bound; the plain run checks 2 s.
+    # The work done after the signal, in CPU seconds of both threads (tests/interrupting.py):
+    # the task each thread was running, and the interpreter's exit. Measured on 2 cores:
+    # 0.05-0.1 s idle, 1.07 s beside two CPU-bound processes (cores shared by other work
+    # run the same instructions in more CPU time, and the worker threads run on while the
+    # main thread waits for a core to take the signal). The bound, 3 s, is about 3x what
+    # the loaded machine took (a study that did not stop at all prints "finished" and fails
+    # above). Under tools/sanitize.sh (libasan's allocator behind NumPy too) a task of the
+    # horizon-free mixture runs several times slower: 8 s there.
     import os
 
     sanitized = "libasan" in os.environ.get("LD_PRELOAD", "")
-    assert elapsed < (8.0 if sanitized else 2.0), elapsed
+    assert cpu < (8.0 if sanitized else 3.0), cpu

@@ -307,3 +307,18 @@ def test_the_columnar_reader_leaves_what_it_does_not_accept_to_the_row_reader(tm
         )
         is not None
     )
+
+
+def test_the_columnar_reader_leaves_names_that_look_alike_to_the_row_reader(tmp_path):
+    """Two model names equal once NFKC-normalised with white space folded (the
+    NameSpellings rule) are refused, naming both, whichever reader sees the file."""
+    pytest.importorskip("pyarrow")
+    from truescore_fast.suite import data as suite_data
+
+    rows = [*ROWS, ("model a", "b1", "p1", "public", 1), ("model\u00a0a", "b1", "p2", "public", 1)]
+    path = write(tmp_path / "s.csv", rows)
+    assert (
+        suite_data._read_coded(path, suite_data._column_names(None), "public", "reference") is None
+    )
+    with pytest.raises(ValueError, match="look the same"):
+        read_suite(path)

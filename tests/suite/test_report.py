@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from truescore_fast._text import visible
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (the plot extra)")
@@ -316,9 +317,10 @@ def test_any_names_and_numbers_give_a_report(rows, tmp_path_factory):
     parsed = _Page(page.read_text(encoding="utf-8"))
     _loads_nothing(parsed)
     text = "".join(parsed.text)
-    # as the browser reads them (HTML turns a carriage return into a line feed, NUL to U+FFFD)
+    # each name as _text.visible writes it (control and bidi characters as escapes: the
+    # page shows them, and none can reorder or break the text around it)
     for name in {r[0] for r in rows} | {r[1] for r in rows}:
-        assert name.replace("\r\n", "\n").replace("\r", "\n") in text or "\x00" in name
+        assert visible(name) in text
 
 
 # ------------------------------------------------------------------------- the report
@@ -459,9 +461,10 @@ def test_report_says_what_was_run(report):
 def test_report_table_has_every_test(report):
     body = report.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     rows = [
-        [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        [html.unescape(re.sub(r"</?bdi>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
         for row in body.split("</tr>")[:-1]
-    ]
+    ]  # (names are in <bdi>: isolated from the text around them)
+    assert body.count("<bdi>") == 2 * len(ROWS)
     assert len(rows) == len(ROWS)
     assert rows[0] == ["m1", "b1", "matched_form", "0.9", "0.9", "no", "+0.000",
                        "-0.040 to +0.040"]  # fmt: skip
@@ -490,7 +493,10 @@ def test_report_states_the_error_rate_of_its_method(fdr, phrase, tmp_path):
 def test_report_has_a_section_per_flagged_pair(report):
     text = html.unescape(report)
     sections = text.split('<section class="pair">')[1:]
-    assert [s.split("</h3>")[0] for s in sections] == ["<h3>m2 on b2", "<h3>m10 on b1"]
+    assert [s.split("</h3>")[0] for s in sections] == [
+        "<h3><bdi>m2</bdi> on <bdi>b2</bdi>",  # each name isolated from the text around it
+        "<h3><bdi>m10</bdi> on <bdi>b1</bdi>",
+    ]
     flagged_constat = " ".join(sections[0].split())
     assert "ConStat: flagged." in flagged_constat
     assert "adjusted p = 0.004 ≤ q = 0.05; estimated inflation -0.200" in flagged_constat
@@ -630,7 +636,10 @@ def test_the_example_through_the_command_line(example_run):
         assert name in text, name
     # one section per flagged pair, the planted leaks among them
     sections = html.unescape(page).split('<section class="pair">')[1:]
-    headed = {tuple(s.split("<h3>")[1].split("</h3>")[0].split(" on ")) for s in sections}
+    headed = {
+        tuple(re.sub("</?bdi>", "", s.split("<h3>")[1].split("</h3>")[0]).split(" on "))
+        for s in sections
+    }
     assert headed == flagged
     # the report's table has the JSON's rows: every p-value, adjusted p-value and flag
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]

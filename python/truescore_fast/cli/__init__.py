@@ -54,7 +54,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from truescore_fast import __version__
 from truescore_fast.cli._common import ExitCode
@@ -121,6 +121,27 @@ def _with_flag_names(message: str) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops a failed write without a word (--help > /dev/full exited 0 with
+        # the help lost): here it is written and flushed, and a failure is main()'s error
+        if not message:
+            return
+        file = file or sys.stderr
+        if file is None:
+            return
+        if file is not sys.stdout:
+            file.write(message)
+            file.flush()
+            return
+        try:
+            file.write(message)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            _stdout_to_devnull()
+            raise ValueError(f"cannot write standard output: {error.strerror or error}") from None
+        _flush_stdout()
+
     def error(self, message: str) -> NoReturn:
         # one line, like every other error of this command line (usage: --help)
         self.exit(ExitCode.ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -183,21 +204,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         except RecursionError:
             where = getattr(args, "file", None)  # calibrate, shard-orders: no file
             raise ValueError(f"{where or 'the input'}: nested too deeply to read") from None
-        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        _flush_stdout()  # a closed pipe or a full disk shows here, inside the handlers below
         return int(code)  # an ExitCode is an int; the caller gets the plain number
     except (ValueError, OverflowError, OSError, KeyError, ImportError) as error:
         if isinstance(error, BrokenPipeError):
             return _closed_pipe()
         if isinstance(error, ImportError) and not _is_missing_extra(error):
             raise
-        print(f"error: {_with_flag_names(str(error))}", file=sys.stderr)
+        print(f"error: {_one_line(str(error))}", file=sys.stderr)
         return ExitCode.ERROR
     except MemoryError as error:  # a size the library refused, or one it could not get
-        print(f"error: {_with_flag_names(str(error)) or 'out of memory'}", file=sys.stderr)
+        print(f"error: {_one_line(str(error)) or 'out of memory'}", file=sys.stderr)
         return ExitCode.ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+
+
+def _flush_stdout() -> None:
+    """Flush standard output; a write that fails (a full disk, ``/dev/full``) is a
+    ValueError saying so, and what could not be written is dropped, so the interpreter's
+    own flush at exit does not fail again after the one error line (a closed pipe raises
+    BrokenPipeError, handled as such)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        _stdout_to_devnull()
+        raise ValueError(f"cannot write standard output: {error.strerror or error}") from None
+
+
+def _one_line(message: str) -> str:
+    """An error message as the one line printed: flag names for argument names, and every
+    control character (a newline in a name read from a file) escaped."""
+    from truescore_fast._text import visible  # NumPy-free; not loaded by --version
+
+    return visible(_with_flag_names(message))
 
 
 def _is_missing_extra(error: ImportError) -> bool:
@@ -221,9 +264,13 @@ def _closed_stdout() -> int:
 def _closed_pipe() -> int:
     # The reader went away. Point stdout at devnull so the interpreter's final flush
     # does not raise again (the recipe of the Python docs' signal module notes).
+    _stdout_to_devnull()
+    return ExitCode.CLOSED_PIPE
+
+
+def _stdout_to_devnull() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # stdout is not a file descriptor (e.g. captured)
         pass
-    return ExitCode.CLOSED_PIPE

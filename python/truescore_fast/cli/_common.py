@@ -8,15 +8,12 @@ runs, and ``--version``/``--help`` must not pay for NumPy or SciPy.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import enum
 import json
 import math
-import os
-import stat
 import sys
-from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "SEQUENTIAL_EXIT_HELP",
@@ -26,7 +23,6 @@ __all__ = [
     "emit",
     "integer_flag",
     "number",
-    "output_file",
     "seed_flag",
     "shown",
     "write_output",
@@ -56,16 +52,19 @@ class ExitCode(enum.IntEnum):
     SIGPIPE, what a shell reports for ``yes | head``."""
 
 
-def number(row: dict[str, Any], column: str, line: int) -> float:
-    """``row[column]`` as a finite float; the error names the row and the column."""
+def number(row: dict[str, Any], column: str, line: int, where: str = "") -> float:
+    """``row[column]`` as a finite float; the error names the file ``where`` (the input
+    file's name as given: every caller passes it), the row and the column."""
+    where = "standard input" if where == "-" else where
+    at = f"{where} row {line}" if where else f"row {line}"
     if column not in row:
-        raise ValueError(f"row {line} has no column {column!r}")
+        raise ValueError(f"{at} has no column {column!r}")
     try:
         value = float(row[column])
     except (TypeError, ValueError) as error:
-        raise ValueError(f"row {line}: {column}={row[column]!r} is not a number") from error
+        raise ValueError(f"{at}: {column}={row[column]!r} is not a number") from error
     if not math.isfinite(value):
-        raise ValueError(f"row {line}: {column} is not finite")
+        raise ValueError(f"{at}: {column} is not finite")
     return value
 
 
@@ -97,6 +96,8 @@ def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -
         for chunk in chunks:
             stdout.write(chunk)
         return
+    from truescore_fast._output import output_file  # not loaded by --help and --version
+
     with output_file(path, flag=flag) as handle:
         for chunk in chunks:
             handle.write(chunk)
@@ -106,109 +107,6 @@ def write_output(path: str | None, chunks: Iterable[str], *, flag: str = "-o") -
 # make a second, truncating description of a file the shell opened for it, and what is
 # printed after the output would overwrite it)
 _STDOUT_PATHS = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
-
-# Paths that name an open file or a device through the kernel's own links
-# (/dev/stdout -> /proc/self/fd/1 -> a pipe, a terminal or the shell's file): written as
-# they are, never resolved and replaced.
-_KERNEL_PATHS = ("/dev/", "/proc/")
-
-
-@contextlib.contextmanager
-def output_file(path: str, *, flag: str, binary: bool = False) -> Iterator[IO[Any]]:
-    """A handle to write the output file ``path`` through (text UTF-8 with ``\\n`` line
-    ends, or bytes with ``binary``).
-
-    - Nothing at ``path``, or a regular file: the content goes to a new temporary file
-      made by :func:`tempfile.mkstemp` (a unique name, created exclusively, never
-      through a link) in the same directory, is flushed to disk and then renamed over
-      ``path`` (:func:`os.replace`), so an error or Ctrl-C leaves the old file as it was
-      and no temporary file behind. The new file keeps a replaced file's permissions
-      (a new one gets the umask's).
-    - A symbolic link: followed to the end (:func:`os.path.realpath`), and the file it
-      names is replaced as above; the link itself stays. A link to nothing creates the
-      file it names, as the shell's ``>`` does.
-    - A FIFO, a device (``/dev/null``, ``/dev/full``), a socket, or any path under
-      ``/dev`` or ``/proc`` (``/dev/stdout``, ``/dev/fd/3``): opened and written
-      directly, never replaced.
-
-    Raises:
-        ValueError: ``path`` is a directory, or cannot be written (the message starts
-            with ``flag`` and names ``path``).
-    """
-    try:
-        target, replace = _output_target(path, flag)
-        if replace:
-            with _replacing(target, binary) as handle:
-                yield handle
-        else:
-            with open(target, "wb" if binary else "w", **_text(binary)) as handle:
-                yield handle
-    except OSError as error:
-        raise ValueError(f"{flag}: cannot write {path}: {error.strerror or error}") from None
-
-
-def _text(binary: bool) -> dict[str, Any]:
-    return {} if binary else {"encoding": "utf-8", "newline": "\n"}
-
-
-def _output_target(path: str, flag: str) -> tuple[str, bool]:
-    """(the path to open, whether to replace it through a temporary file)."""
-    if os.path.abspath(path).startswith(_KERNEL_PATHS):
-        if os.path.isdir(path):
-            raise ValueError(f"{flag}: {path} is a directory; name a file")
-        return path, False
-    try:
-        mode = os.stat(path).st_mode  # through any link
-    except FileNotFoundError:  # nothing there, or a link to nothing
-        return os.path.realpath(path), True
-    if stat.S_ISDIR(mode):
-        raise ValueError(f"{flag}: {path} is a directory; name a file")
-    if stat.S_ISREG(mode):
-        return os.path.realpath(path), True
-    return path, False  # a FIFO, a device or a socket
-
-
-@contextlib.contextmanager
-def _replacing(target: str, binary: bool) -> Iterator[IO[Any]]:
-    import tempfile  # here: --help and --version need none of it
-
-    directory, name = os.path.split(target)
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    try:
-        with open(descriptor, "wb" if binary else "w", **_text(binary)) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    with contextlib.suppress(OSError):  # the rename itself on disk (not every system can)
-        directory_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(directory_fd)
-        finally:
-            os.close(directory_fd)
-
-
-def _umask() -> int:
-    """This process's umask, read without changing it where Linux shows it."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def shown(text: str, keep: int = 24) -> str:

@@ -15,6 +15,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from truescore_fast._text import visible
 from truescore_fast.cli._catalog import HARNESSES, interval_methods
 from truescore_fast.cli._common import (
     SEQUENTIAL_EXIT_HELP,
@@ -162,8 +163,9 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     runs.add_argument(
         "--match-key",
         metavar="KEY",
-        help="field matching a record to its parent: doc_id, doc.parent_id (lm-eval), id, "
-        "metadata.parent (Inspect), a column (table)",
+        help="field matching a record to its parent: doc.parent_id (lm-eval), id, "
+        "metadata.parent (Inspect), a column (table); doc_id, a row number, pairs the forms "
+        "by position (warned about)",
     )
     runs.add_argument(
         "--public-match-key",
@@ -238,7 +240,11 @@ def _audit_inputs(
     if not args.fresh:
         raise ValueError("--public needs at least one --fresh run")
     if args.match_key is None:
-        raise ValueError("--match-key is required with harness runs (e.g. doc_id, id)")
+        raise ValueError(
+            "--match-key is required with harness runs: a field naming each record's parent "
+            "(e.g. doc.parent_id for lm-eval, metadata.parent_id or id for Inspect); not "
+            "doc_id, a row number that pairs the forms by position"
+        )
     if (args.control_public is None) != (args.control_fresh is None):
         raise ValueError("--control-public and --control-fresh go together")
     options = {
@@ -271,7 +277,7 @@ def _read_runs(public: str, fresh: list[str], options: dict[str, Any]) -> AuditD
         warnings.simplefilter("always")
         runs = read_harness_runs(public, fresh, **options)
     for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)
+        print(f"warning: {visible(str(warning.message))}", file=sys.stderr)
     return runs
 
 
@@ -328,7 +334,7 @@ def run_audit(args: argparse.Namespace) -> int:
         print(json.dumps(payload, indent=2))
     else:
         for model, result in results.items():
-            print(f"== {model} ==")
+            print(f"== {visible(model)} ==")
             print(result.summary())
             if data[model].dropped:
                 print(_dropped_line(data[model]))
@@ -412,13 +418,13 @@ def run_sequential_audit(
         code = ExitCode.OK
     lines = []
     for model, state in states.items():
-        lines += [f"== {model} ==", state.summary(), ""]
+        lines += [f"== {visible(model)} ==", state.summary(), ""]
     lines.append(
         {
             ExitCode.FINDING: "Stop: exposure claimed for "
-            + ", ".join(m for m, d in decisions.items() if d == "finding"),
+            + ", ".join(visible(m) for m, d in decisions.items() if d == "finding"),
             ExitCode.CONTINUE: "Continue scoring: "
-            + ", ".join(m for m, d in decisions.items() if d == "continue")
+            + ", ".join(visible(m) for m, d in decisions.items() if d == "continue")
             + " not decided yet.",
             ExitCode.OK: "Stop: no model meets the claim rule, and every audit is decided.",
         }[code]

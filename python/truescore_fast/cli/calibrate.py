@@ -28,8 +28,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from truescore_fast._output import check_checkpoint_path, check_output_path, output_file
 from truescore_fast.cli import _catalog
-from truescore_fast.cli._common import ExitCode, integer_flag, output_file, seed_flag
+from truescore_fast.cli._common import ExitCode, integer_flag, seed_flag
 
 # The library is imported where it is used: --help loads neither NumPy nor SciPy.
 INTERVAL_METHODS = _catalog.interval_methods()
@@ -242,11 +243,10 @@ def _check_flags(args: argparse.Namespace) -> None:
     from truescore_fast.studies.options import StudySettings
     from truescore_fast.studies.registry import STUDIES
 
-    if args.plot is not None and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
-        raise ValueError(
-            f"--plot must name a .png, .svg or .pdf file (the suffix picks the format); got "
-            f"{args.plot!r}"
-        )
+    if args.plot is not None:  # before any work: suffix, folder, no directory, no dead link
+        check_output_path(args.plot, flag="--plot", suffixes=PLOT_SUFFIXES)
+    if args.checkpoint is not None:
+        check_checkpoint_path(args.checkpoint, flag="--checkpoint")
     if args.quiet and args.progress:
         raise ValueError("--quiet and --progress contradict each other: choose one")
     # a setting another study reads is refused, naming the studies that read it

@@ -112,8 +112,8 @@ def run_compare(args: argparse.Namespace) -> int:
                 f"{flag}: {args.file} has no column {column!r}; its columns are "
                 f"{', '.join(map(str, rows[0]))}"
             )
-    a = _scores(rows, args.a_column, "--a-column")
-    b = _scores(rows, args.b_column, "--b-column")
+    a = _scores(rows, args.a_column, "--a-column", args.file)
+    b = _scores(rows, args.b_column, "--b-column", args.file)
     if args.method == "permutation":
         result = paired_permutation(
             a, b, alpha=args.alpha, n_resamples=args.resamples, seed=args.seed
@@ -145,9 +145,9 @@ def run_compare(args: argparse.Namespace) -> int:
     return ExitCode.FINDING if result.significant else ExitCode.OK
 
 
-def _scores(rows: list[dict[str, Any]], column: str, flag: str) -> list[float]:
+def _scores(rows: list[dict[str, Any]], column: str, flag: str, where: str) -> list[float]:
     try:
-        return [number(row, column, i) for i, row in enumerate(rows, 1)]
+        return [number(row, column, i, where) for i, row in enumerate(rows, 1)]
     except ValueError as error:
         raise ValueError(f"{flag}: {error}") from None
 

@@ -145,12 +145,12 @@ def _unsharded(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
     from truescore_fast.contamination.exact import exchangeability_test
 
     canonical = [
-        number(r, args.loglik_column, i)
+        number(r, args.loglik_column, i, args.file)
         for i, r in enumerate(rows, 1)
         if _is_canonical(r, args.kind_column)
     ]
     permuted = [
-        number(r, args.loglik_column, i)
+        number(r, args.loglik_column, i, args.file)
         for i, r in enumerate(rows, 1)
         if not _is_canonical(r, args.kind_column)
     ]
@@ -196,7 +196,7 @@ def _read_shard_rows(
         if shard_column is not None and shard_column not in row:
             raise ValueError(f"row {i} has no shard column {shard_column!r}")
         shard = "all" if shard_column is None else str(row[shard_column])
-        value = number(row, args.loglik_column, i)
+        value = number(row, args.loglik_column, i, args.file)
         if _is_canonical(row, args.kind_column):
             if shard in canon:
                 raise ValueError(f"shard {shard!r} has more than one canonical row")

@@ -167,6 +167,13 @@ def run_score(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--stride must be at most --context-len ({args.context_len}); got {args.stride}"
         )
+    # the output and the checkpoint are checked before the model is loaded and run
+    from truescore_fast._output import check_checkpoint_path, check_output_path
+
+    if not to_stdout and args.output not in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+        check_output_path(args.output, flag="-o")
+    if args.checkpoint is not None:
+        check_checkpoint_path(args.checkpoint, flag="--checkpoint")
     from truescore_fast.contamination.sharded import shard_orders
     from truescore_fast.io.scoring import read_examples, score_orders
     from truescore_fast.io.transformers_backend import TransformersScorer

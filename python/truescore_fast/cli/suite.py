@@ -7,10 +7,13 @@ cannot run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
+from truescore_fast._output import check_output_path
 from truescore_fast.cli._catalog import HARNESSES
 from truescore_fast.cli._common import ExitCode, integer_flag, seed_flag
 
@@ -230,13 +233,33 @@ def _read(args: argparse.Namespace) -> Any:
     if manifest_flags:
         raise ValueError(f"{manifest_flags[0]} applies to a manifest (a table with a path column)")
     roles = ("model", "benchmark", "parent", "form", "correct")
-    return read_suite(
-        args.file,
-        columns={role: getattr(args, f"{role}_column") for role in roles},
-        public_form=args.public_form,
-        reference_form=args.reference_form,
-        logliks={(m, b): path for m, b, path in args.loglik} if args.loglik else None,
-    )
+    try:
+        return read_suite(
+            args.file,
+            columns={role: getattr(args, f"{role}_column") for role in roles},
+            public_form=args.public_form,
+            reference_form=args.reference_form,
+            logliks={(m, b): path for m, b, path in args.loglik} if args.loglik else None,
+        )
+    except ValueError as error:  # the library names its argument; here, the flags
+        if "columns= maps other names" not in str(error):
+            raise
+        flags = ", ".join(f"--{role}-column" for role in roles)
+        raise ValueError(
+            str(error).replace("columns= maps other names", f"{flags} name other columns")
+        ) from None
+
+
+@contextlib.contextmanager
+def _flag_named(flag: str) -> Iterator[None]:
+    """The library's errors about its ``path`` argument, told as ``flag``'s."""
+    try:
+        yield
+    except ValueError as error:
+        text = str(error)
+        if text.startswith("path"):
+            raise ValueError(flag + text[len("path") :]) from None
+        raise
 
 
 def _random_guess(values: list[str] | None, benchmarks: tuple[str, ...]) -> dict[str, float]:
@@ -268,6 +291,11 @@ def run_suite(args: argparse.Namespace) -> int:
     """Run the suite audit; 2 when a triple is flagged after the adjustment, else 0."""
     from truescore_fast.suite.audit import SUITE_TESTS, suite_audit
 
+    # the output files checked before any work (suffix, folder, no directory, no dead link)
+    if args.report is not None:
+        check_output_path(args.report, flag="--report", suffixes=(".html", ".htm"))
+    if args.plot is not None:
+        check_output_path(args.plot, flag="--plot", suffixes=(".png", ".svg", ".pdf"))
     data = _read(args)
     result = suite_audit(
         data,
@@ -287,10 +315,13 @@ def run_suite(args: argparse.Namespace) -> int:
     if args.report is not None or args.plot is not None:
         from truescore_fast.suite.report import plot_heatmap, write_report
 
-        if args.report is not None:
-            write_report(result, args.report)
-        if args.plot is not None:
-            plot_heatmap(result, args.plot)
+        # each written whole through a temporary file, or the old file left as it was
+        with _flag_named("--report"):
+            if args.report is not None:
+                write_report(result, args.report)
+        with _flag_named("--plot"):
+            if args.plot is not None:
+                plot_heatmap(result, args.plot)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     else:

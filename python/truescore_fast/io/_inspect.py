@@ -22,7 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from truescore_fast._files import decode_text, parse_json
+from truescore_fast._files import Budget, decode_text, parse_json
+from truescore_fast._text import visible
 from truescore_fast.io._archive import read_member
 from truescore_fast.io._harness_base import (
     HarnessReader,
@@ -153,16 +154,25 @@ def _records(where: str, samples: Sequence[Any]) -> list[Record]:
 def _archive(where: str, data: bytes) -> Run:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as error:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        NotImplementedError,
+        ValueError,
+        OSError,
+        EOFError,
+    ) as error:  # a damaged central directory: zipfile's own errors ("zip file version
+        # 24.6" is a NotImplementedError), a seek before the start, a short read
         raise ValueError(f"{where}: not a readable .eval archive ({error})") from None
+    budget = Budget(where)  # the bytes every member together may decompress to
     with archive:
         names: dict[str, zipfile.ZipInfo] = {}
         for info in archive.infolist():
             names[info.filename] = info  # a sample logged again: the last copy wins
 
         def member(name: str) -> Any:
-            label = f"{where} member {name}"
-            raw = read_member(data, archive, names[name], label)
+            label = f"{where} member {visible(name)}"
+            raw = read_member(data, archive, names[name], label, budget)
             return parse_json(decode_text(raw, label), label)
 
         if "header.json" not in names:

@@ -43,12 +43,14 @@ FILE is append-only JSON Lines whose header records a fingerprint of the study's
 (data, settings, seed, replications, library version); a FILE written for a different
 call is refused with a ``ValueError``, never silently mixed in. Every line carries a
 SHA-256 checksum of its content and every record is checked when it is read back (its
-cell, task count, number of sums, finite sums, counts in range): a damaged or edited
-file is refused in one line naming the file and the line. Only a regular file of at
-most 1 GiB is read, one bounded line at a time; a last line cut off by a kill during the
-write is dropped. A checkpoint is not a cache of finished studies across library
-versions: a new version refuses it (checkpoints written before the checksums, format
-version 1, included).
+cell, task count, number of sums, finite sums, counts in range): a damaged file, or one
+edited without recomputing the checksums, is refused in one line naming the file and the
+line. The checksum needs no secret: it detects corruption and careless edits, not a
+deliberate edit that recomputes it (such a record, if possible, is resumed from).
+Only a regular file of at most 1 GiB is read, one bounded line at a time; a last line
+cut off by a kill during the write is dropped. A checkpoint is not a cache of finished
+studies across library versions: a new version refuses it (checkpoints written before
+the checksums, format version 1, included).
 
 Each study has its own module and builds its grid of cells and turns the summed rows
 into a table; the engine that runs the cells (tasks, chunks, progress, interrupts,

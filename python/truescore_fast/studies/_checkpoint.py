@@ -7,6 +7,9 @@ record per saved state of a cell, ``{"run", "cell", "tasks", "sums", "check"}``,
 as ``float.hex`` strings so they are read back bit for bit. ``check`` is the SHA-256 of
 the run's fingerprint and the line's other fields (canonical JSON): a record damaged,
 edited or copied from another run no longer matches it. The latest record of a cell wins.
+The threat model is corruption, not forgery: the checksum has no secret key, so an edit
+that recomputes it is read if the record is one the cell could hold (the checks below
+refuse the rest); tests/studies/test_checkpoint.py shows both.
 
 Reading it back trusts nothing: every line is checked (its checksum; a record's cell,
 its task count, its number of sums, each sum finite and what the cell's sums can be:
@@ -36,7 +39,7 @@ from typing import IO, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._files import file_kind
+from truescore_fast._output import check_checkpoint_path, file_kind
 
 __all__ = ["MAX_CHECKPOINT_BYTES", "Checkpoint", "CheckpointCell", "CheckpointRun"]
 
@@ -151,6 +154,7 @@ class Checkpoint:
     def _read(self, states: list[State]) -> tuple[int | None, bool]:
         """Read every whole line into ``states``: (the length to truncate the file to when
         its last line was cut off, else None; whether this run's header was found)."""
+        check_checkpoint_path(self.path, flag="checkpoint")  # links, hard links, a folder
         try:
             info = os.stat(self.path)  # before opening: opening a FIFO would block
         except FileNotFoundError:
@@ -291,10 +295,15 @@ class Checkpoint:
     def _write(self, line: dict[str, Any], *, sync: bool) -> None:
         assert self.file is not None
         line = {**line, "check": _digest(self.fingerprint, line)}
-        self.file.write(json.dumps(line, separators=(",", ":")) + "\n")
-        self.file.flush()
-        if sync:
-            os.fsync(self.file.fileno())
+        try:
+            self.file.write(json.dumps(line, separators=(",", ":")) + "\n")
+            self.file.flush()
+            if sync:
+                os.fsync(self.file.fileno())
+        except OSError as error:  # a full disk: the error names the file
+            raise OSError(
+                error.errno, f"checkpoint {self.path} cannot be written: {error.strerror}"
+            ) from None
 
     def save(
         self, cell: int, tasks: int, total: npt.NDArray[np.float64] | None, *, final: bool

@@ -17,8 +17,17 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from truescore_fast._random import SeedLike
+import numpy as np
+
+from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
+from truescore_fast._validation import (
+    check_alpha,
+    check_n_threads,
+    check_positive_int,
+    check_sequence,
+    one_line,
+)
 from truescore_fast.studies._checkpoint import CheckpointRun
 
 __all__ = ["StudyOptions", "StudyRun", "StudySettings"]
@@ -41,6 +50,27 @@ class StudyOptions:
     progress: bool | None = None
     executor: Executor | None = None
     checkpoint: str | os.PathLike[str] | None = None
+
+    def __post_init__(self) -> None:
+        # checked when made, with the study functions' own checks and messages: an
+        # options object that no study could run is refused here, not at its first use
+        check_positive_int("replications", self.replications)
+        check_alpha(self.alpha)
+        philox_key(self.seed)
+        check_n_threads(self.n_threads)
+        if not (self.progress is None or isinstance(self.progress, (bool, np.bool_))):
+            raise ValueError(
+                f"progress must be True, False or None (auto); got {one_line(self.progress)}"
+            )
+        if self.executor is not None and not isinstance(self.executor, Executor):
+            raise ValueError(
+                "executor must be a concurrent.futures.Executor; got "
+                f"{type(self.executor).__name__}"
+            )
+        if self.checkpoint is not None and not isinstance(self.checkpoint, (str, os.PathLike)):
+            raise TypeError(
+                f"checkpoint must be a file path; got {type(self.checkpoint).__name__}"
+            )
 
     def keywords(self, run: str) -> dict[str, Any]:
         """The keyword arguments of one study call, its checkpoint named ``run``."""
@@ -69,6 +99,25 @@ class StudySettings:
     n: Sequence[int] | None = None  # audit sizes
     intervals: Sequence[str] | None = None  # interval methods
     population_size: int | None = None  # the benchmark size a plan samples from
+
+    def __post_init__(self) -> None:
+        for name in ("population", "strata_column"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, (str, os.PathLike)):
+                raise TypeError(f"{name} must be None or a str; got {one_line(value)}")
+        if not isinstance(self.value_column, str) or not self.value_column.strip():
+            raise TypeError(
+                f"value_column must be a non-empty str; got {one_line(self.value_column)}"
+            )
+        if self.n is not None:
+            for size in check_sequence("n", self.n, "audit sizes"):
+                check_positive_int("n", size)
+        if self.intervals is not None:
+            for method in check_sequence("intervals", self.intervals, "interval methods"):
+                if not isinstance(method, str):
+                    raise TypeError(f"intervals must hold method names; got {one_line(method)}")
+        if self.population_size is not None:
+            check_positive_int("population_size", self.population_size)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

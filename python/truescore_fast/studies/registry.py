@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from truescore_fast._table import StudyTable
+from truescore_fast._validation import one_line
 from truescore_fast.studies import _plot, _presets
 from truescore_fast.studies.options import StudyOptions, StudyRun, StudySettings
 from truescore_fast.studies.suite import suite_study
@@ -38,6 +39,21 @@ class Study:
     plot: Plot | None = None  # draws the figure of its tables (matplotlib's pyplot first)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.replace("-", "_").isidentifier():
+            raise ValueError(
+                f"a study's name must be a word, hyphens allowed (calibrate NAME); got "
+                f"{one_line(self.name)}"
+            )
+        if not isinstance(self.summary, str) or not self.summary.strip():
+            raise TypeError(f"study {self.name!r}: summary must be a non-empty str")
+        if isinstance(self.replications, bool) or not isinstance(self.replications, int):
+            raise TypeError(f"study {self.name!r}: replications must be an int")
+        if self.replications < 1:
+            raise ValueError(f"study {self.name!r}: replications must be at least 1")
+        if not callable(self.run) or (self.plot is not None and not callable(self.plot)):
+            raise TypeError(f"study {self.name!r}: run (and plot, if given) must be callable")
+        if not isinstance(self.settings, tuple):
+            raise TypeError(f"study {self.name!r}: settings must be a tuple of setting names")
         unknown = set(self.settings) - set(StudySettings.names())
         if unknown:
             raise ValueError(f"study {self.name!r}: no such setting {sorted(unknown)}")

@@ -20,6 +20,7 @@ import numbers
 from typing import Any
 
 from truescore_fast import __version__
+from truescore_fast._text import visible
 
 # The tests' names in prose, and what each compares (the sections on flagged pairs).
 TEST_NAMES = {
@@ -191,6 +192,13 @@ ROW_COLUMNS = (
 def escape(value: Any) -> str:
     """A name or text from the data, as HTML text or an attribute value."""
     return html.escape(str(value), quote=True)
+
+
+def name_html(value: Any) -> str:
+    """A model's or benchmark's name in the page: control characters, bidi controls and
+    lone surrogates shown as escapes, and isolated (``<bdi>``) so that a right-to-left
+    name cannot reorder the text around it."""
+    return f"<bdi>{escape(visible(str(value)))}</bdi>"
 
 
 def _count(result: Any, rows: int) -> str:
@@ -399,7 +407,7 @@ def _pair_section(frame: Any, model: str, benchmark: str, q: float) -> str:
         else:
             items.append(f"<li>{escape(name)}: not flagged; {escape(numbers)}.</li>")
     return (
-        f'<section class="pair"><h3>{escape(model)} on {escape(benchmark)}</h3>'
+        f'<section class="pair"><h3>{name_html(model)} on {name_html(benchmark)}</h3>'
         f"<ul>{''.join(items)}</ul>"
         "<p>What this does not show: that the model was trained on these items (other "
         "causes can raise a public score), nor that the inflation is exactly the estimate "
@@ -441,8 +449,8 @@ def _table(frame: Any) -> str:
     ):
         flagged = ' class="flagged"' if flag else ""
         body.append(
-            f"<tr{flagged}><td>{escape(model)}</td>"
-            f"<td>{escape(benchmark)}</td><td>{escape(test)}</td><td>{_number(p)}</td>"
+            f"<tr{flagged}><td>{name_html(model)}</td>"
+            f"<td>{name_html(benchmark)}</td><td>{escape(test)}</td><td>{_number(p)}</td>"
             f"<td>{_number(adjusted)}</td><td>{'yes' if flag else 'no'}</td>"
             f"<td>{_signed(estimate)}</td><td>{_interval(low, high)}</td></tr>"
         )

@@ -68,6 +68,7 @@ import numpy.typing as npt
 from truescore_fast._progress import Progress
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import TabularResult
+from truescore_fast._text import visible
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -179,14 +180,15 @@ class SuiteAudit(TabularResult):
                 else ""
             )
             lines.append(
-                f"  FLAG {self.model[i]} on {self.benchmark[i]} ({self.test[i]}): estimate "
+                f"  FLAG {visible(self.model[i])} on {visible(self.benchmark[i])} "
+                f"({self.test[i]}): estimate "
                 f"{self.estimate[i]:+.4f}{interval}, p = {self.p_value[i]:.3g}, adjusted "
                 f"{self.adjusted_p_value[i]:.3g}"
             )
         if not self.n_flagged:
             lines.append("  nothing flagged after the adjustment")
         for reason in self.skipped:
-            lines.append(f"  skipped: {reason}")
+            lines.append(f"  skipped: {visible(reason)}")
         lines.append("  " + _NOT_MEAN)
         return "\n".join(lines)
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._files import read_columns
+from truescore_fast._text import NameSpellings
 from truescore_fast._validation import one_line
 
 __all__ = [
@@ -282,13 +284,17 @@ def read_suite(
     rows = len(cols[names["parent"]])
     if rows == 0:
         raise ValueError("source has no rows")
+    spellings = NameSpellings()  # names stripped; two spellings of one name refused
+    named = f"source {source}" if isinstance(source, (str, os.PathLike)) else "source"
     for i in range(rows):
         model, benchmark, parent, form = (
             _label(cols[names[r]][i]) for r in ("model", "benchmark", "parent", "form")
         )
-        where = f"source row {i + 1}"
+        where = f"{named} row {i + 1}"
         if not (model and benchmark and parent and form):
             raise ValueError(f"{where}: empty model, benchmark, parent or form")
+        spellings.check("model", cols[names["model"]][i], where)
+        spellings.check("benchmark", cols[names["benchmark"]][i], where)
         value = _score(cols[names["correct"]][i], where, names["correct"])
         if form == reference_name:
             reference = references.setdefault((model, benchmark), {})
@@ -415,6 +421,10 @@ def _read_coded(
     del table, score  # the codes and the scores are all that is kept
     model, models = coded.pop("model")
     bench, benches = coded.pop("benchmark")
+    for labels_of_role in (models, benches):  # NameSpellings' rule: two that look alike
+        looks = {" ".join(unicodedata.normalize("NFKC", t).split()) for t in labels_of_role}
+        if len(looks) != len(labels_of_role):
+            return None  # the row reader names both spellings
     parent, parents = coded["parent"]
     form, forms = coded["form"]
     is_ref = np.zeros(len(forms), dtype=bool)

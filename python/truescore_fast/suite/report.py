@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from truescore_fast._output import check_output_path, output_file
+from truescore_fast._text import visible
 from truescore_fast._validation import check_choice, check_positive_int, one_line, optional_module
 from truescore_fast.suite._report_page import page
 
@@ -274,6 +276,7 @@ def _check_path(path: Any, suffixes: tuple[str, ...]) -> Path:
     out = Path(path)
     if out.suffix.lower() not in suffixes:
         raise ValueError(f"path must end in {', '.join(suffixes)}; got {str(out)!r}")
+    check_output_path(out, flag="path")  # before any drawing: a directory, a dead link
     return out
 
 
@@ -306,6 +309,7 @@ def _q(result: Any) -> float:
 
 
 def _short_label(name: str) -> str:
+    name = visible(str(name))  # no control or bidi character drawn (reordering the rest)
     if len(name) <= _LABEL_CHARACTERS:
         return name
     return name[: _LABEL_CHARACTERS - 1] + "…"
@@ -376,10 +380,13 @@ def plot_heatmap(
             that is not a str or path, an ``ax`` that is not an Axes, ``scores`` that is
             not a mapping.
         ValueError: naming the argument: a ``test`` the result does not have, a
-            ``path`` suffix other than .png, .svg, .pdf, an ``order`` not listed above
-            (or ``"strength"`` without ``scores``), a score that is not a finite number,
-            a ``max_models`` or ``max_benchmarks`` below 1, a table without the columns,
-            with no row, or with a (model, benchmark, test) twice.
+            ``path`` suffix other than .png, .svg, .pdf or a ``path`` that cannot be
+            written (checked before drawing: a directory, a folder that does not exist, a
+            symbolic link to nothing or another user's; the file is replaced only once
+            whole), an ``order`` not listed above (or ``"strength"`` without ``scores``), a
+            score that is not a finite number, a ``max_models`` or ``max_benchmarks`` below
+            1, a table without the columns, with no row, or with a (model, benchmark,
+            test) twice.
 
     What the colour does NOT mean: a red cell is an estimate, not a finding (only a ✕
     is, at the suite's error rate); a white or blue cell is not evidence that a score is
@@ -573,13 +580,14 @@ def _save(figure: Any, path: Path | io.BytesIO, kind: str, dpi: float = 150) -> 
         # a name in a script the font lacks (CJK with the default DejaVu Sans) is drawn
         # with boxes, once per glyph warned about; the report's table has it whole
         warnings.filterwarnings("ignore", message="Glyph .* missing from font")
-        try:
-            figure.savefig(
-                path, format=kind, dpi=dpi, metadata=metadata, facecolor="white",
-                bbox_inches="tight", pad_inches=0.15,
-            )  # fmt: skip
-        except OSError as error:  # a folder that does not exist, no permission
-            raise ValueError(f"path: cannot write {path}: {error.strerror or error}") from None
+        options = {"format": kind, "dpi": dpi, "metadata": metadata, "facecolor": "white",
+                   "bbox_inches": "tight", "pad_inches": 0.15}  # fmt: skip
+        if isinstance(path, io.BytesIO):
+            figure.savefig(path, **options)
+            return
+        # a temporary file renamed over the path once whole (the package's one output path)
+        with output_file(path, flag="path", binary=True) as handle:
+            figure.savefig(handle, **options)
 
 
 # --------------------------------------------------------------------------- the report
@@ -632,10 +640,10 @@ def write_report(
         TypeError: naming the argument: a ``result`` without ``to_frame()``, a ``path``,
             ``title``, ``created`` or ``scores`` of the wrong type.
         ValueError: naming the argument: a ``path`` not ending in .html or .htm or that
-            cannot be written (a folder that does not exist), an ``order``, score,
-            ``max_models`` or ``max_benchmarks`` as :func:`plot_heatmap` refuses them, a
-            table without the columns, with no row, or with a (model, benchmark, test)
-            twice.
+            cannot be written (a folder that does not exist, a directory, a symbolic link
+            to nothing or another user's), an ``order``, score, ``max_models`` or
+            ``max_benchmarks`` as :func:`plot_heatmap` refuses them, a table without the
+            columns, with no row, or with a (model, benchmark, test) twice.
 
     What the report does NOT say: a flag is evidence, at the suite's error rate, that
     the public score is inflated relative to fresh forms or reference models; it is not
@@ -659,8 +667,6 @@ def write_report(
         result, frame, title=title, created=created, png=png.getvalue(), dpi=_REPORT_DPI,
         q=q, fdr=fdr, heatmap_note=grid["note"],
     )  # fmt: skip
-    try:
-        out.write_text(text, encoding="utf-8", newline="\n")
-    except OSError as error:  # a folder that does not exist, a directory, no permission
-        raise ValueError(f"path: cannot write {out}: {error.strerror or error}") from None
+    with output_file(out, flag="path") as handle:  # whole, or the old file left as it was
+        handle.write(text)
     return out

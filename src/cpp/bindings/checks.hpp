@@ -54,7 +54,10 @@ inline py::object memory_helper(const char* helper) {
 // failed (or cannot be had), with how to reduce it (default: "use a smaller <name>").
 [[noreturn]] inline void raise_memory_error(const char* name, double bytes, const char* advice = nullptr) {
     const py::object error = memory_helper("memory_error")(name, bytes, advice ? py::object(py::str(advice)) : py::none());
-    PyErr_SetObject(PyExc_MemoryError, error.ptr());
+    // set with the error's own type (SizeError, a MemoryError): set as a plain
+    // MemoryError, pybind11 saw the type change when it normalised the error and raised
+    // RuntimeError("... MISMATCH ... MemoryError REPLACED BY SizeError") instead
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
     throw py::error_already_set();
 }
 
