@@ -201,12 +201,9 @@ def _cgroup_room() -> list[int]:
         pass
     room = []
     v1 = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    files = (("memory.max", "memory.current"), v1, [f"memory/{f}" for f in v1])
     for folder in dict.fromkeys(folders):
-        for limit_file, usage_file in (
-            ("memory.max", "memory.current"),
-            v1,
-            [f"memory/{f}" for f in v1],
-        ):
+        for limit_file, usage_file in files:
             limit = _read_int(f"{folder}/{limit_file}")
             if limit is not None and limit < 2**60:  # v1 writes "no limit" as about 2**63
                 room.append(limit - (_read_int(f"{folder}/{usage_file}") or 0))

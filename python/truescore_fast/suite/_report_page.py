@@ -235,13 +235,15 @@ def _json_value(value: Any) -> Any:
 
 def rows_json(frame: Any) -> str:
     """Every row of the table as JSON, safe inside a ``<script>`` element: ``<`` is
-    written ``\\u003c``, so no name can close the element or open a comment."""
+    written ``\\u003c``, so no name can close the element or open a comment, and every
+    character beyond ASCII as its ``\\u`` escape, so no bidi control or lone surrogate of a
+    name stands raw in the page (the script decodes the names exactly)."""
     columns = [frame[c].tolist() for c in ROW_COLUMNS]
     rows = [[_json_value(v) for v in row] for row in zip(*columns, strict=True)]
     text = json.dumps(
         {"columns": list(ROW_COLUMNS), "rows": rows},
         allow_nan=False,
-        ensure_ascii=False,
+        ensure_ascii=True,
         separators=(",", ":"),
     )
     return text.replace("<", "\\u003c")
