@@ -30,7 +30,7 @@ import numpy as np
 from truescore_fast._output import check_output_path, output_file
 from truescore_fast._text import visible
 from truescore_fast._validation import check_choice, check_positive_int, one_line, optional_module
-from truescore_fast.suite._report_page import page
+from truescore_fast.suite._report_page import ROW_COLUMNS, page
 
 __all__ = ["plot_heatmap", "write_report"]
 
@@ -41,17 +41,7 @@ __all__ = ["plot_heatmap", "write_report"]
 # other models; the order-based test has no estimate in score units.
 _COLOUR_TESTS: tuple[str, ...] = ("matched_form", "constat")
 
-_COLUMNS = (
-    "model",
-    "benchmark",
-    "test",
-    "p_value",
-    "adjusted_p_value",
-    "flagged",
-    "estimate",
-    "low",
-    "high",
-)
+_COLUMNS = ROW_COLUMNS  # the result's table columns the report reads (one list)
 _FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 _FDR_NAMES = {"bh": "Benjamini–Hochberg", "by": "Benjamini–Yekutieli", "holm": "Holm"}
 _LABEL_CHARACTERS = 40  # longer model or benchmark names are shortened on the figure only

@@ -252,11 +252,9 @@ void emit_sorted(const std::vector<std::size_t>& order, const std::vector<double
     if (!placed) out.push_back(g);
 }
 
-// ConStat's sorted points (sort=True) from per-reference counts, without sorting: the
-// same (ux, uy) prepare_points(s, true) gives for that multiset. Returns their number.
-std::size_t sorted_points(Scratch& s, const std::size_t* count, bool guess, double gx, double gy) {
-    emit_sorted(s.by_x, s.vx, count, guess, gx, s.ux);
-    emit_sorted(s.by_y, s.vy, count, guess, gy, s.uy);
+// ConStat's tie rule on sorted points (ux, uy): a point whose x equals the next one's is
+// dropped (the first of a tie goes). Returns the number left.
+std::size_t drop_ties(Scratch& s) {
     const std::size_t k = s.ux.size();
     std::size_t n = 0;
     for (std::size_t i = 0; i < k; ++i) {
@@ -265,6 +263,14 @@ std::size_t sorted_points(Scratch& s, const std::size_t* count, bool guess, doub
     }
     s.ux.resize(n), s.uy.resize(n);
     return n;
+}
+
+// ConStat's sorted points (sort=True) from per-reference counts, without sorting: the
+// same (ux, uy) prepare_points(s, true) gives for that multiset. Returns their number.
+std::size_t sorted_points(Scratch& s, const std::size_t* count, bool guess, double gx, double gy) {
+    emit_sorted(s.by_x, s.vx, count, guess, gx, s.ux);
+    emit_sorted(s.by_y, s.vy, count, guess, gy, s.uy);
+    return drop_ties(s);
 }
 
 // A standard normal from one word, by inversion: Phi^-1((top 53 bits + 1/2) / 2^53).
@@ -308,19 +314,9 @@ std::size_t prepare_points(Scratch& s, bool sort) {
         std::stable_sort(s.order.begin(), s.order.end(), [&](std::size_t i, std::size_t j) { return s.px[i] < s.px[j]; });
         for (std::size_t i = 0; i < k; ++i) s.ux[i] = s.px[s.order[i]], s.uy[i] = s.py[s.order[i]];
     }
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < k; ++i) {
-        if (i + 1 < k && s.ux[i] == s.ux[i + 1]) continue;  // ConStat deletes the first of a tie
-        s.ux[n] = s.ux[i], s.uy[n] = s.uy[i], ++n;
-    }
-    s.ux.resize(n), s.uy.resize(n);
-    return n;
+    return drop_ties(s);
 }
 
-// ConStat's fit on the prepared points (n >= kConStatMinDistinct) at x0, clipped to [0, 1]:
-// lambda given, or chosen by GCV on the points alone with unit weights; then the anchors
-// (0, 0) before and (1, 1) after, weight kConStatAnchorWeight, where the points do not
-// already reach 0 or 1, and the spline refitted at that lambda.
 // GCV's lambda on the prepared points (ux, uy) with unit weights.
 double constat_gcv_lambda(Scratch& s) {
     const std::size_t n = s.ux.size();
@@ -329,6 +325,10 @@ double constat_gcv_lambda(Scratch& s) {
     return gcv_lambda(s.spline);
 }
 
+// ConStat's fit on the prepared points (n >= kConStatMinDistinct) at x0, clipped to [0, 1]:
+// lambda given, or chosen by GCV on the points alone with unit weights; then the anchors
+// (0, 0) before and (1, 1) after, weight kConStatAnchorWeight, where the points do not
+// already reach 0 or 1, and the spline refitted at that lambda.
 double constat_fit(Scratch& s, double lambda, double x0) {
     const std::size_t n = s.ux.size();
     constexpr double kMaxLambda = 1e200;  // as spline_predict: the line long before
