@@ -5,6 +5,7 @@ quick calls print nothing; the command line passes None only when stderr is a te
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -24,11 +25,26 @@ def auto_progress_after() -> float:
 
 
 class Progress:
-    """tqdm when installed (else a plain stderr line); ``None`` starts it after 1 s."""
+    """tqdm when installed (else a plain stderr line); ``None`` starts it after 1 s.
 
-    def __init__(self, enabled: bool | None, total: int, desc: str, unit: str = "rep") -> None:
+    ``done``: units already done when it starts (a resumed run); ``unit_scale``: tqdm's
+    k/M prefixes; ``rate``: the plain line also says the units per second and the time
+    left (and is printed once more at the end)."""
+
+    def __init__(
+        self,
+        enabled: bool | None,
+        total: int,
+        desc: str,
+        unit: str = "rep",
+        *,
+        done: int = 0,
+        unit_scale: bool = False,
+        rate: bool = False,
+    ) -> None:
         self.enabled, self.total, self.desc, self.unit = enabled, total, desc, unit
-        self.done = 0
+        self.unit_scale, self.rate = unit_scale, rate
+        self.done = self.first = done
         self.start = time.perf_counter()
         self.bar: Any = None
         self.last_print = 0.0
@@ -40,7 +56,13 @@ class Progress:
         except ImportError:
             self.bar = False
             return
-        self.bar = tqdm(total=self.total, desc=self.desc, unit=self.unit, initial=self.done)
+        self.bar = tqdm(
+            total=self.total,
+            desc=self.desc,
+            unit=self.unit,
+            initial=self.done,
+            unit_scale=self.unit_scale,
+        )
 
     def update(self, count: int) -> None:
         self.done += count
@@ -53,9 +75,20 @@ class Progress:
                 return
         if self.bar:
             self.bar.update(count)
-        elif self.bar is False and now - self.last_print > 1.0:
+        elif self.bar is False and (
+            now - self.last_print > 1.0 or (self.rate and self.done == self.total)
+        ):
             self.last_print = now
-            print(f"\r{self.desc}: {self.done}/{self.total}", end="", file=sys.stderr, flush=True)
+            line = f"\r{self.desc}: {self.done}/{self.total}"
+            if self.rate:
+                per_second = (self.done - self.first) / max(now - self.start, 1e-9)
+                left = (self.total - self.done) / per_second if per_second > 0 else math.inf
+                eta = "?" if math.isinf(left) else f"{left:.0f} s"
+                line = (
+                    f"\r{self.desc}: {self.done:,}/{self.total:,} {self.unit}s, "
+                    f"{per_second:,.0f} {self.unit}s/s, {eta} left"
+                )
+            print(line, end="", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar:

@@ -73,6 +73,22 @@ def emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
     print(json.dumps(payload, indent=2) if getattr(args, "json", False) else text)
 
 
+def add_order_flags(parser: argparse.ArgumentParser) -> None:
+    """``--shards R --permutations P [--seed S]``: the shard orders ``shard-orders``
+    writes and ``score`` scores (the same orders from the same flags)."""
+    parser.add_argument(
+        "--shards", metavar="R", type=integer_flag, required=True, help="number of shards"
+    )
+    parser.add_argument(
+        "--permutations",
+        metavar="P",
+        type=integer_flag,
+        required=True,
+        help="shuffled orders per shard",
+    )
+    parser.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
+
+
 def add_output_flag(parser: argparse.ArgumentParser, what: str) -> None:
     """``-o/--output FILE`` (default ``-``, standard output), read by :func:`write_output`."""
     parser.add_argument(

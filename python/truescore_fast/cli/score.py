@@ -15,10 +15,10 @@ from typing import Any
 
 from truescore_fast.cli._common import (
     ExitCode,
+    add_order_flags,
     add_output_flag,
     emit,
     integer_flag,
-    seed_flag,
     write_output,
 )
 
@@ -80,17 +80,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="tokenizer name or path (default: the model's)",
     )
-    parser.add_argument(
-        "--shards", metavar="R", type=integer_flag, required=True, help="number of shards"
-    )
-    parser.add_argument(
-        "--permutations",
-        metavar="P",
-        type=integer_flag,
-        required=True,
-        help="shuffled orders per shard",
-    )
-    parser.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
+    add_order_flags(parser)
     parser.add_argument(
         "--context-len",
         metavar="C",

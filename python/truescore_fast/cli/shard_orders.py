@@ -13,10 +13,10 @@ from typing import Any
 
 from truescore_fast.cli._common import (
     ExitCode,
+    add_order_flags,
     add_output_flag,
     emit,
     integer_flag,
-    seed_flag,
     write_output,
 )
 
@@ -73,17 +73,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "n_examples", metavar="N_EXAMPLES", type=integer_flag, help="benchmark size"
     )
-    parser.add_argument(
-        "--shards", metavar="R", type=integer_flag, required=True, help="number of shards"
-    )
-    parser.add_argument(
-        "--permutations",
-        metavar="P",
-        type=integer_flag,
-        required=True,
-        help="shuffled orders per shard",
-    )
-    parser.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
+    add_order_flags(parser)
     add_output_flag(parser, "the orders")
     parser.add_argument(
         "--max-bytes",

@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._files import check_input_file, decode_text
+from truescore_fast._progress import Progress
 from truescore_fast._result import TabularResult
 from truescore_fast._validation import check_memory, check_positive_int, one_line
 from truescore_fast.contamination.sharded import ShardOrders
@@ -518,7 +517,8 @@ def score_orders(
                 if tasks == 1 and sums is not None:
                     scores[i], done[i] = sums, True
         per_shard = shard_tokens * (p + 1)
-        bar = _Progress(progress, int(per_shard.sum()), int(per_shard[done].sum()))
+        bar = Progress(progress, int(per_shard.sum()), "score", "token",
+                       done=int(per_shard[done].sum()), unit_scale=True, rate=True)  # fmt: skip
         try:
             for shard in np.flatnonzero(~done).tolist():
                 scores[shard] = _score_shard(
@@ -552,7 +552,7 @@ def _score_shard(
     context_len: int,
     stride: int,
     batch: int,
-    bar: _Progress,
+    bar: Progress,
 ) -> npt.NDArray[np.float64]:
     """Shard ``shard``'s P + 1 log-likelihoods: the published order, then shuffle j."""
     all_orders = np.vstack([orders.canonical(shard)[None, :], orders.permutations[shard]])
@@ -566,54 +566,3 @@ def _score_shard(
         out[first : first + chunk.shape[0]] = _window_sums(sequences, spans, scorer, batch)
         bar.update(chunk.shape[0] * n)
     return out
-
-
-class _Progress:
-    """Tokens scored of ``total``, with tokens per second and the time left: tqdm when
-    installed, else one line rewritten on stderr; ``None`` appears after a second (the
-    calibration studies' convention, ``TRUESCORE_FAST_PROGRESS_AFTER`` to change it)."""
-
-    def __init__(self, enabled: bool | None, total: int, done: int) -> None:
-        self.enabled, self.total, self.done, self.first = enabled, total, done, done
-        self.start = time.perf_counter()
-        self.bar: Any = None
-        self.last_print = 0.0
-        try:
-            self.after = max(float(os.environ.get("TRUESCORE_FAST_PROGRESS_AFTER", "1")), 0.0)
-        except ValueError:
-            self.after = 1.0
-
-    def update(self, count: int) -> None:
-        self.done += count
-        if self.enabled is False:
-            return
-        now = time.perf_counter()
-        if self.bar is None and (self.enabled or now - self.start >= self.after):
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:
-                self.bar = False
-            else:
-                self.bar = tqdm(
-                    total=self.total, initial=self.done, desc="score", unit="tok", unit_scale=True
-                )
-                return
-        if self.bar:
-            self.bar.update(count)
-        elif self.bar is False and (now - self.last_print > 1.0 or self.done == self.total):
-            self.last_print = now
-            rate = (self.done - self.first) / max(now - self.start, 1e-9)
-            left = (self.total - self.done) / rate if rate > 0 else math.inf
-            eta = "?" if math.isinf(left) else f"{left:.0f} s"
-            print(
-                f"\rscore: {self.done:,}/{self.total:,} tokens, {rate:,.0f} tokens/s, {eta} left",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def close(self) -> None:
-        if self.bar:
-            self.bar.close()
-        elif self.bar is False and self.last_print:
-            print(file=sys.stderr)

@@ -20,6 +20,7 @@ import numbers
 from typing import Any
 
 from truescore_fast import __version__
+from truescore_fast._result import to_plain
 from truescore_fast._text import visible
 
 # The tests' names in prose, and what each compares (the sections on flagged pairs).
@@ -223,23 +224,13 @@ def _interval(low: float, high: float) -> str:
     return f"{_signed(low)} to {_signed(high)}"
 
 
-def _json_value(value: Any) -> Any:
-    # as the result's to_dict() writes them: NaN as null, infinities as "inf" and "-inf"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-    return value
-
-
 def rows_json(frame: Any) -> str:
     """Every row of the table as JSON, safe inside a ``<script>`` element: ``<`` is
     written ``\\u003c``, so no name can close the element or open a comment, and every
     character beyond ASCII as its ``\\u`` escape, so no bidi control or lone surrogate of a
     name stands raw in the page (the script decodes the names exactly)."""
     columns = [frame[c].tolist() for c in ROW_COLUMNS]
-    rows = [[_json_value(v) for v in row] for row in zip(*columns, strict=True)]
+    rows = [[to_plain(v) for v in row] for row in zip(*columns, strict=True)]  # as to_dict()
     text = json.dumps(
         {"columns": list(ROW_COLUMNS), "rows": rows},
         allow_nan=False,
