@@ -376,11 +376,36 @@ def test_replicates_all_at_delta_are_no_evidence():
     # quantiles at 1 - k/5 are 1, 0.2, 0, 0, -0.2 (k = 0 .. 4): the lower end passes 0
     # only at k = 4 (p = 0.8). ConStat's >= would stop at the plateau that touches the
     # bound (k = 2, p = 0.4); with delta = -0.5 both rules give k = 1.
-    from truescore_fast.suite.constat import _p_value
+    from truescore_fast.suite.constat import _summaries
 
     row = np.array([-1.0, 0.0, 0.0, 0.0, 1.0])
-    assert _p_value(row, 0.0, 0.0) == 0.8 == ref_constat_pvalue(row, 0.0)
-    assert _p_value(row, 0.0, -0.5) == 0.2 == ref_constat_pvalue(row, -0.5)
+    assert _summaries(row[None, :], 0.0, 0.05)[3][0] == 0.8 == ref_constat_pvalue(row, 0.0)
+    assert _summaries(row[None, :], -0.5, 0.05)[3][0] == 0.2 == ref_constat_pvalue(row, -0.5)
+
+
+def test_summaries_are_numpys_quantiles_bit_for_bit():
+    # The summaries read NumPy's linear quantiles off each row sorted once; here they are
+    # recomputed the plain way, one np.quantile call per row (ties, constant rows, B of 1
+    # to 1,000, alpha near 0 and 1).
+    from truescore_fast.suite.constat import _summaries
+
+    rng = np.random.default_rng(7)
+    for b in (1, 2, 3, 5, 17, 999, 1000):
+        for kind in ("normal", "ties", "constant"):
+            reps = rng.normal(0.01, 0.05, (6, b))
+            if kind == "ties":
+                reps = np.round(reps * 50) / 50
+            elif kind == "constant":
+                reps[:] = 0.03
+            for alpha, delta in ((0.05, 0.0), (0.5, 0.01), (1e-6, -0.02), (0.999, 0.0)):
+                est, low, high, p = _summaries(reps, delta, alpha)
+                for i, row in enumerate(reps):
+                    e = float(row.mean())
+                    q = np.quantile(row, [1.0 - alpha / 2.0, alpha / 2.0])
+                    assert (est[i], low[i], high[i]) == (e, 2.0 * e - q[0], 2.0 * e - q[1])
+                    holds = 2.0 * e - np.quantile(row, 1.0 - np.arange(b) / b) > delta
+                    assert p[i] == (float(np.argmax(holds)) / b if holds.any() else 1.0)
+                    assert p[i] == ref_constat_pvalue(row, delta)
 
 
 def test_a_huge_smoothing_is_the_line_not_an_overflow():
@@ -395,6 +420,28 @@ def test_a_huge_smoothing_is_the_line_not_an_overflow():
     np.testing.assert_array_equal(huge.replicates, capped.replicates)
     np.testing.assert_allclose(huge.replicates, line.replicates, rtol=0, atol=1e-9)
     assert np.all(huge.p_value > 0.05)
+
+
+@pytest.mark.parametrize(
+    ("references", "sort", "guess"),
+    [(range(3, 34), True, 0.0), (range(3, 34), False, (0.25, 0.3)), (range(34), False, None)],
+)
+def test_many_references_draw_coupled_resamples(references, sort, guess):
+    """From 30 references per model the rows' reference draws are coupled (u, then v,
+    drawn from the stream after the items and the noise; a row's copies of itself in u
+    replaced by v skipping it): the kernel equals the reference replaying those words,
+    for rows that are references (30 draws) and rows that are not (31) together, sorted
+    and unsorted, with and without the random-guess point."""
+    s, r = suite(34, 120, 90, seed=21)
+    refs = list(references)
+    res = tf.constat_tests(
+        s, r, n_bootstrap=5, seed=8, sort=sort, random_guess=guess, reference_models=refs
+    )
+    pair = (0.0, 0.0) if guess == 0.0 else guess
+    reps, _, _ = ref_constat_replicates(
+        s, r, refs, list(range(34)), 5, philox_key(8), random_guess=pair, sort=sort
+    )
+    np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=1e-6)
 
 
 def test_many_references_share_each_resamples_lambda():

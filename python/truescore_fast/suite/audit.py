@@ -300,14 +300,26 @@ def _constat_matrices(
             return p.reference_parents, p.reference
         return p.fresh_parents, p.fresh.mean(axis=1)
 
-    items = set.intersection(*(set(p.parents) for p in used))
-    refs = set.intersection(*(set(reference_of(p)[0]) for p in used))
-    if len(items) < 2 or len(refs) < 2:
+    # A leaderboard's models usually share one list of items in one order: then the
+    # intersection is that list and every row is taken as it is.
+    first_items, first_refs = tuple(used[0].parents), tuple(reference_of(used[0])[0])
+    if all(p.parents == first_items for p in used):
+        item_order = list(first_items)
+    else:
+        items = set.intersection(*(set(p.parents) for p in used))
+        item_order = [x for x in first_items if x in items]
+    if all(reference_of(p)[0] == first_refs for p in used):
+        ref_order = list(first_refs)
+    else:
+        refs = set.intersection(*(set(reference_of(p)[0]) for p in used))
+        ref_order = [x for x in first_refs if x in refs]
+    if len(set(item_order)) < 2 or len(set(ref_order)) < 2:
         return f"fewer than 2 items that every model with {kind} has"
-    item_order = [x for x in used[0].parents if x in items]
-    ref_order = [x for x in reference_of(used[0])[0] if x in refs]
+    item_key, ref_key = tuple(item_order), tuple(ref_order)
 
     def gather(labels: Sequence[str], values: npt.NDArray[np.float64], order: list[str]) -> Any:
+        if tuple(labels) == (item_key if order is item_order else ref_key):
+            return values
         position = {label: k for k, label in enumerate(labels)}
         return values[np.fromiter((position[x] for x in order), dtype=np.int64, count=len(order))]
 

@@ -355,28 +355,50 @@ def _reference_rows(reference_models: Any, m: int) -> npt.NDArray[np.int64] | No
 def _summaries(
     replicates: npt.NDArray[np.float64], delta: float, alpha: float
 ) -> tuple[npt.NDArray[np.float64], ...]:
-    """Per row of replicates: estimate, low, high, p-value (see constat_test)."""
-    rows = replicates.shape[0]
-    estimate, low, high, p = (np.empty(rows) for _ in range(4))
-    for i, row in enumerate(replicates):
-        e = float(row.mean())
-        q = np.quantile(row, [1.0 - alpha / 2.0, alpha / 2.0])
-        estimate[i], low[i], high[i] = e, 2.0 * e - q[0], 2.0 * e - q[1]
-        p[i] = _p_value(row, e, delta)
-    return estimate, low, high, p
+    """Per row of replicates (finite): estimate, low, high, p-value (see constat_test).
+
+    The quantiles are NumPy's default ("linear") quantiles, computed from each row sorted
+    once (:func:`_sorted_quantiles`) instead of one ``np.quantile`` call per row and
+    probability: the p-value reads B of them per row."""
+    rows, b = replicates.shape
+    estimate = np.array([float(row.mean()) for row in replicates])
+    ordered = np.sort(replicates, axis=1)
+    bounds = _sorted_quantiles(ordered, np.array([1.0 - alpha / 2.0, alpha / 2.0]))
+    low = 2.0 * estimate - bounds[:, 0]
+    high = 2.0 * estimate - bounds[:, 1]
+    # ConStat's p-value: k / B for the smallest k in 0 .. B - 1 with
+    # 2 mean - quantile(1 - k / B) > delta, 1 when there is none. ConStat writes >=: a
+    # lower end that only touches delta is no evidence against "inflation <= delta" here
+    # (with every replicate equal to delta, p is 1, not 0).
+    holds = 2.0 * estimate[:, None] - _sorted_quantiles(ordered, 1.0 - np.arange(b) / b) > delta
+    p = np.where(holds.any(axis=1), np.argmax(holds, axis=1) / b, 1.0)
+    return estimate, low, high, p.astype(np.float64)
 
 
-def _p_value(row: npt.NDArray[np.float64], mean: float, delta: float) -> float:
-    """ConStat's p-value: k / B for the smallest k in 0 .. B - 1 with
-    ``2 mean - quantile(1 - k / B) > delta`` (NumPy's linear quantile), 1 when there is
-    none. ConStat writes ``>=``: a lower end that only touches delta is no evidence
-    against "inflation <= delta" here (with every replicate equal to delta, p is 1, not 0)."""
-    b = row.shape[0]
-    q = np.quantile(row, 1.0 - np.arange(b) / b)
-    holds = 2.0 * mean - q > delta
-    if not holds.any():
-        return 1.0
-    return float(np.argmax(holds)) / b
+def _sorted_quantiles(
+    ordered: npt.NDArray[np.float64], q: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """``np.quantile(row, q)`` (method "linear") of every row of ``ordered``, each row
+    sorted and finite, bit for bit: NumPy's virtual index (n - 1) q, its neighbours
+    clipped to the row, and its two-sided lerp (a + (b - a) t, or b - (b - a)(1 - t) from
+    t = 1/2 on). Tested against ``np.quantile`` itself."""
+    n = ordered.shape[1]
+    virtual = (n - 1) * q
+    previous = np.floor(virtual)
+    following = previous + 1
+    above = virtual >= n - 1
+    previous[above] = -1
+    following[above] = -1
+    below = virtual < 0
+    previous[below] = 0
+    following[below] = 0
+    t = virtual - previous
+    a = ordered[:, previous.astype(np.intp)]
+    diff = ordered[:, following.astype(np.intp)] - a
+    out = a + diff * t
+    upper = np.broadcast_to(t >= 0.5, out.shape)
+    out[upper] = (ordered[:, following.astype(np.intp)] - diff * (1 - t))[upper]
+    return out
 
 
 def _extrapolated(
@@ -500,14 +522,25 @@ def constat_tests(
     them. With fewer than 30 references per model, row i equals
     ``constat_test(scores[i], reference_scores[i], scores[refs], reference_scores[refs],
     ...)`` with the same options and seed, bit for bit, where ``refs`` is model i's
-    references in increasing row order. From 30 references on (a leaderboard), the GCV
-    search, most of the cost, runs once per resample instead of once per model: each
-    resample's lambda is chosen on the points of the models its draws pick from
-    ``reference_models`` (all the rows by default) and every row is fitted at it. Leaving
-    one model of 30 or more out moves that lambda by little; the rows then equal
+    references in increasing row order. From 30 references on (a leaderboard, with
+    ``smoothing`` None), the GCV search, most of the cost, runs once per resample instead
+    of once per model: each resample's lambda is chosen on the points of one draw u of
+    ``reference_models`` (all the rows by default) and every row is fitted at it. The
+    rows' reference draws are coupled to u as well: a model's draws are u's, each draw of
+    the model itself replaced by a draw of the others, so each model still draws its
+    references uniformly and independently, as ConStat does, and the models whose draws
+    hold no copy of themselves (most of them) share one fit. Each row's law is ConStat's
+    but for its redraw rule (the coupled draw is redrawn when its first draws hold fewer
+    than 6 distinct models, ConStat a row's own draws when they hold fewer than 5: with 30
+    or more references both have probability below 1e-18) and for that shared lambda,
+    which leaving one model of 30 or more out moves by little: the rows equal
     :func:`constat_test` within bootstrap error, not bit for bit (tested against the
-    reference's per-row GCV). With ``smoothing`` given there is no search, and the rows are
-    :func:`constat_test`'s bit for bit.
+    reference's per-row GCV on its own draws). The rows' bootstrap noise is correlated
+    by this, as it already was by the shared item indices: each row's p-value keeps its
+    meaning, and an FDR step across rows that must hold under any dependence is
+    Benjamini-Yekutieli's (``fdr="by"`` of :func:`suite_audit`), not Benjamini-Hochberg's.
+    With ``smoothing`` given there is no search and no
+    coupling, and the rows are :func:`constat_test`'s bit for bit.
 
     Raises:
         ValueError, TypeError: as :func:`constat_test` (but a model that is not testable
