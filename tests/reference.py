@@ -1400,12 +1400,33 @@ def _ref_model_draws(draw_below, k):
             return draw
 
 
-def ref_constat_kernel_draws(key, resample, attempt, n_items, n_ref, counts, guess):
+def _ref_coupled_draws(draw_below, n, k_big, k_small):
+    """A leaderboard's coupled draws: u, k_big draws below n (reference positions), then
+    v, k_small draws below n - 1, both again until u's first k_small hold 6 or more
+    distinct positions."""
+    while True:
+        u = [draw_below(n) for _ in range(k_big)]
+        v = [draw_below(n - 1) for _ in range(k_small)]
+        if len(set(u[:k_small])) > REF_CONSTAT_MIN_DISTINCT:
+            return u, v
+
+
+def _ref_row_draws(u, v, position, k):
+    """The reference positions row ``position`` draws from the coupled draws (u, v): its
+    first k of u, each u_q that is the row's own position replaced by v_q skipping it
+    (``position`` None: a row that is no reference, all of u)."""
+    if position is None:
+        return list(u)
+    return [(d if d != position else (v[q] if v[q] < position else v[q] + 1)) for q, d in enumerate(u[:k])]
+
+
+def ref_constat_kernel_draws(key, resample, attempt, n_items, n_ref, counts, guess, coupled=None):
     """Attempt ``attempt`` of resample ``resample`` as the kernel draws it, replayed from
     Philox counter (0, 0, resample, attempt): benchmark and reference item indices
     (``ref_packed_draws``), two normals by inversion of one word each when there is a
-    random-guess point, then per count k of references, from a copy of the stream, the
-    model draws."""
+    random-guess point, then, from a copy of the stream, per count k of references the
+    model draws, or with ``coupled`` = n (the number of references) the coupled draws
+    (u, v) of all rows."""
     import copy
 
     from scipy.special import ndtri
@@ -1420,6 +1441,9 @@ def ref_constat_kernel_draws(key, resample, attempt, n_items, n_ref, counts, gue
     z = (0.0, 0.0)
     if guess is not None:
         z = tuple(float(ndtri(((stream.raw() >> 11) + 0.5) * 2.0**-53)) for _ in range(2))
+    if coupled is not None:
+        s = copy.deepcopy(stream)
+        return bench, ref, z, _ref_coupled_draws(s.below, coupled, counts[-1], counts[0])
     models = {}
     for k in counts:
         s = copy.deepcopy(stream)
@@ -1451,24 +1475,29 @@ def ref_constat_replicates(
             ok.append(t)
     out = np.full((len(tested), n_bootstrap), np.nan)
     share = lam is None and counts[0] >= REF_CONSTAT_SHARE_LAMBDA
+    refs = sorted(references)
     for b in range(n_bootstrap):
         pending = list(ok)
         attempt = 0
         while pending:
-            bi, ri, z, models = ref_constat_kernel_draws(key, b, attempt, n, nr, counts,
-                                                         random_guess)  # fmt: skip
+            bi, ri, z, models = ref_constat_kernel_draws(key, b, attempt, n, nr, counts, random_guess,
+                                                         len(refs) if share else None)  # fmt: skip
             bench_b, ref_b = _ref_means(s, bi), _ref_means(r, ri)
             guess = _ref_guess_noise(random_guess, n, nr, *z)
             lam_b = lam
-            if share:  # one GCV per resample, on the models its draws pick from references
-                picked = [sorted(references)[d] for d in models[counts[-1]]]
+            if share:  # one GCV per resample, on the models of u
+                picked = [refs[d] for d in models[0]]
                 x, y = ref_constat_points(bench_b[picked], ref_b[picked], guess, sort)
                 if x.shape[0] >= REF_CONSTAT_MIN_DISTINCT:
                     lam_b = ref_gcv_lambda(x, y)
             left = []
             for t in pending:
                 i = tested[t]
-                chosen = [lists[i][d] for d in models[len(lists[i])]]
+                if share:
+                    own = refs.index(i) if i in refs else None
+                    chosen = [refs[d] for d in _ref_row_draws(*models, own, len(lists[i]))]
+                else:
+                    chosen = [lists[i][d] for d in models[len(lists[i])]]
                 x, y = ref_constat_points(bench_b[chosen], ref_b[chosen], guess, sort)
                 if x.shape[0] < REF_CONSTAT_MIN_DISTINCT:
                     left.append(t)

@@ -26,13 +26,23 @@ struct Bands {
     void setup(const double* x, const double* y, const double* w, std::size_t count) {
         n = count;
         p = n - 2;
-        for (auto* v : {&a, &b, &c, &n0, &n1, &n2, &r0, &r1, &z}) v->assign(p + 2, 0.0);
+        // Every entry [0, p) is written below; only the pads past the ends are zeroed.
+        for (auto* v : {&a, &b, &c, &n0, &n1, &n2, &r0, &r1, &z}) {
+            v->resize(p + 2);
+            (*v)[p] = (*v)[p + 1] = 0.0;
+        }
+        n1[p - 1] = 0.0;
+        n2[p - 1] = 0.0;
+        if (p >= 2) n2[p - 2] = 0.0;
         inv_w.resize(n);
-        for (std::size_t k = 0; k < n; ++k) inv_w[k] = 1.0 / w[k];
+        // 1 / 1 is 1: unit weights (all but ConStat's anchors) skip the division.
+        for (std::size_t k = 0; k < n; ++k) inv_w[k] = w[k] == 1.0 ? 1.0 : 1.0 / w[k];
+        // c_i = 1 / (x_{i+2} - x_{i+1}) is a_{i+1}: each reciprocal is taken once.
+        double a_next = 1.0 / (x[1] - x[0]);
         for (std::size_t i = 0; i < p; ++i) {
             const double h0 = x[i + 1] - x[i], h1 = x[i + 2] - x[i + 1];
-            a[i] = 1.0 / h0;
-            c[i] = 1.0 / h1;
+            a[i] = a_next;
+            c[i] = a_next = 1.0 / h1;
             b[i] = -a[i] - c[i];
             r0[i] = (h0 + h1) / 3.0;
             r1[i] = i + 1 < p ? h1 / 6.0 : 0.0;
@@ -80,6 +90,12 @@ struct Solve {
             dm2 = dm1, dm1 = di;
             um2 = um1, um1 = u;
         }
+        if (!with_trace) {  // a prediction needs gamma; residuals come from residual()
+            for (std::size_t i = p; i-- > 0;) G[i] -= L1[i] * G[i + 1] + L2[i] * G[i + 2];
+            lambda_ = lambda, bands_ = &bd, rss = trace = 0.0;
+            return;
+        }
+        lambda_ = lambda, bands_ = &bd;
         const double* w = bd.inv_w.data();
         double sum = 0.0, tr = 0.0;
         double s0_next = 0.0, s0_next2 = 0.0, s1_next = 0.0;  // S[i+1,i+1], S[i+2,i+2], S[i+1,i+2]
@@ -91,13 +107,11 @@ struct Solve {
             const double ek = lambda * (bd.a[i + 2] * G[i + 2] + bd.b[i + 1] * G[i + 1] + bd.c[i] * G[i]) * w[i + 2];
             e[i + 2] = ek;
             sum += ek * ek;
-            if (with_trace) {
-                const double s2 = -a1 * s1_next - a2 * s0_next2;  // S[i, i+2]
-                const double s1 = -a1 * s0_next - a2 * s1_next;   // S[i, i+1]
-                const double s0 = ID[i] - a1 * s1 - a2 * s2;      // S[i, i]
-                tr += s0 * bd.r0[i] + 2.0 * s1 * bd.r1[i];
-                s0_next2 = s0_next, s0_next = s0, s1_next = s1;
-            }
+            const double s2 = -a1 * s1_next - a2 * s0_next2;  // S[i, i+2]
+            const double s1 = -a1 * s0_next - a2 * s1_next;   // S[i, i+1]
+            const double s0 = ID[i] - a1 * s1 - a2 * s2;      // S[i, i]
+            tr += s0 * bd.r0[i] + 2.0 * s1 * bd.r1[i];
+            s0_next2 = s0_next, s0_next = s0, s1_next = s1;
         }
         e[1] = lambda * (bd.a[1] * G[1] + bd.b[0] * G[0]) * w[1];
         e[0] = lambda * bd.a[0] * G[0] * w[0];
@@ -106,6 +120,19 @@ struct Solve {
     }
     // Second derivative at interior point i (0 <= i < p).
     double second(std::size_t i) const { return gam[i + 2]; }
+    // Residual e_k of the last run, the same expression the traced pass stores in e.
+    double residual(std::size_t k) const {
+        const Bands& bd = *bands_;
+        const double* G = gam.data() + 2;
+        if (k >= 2)
+            return lambda_ * (bd.a[k] * G[k] + bd.b[k - 1] * G[k - 1] + bd.c[k - 2] * G[k - 2]) * bd.inv_w[k];
+        if (k == 1) return lambda_ * (bd.a[1] * G[1] + bd.b[0] * G[0]) * bd.inv_w[1];
+        return lambda_ * bd.a[0] * G[0] * bd.inv_w[0];
+    }
+
+  private:
+    double lambda_ = 0.0;
+    const Bands* bands_ = nullptr;
 };
 
 struct SplineWork {
@@ -205,7 +232,7 @@ double spline_value(const double* x, const double* y, const Solve& sv, std::size
     j = j == 0 ? 0 : j - 1;
     if (j > n - 2) j = n - 2;
     const double h = x[j + 1] - x[j];
-    const double gl = y[j] - sv.e[j], gr = y[j + 1] - sv.e[j + 1];
+    const double gl = y[j] - sv.residual(j), gr = y[j + 1] - sv.residual(j + 1);
     const double cl = j >= 1 ? sv.second(j - 1) : 0.0, cr = j + 1 <= n - 2 ? sv.second(j) : 0.0;
     const double u = x0 - x[j], v = x[j + 1] - x0;
     return (u * gr + v * gl) / h - u * v / 6.0 * ((1.0 + u / h) * cr + (1.0 + v / h) * cl);
@@ -235,21 +262,24 @@ struct Scratch {
     // the sorted path: per reference position, its x and y, the positions in x and in y
     // order, the draw counts of each draw set, and a row's counts
     std::vector<double> vx, vy;
-    std::vector<std::size_t> by_x, by_y, count_a, count_b, count;
+    std::vector<std::size_t> by_x, by_y, count_a, count_b, count, seq;
 };
 
 // The sorted coordinate list of a multiset: the values `value[r]` of the positions r in
 // `order` (increasing value), each count[r] times, with g placed among them when `guess`.
 void emit_sorted(const std::vector<std::size_t>& order, const std::vector<double>& value, const std::size_t* count,
                  bool guess, double g, std::vector<double>& out) {
-    out.clear();
+    std::size_t total = guess ? 1 : 0;
+    for (const std::size_t r : order) total += count[r];
+    out.resize(total);
+    double* o = out.data();
     bool placed = !guess;
     for (const std::size_t r : order) {
         const double v = value[r];
-        if (!placed && g <= v) out.push_back(g), placed = true;
-        for (std::size_t c = count[r]; c > 0; --c) out.push_back(v);
+        if (!placed && g <= v) *o++ = g, placed = true;
+        for (std::size_t c = count[r]; c > 0; --c) *o++ = v;
     }
-    if (!placed) out.push_back(g);
+    if (!placed) *o = g;
 }
 
 // ConStat's tie rule on sorted points (ux, uy): a point whose x equals the next one's is
@@ -296,6 +326,29 @@ void draw_models(Philox& gen, std::size_t k, std::vector<std::size_t>& out, std:
     }
 }
 
+// The leaderboard's shared draws (kConStatShareLambda or more references): u, k_big draws
+// below(n) of reference positions, then v, k_small draws below(n - 1), both again until
+// u's first k_small hold at least kConStatMinDistinct + 1 distinct positions. The row of
+// the reference at position t draws d_q = u_q, or, where u_q is t itself, the position
+// v_q of the others (v_q, or v_q + 1 from t on): each d_q is uniform on the n - 1 others,
+// independently, as ConStat draws a model's references, and every row drawing no t has
+// the same multiset, u's. The redraw rule keeps at least kConStatMinDistinct distinct
+// draws in every row (a row loses at most one distinct position, t); ConStat redraws a
+// row's own draws instead, which differs only on an event of probability below 1e-18 with
+// 30 or more references.
+void draw_coupled(Philox& gen, std::size_t n, std::size_t k_big, std::size_t k_small, std::vector<std::size_t>& u,
+                  std::vector<std::size_t>& v, std::vector<std::size_t>& seen) {
+    u.resize(k_big), v.resize(k_small);
+    for (;;) {
+        for (std::size_t q = 0; q < k_big; ++q) u[q] = static_cast<std::size_t>(gen.below(n));
+        for (std::size_t q = 0; q < k_small; ++q) v[q] = static_cast<std::size_t>(gen.below(n - 1));
+        seen.assign(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(k_small));
+        std::sort(seen.begin(), seen.end());
+        if (static_cast<std::size_t>(std::unique(seen.begin(), seen.end()) - seen.begin()) > kConStatMinDistinct)
+            return;
+    }
+}
+
 // The fit's points (px, py) in ConStat's order: x = reference score, y = benchmark score,
 // the random-guess point first. ConStat's preparation: sort (x and y each on its own
 // when `sort`, else the pairs by x, ties in insertion order), then drop every point whose
@@ -325,23 +378,37 @@ double constat_gcv_lambda(Scratch& s) {
     return gcv_lambda(s.spline);
 }
 
-// ConStat's fit on the prepared points (n >= kConStatMinDistinct) at x0, clipped to [0, 1]:
-// lambda given, or chosen by GCV on the points alone with unit weights; then the anchors
-// (0, 0) before and (1, 1) after, weight kConStatAnchorWeight, where the points do not
-// already reach 0 or 1, and the spline refitted at that lambda.
-double constat_fit(Scratch& s, double lambda, double x0) {
+// ConStat's fit on the prepared points (n >= kConStatMinDistinct): lambda given, or chosen
+// by GCV on the points alone with unit weights; then the anchors (0, 0) before and (1, 1)
+// after, weight kConStatAnchorWeight, where the points do not already reach 0 or 1, and
+// the spline refitted at that lambda. The fit is left in s.spline (its points in s.ax,
+// s.ay) for constat_value, so rows sharing one set of points share one fit.
+void constat_prepare(Scratch& s, double lambda) {
     const std::size_t n = s.ux.size();
     constexpr double kMaxLambda = 1e200;  // as spline_predict: the line long before
     const double lam = lambda < 0.0 ? constat_gcv_lambda(s) : std::min(lambda, kMaxLambda);
-    s.ax.clear(), s.ay.clear(), s.aw.clear();
-    if (s.ux.front() > 0.0) s.ax.push_back(0.0), s.ay.push_back(0.0), s.aw.push_back(kConStatAnchorWeight);
-    for (std::size_t i = 0; i < n; ++i) s.ax.push_back(s.ux[i]), s.ay.push_back(s.uy[i]), s.aw.push_back(1.0);
-    if (s.ux.back() < 1.0) s.ax.push_back(1.0), s.ay.push_back(1.0), s.aw.push_back(kConStatAnchorWeight);
-    const std::size_t na = s.ax.size();
+    const bool low = s.ux.front() > 0.0, high = s.ux.back() < 1.0;
+    const std::size_t first = low ? 1 : 0, na = n + first + (high ? 1 : 0);
+    s.ax.resize(na), s.ay.resize(na), s.aw.resize(na);
+    std::copy(s.ux.begin(), s.ux.end(), s.ax.begin() + static_cast<std::ptrdiff_t>(first));
+    std::copy(s.uy.begin(), s.uy.end(), s.ay.begin() + static_cast<std::ptrdiff_t>(first));
+    std::fill(s.aw.begin(), s.aw.end(), 1.0);
+    if (low) s.ax[0] = 0.0, s.ay[0] = 0.0, s.aw[0] = kConStatAnchorWeight;
+    if (high) s.ax[na - 1] = 1.0, s.ay[na - 1] = 1.0, s.aw[na - 1] = kConStatAnchorWeight;
     s.spline.bands.setup(s.ax.data(), s.ay.data(), s.aw.data(), na);
     s.spline.solve.run(s.spline.bands, lam, false);
-    const double value = spline_value(s.ax.data(), s.ay.data(), s.spline.solve, na, x0);
+}
+
+// The prepared fit's value at x0, clipped to [0, 1].
+double constat_value(const Scratch& s, double x0) {
+    const double value = spline_value(s.ax.data(), s.ay.data(), s.spline.solve, s.ax.size(), x0);
     return std::min(1.0, std::max(0.0, value));
+}
+
+// The fit's value at x0, clipped to [0, 1].
+double constat_fit(Scratch& s, double lambda, double x0) {
+    constat_prepare(s, lambda);
+    return constat_value(s, x0);
 }
 
 }  // namespace
@@ -394,10 +461,16 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
         out.resize(m);
         for (std::size_t j = 0; j < m; ++j) {
             const double* row = data + j * cols;
-            double acc[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+            // (named locals: an array here was kept on the stack, a store per item)
+            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, a4 = 0.0, a5 = 0.0, a6 = 0.0, a7 = 0.0;
             std::size_t i = 0;
-            for (; i + 8 <= cols; i += 8)
-                for (std::size_t u = 0; u < 8; ++u) acc[u] += counts[i + u] * row[i + u];
+            for (; i + 8 <= cols; i += 8) {
+                const double* c = counts + i;
+                const double* r = row + i;
+                a0 += c[0] * r[0], a1 += c[1] * r[1], a2 += c[2] * r[2], a3 += c[3] * r[3];
+                a4 += c[4] * r[4], a5 += c[5] * r[5], a6 += c[6] * r[6], a7 += c[7] * r[7];
+            }
+            double acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
             for (; i < cols; ++i) acc[i % 8] += counts[i] * row[i];
             const double sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
             out[j] = sum / static_cast<double>(cols);
@@ -462,6 +535,87 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
     // the models its draws pick from `references` itself, and every row is fitted at it.
     const bool share = options.lambda < 0.0 && k_small >= kConStatShareLambda;
 
+    // One attempt of a leaderboard's resample on the coupled draws (draw_coupled): u in
+    // s.draws_a, v in s.draws_b. The points of a multiset of reference positions given by
+    // counts, or by the draw sequence when not sorting, prepared in (ux, uy):
+    auto multiset_points = [&](Scratch& s, const std::size_t* count, const std::size_t* seq, std::size_t k,
+                               double gx, double gy) {
+        if (options.sort) return sorted_points(s, count, guess, gx, gy);
+        s.px.clear(), s.py.clear();
+        if (guess) s.px.push_back(gx), s.py.push_back(gy);
+        for (std::size_t q = 0; q < k; ++q) {
+            const std::size_t j = static_cast<std::size_t>(references[seq[q]]);
+            s.px.push_back(s.ref[j]), s.py.push_back(s.bench[j]);
+        }
+        return prepare_points(s, false);
+    };
+    auto coupled = [&](Scratch& s, const std::vector<std::size_t>& rows, std::vector<std::size_t>& left,
+                       std::size_t b, double gx, double gy) {
+        const auto& u = s.draws_a;
+        const auto& v = s.draws_b;
+        s.count_a.assign(n_references, 0);  // u's multiset (k_big draws)
+        for (std::size_t q = 0; q < k_big; ++q) ++s.count_a[u[q]];
+        s.count_b.assign(n_references, 0);  // its first k_small draws: a reference row's
+        for (std::size_t q = 0; q < k_small; ++q) ++s.count_b[u[q]];
+        // GCV's lambda once, on u's models, and that fit shared by every row that draws
+        // exactly u: a row that is no reference (k_big draws), and, when k_small is k_big, a
+        // reference row that drew no copy of itself.
+        const std::size_t n_big = multiset_points(s, s.count_a.data(), u.data(), k_big, gx, gy);
+        const double lam = n_big >= kConStatMinDistinct ? constat_gcv_lambda(s) : options.lambda;
+        auto own_multiset = [&](std::size_t t) { return position[t] == n_references; };
+        auto shares_u = [&](std::size_t t) {
+            return own_multiset(t) || (k_small == k_big && s.count_b[position[t]] == 0);
+        };
+        bool fitted = false;
+        for (const std::size_t t : rows) {
+            if (!shares_u(t)) continue;
+            if (n_big < kConStatMinDistinct) {
+                left.push_back(t);
+                continue;
+            }
+            if (!fitted) constat_prepare(s, lam), fitted = true;
+            const std::size_t i = static_cast<std::size_t>(tested[t]);
+            replicates[t * n_bootstrap + b] = s.bench[i] - constat_value(s, s.ref[i]);
+        }
+        // A reference row that drew no copy of itself when k_small is not k_big: u's first
+        // k_small draws, one fit for all of them.
+        bool small_ready = false;
+        std::size_t n_small = 0;
+        for (const std::size_t t : rows) {
+            if (shares_u(t) || s.count_b[position[t]] != 0) continue;
+            if (!small_ready) {
+                n_small = multiset_points(s, s.count_b.data(), u.data(), k_small, gx, gy);
+                if (n_small >= kConStatMinDistinct) constat_prepare(s, lam);
+                small_ready = true;
+            }
+            if (n_small < kConStatMinDistinct) {
+                left.push_back(t);
+                continue;
+            }
+            const std::size_t i = static_cast<std::size_t>(tested[t]);
+            replicates[t * n_bootstrap + b] = s.bench[i] - constat_value(s, s.ref[i]);
+        }
+        // A reference row that drew itself: those draws replaced by v's, its own fit.
+        for (const std::size_t t : rows) {
+            const std::size_t pos = position[t];
+            if (own_multiset(t) || s.count_b[pos] == 0) continue;
+            s.count.assign(s.count_b.begin(), s.count_b.end());
+            s.count[pos] = 0;
+            s.seq.assign(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(k_small));
+            for (std::size_t q = 0; q < k_small; ++q) {
+                if (u[q] != pos) continue;
+                const std::size_t d = v[q] < pos ? v[q] : v[q] + 1;
+                ++s.count[d], s.seq[q] = d;
+            }
+            if (multiset_points(s, s.count.data(), s.seq.data(), k_small, gx, gy) < kConStatMinDistinct) {
+                left.push_back(t);
+                continue;
+            }
+            const std::size_t i = static_cast<std::size_t>(tested[t]);
+            replicates[t * n_bootstrap + b] = s.bench[i] - constat_fit(s, lam, s.ref[i]);
+        }
+    };
+
     const StreamBlocks streams{key0, key1, n_bootstrap, kConStatBlock};
     for_each_stream_block_claimed(
         streams, n_threads, 1, 1, [] { return Scratch{}; },
@@ -494,14 +648,20 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
                         gx = gr + sd_r * normal_from(g);
                     }
                     // The reference models' draws: one set per count of references, each
-                    // from the stream as it stands after the items and the noise.
-                    {
+                    // from the stream as it stands after the items and the noise (a
+                    // leaderboard's coupled draws instead, see draw_coupled).
+                    if (share) {
                         Philox copy = g;
-                        draw_models(copy, k_big, s.draws_a, s.seen);
-                    }
-                    if (k_small != k_big) {
-                        Philox copy = g;
-                        draw_models(copy, k_small, s.draws_b, s.seen);
+                        draw_coupled(copy, n_references, k_big, k_small, s.draws_a, s.draws_b, s.seen);
+                    } else {
+                        {
+                            Philox copy = g;
+                            draw_models(copy, k_big, s.draws_a, s.seen);
+                        }
+                        if (k_small != k_big) {
+                            Philox copy = g;
+                            draw_models(copy, k_small, s.draws_b, s.seen);
+                        }
                     }
                     if (options.sort) {  // the references in x and in y order, once
                         s.vx.resize(n_references), s.vy.resize(n_references);
@@ -515,28 +675,18 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
                         }
                         std::sort(s.by_x.begin(), s.by_x.end(), [&](std::size_t i, std::size_t j) { return s.vx[i] < s.vx[j]; });
                         std::sort(s.by_y.begin(), s.by_y.end(), [&](std::size_t i, std::size_t j) { return s.vy[i] < s.vy[j]; });
-                        histogram(s.draws_a, s.count_a);
-                        if (k_small != k_big) histogram(s.draws_b, s.count_b);
-                    }
-                    double lam = options.lambda;
-                    if (share) {
-                        std::size_t n_shared;
-                        if (options.sort) {
-                            s.count.assign(n_references, 0);
-                            std::copy(s.count_a.begin(), s.count_a.end(), s.count.begin());
-                            n_shared = sorted_points(s, s.count.data(), guess, gx, gy);
-                        } else {
-                            s.px.clear(), s.py.clear();
-                            if (guess) s.px.push_back(gx), s.py.push_back(gy);
-                            for (const std::size_t d : s.draws_a) {
-                                const std::size_t j = static_cast<std::size_t>(references[d]);
-                                s.px.push_back(s.ref[j]), s.py.push_back(s.bench[j]);
-                            }
-                            n_shared = prepare_points(s, false);
+                        if (!share) {
+                            histogram(s.draws_a, s.count_a);
+                            if (k_small != k_big) histogram(s.draws_b, s.count_b);
                         }
-                        if (n_shared >= kConStatMinDistinct) lam = constat_gcv_lambda(s);
                     }
                     left.clear();
+                    if (share) {
+                        coupled(s, pending, left, b, gx, gy);
+                        pending.swap(left);
+                        continue;
+                    }
+                    double lam = options.lambda;
                     for (const std::size_t t : pending) {
                         const bool big = lists[t].size() == k_big;
                         const auto& draws = big ? s.draws_a : s.draws_b;

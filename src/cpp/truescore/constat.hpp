@@ -65,14 +65,20 @@ struct ConStatOptions {
 // stream), with the random-guess point two normals (benchmark, then reference; one word
 // each, by inversion), then per count k of references, from a copy of the stream as it
 // stands then, k draws below(k), drawn again until at least kConStatMinDistinct are
-// distinct (none when k is kConStatMinDistinct: every model once). A row's points are the
+// distinct (none when k is kConStatMinDistinct: every model once). With GCV and
+// kConStatShareLambda or more references per row (a leaderboard) the copy instead draws
+// the coupled draws of every row (draw_coupled in constat.cpp: u, the largest count of
+// draws below(n_references), then v, the smallest count below(n_references - 1); the row
+// of the reference at position t takes u's first draws with each t replaced by v's draw
+// skipping t), so the rows that drew no copy of themselves share one set of points and
+// one fit. A row's points are the
 // random-guess point and the drawn models' (reference score, benchmark score), sorted
 // (each coordinate on its own with `sort`, else the pairs by x) with every point whose x
 // equals the next one's dropped; fewer than kConStatMinDistinct left: attempt a + 1 for
 // that row (up to kConStatMaxAttempts). The fit: lambda given or by GCV on those points
-// with unit weights (with kConStatShareLambda or more references: on the points of
-// references[d] for the resample's draws d of the largest count, once per attempt), then anchors (0, 0) and (1, 1) of weight kConStatAnchorWeight where
-// the points do not reach 0 or 1, refitted at that lambda; its value at the row's
+// with unit weights (with the coupled draws: once per attempt, on the points of u), then
+// anchors (0, 0) and (1, 1) of weight kConStatAnchorWeight where the points do not reach
+// 0 or 1, refitted at that lambda; its value at the row's
 // reference score, clipped to [0, 1], subtracted from its benchmark score: delta*_b.
 // replicates (n_tested, n_bootstrap) row-major; actual, predicted (n_tested): the
 // full-data benchmark score and prediction; status (n_tested): kConStatTestable, or why
