@@ -89,6 +89,59 @@ def test_report_and_plot_are_written(tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _png_size(path):
+    data = path.read_bytes()
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_heatmap_order_and_limits_from_the_command_line(tmp_path, monkeypatch):
+    """--order, --max-models and --max-benchmarks reach the report and the figure (0: all,
+    None to the library; the defaults the report's, as --help says); --order strength
+    passes each pair's public score; the figures drawn differ."""
+    pytest.importorskip("matplotlib")
+    full, few = tmp_path / "full.png", tmp_path / "few.png"
+    assert run_cli("suite", EXAMPLE, *FAST, "--plot", full, "--max-models", "0")[0] == 2
+    assert run_cli("suite", EXAMPLE, *FAST, "--plot", few, "--max-models", "3")[0] == 2
+    assert full.read_bytes() != few.read_bytes()
+    import truescore_fast.suite.report as report
+
+    seen = {}
+    for name in ("plot_heatmap", "write_report"):
+        monkeypatch.setattr(report, name, lambda result, path, _n=name, **kw: seen.update({_n: kw}))
+    page = tmp_path / "r.html"
+    code, _, err = run_cli(
+        "suite", EXAMPLE, *FAST, "--plot", few, "--report", page, "--order", "strength",
+        "--max-benchmarks", "2", "--max-models", "0",
+    )  # fmt: skip
+    assert code == 2, err
+    assert seen["plot_heatmap"] == seen["write_report"]
+    kw = seen["plot_heatmap"]
+    assert kw["order"] == "strength" and kw["max_benchmarks"] == 2 and kw["max_models"] is None
+    data = tf.read_suite(EXAMPLE)
+    pair = data.pairs[5]
+    assert kw["scores"][(pair.model, pair.benchmark)] == pytest.approx(pair.public.mean())
+    assert len(kw["scores"]) == len(data.pairs)
+    assert run_cli("suite", EXAMPLE, *FAST, "--plot", few)[0] == 2
+    kw = seen["plot_heatmap"]
+    assert (kw["order"], kw["scores"]) == ("auto", None)
+    assert (kw["max_models"], kw["max_benchmarks"]) == (report.MAX_MODELS, report.MAX_BENCHMARKS)
+
+
+def test_the_help_states_the_heatmaps_default_limits():
+    import truescore_fast.suite.report as report
+
+    _, out, _ = run_cli("suite", "--help")
+    text = " ".join(out.split())
+    assert f"(default {report.MAX_MODELS}; 0: all)" in text
+    assert f"(default {report.MAX_BENCHMARKS}; 0: all)" in text
+
+
+@pytest.mark.parametrize("flag", ["--max-models", "--max-benchmarks"])
+def test_a_negative_heatmap_limit_is_one_line(flag):
+    code, _, err = run_cli("suite", EXAMPLE, *FAST, flag, "-1")
+    assert_one_line_error(code, err, flag)
+
+
 def test_renamed_columns_and_log_likelihoods(tmp_path):
     data = tf.simulate_suite(models=3, benchmarks=1, parents=40, leaks=(), seed=1)
     path = write_suite_table(tmp_path / "s.csv", data)

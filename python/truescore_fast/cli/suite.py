@@ -167,6 +167,29 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     output.add_argument(
         "--plot", metavar="FILE", default=None, help="draw the models x benchmarks heatmap"
     )
+    output.add_argument(
+        "--order",
+        choices=("auto", "name", "evidence", "strength"),
+        default="auto",
+        help="the heatmap's rows and columns (--report, --plot): by name, by evidence "
+        "(flagged first), by strength (mean public score, strongest first) or auto "
+        "(name when all are drawn, else evidence; default)",
+    )
+    output.add_argument(
+        "--max-models",
+        metavar="N",
+        type=integer_flag,
+        default=None,
+        help="the most models the heatmap draws, flagged first (default 60; 0: all); the "
+        "report's table has every row",
+    )
+    output.add_argument(
+        "--max-benchmarks",
+        metavar="N",
+        type=integer_flag,
+        default=None,
+        help="the most benchmarks the heatmap draws (default 40; 0: all)",
+    )
     parser.set_defaults(func=run_suite)
     return parser
 
@@ -292,6 +315,9 @@ def run_suite(args: argparse.Namespace) -> int:
     from truescore_fast.suite.audit import SUITE_TESTS, suite_audit
 
     # the output files checked before any work (suffix, folder, no directory, no dead link)
+    for flag, value in (("--max-models", args.max_models), ("--max-benchmarks", args.max_benchmarks)):
+        if value is not None and value < 0:
+            raise ValueError(f"{flag} must be 0 (all) or more; got {value}")
     if args.report is not None:
         check_output_path(args.report, flag="--report", suffixes=(".html", ".htm"))
     if args.plot is not None:
@@ -313,15 +339,31 @@ def run_suite(args: argparse.Namespace) -> int:
         ),
     )  # fmt: skip
     if args.report is not None or args.plot is not None:
-        from truescore_fast.suite.report import plot_heatmap, write_report
+        from truescore_fast.suite.report import (
+            MAX_BENCHMARKS,
+            MAX_MODELS,
+            plot_heatmap,
+            write_report,
+        )
 
+        scores = None
+        if args.order == "strength":  # each pair's public score, fraction correct
+            scores = {(p.model, p.benchmark): float(p.public.mean()) for p in data.pairs}
+        layout = {
+            "order": args.order,
+            "scores": scores,
+            "max_models": MAX_MODELS if args.max_models is None else args.max_models or None,
+            "max_benchmarks": (
+                MAX_BENCHMARKS if args.max_benchmarks is None else args.max_benchmarks or None
+            ),
+        }
         # each written whole through a temporary file, or the old file left as it was
         with _flag_named("--report"):
             if args.report is not None:
-                write_report(result, args.report)
+                write_report(result, args.report, **layout)
         with _flag_named("--plot"):
             if args.plot is not None:
-                plot_heatmap(result, args.plot)
+                plot_heatmap(result, args.plot, **layout)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     else:
