@@ -1417,7 +1417,8 @@ def _ref_row_draws(u, v, position, k):
     (``position`` None: a row that is no reference, all of u)."""
     if position is None:
         return list(u)
-    return [(d if d != position else (v[q] if v[q] < position else v[q] + 1)) for q, d in enumerate(u[:k])]
+    skip = [d if d < position else d + 1 for d in v]
+    return [d if d != position else skip[q] for q, d in enumerate(u[:k])]
 
 
 def ref_constat_kernel_draws(key, resample, attempt, n_items, n_ref, counts, guess, coupled=None):
@@ -1480,8 +1481,9 @@ def ref_constat_replicates(
         pending = list(ok)
         attempt = 0
         while pending:
-            bi, ri, z, models = ref_constat_kernel_draws(key, b, attempt, n, nr, counts, random_guess,
-                                                         len(refs) if share else None)  # fmt: skip
+            coupled = len(refs) if share else None
+            bi, ri, z, models = ref_constat_kernel_draws(key, b, attempt, n, nr, counts,
+                                                         random_guess, coupled)  # fmt: skip
             bench_b, ref_b = _ref_means(s, bi), _ref_means(r, ri)
             guess = _ref_guess_noise(random_guess, n, nr, *z)
             lam_b = lam

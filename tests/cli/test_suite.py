@@ -107,7 +107,8 @@ def test_heatmap_order_and_limits_from_the_command_line(tmp_path, monkeypatch):
 
     seen = {}
     for name in ("plot_heatmap", "write_report"):
-        monkeypatch.setattr(report, name, lambda result, path, _n=name, **kw: seen.update({_n: kw}))
+        record = lambda result, path, _n=name, **kw: seen.update({_n: kw})  # noqa: E731
+        monkeypatch.setattr(report, name, record)
     page = tmp_path / "r.html"
     code, _, err = run_cli(
         "suite", EXAMPLE, *FAST, "--plot", few, "--report", page, "--order", "strength",

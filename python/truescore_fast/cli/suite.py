@@ -315,7 +315,8 @@ def run_suite(args: argparse.Namespace) -> int:
     from truescore_fast.suite.audit import SUITE_TESTS, suite_audit
 
     # the output files checked before any work (suffix, folder, no directory, no dead link)
-    for flag, value in (("--max-models", args.max_models), ("--max-benchmarks", args.max_benchmarks)):
+    limits = (("--max-models", args.max_models), ("--max-benchmarks", args.max_benchmarks))
+    for flag, value in limits:
         if value is not None and value < 0:
             raise ValueError(f"{flag} must be 0 (all) or more; got {value}")
     if args.report is not None:
