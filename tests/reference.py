@@ -1400,34 +1400,39 @@ def _ref_model_draws(draw_below, k):
             return draw
 
 
-def _ref_coupled_draws(draw_below, n, k_big, k_small):
-    """A leaderboard's coupled draws: u, k_big draws below n (reference positions), then
-    v, k_small draws below n - 1, both again until u's first k_small hold 6 or more
-    distinct positions."""
-    while True:
-        u = [draw_below(n) for _ in range(k_big)]
-        v = [draw_below(n - 1) for _ in range(k_small)]
-        if len(set(u[:k_small])) > REF_CONSTAT_MIN_DISTINCT:
-            return u, v
+REF_CONSTAT_MAX_CANDIDATES = 256
 
 
-def _ref_row_draws(u, v, position, k):
-    """The reference positions row ``position`` draws from the coupled draws (u, v): its
-    first k of u, each u_q that is the row's own position replaced by v_q skipping it
-    (``position`` None: a row that is no reference, all of u)."""
-    if position is None:
-        return list(u)
-    skip = [d if d < position else d + 1 for d in v]
-    return [d if d != position else skip[q] for q, d in enumerate(u[:k])]
+def _ref_candidate_draws(stream, n, k_big, rows):
+    """A leaderboard's draws: for each row (its count k of draws and its own reference
+    position, None for a row that is no reference), the first of the candidates u^1, u^2,
+    ... (k_big draws below n each, drawn in turn from ``stream``) whose first k draws avoid
+    the row's position and hold 5 or more distinct positions: (those draws, the candidate's
+    index), or None when none of the first 256 does. Also the first candidate."""
+    candidates = []
+    taken = []
+    for k, own in rows:
+        choice = None
+        for g in range(REF_CONSTAT_MAX_CANDIDATES):
+            while len(candidates) <= g:
+                candidates.append([stream.below(n) for _ in range(k_big)])
+            d = candidates[g][:k]
+            if (own is None or own not in d) and len(set(d)) >= REF_CONSTAT_MIN_DISTINCT:
+                choice = d
+                break
+        taken.append(choice)
+    if not candidates:
+        candidates.append([stream.below(n) for _ in range(k_big)])
+    return taken, candidates[0]
 
 
-def ref_constat_kernel_draws(key, resample, attempt, n_items, n_ref, counts, guess, coupled=None):
+def ref_constat_kernel_draws(key, resample, attempt, n_items, n_ref, counts, guess, coupled=False):
     """Attempt ``attempt`` of resample ``resample`` as the kernel draws it, replayed from
     Philox counter (0, 0, resample, attempt): benchmark and reference item indices
     (``ref_packed_draws``), two normals by inversion of one word each when there is a
     random-guess point, then, from a copy of the stream, per count k of references the
-    model draws, or with ``coupled`` = n (the number of references) the coupled draws
-    (u, v) of all rows."""
+    model draws, or with ``coupled`` the copy of the stream itself, from which the
+    leaderboard's candidates are drawn (``_ref_candidate_draws``)."""
     import copy
 
     from scipy.special import ndtri
@@ -1442,9 +1447,8 @@ def ref_constat_kernel_draws(key, resample, attempt, n_items, n_ref, counts, gue
     z = (0.0, 0.0)
     if guess is not None:
         z = tuple(float(ndtri(((stream.raw() >> 11) + 0.5) * 2.0**-53)) for _ in range(2))
-    if coupled is not None:
-        s = copy.deepcopy(stream)
-        return bench, ref, z, _ref_coupled_draws(s.below, coupled, counts[-1], counts[0])
+    if coupled:
+        return bench, ref, z, copy.deepcopy(stream)
     models = {}
     for k in counts:
         s = copy.deepcopy(stream)
@@ -1481,23 +1485,29 @@ def ref_constat_replicates(
         pending = list(ok)
         attempt = 0
         while pending:
-            coupled = len(refs) if share else None
             bi, ri, z, models = ref_constat_kernel_draws(key, b, attempt, n, nr, counts,
-                                                         random_guess, coupled)  # fmt: skip
+                                                         random_guess, share)  # fmt: skip
             bench_b, ref_b = _ref_means(s, bi), _ref_means(r, ri)
             guess = _ref_guess_noise(random_guess, n, nr, *z)
             lam_b = lam
-            if share:  # one GCV per resample, on the models of u
-                picked = [refs[d] for d in models[0]]
-                x, y = ref_constat_points(bench_b[picked], ref_b[picked], guess, sort)
-                if x.shape[0] >= REF_CONSTAT_MIN_DISTINCT:
-                    lam_b = ref_gcv_lambda(x, y)
+            if share:  # each row's candidate; one GCV per resample, on the first's models
+                rows = [(len(lists[tested[t]]), refs.index(tested[t]) if tested[t] in refs
+                         else None) for t in pending]  # fmt: skip
+                taken, first = _ref_candidate_draws(models, len(refs), counts[-1], rows)
+                draws = dict(zip(pending, taken, strict=True))
+                if len(set(first)) >= REF_CONSTAT_MIN_DISTINCT:
+                    picked = [refs[d] for d in first]
+                    x, y = ref_constat_points(bench_b[picked], ref_b[picked], guess, sort)
+                    if x.shape[0] >= REF_CONSTAT_MIN_DISTINCT:
+                        lam_b = ref_gcv_lambda(x, y)
             left = []
             for t in pending:
                 i = tested[t]
                 if share:
-                    own = refs.index(i) if i in refs else None
-                    chosen = [refs[d] for d in _ref_row_draws(*models, own, len(lists[i]))]
+                    if draws[t] is None:
+                        left.append(t)
+                        continue
+                    chosen = [refs[d] for d in draws[t]]
                 else:
                     chosen = [lists[i][d] for d in models[len(lists[i])]]
                 x, y = ref_constat_points(bench_b[chosen], ref_b[chosen], guess, sort)

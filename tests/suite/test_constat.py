@@ -444,6 +444,34 @@ def test_many_references_draw_coupled_resamples(references, sort, guess):
     np.testing.assert_allclose(res.replicates, reps, rtol=0, atol=1e-6)
 
 
+def test_a_leaderboards_candidate_draws_have_constats_law_per_row():
+    """A reference row takes the first candidate (30 draws below 31) whose draws avoid it:
+    its draws never hold itself, each other model is drawn equally often (chi-square, fixed
+    seed), and the number of distinct models drawn has the mean of 30 i.i.d. uniform draws
+    on the 30 others (within 4 Monte Carlo SEs): ConStat's law, by rejection."""
+    from reference import _ref_candidate_draws
+    from scipy import stats
+
+    class Stream:
+        def __init__(self, seed):
+            self.rng = np.random.default_rng(seed)
+
+        def below(self, n):
+            return int(self.rng.integers(n))
+
+    own, k, n, runs = 3, 30, 31, 4000
+    counts, distinct = np.zeros(n), []
+    for seed in range(runs):
+        (draws,), _ = _ref_candidate_draws(Stream(seed), n, 31, [(k, own)])
+        assert own not in draws and len(draws) == k
+        counts += np.bincount(draws, minlength=n)
+        distinct.append(len(set(draws)))
+    others = np.delete(counts, own)
+    assert stats.chisquare(others).pvalue > 1e-3
+    expected = (n - 1) * (1 - (1 - 1 / (n - 1)) ** k)
+    assert abs(np.mean(distinct) - expected) <= 4 * np.std(distinct) / math.sqrt(runs)
+
+
 def test_many_references_share_each_resamples_lambda():
     """With 30 or more references per model, each resample's GCV lambda is chosen once
     (on the models its draws pick from the references) and shared by every row: the

@@ -523,24 +523,22 @@ def constat_tests(
     ``constat_test(scores[i], reference_scores[i], scores[refs], reference_scores[refs],
     ...)`` with the same options and seed, bit for bit, where ``refs`` is model i's
     references in increasing row order. From 30 references on (a leaderboard, with
-    ``smoothing`` None), the GCV search, most of the cost, runs once per resample instead
-    of once per model: each resample's lambda is chosen on the points of one draw u of
-    ``reference_models`` (all the rows by default) and every row is fitted at it. The
-    rows' reference draws are coupled to u as well: a model's draws are u's, each draw of
-    the model itself replaced by a draw of the others, so each model still draws its
-    references uniformly and independently, as ConStat does, and the models whose draws
-    hold no copy of themselves (most of them) share one fit. Each row's law is ConStat's
-    but for its redraw rule (the coupled draw is redrawn when its first draws hold fewer
-    than 6 distinct models, ConStat a row's own draws when they hold fewer than 5: with 30
-    or more references both have probability below 1e-18) and for that shared lambda,
-    which leaving one model of 30 or more out moves by little: the rows equal
+    ``smoothing`` None), two things are shared between the models. The reference draws:
+    each resample draws candidate draws of ``reference_models`` (all the rows by default)
+    as a model outside them draws its references, and each model takes the first
+    candidate that holds at least 5 distinct models and (for a model of the set) not
+    itself; by rejection, each model's draws have exactly the law ConStat gives them, and
+    the models taking one candidate share one fit (200 models take 9 to 19 candidates,
+    12.75 on average). And the GCV search, most of the cost of a fit: each resample's
+    lambda is chosen once, on the first candidate's points, and every model is fitted at
+    it. Leaving one model of 30 or more out moves that lambda by little: the rows equal
     :func:`constat_test` within bootstrap error, not bit for bit (tested against the
-    reference's per-row GCV on its own draws). The rows' bootstrap noise is correlated
-    by this, as it already was by the shared item indices: each row's p-value keeps its
+    reference's per-row GCV on its own draws). The rows' bootstrap noise is correlated by
+    this, as it already was by the shared item indices: each row's p-value keeps its
     meaning, and an FDR step across rows that must hold under any dependence is
     Benjamini-Yekutieli's (``fdr="by"`` of :func:`suite_audit`), not Benjamini-Hochberg's.
-    With ``smoothing`` given there is no search and no
-    coupling, and the rows are :func:`constat_test`'s bit for bit.
+    With ``smoothing`` given there is no search and no sharing of draws, and the rows are
+    :func:`constat_test`'s bit for bit.
 
     Raises:
         ValueError, TypeError: as :func:`constat_test` (but a model that is not testable

@@ -326,27 +326,17 @@ void draw_models(Philox& gen, std::size_t k, std::vector<std::size_t>& out, std:
     }
 }
 
-// The leaderboard's shared draws (kConStatShareLambda or more references): u, k_big draws
-// below(n) of reference positions, then v, k_small draws below(n - 1), both again until
-// u's first k_small hold at least kConStatMinDistinct + 1 distinct positions. The row of
-// the reference at position t draws d_q = u_q, or, where u_q is t itself, the position
-// v_q of the others (v_q, or v_q + 1 from t on): each d_q is uniform on the n - 1 others,
-// independently, as ConStat draws a model's references, and every row drawing no t has
-// the same multiset, u's. The redraw rule keeps at least kConStatMinDistinct distinct
-// draws in every row (a row loses at most one distinct position, t); ConStat redraws a
-// row's own draws instead, which differs only on an event of probability below 1e-18 with
-// 30 or more references.
-void draw_coupled(Philox& gen, std::size_t n, std::size_t k_big, std::size_t k_small, std::vector<std::size_t>& u,
-                  std::vector<std::size_t>& v, std::vector<std::size_t>& seen) {
-    u.resize(k_big), v.resize(k_small);
-    for (;;) {
-        for (std::size_t q = 0; q < k_big; ++q) u[q] = static_cast<std::size_t>(gen.below(n));
-        for (std::size_t q = 0; q < k_small; ++q) v[q] = static_cast<std::size_t>(gen.below(n - 1));
-        seen.assign(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(k_small));
-        std::sort(seen.begin(), seen.end());
-        if (static_cast<std::size_t>(std::unique(seen.begin(), seen.end()) - seen.begin()) > kConStatMinDistinct)
-            return;
-    }
+// A leaderboard's candidate draw (kConStatShareLambda or more references): k draws below(n)
+// of reference positions, as a row that is no reference draws them. See constat_bootstrap
+// for how the rows choose among the candidates.
+void draw_candidate(Philox& gen, std::size_t n, std::size_t k, std::vector<std::size_t>& u) {
+    u.resize(k);
+    for (std::size_t q = 0; q < k; ++q) u[q] = static_cast<std::size_t>(gen.below(n));
+}
+
+// The number of distinct values among counts[0, n) that are not zero.
+std::size_t distinct(const std::vector<std::size_t>& counts) {
+    return static_cast<std::size_t>(std::count_if(counts.begin(), counts.end(), [](std::size_t c) { return c != 0; }));
 }
 
 // The fit's points (px, py) in ConStat's order: x = reference score, y = benchmark score,
@@ -535,9 +525,18 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
     // the models its draws pick from `references` itself, and every row is fitted at it.
     const bool share = options.lambda < 0.0 && k_small >= kConStatShareLambda;
 
-    // One attempt of a leaderboard's resample on the coupled draws (draw_coupled): u in
-    // s.draws_a, v in s.draws_b. The points of a multiset of reference positions given by
-    // counts, or by the draw sequence when not sorting, prepared in (ux, uy):
+    // One attempt of a leaderboard's resample (share): the rows choose their draws among
+    // candidates u^1, u^2, ... (draw_candidate: k_big draws below(n_references)) drawn from
+    // `draws` as needed. A row that is no reference takes the first candidate with at
+    // least kConStatMinDistinct distinct draws; the reference at position t the first
+    // whose first k_small draws hold no t and at least kConStatMinDistinct distinct ones.
+    // Conditioning i.i.d. uniform draws on avoiding t (and on the distinct count) leaves
+    // them i.i.d. uniform on the others (redrawn until distinct enough): each row's law is
+    // ConStat's exactly, and the rows taking one candidate share one fit. A reference is
+    // in a candidate's k_small draws with probability about 1 - 1/e, so a resample of m
+    // models fits about log(m) / log(e / (e - 1)) candidates, not m rows. Lambda: GCV once,
+    // on the first candidate's points. The points of a multiset of reference positions
+    // given by counts, or by the draw sequence when not sorting, prepared in (ux, uy):
     auto multiset_points = [&](Scratch& s, const std::size_t* count, const std::size_t* seq, std::size_t k,
                                double gx, double gy) {
         if (options.sort) return sorted_points(s, count, guess, gx, gy);
@@ -549,71 +548,58 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
         }
         return prepare_points(s, false);
     };
-    auto coupled = [&](Scratch& s, const std::vector<std::size_t>& rows, std::vector<std::size_t>& left,
+    auto coupled = [&](Scratch& s, Philox& draws, const std::vector<std::size_t>& rows, std::vector<std::size_t>& left,
                        std::size_t b, double gx, double gy) {
-        const auto& u = s.draws_a;
-        const auto& v = s.draws_b;
-        s.count_a.assign(n_references, 0);  // u's multiset (k_big draws)
-        for (std::size_t q = 0; q < k_big; ++q) ++s.count_a[u[q]];
-        s.count_b.assign(n_references, 0);  // its first k_small draws: a reference row's
-        for (std::size_t q = 0; q < k_small; ++q) ++s.count_b[u[q]];
-        // GCV's lambda once, on u's models, and that fit shared by every row that draws
-        // exactly u: a row that is no reference (k_big draws), and, when k_small is k_big, a
-        // reference row that drew no copy of itself.
-        const std::size_t n_big = multiset_points(s, s.count_a.data(), u.data(), k_big, gx, gy);
-        const double lam = n_big >= kConStatMinDistinct ? constat_gcv_lambda(s) : options.lambda;
-        auto own_multiset = [&](std::size_t t) { return position[t] == n_references; };
-        auto shares_u = [&](std::size_t t) {
-            return own_multiset(t) || (k_small == k_big && s.count_b[position[t]] == 0);
-        };
-        bool fitted = false;
-        for (const std::size_t t : rows) {
-            if (!shares_u(t)) continue;
-            if (n_big < kConStatMinDistinct) {
-                left.push_back(t);
-                continue;
+        auto& u = s.draws_a;
+        auto& uncovered = s.seen;
+        uncovered.assign(rows.begin(), rows.end());
+        double lam = options.lambda;
+        auto is_reference = [&](std::size_t t) { return position[t] != n_references; };
+        for (std::size_t g = 0; !uncovered.empty() && g < kConStatMaxCandidates; ++g) {
+            draw_candidate(draws, n_references, k_big, u);
+            s.count_a.assign(n_references, 0);  // the candidate's multiset (k_big draws)
+            for (std::size_t q = 0; q < k_big; ++q) ++s.count_a[u[q]];
+            s.count_b.assign(n_references, 0);  // its first k_small draws: a reference's
+            for (std::size_t q = 0; q < k_small; ++q) ++s.count_b[u[q]];
+            const bool big_ok = distinct(s.count_a) >= kConStatMinDistinct;
+            const bool small_ok = distinct(s.count_b) >= kConStatMinDistinct;
+            if (g == 0 && big_ok) {
+                const std::size_t n_big = multiset_points(s, s.count_a.data(), u.data(), k_big, gx, gy);
+                if (n_big >= kConStatMinDistinct) lam = constat_gcv_lambda(s);
             }
-            if (!fitted) constat_prepare(s, lam), fitted = true;
-            const std::size_t i = static_cast<std::size_t>(tested[t]);
-            replicates[t * n_bootstrap + b] = s.bench[i] - constat_value(s, s.ref[i]);
+            // the rows taking this candidate: those with k_big draws, then those with k_small
+            std::size_t kept = 0;
+            for (const bool big : {true, false}) {
+                bool ready = false;
+                std::size_t n_points = 0;
+                for (std::size_t r = 0; r < uncovered.size(); ++r) {
+                    const std::size_t t = uncovered[r];
+                    if (t == ~std::size_t{0}) continue;  // taken already
+                    const bool row_big = lists[t].size() == k_big;
+                    if (row_big != big) continue;
+                    const bool takes = is_reference(t) ? s.count_b[position[t]] == 0 && (big ? big_ok : small_ok)
+                                                       : big_ok;
+                    if (!takes) continue;
+                    uncovered[r] = ~std::size_t{0};
+                    ++kept;
+                    if (!ready) {
+                        n_points = big ? multiset_points(s, s.count_a.data(), u.data(), k_big, gx, gy)
+                                       : multiset_points(s, s.count_b.data(), u.data(), k_small, gx, gy);
+                        if (n_points >= kConStatMinDistinct) constat_prepare(s, lam);
+                        ready = true;
+                    }
+                    if (n_points < kConStatMinDistinct) {
+                        left.push_back(t);  // ConStat draws this resample again
+                        continue;
+                    }
+                    const std::size_t i = static_cast<std::size_t>(tested[t]);
+                    replicates[t * n_bootstrap + b] = s.bench[i] - constat_value(s, s.ref[i]);
+                }
+            }
+            if (kept != 0)
+                uncovered.erase(std::remove(uncovered.begin(), uncovered.end(), ~std::size_t{0}), uncovered.end());
         }
-        // A reference row that drew no copy of itself when k_small is not k_big: u's first
-        // k_small draws, one fit for all of them.
-        bool small_ready = false;
-        std::size_t n_small = 0;
-        for (const std::size_t t : rows) {
-            if (shares_u(t) || s.count_b[position[t]] != 0) continue;
-            if (!small_ready) {
-                n_small = multiset_points(s, s.count_b.data(), u.data(), k_small, gx, gy);
-                if (n_small >= kConStatMinDistinct) constat_prepare(s, lam);
-                small_ready = true;
-            }
-            if (n_small < kConStatMinDistinct) {
-                left.push_back(t);
-                continue;
-            }
-            const std::size_t i = static_cast<std::size_t>(tested[t]);
-            replicates[t * n_bootstrap + b] = s.bench[i] - constat_value(s, s.ref[i]);
-        }
-        // A reference row that drew itself: those draws replaced by v's, its own fit.
-        for (const std::size_t t : rows) {
-            const std::size_t pos = position[t];
-            if (own_multiset(t) || s.count_b[pos] == 0) continue;
-            s.count.assign(s.count_b.begin(), s.count_b.end());
-            s.count[pos] = 0;
-            s.seq.assign(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(k_small));
-            for (std::size_t q = 0; q < k_small; ++q) {
-                if (u[q] != pos) continue;
-                const std::size_t d = v[q] < pos ? v[q] : v[q] + 1;
-                ++s.count[d], s.seq[q] = d;
-            }
-            if (multiset_points(s, s.count.data(), s.seq.data(), k_small, gx, gy) < kConStatMinDistinct) {
-                left.push_back(t);
-                continue;
-            }
-            const std::size_t i = static_cast<std::size_t>(tested[t]);
-            replicates[t * n_bootstrap + b] = s.bench[i] - constat_fit(s, lam, s.ref[i]);
-        }
+        for (const std::size_t t : uncovered) left.push_back(t);  // no candidate: again
     };
 
     const StreamBlocks streams{key0, key1, n_bootstrap, kConStatBlock};
@@ -649,17 +635,12 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
                     }
                     // The reference models' draws: one set per count of references, each
                     // from the stream as it stands after the items and the noise (a
-                    // leaderboard's coupled draws instead, see draw_coupled).
-                    if (share) {
-                        Philox copy = g;
-                        draw_coupled(copy, n_references, k_big, k_small, s.draws_a, s.draws_b, s.seen);
-                    } else {
-                        {
-                            Philox copy = g;
-                            draw_models(copy, k_big, s.draws_a, s.seen);
-                        }
+                    // leaderboard's candidates instead, see coupled above).
+                    Philox copy = g;
+                    if (!share) {
+                        draw_models(copy, k_big, s.draws_a, s.seen);
                         if (k_small != k_big) {
-                            Philox copy = g;
+                            copy = g;
                             draw_models(copy, k_small, s.draws_b, s.seen);
                         }
                     }
@@ -682,7 +663,7 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
                     }
                     left.clear();
                     if (share) {
-                        coupled(s, pending, left, b, gx, gy);
+                        coupled(s, copy, pending, left, b, gx, gy);
                         pending.swap(left);
                         continue;
                     }

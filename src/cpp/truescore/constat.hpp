@@ -43,6 +43,10 @@ inline constexpr std::uint64_t kConStatMaxAttempts = 1000;
 // by every tested row, instead of once per row: leaving one model of 30 or more out moves
 // it by little, and the per-row GCV was most of the cost of a large suite.
 inline constexpr std::size_t kConStatShareLambda = 30;
+// A leaderboard's resample draws at most this many candidate draws of the references
+// (a row none of them suits goes to the next attempt: with 30 or more references each
+// candidate suits a row with probability about 1/e, so 256 leave a row with 1e-51).
+inline constexpr std::size_t kConStatMaxCandidates = 256;
 inline constexpr std::int8_t kConStatTestable = 0;
 inline constexpr std::int8_t kConStatTooFewDistinct = 1;    // the full data has < 5 distinct x
 inline constexpr std::int8_t kConStatRedrawsExhausted = 2;  // a resample failed every attempt
@@ -67,16 +71,16 @@ struct ConStatOptions {
 // stands then, k draws below(k), drawn again until at least kConStatMinDistinct are
 // distinct (none when k is kConStatMinDistinct: every model once). With GCV and
 // kConStatShareLambda or more references per row (a leaderboard) the copy instead draws
-// the coupled draws of every row (draw_coupled in constat.cpp: u, the largest count of
-// draws below(n_references), then v, the smallest count below(n_references - 1); the row
-// of the reference at position t takes u's first draws with each t replaced by v's draw
-// skipping t), so the rows that drew no copy of themselves share one set of points and
-// one fit. A row's points are the
+// candidates, each the largest count of draws below(n_references), as many as the rows
+// need (at most kConStatMaxCandidates), and each row takes the first candidate whose
+// first k draws (its count) hold at least kConStatMinDistinct distinct references and
+// not the row itself: ConStat's law for every row, by rejection, and one set of points
+// and one fit for all the rows that take one candidate. A row's points are the
 // random-guess point and the drawn models' (reference score, benchmark score), sorted
 // (each coordinate on its own with `sort`, else the pairs by x) with every point whose x
 // equals the next one's dropped; fewer than kConStatMinDistinct left: attempt a + 1 for
 // that row (up to kConStatMaxAttempts). The fit: lambda given or by GCV on those points
-// with unit weights (with the coupled draws: once per attempt, on the points of u), then
+// with unit weights (with candidates: once per attempt, on the first candidate's), then
 // anchors (0, 0) and (1, 1) of weight kConStatAnchorWeight where the points do not reach
 // 0 or 1, refitted at that lambda; its value at the row's
 // reference score, clipped to [0, 1], subtracted from its benchmark score: delta*_b.
