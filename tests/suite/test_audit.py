@@ -87,6 +87,8 @@ def test_the_matched_form_p_value_in_closed_form_where_the_wald_interval_is_prim
         assert not tf.matched_form_audit(pub, fresh, alpha=p * (1 - 1e-6)).claim
         bisected = _claim_p_value(pub, fresh, 0, closed_form=False)
         assert p <= bisected <= p * (1 + 1e-4)
+        # the suite passes its own audit at 0.05 as the probe: the same p, bit for bit
+        assert _claim_p_value(pub, fresh, 0, probe=audit) == p
 
 
 def test_the_matched_form_p_value_passes_over_an_empty_interval_near_alpha_1():

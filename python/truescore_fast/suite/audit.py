@@ -206,7 +206,11 @@ _P_FLOOR = 1e-16  # the smallest matched-form p-value reported
 
 
 def _claim_p_value(
-    pub: npt.NDArray[np.float64], fr: npt.NDArray[np.float64], seed: int, closed_form: bool = True
+    pub: npt.NDArray[np.float64],
+    fr: npt.NDArray[np.float64],
+    seed: int,
+    closed_form: bool = True,
+    probe: Any = None,
 ) -> float:
     """The smallest alpha at which the matched-form audit claims (see the module
     docstring). With the Wald interval primary (at least ``guardrail`` nonzero gaps: every
@@ -214,13 +218,15 @@ def _claim_p_value(
     (the tau interval, without a control bank) above zero, mean - z(1 - alpha/4) se > 0,
     so p = 4 Phi(-mean / se), raised by 1e-9 relative and confirmed by one audit there.
     Otherwise (the betting interval primary), bracketed by bisection in log(alpha), the
-    bracket's upper end (within about 4e-5 relative of the exact value, never below)."""
+    bracket's upper end (within about 4e-5 relative of the exact value, never below).
+    ``probe``: the audit at alpha 0.05 when the caller has it (it is not run again)."""
     from scipy.special import ndtr, ndtri
 
     def claims(alpha: float) -> bool:
         return bool(matched_form_audit(pub, fr, alpha=alpha, seed=seed).claim)
 
-    probe = matched_form_audit(pub, fr, alpha=0.05, seed=seed)
+    if probe is None:
+        probe = matched_form_audit(pub, fr, alpha=0.05, seed=seed)
     wald = probe.primary.method == "wald" and probe.estimate > 0
     if closed_form and wald and probe.primary.half_width > 0:
         se = probe.primary.half_width / float(ndtri(1.0 - 0.025))
@@ -256,7 +262,7 @@ def _matched_rows(pair: SuitePair, tests: Sequence[str], alpha: float, seed: int
     n = int(pub.shape[0])
     if "matched_form" in tests:
         audit = matched_form_audit(pub, fr, alpha=alpha, seed=seed)
-        p = _claim_p_value(pub, fr, seed)
+        p = _claim_p_value(pub, fr, seed, probe=audit if alpha == 0.05 else None)
         rows.append((pair.model, pair.benchmark, "matched_form", p, audit.estimate,
                      audit.primary.low, audit.primary.high, n))  # fmt: skip
     if "randomization" in tests:
