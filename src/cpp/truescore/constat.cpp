@@ -256,6 +256,7 @@ struct Scratch {
     SplineWork spline;
     std::vector<std::uint64_t> idx;
     std::vector<double> cb, cr, bench, ref;
+    std::vector<std::int16_t> cb16, cr16;  // the counts of a 0/1 matrix (RowMeans)
     std::vector<std::size_t> draws_a, draws_b, seen;
     std::vector<double> px, py, ux, uy, ones, ax, ay, aw;
     std::vector<std::size_t> order;
@@ -325,6 +326,69 @@ void draw_models(Philox& gen, std::size_t k, std::vector<std::size_t>& out, std:
             return;
     }
 }
+
+// A score matrix (m, cols) row-major and its row means under column counts: the means of
+// the resample that draws column idx[q] for q < cols (each column once when idx is null).
+// Row j's sum is kept in eight accumulators (column i into i mod 8, then added pairwise):
+// the compiler can keep them in vector registers; the order is fixed, so the result is
+// too. A matrix of 0s and 1s (per-item correctness, the usual case) of at most 32,767
+// columns is kept as 16-bit integers and summed as integers (vector multiply-adds on a
+// quarter of the memory): every partial sum of the floating-point path is an exact
+// integer there, so the means are the same bits. On 0/1 scores equal multisets give equal
+// means either way.
+class RowMeans {
+  public:
+    RowMeans(const double* data, std::size_t m, std::size_t cols) : data_(data), m_(m), cols_(cols) {
+        const std::size_t size = m * cols;
+        if (cols > 32767 || !std::all_of(data, data + size, [](double v) { return v == 0.0 || v == 1.0; })) return;
+        bits_.resize(size);
+        for (std::size_t k = 0; k < size; ++k) bits_[k] = data[k] == 1.0 ? 1 : 0;
+    }
+
+    void operator()(const std::uint64_t* idx, std::vector<double>& counts, std::vector<std::int16_t>& counts16,
+                    std::vector<double>& out) const {
+        out.resize(m_);
+        const double n = static_cast<double>(cols_);
+        if (!bits_.empty()) {
+            counts16.assign(cols_, idx == nullptr ? 1 : 0);
+            if (idx != nullptr)
+                for (std::size_t q = 0; q < cols_; ++q) ++counts16[idx[q]];
+            const std::int16_t* c = counts16.data();
+            for (std::size_t j = 0; j < m_; ++j) {
+                const std::int16_t* row = bits_.data() + j * cols_;
+                std::int32_t sum = 0;
+                for (std::size_t i = 0; i < cols_; ++i) sum += static_cast<std::int32_t>(row[i]) * c[i];
+                out[j] = static_cast<double>(sum) / n;
+            }
+            return;
+        }
+        counts.assign(cols_, idx == nullptr ? 1.0 : 0.0);
+        if (idx != nullptr)
+            for (std::size_t q = 0; q < cols_; ++q) counts[idx[q]] += 1.0;
+        for (std::size_t j = 0; j < m_; ++j) {
+            const double* row = data_ + j * cols_;
+            const double* counts_ = counts.data();
+            // (named locals: an array here was kept on the stack, a store per item)
+            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, a4 = 0.0, a5 = 0.0, a6 = 0.0, a7 = 0.0;
+            std::size_t i = 0;
+            for (; i + 8 <= cols_; i += 8) {
+                const double* c = counts_ + i;
+                const double* r = row + i;
+                a0 += c[0] * r[0], a1 += c[1] * r[1], a2 += c[2] * r[2], a3 += c[3] * r[3];
+                a4 += c[4] * r[4], a5 += c[5] * r[5], a6 += c[6] * r[6], a7 += c[7] * r[7];
+            }
+            double acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+            for (; i < cols_; ++i) acc[i % 8] += counts_[i] * row[i];
+            const double sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+            out[j] = sum / n;
+        }
+    }
+
+  private:
+    const double* data_;
+    std::size_t m_, cols_;
+    std::vector<std::int16_t> bits_;  // the 0/1 matrix, or empty
+};
 
 // A leaderboard's candidate draw (kConStatShareLambda or more references): k draws below(n)
 // of reference positions, as a row that is no reference draws them. See constat_bootstrap
@@ -443,29 +507,7 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
     const double sd_b = guess ? std::sqrt(gb * (1.0 - gb) / static_cast<double>(n_items)) : 0.0;
     const double sd_r = guess ? std::sqrt(gr * (1.0 - gr) / static_cast<double>(n_reference)) : 0.0;
 
-    // Row means of a matrix with per-column counts (all 1: the full data).
-    // Eight accumulators (item i into i mod 8, then added pairwise): the compiler can keep
-    // them in vector registers; the order is fixed, so the result is too. On 0/1 scores
-    // every partial sum is an exact integer, so equal multisets give equal means.
-    auto row_means = [m](const double* data, std::size_t cols, const double* counts, std::vector<double>& out) {
-        out.resize(m);
-        for (std::size_t j = 0; j < m; ++j) {
-            const double* row = data + j * cols;
-            // (named locals: an array here was kept on the stack, a store per item)
-            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, a4 = 0.0, a5 = 0.0, a6 = 0.0, a7 = 0.0;
-            std::size_t i = 0;
-            for (; i + 8 <= cols; i += 8) {
-                const double* c = counts + i;
-                const double* r = row + i;
-                a0 += c[0] * r[0], a1 += c[1] * r[1], a2 += c[2] * r[2], a3 += c[3] * r[3];
-                a4 += c[4] * r[4], a5 += c[5] * r[5], a6 += c[6] * r[6], a7 += c[7] * r[7];
-            }
-            double acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
-            for (; i < cols; ++i) acc[i % 8] += counts[i] * row[i];
-            const double sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-            out[j] = sum / static_cast<double>(cols);
-        }
-    };
+    const RowMeans bench_means(scores, m, n_items), ref_means(reference, m, n_reference);
     // Tested row t's points (the references drawn by `draws`, all once when null) with the
     // random-guess point (gx, gy), prepared: the number of distinct abscissas left.
     auto points = [&](Scratch& s, std::size_t t, const std::size_t* draws, double gx, double gy) {
@@ -502,10 +544,8 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
     std::vector<std::size_t> testable;
     {  // the full data
         Scratch s;
-        s.cb.assign(n_items, 1.0);
-        s.cr.assign(n_reference, 1.0);
-        row_means(scores, n_items, s.cb.data(), s.bench);
-        row_means(reference, n_reference, s.cr.data(), s.ref);
+        bench_means(nullptr, s.cb, s.cb16, s.bench);
+        ref_means(nullptr, s.cr, s.cr16, s.ref);
         for (std::size_t t = 0; t < n_tested; ++t) {
             const std::size_t i = static_cast<std::size_t>(tested[t]);
             actual[t] = s.bench[i];
@@ -614,20 +654,16 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
                 for (std::uint64_t a = 0; !pending.empty() && a < kConStatMaxAttempts; ++a) {
                     Philox g = a == 0 ? gen : Philox(key0, key1, 0, 0, b, a);
                     s.idx.resize(std::max(n_items, n_reference));
-                    s.cb.assign(n_items, 0.0);
-                    s.cr.assign(n_reference, 0.0);
                     {
                         PackedIndexSampler sampler(g, n_items);
                         sampler.fill(s.idx.data(), n_items);
-                        for (std::size_t i = 0; i < n_items; ++i) s.cb[s.idx[i]] += 1.0;
+                        bench_means(s.idx.data(), s.cb, s.cb16, s.bench);
                     }
                     {
                         PackedIndexSampler sampler(g, n_reference);
                         sampler.fill(s.idx.data(), n_reference);
-                        for (std::size_t i = 0; i < n_reference; ++i) s.cr[s.idx[i]] += 1.0;
+                        ref_means(s.idx.data(), s.cr, s.cr16, s.ref);
                     }
-                    row_means(scores, n_items, s.cb.data(), s.bench);
-                    row_means(reference, n_reference, s.cr.data(), s.ref);
                     double gx = gr, gy = gb;
                     if (guess) {
                         gy = gb + sd_b * normal_from(g);
