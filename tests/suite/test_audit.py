@@ -351,3 +351,10 @@ def test_progress_and_executor_are_checked(kwargs, match):
     data = tf.simulate_suite(models=4, benchmarks=1, parents=40, leaks=(), seed=1)
     with pytest.raises(ValueError, match=match):
         tf.suite_audit(data, tests=FAST, **kwargs)
+
+
+def test_the_closed_forms_normal_quantile_is_scipys():
+    from scipy.special import ndtri
+    from truescore_fast.suite.audit import _Z_975
+
+    assert _Z_975 == float(ndtri(0.975))

@@ -27,7 +27,6 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from truescore_fast import _core
 from truescore_fast._numeric import scale_exponent, unscale
@@ -120,6 +119,8 @@ class ShardedLikelihoodResult(Result):
 
 def _t_log_sf(t: float, df: int) -> float:
     """log P(T_df >= t), accurate far beyond the point where the sf underflows."""
+    from scipy import special  # here: importing scipy.special costs ~0.2 s
+
     p = float(special.stdtr(df, -t))
     if p > 1e-280:
         return math.log(p)
@@ -221,6 +222,8 @@ def sharded_likelihood_test(
         t = mean_d / (sd_d / math.sqrt(r))
         if not math.isfinite(t):
             raise ValueError("the t statistic overflows: the shard differences are degenerate")
+        from scipy import special  # here: importing scipy.special costs ~0.2 s
+
         p = float(special.stdtr(df, -t))
         log_p = _t_log_sf(t, df)
     return ShardedLikelihoodResult(
