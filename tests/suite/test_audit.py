@@ -358,3 +358,24 @@ def test_the_closed_forms_normal_quantile_is_scipys():
     from truescore_fast.suite.audit import _Z_975
 
     assert _Z_975 == float(ndtri(0.975))
+
+
+def test_the_claim_rule_is_the_audits_claim_bit_for_bit():
+    """ClaimRule decides a level from the primary interval alone: at every level the same
+    claim, and the same emptiness of the primary or tau interval, as the whole audit, for
+    betting-primary and Wald-primary data, float arrays and plain lists, two seeds."""
+    from truescore_fast.audit.matched_form import ClaimRule
+
+    rng = np.random.default_rng(21)
+    levels = (1 - 1e-9, 0.9, 0.5, 0.2, 0.05, 0.01, 1e-3, 1e-6, 1e-12)
+    methods = set()
+    for n, lift, k in ((17, 0.4, 1), (25, 0.2, 2), (60, 0.1, 1), (300, 0.05, 3), (12, 0.6, 1)):
+        pub = (rng.random(n) < 0.4 + lift).astype(float)
+        fresh = (rng.random((n, k)) < 0.4).astype(float)
+        for seed, (p_in, f_in) in ((0, (pub, fresh)), (7, (pub.tolist(), fresh.tolist()))):
+            rule = ClaimRule(p_in, f_in, seed=seed)
+            methods.add(rule.audit.primary.method)
+            for a in levels:
+                audit = tf.matched_form_audit(p_in, f_in, alpha=a, seed=seed)
+                assert rule.outcome(a) == (audit.claim, audit.primary.empty or audit.tau.empty)
+    assert methods == {"betting", "wald"}

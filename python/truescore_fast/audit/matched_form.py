@@ -360,6 +360,46 @@ def matched_form_audit(
     )
 
 
+class ClaimRule:
+    """The matched-form audit's claim as a function of alpha, for one model's ``public``
+    and ``fresh`` scores under the audit's defaults (no population size, no control bank,
+    radius 0, guardrail 30, betting fallback) and ``seed``: ``rule(alpha)`` is
+    ``matched_form_audit(public, fresh, alpha=alpha, seed=seed).claim``, the same bit for
+    bit, from the primary interval alone (at alpha and at alpha / 2, two core calls)
+    instead of the whole audit. The suite audit inverts it to a p-value.
+
+    Attributes:
+        audit: the audit at alpha 0.05 (validating the input; its primary method is the
+            rule's, chosen from the data alone).
+    """
+
+    def __init__(self, public: npt.ArrayLike, fresh: npt.ArrayLike, *, seed: SeedLike = 0,
+                 audit: MatchedFormAudit | None = None) -> None:  # fmt: skip
+        if audit is None:
+            audit = matched_form_audit(public, fresh, seed=seed)
+        self.audit = audit
+        self._method = audit.primary.method
+        # the audit's gaps, as it computes them, in its scoring order
+        fast = _core.matched_form_gaps(public, fresh)
+        if fast is None:
+            pub, fr = _forms(public, fresh)
+            d = np.ascontiguousarray(pub - fr.mean(axis=1))
+        else:
+            d = fast[0]
+        self._d = np.ascontiguousarray(d[audit.order])
+
+    def outcome(self, alpha: float) -> tuple[bool, bool]:
+        """(the claim at ``alpha``, whether the primary or the tau interval is empty)."""
+        m = self._method
+        primary = _single((m,), self._d, None, alpha)[m]
+        half = _single((m,), self._d, None, alpha / 2.0)[m]  # tau's Delta, no bank, r = 0
+        claim = primary.excludes_zero_above and half.excludes_zero_above
+        return claim, primary.empty or half.empty
+
+    def __call__(self, alpha: float) -> bool:
+        return self.outcome(alpha)[0]
+
+
 def control_bank(control: Any, alpha: float) -> ControlBank:
     """The control bank ``(public, fresh)`` read at level 1 - ``alpha`` (the audits pass
     alpha/2, so that Delta and b_C hold jointly at 1 - alpha)."""

@@ -10,8 +10,10 @@ The tests, each run where its data exist (``tests=`` picks a subset):
     audit would claim exposure (primary interval and tau interval above zero). With the
     Wald interval primary (at least ``guardrail`` nonzero gaps) that is
     4 Phi(-mean / se) (the claim at alpha needs the primary interval at alpha / 2 above
-    zero), reported 1e-9 above and confirmed by one audit there; otherwise it is found by
-    bisection on a log scale (20 steps from 1e-16 to the largest of 1 - 1e-9, 0.5, 0.25,
+    zero), reported 1e-9 above and confirmed by the claim rule there; otherwise it is
+    found by bisection on a log scale, each level decided by the primary interval alone
+    (the audit's claim bit for bit, without re-running the audit; 20 steps from 1e-16 to
+    the largest of 1 - 1e-9, 0.5, 0.25,
     0.1, 0.05, 0.025, 0.01 at which it claims; the upper end of the last bracket is
     reported, so the p-value is never smaller than the exact one), 1 when it does not
     claim at any of those. The levels near 1 are passed over when the interval there is
@@ -77,7 +79,7 @@ from truescore_fast._validation import (
     one_line,
     real_scalar,
 )
-from truescore_fast.audit.matched_form import matched_form_audit
+from truescore_fast.audit.matched_form import ClaimRule, matched_form_audit
 from truescore_fast.audit.randomization import randomization_test
 from truescore_fast.contamination.batch import exchangeability_tests
 from truescore_fast.suite.constat import MIN_REFERENCE_MODELS
@@ -217,16 +219,15 @@ def _claim_p_value(
     docstring). With the Wald interval primary (at least ``guardrail`` nonzero gaps: every
     large suite), in closed form: the claim at alpha needs the primary interval at alpha/2
     (the tau interval, without a control bank) above zero, mean - z(1 - alpha/4) se > 0,
-    so p = 4 Phi(-mean / se), raised by 1e-9 relative and confirmed by one audit there.
-    Otherwise (the betting interval primary), bracketed by bisection in log(alpha), the
-    bracket's upper end (within about 4e-5 relative of the exact value, never below).
+    so p = 4 Phi(-mean / se), raised by 1e-9 relative and confirmed by the claim rule
+    there. Otherwise (the betting interval primary), bracketed by bisection in
+    log(alpha), the bracket's upper end (within about 4e-5 relative of the exact value,
+    never below). Each level is decided by :class:`ClaimRule` (the primary interval at
+    alpha and alpha / 2, the audit's claim bit for bit), not by re-running the audit.
     ``probe``: the audit at alpha 0.05 when the caller has it (it is not run again)."""
+    claims = ClaimRule(pub, fr, seed=seed, audit=probe)
+    probe = claims.audit
 
-    def claims(alpha: float) -> bool:
-        return bool(matched_form_audit(pub, fr, alpha=alpha, seed=seed).claim)
-
-    if probe is None:
-        probe = matched_form_audit(pub, fr, alpha=0.05, seed=seed)
     wald = probe.primary.method == "wald" and probe.estimate > 0
     if closed_form and wald and probe.primary.half_width > 0:
         se = probe.primary.half_width / _Z_975
@@ -238,11 +239,11 @@ def _claim_p_value(
             return candidate
     low = math.log(_P_FLOOR)
     for level in _CLAIM_LEVELS:
-        audit = matched_form_audit(pub, fr, alpha=level, seed=seed)
-        if audit.claim:
+        claim, empty = claims.outcome(level)
+        if claim:
             high = math.log(level)
             break
-        if not (audit.primary.empty or audit.tau.empty):
+        if not empty:
             return 1.0  # an interval reaching zero: a smaller level does not claim either
     else:
         return 1.0
