@@ -398,7 +398,7 @@ void draw_candidate(Philox& gen, std::size_t n, std::size_t k, std::vector<std::
     for (std::size_t q = 0; q < k; ++q) u[q] = static_cast<std::size_t>(gen.below(n));
 }
 
-// The number of distinct values among counts[0, n) that are not zero.
+// The number of distinct positions a draw holds: its nonzero counts.
 std::size_t distinct(const std::vector<std::size_t>& counts) {
     return static_cast<std::size_t>(std::count_if(counts.begin(), counts.end(), [](std::size_t c) { return c != 0; }));
 }
