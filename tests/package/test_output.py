@@ -11,6 +11,7 @@ own symlink        followed; file replaced whole   followed; appended
 planted symlink    refused, exit 1, one line       refused, exit 1, one line
 dangling symlink   refused, nothing created        refused, nothing created
 hard link          new file; other name unchanged  refused (would write through)
+unwritable folder  refused before any work         refused before any work
 failed write       old file intact, no temporary   error; the next run resumes it
 /dev/full          exit 1, one line                refused (a device), exit 1
 a directory        refused before any work         refused before any work
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +164,39 @@ def test_a_hard_link_is_never_written_through(name, tmp_path):
         ran(code, err)
         assert path.stat().st_size > 0 and not os.path.samefile(path, other)
     assert other.read_text() == ""
+
+
+def _without_write_permission() -> list[str]:
+    """The command prefix that runs a child unable to write where permissions say no:
+    none for a user; for root, ``setpriv`` dropping the capabilities that let root
+    write anywhere (skipped where there is no setpriv)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("root writes anywhere, and setpriv is not here to drop that")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize("name", FLAGS)
+def test_a_folder_without_write_permission_is_refused_before_any_work(name, tmp_path):
+    argv, flag, suffix = command(name), FLAGS[name][1], FLAGS[name][2]
+    if FLAGS[name][0] is SUITE:  # an input that does not exist: the output is checked first
+        argv = ["suite", str(tmp_path / "missing.csv")]
+    if FLAGS[name][0] is SCORE:
+        argv[1] = str(tmp_path / "missing.txt")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        proc = subprocess.run(
+            [*_without_write_permission(), sys.executable, "-m", "truescore_fast", *argv,
+             flag, str(locked / f"out{suffix}")],
+            capture_output=True, text=True, env=child_env(), timeout=300,
+        )  # fmt: skip
+    finally:
+        locked.chmod(0o755)
+    assert_one_line_error(proc.returncode, proc.stderr, flag, "no permission", str(locked))
+    assert os.listdir(locked) == []
 
 
 def _full_disk(descriptor):
