@@ -312,6 +312,10 @@ class _Testing(ModuleType):
         d: npt.ArrayLike, strided: npt.ArrayLike, i: npt.ArrayLike
     ) -> tuple[int, int, int]: ...
     @staticmethod
+    def sign_flip_select(
+        values: npt.ArrayLike, ranks: npt.ArrayLike
+    ) -> npt.NDArray[np.float64]: ...
+    @staticmethod
     def pool_workers() -> int: ...
     @staticmethod
     def pool_probe(

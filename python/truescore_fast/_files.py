@@ -14,7 +14,9 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ __all__ = [
     "read_columns",
     "read_json_file",
     "read_rows",
+    "run_budget",
     "sniff_format",
     "table_suffix",
     "text_rows",
@@ -140,21 +143,75 @@ class Budget:
     """The bytes one file may still decompress to, all its members together (the readers'
     one rule: text that, parsed, cannot fit in memory is refused). :meth:`take` is called
     for each piece as it is decompressed, so a file is refused while it expands, not after:
-    a member's recorded size is no bound (a header can forge it), nor is one member's."""
+    a member's recorded size is no bound (a header can forge it), nor is one member's.
+    Inside :func:`run_budget` each piece also counts towards the run's total."""
 
     def __init__(self, where: str, nbytes: int | None = None):
         self.where = where
         self.left = _text_limit() if nbytes is None else nbytes
         self.taken = 0
 
-    def take(self, nbytes: int) -> None:
-        """Count ``nbytes`` more; ``SizeError`` (a ``MemoryError``) naming the file once
-        its total is past the budget."""
+    def take(self, nbytes: int, member: str | None = None) -> None:
+        """Count ``nbytes`` more (of ``member``, a label naming the file and the member,
+        when the piece is one member's); ``SizeError`` (a ``MemoryError``) naming the file
+        once its total is past the budget, and naming the file and the member once the
+        run's total (:func:`run_budget`) is."""
         self.taken += nbytes
         if self.taken > self.left:
             raise _too_large(
                 f"{self.where} (decompressed)", self.taken, "extract it and split it first"
             )
+        _take_from_run(member or self.where, nbytes)
+
+
+class _RunTotal:
+    """The bytes every file of one run (one command line, one reader call over many
+    files) has decompressed so far, and the most it may."""
+
+    def __init__(self, nbytes: int | None):
+        self.left = _text_limit() if nbytes is None else nbytes
+        self.taken = 0
+
+
+_RUN: ContextVar[_RunTotal | None] = ContextVar("truescore_fast_run_budget", default=None)
+
+
+@contextmanager
+def run_budget(nbytes: int | None = None, *, separate: bool = False) -> Iterator[None]:
+    """Within this block every file decompressed (gzip streams, zip members) counts
+    towards one total, the run's: ``nbytes`` (default: the readers' one rule, the text
+    that could be held in memory, as for one file). A run of many files, each under its
+    own budget, is refused (``SizeError`` naming the file, and the member, that crossed
+    it) once together they have decompressed more, while they expand.
+
+    The command line opens one block for the whole command; each public reader of many
+    files opens one when called on its own. A block inside another shares the outer
+    block's total, unless ``separate``: then its files have a total of their own for the
+    block (the suite's manifest reads, scores and drops one model x benchmark's runs at a
+    time, so only the runs of one pair are held together)."""
+    if _RUN.get() is not None and not separate:
+        yield
+        return
+    token = _RUN.set(_RunTotal(nbytes))
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
+
+
+def _take_from_run(where: str, nbytes: int) -> None:
+    """Count ``nbytes`` decompressed from ``where`` towards the run's total, if a run is
+    open; ``SizeError`` naming ``where`` once the total is past the run's budget."""
+    run = _RUN.get()
+    if run is None:
+        return
+    run.taken += nbytes
+    if run.taken > run.left:
+        raise _too_large(
+            f"{where} (decompressed, with the files read before it in this run)",
+            run.taken,
+            "read fewer or smaller files at a time",
+        )
 
 
 def read_input_bytes(path: str | os.PathLike[str]) -> tuple[str, bytes]:
@@ -218,6 +275,7 @@ def _gunzip(data: bytes, where: str) -> bytes:
                     total,
                     "decompress it and split it into smaller files",
                 )
+            _take_from_run(where, len(piece))
             pieces.append(piece)
             rest = inflater.unconsumed_tail
             if inflater.eof or not (rest or piece):

@@ -41,7 +41,8 @@ def check_output_path(
 ) -> str:
     """``path`` as a str, checked before any work: a ValueError starting with ``flag``
     when its suffix is not one of ``suffixes`` (any when empty), when it is a directory
-    or a symbolic link to nothing, or when its folder does not exist."""
+    or a symbolic link to nothing, or when its folder does not exist or is one this
+    process may not create a file in."""
     text = os.fspath(path)
     if not isinstance(text, str):
         raise TypeError(f"{flag} must be a str or path; got bytes")
@@ -70,8 +71,9 @@ def check_checkpoint_path(path: str | os.PathLike[str], *, flag: str) -> str:
     """``path`` as a str, checked as a checkpoint file, which is appended to where it is
     (each record as it is saved, so Ctrl-C keeps them), not replaced: a regular file or
     nothing yet (in a folder that exists), or a symbolic link to a regular file. A
-    directory, a FIFO, a device or a symbolic link to nothing is a ValueError starting
-    with ``flag``."""
+    directory, a FIFO, a device, a symbolic link to nothing, a file this process may not
+    read and write, or a new file in a folder it may not create one in is a ValueError
+    starting with ``flag``."""
     text = os.fspath(path)
     if not isinstance(text, str):
         raise TypeError(f"{flag} must be a str or path; got bytes")
@@ -84,7 +86,7 @@ def check_checkpoint_path(path: str | os.PathLike[str], *, flag: str) -> str:
             raise FileNotFoundError(
                 f"{flag} {text} cannot be written: its folder {folder} does not exist"
             ) from None
-        _new_file(text, flag)
+        _writable_folder(_new_file(text, flag), text, flag)
         return text
     if not stat.S_ISREG(info.st_mode):
         raise ValueError(
@@ -96,6 +98,8 @@ def check_checkpoint_path(path: str | os.PathLike[str], *, flag: str) -> str:
             f"{flag}: {text} has {info.st_nlink} names (hard links); a checkpoint is "
             "appended to where it is: name a file of its own"
         )
+    if not _may(text, os.R_OK | os.W_OK):  # read back, then appended to
+        raise ValueError(f"{flag}: cannot write {text}: no permission to read and write it")
     return text
 
 
@@ -172,12 +176,33 @@ def _output_target(path: str, flag: str) -> tuple[str, bool]:
     try:
         mode = os.stat(path).st_mode  # through any link
     except FileNotFoundError:  # nothing there, or a link to nothing
-        return _new_file(path, flag), True
+        return _writable_folder(_new_file(path, flag), path, flag), True
     if stat.S_ISDIR(mode):
         raise ValueError(f"{flag}: {path} is a directory; name a file")
-    if stat.S_ISREG(mode):
-        return os.path.realpath(path), True
+    if stat.S_ISREG(mode):  # replaced by a new file made in its folder
+        return _writable_folder(os.path.realpath(path), path, flag), True
     return path, False  # a FIFO, a device or a socket
+
+
+def _may(path: str, mode: int) -> bool:
+    """Whether this process may ``mode`` (``os.W_OK``...) ``path``, by its effective ids
+    where the platform tells them apart (a set-uid program; root without the capability
+    to override permissions is refused, as its writes would be)."""
+    effective = os.access in os.supports_effective_ids
+    return os.access(path, mode, effective_ids=effective)
+
+
+def _writable_folder(target: str, path: str, flag: str) -> str:
+    """``target``, once its folder is one this process may create a file in (the output
+    is written to a temporary file there and renamed over ``target``): checked before
+    any work, so a folder without write permission is one line at once, not after the
+    work is done."""
+    folder = os.path.dirname(target)
+    if not _may(folder, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{flag}: cannot write {path}: no permission to create a file in its folder {folder}"
+        )
+    return target
 
 
 def _new_file(path: str, flag: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import html
 import json
 
 import pytest
@@ -268,6 +269,38 @@ def test_a_report_and_heatmap_show_such_a_name_escaped_and_isolated(tmp_path):
     assert "\u202e" not in page and "\x1b" not in page
     figure = plot.read_text(encoding="utf-8")
     assert "\u202e" not in figure and "\x1b" not in figure
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
+def test_very_long_names_draw_without_a_warning(tmp_path, suffix):
+    # names of 10,000 characters (Latin, Devanagari, CJK, emoji): the figure draws each
+    # shortened to 40 characters, the report's table keeps it whole; no warning (nor log
+    # line) from matplotlib reaches stderr, and none is raised (recorded here: the suite's
+    # filterwarnings would make one an error)
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    model = "model-01-" + "नमस्ते" * 1000 + "模型" * 1000 + "😀" * 1000 + "x" * 3991
+    with gzip.open(EXAMPLE, "rt", newline="") as f:
+        rows = list(csv.reader(f))
+    benchmark = "bench-1-" + "y" * 9992
+    for row in rows[1:]:
+        row[0] = model if row[0] == "model-01" else row[0]
+        row[1] = benchmark if row[1] == "bench-1" else row[1]
+    path = tmp_path / "suite.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    report, plot = tmp_path / "suite.html", tmp_path / f"suite{suffix}"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = run_cli("suite", path, *FAST, "--report", report, "--plot", plot)
+    assert code == 2, err
+    assert err == "" and [str(w.message) for w in caught] == []
+    page = report.read_text(encoding="utf-8")
+    assert f"<bdi>{html.escape(benchmark)}</bdi>" in page  # whole in the table
+    if suffix == ".svg":
+        figure = plot.read_text(encoding="utf-8")
+        assert "bench-1-" + "y" * 31 + "…" in figure and "y" * 33 not in figure
 
 
 def test_a_name_with_a_lone_surrogate_is_one_line_naming_the_file_and_the_row(tmp_path):

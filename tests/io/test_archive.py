@@ -6,6 +6,7 @@ that never imports inspect_ai."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import truescore_fast as tf
-from commands import run_cli_process
+from commands import assert_one_line_error, run_cli, run_cli_process
 from truescore_fast.io import _archive
 from truescore_fast.io._archive import ZIP_ZSTANDARD, read_member
 
@@ -313,3 +314,60 @@ def test_a_truncated_member_is_an_error_naming_it(method):
     cut = data[:half] + bytes(end - half) + data[end:]
     with pytest.raises(ValueError, match=r"^x member m.json: (damaged|not a readable)"):
         read_all(cut)
+
+
+def _padded(log: Path, pad: int) -> bytes:
+    """Inspect's log ``log`` deflated again, each sample padded with ``pad`` spaces (still
+    the same JSON): a run that reads, decompressing about 16 x ``pad`` bytes."""
+    members = _members(log)
+    for name in members:
+        if name.startswith("samples/"):
+            members[name] += b" " * pad
+    return repack(members, zipfile.ZIP_DEFLATED)
+
+
+def test_the_run_budget_counts_every_file_of_one_reader_call_together(monkeypatch, tmp_path):
+    # Two runs of about 10 MiB of text each, each under the readers' limit (here 16 MiB on
+    # a machine said to have 512 MiB): each reads alone, but the two together are refused
+    # once they have decompressed 16 MiB, while the second expands, naming its member
+    from truescore_fast import _files
+
+    public, fresh = tmp_path / "public.eval", tmp_path / "fresh.eval"
+    public.write_bytes(_padded(LOGS / "mean" / "arith-public.eval", 10 << 16))
+    fresh.write_bytes(_padded(LOGS / "mean" / "arith-fresh1.eval", 10 << 16))
+    monkeypatch.setattr(_files, "memory_limit", lambda: 512 << 20)
+    small = LOGS / "mean" / "arith-fresh2.json.gz"
+    for one in (public, fresh):  # alone (with a small run): read
+        pair = (one, small) if one is public else (small, one)
+        assert len(tf.read_harness_runs(*pair, match_key="metadata.parent_id").parents) == 8
+    raised, peak = _peak_bytes(
+        lambda: tf.read_harness_runs(public, fresh, match_key="metadata.parent_id")
+    )
+    assert isinstance(raised, MemoryError), raised
+    message = str(raised)
+    assert message.startswith(f"{fresh} member samples/"), message
+    assert "(decompressed, with the files read before it in this run) needs" in message
+    assert "\n" not in message
+    assert peak < 40 << 20, peak  # the budget and a step, not the 20 MiB and more of both
+    # the command line: exit 1, one line naming the file and the member
+    code, _, err = run_cli(
+        "audit", "--public", public, "--fresh", fresh, "--match-key", "metadata.parent_id"
+    )
+    assert_one_line_error(code, err, f"{fresh} member samples/", "in this run")
+
+
+def test_a_run_budget_inside_another_shares_its_total_unless_separate(monkeypatch):
+    from truescore_fast import _files
+
+    with _files.run_budget(100):
+        _files.Budget("a.eval").take(60, "a.eval member x")
+        with _files.run_budget(1000):  # nested: the outer total, 40 bytes left
+            with pytest.raises(MemoryError, match=r"^b.eval member y \(decompressed, with"):
+                _files.Budget("b.eval").take(60, "b.eval member y")
+        with _files.run_budget(100, separate=True):  # a total of its own
+            _files.Budget("c.eval").take(90, "c.eval member z")
+    # gzip streams count too; outside any block only each file's own budget applies
+    data = gzip.compress(b"x" * 5000)
+    with _files.run_budget(4000), pytest.raises(MemoryError, match=r"^g.gz \(decompressed"):
+        _files._gunzip(data, "g.gz")
+    assert _files._gunzip(data, "g.gz") == b"x" * 5000

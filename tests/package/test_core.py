@@ -328,6 +328,25 @@ KERNELS = {
         s = np.linspace(0.1, 0.9, 6 * 50).reshape(6, 50)
         tf.constat_tests(s, s[:, ::-1].copy(), n_bootstrap=10**6)
     """,
+    # paired_confidence_test's sign-flip interval: its kernel (3 * 10^7 patterns of 200
+    # pairs, about 5 s), then two selections among the patterns' critical values
+    "sign_flip_interval": """
+        rng = np.random.default_rng(0)
+        tf.paired_confidence_test(rng.random(200), rng.random(200), method="sign_flip",
+                                  n_resamples=3 * 10**7)
+    """,
+    # those selections alone (std::nth_element, which has no check, ran 14 s uninterrupted
+    # at 10^9 patterns): 1,000 of them over 2 * 10^7 values (the first 0.24 s, the rest
+    # 0.025 s each on 2 loaded cores: 25 s), with no check between them but their own
+    "sign_flip_selection": (
+        """
+        from truescore_fast import _core
+        values = np.random.default_rng(0).random(2 * 10**7)
+        ranks = np.arange(0, 2 * 10**7, 2 * 10**4)
+        """,
+        "_core.testing.sign_flip_select(values, ranks)",
+        1.0,
+    ),
     "rao_wu_one_huge_replicate": """
         tf.finite_population_bootstrap(np.arange(100.0), population_size=1000,
                                        replicates=2, resample_size=10**12)
@@ -363,3 +382,27 @@ def test_ctrl_c_stops_a_long_kernel_within_a_block(kernel):
     # checks slow every step)
     sanitized = "libasan" in os.environ.get("LD_PRELOAD", "")
     assert cpu < (4.0 if sanitized else 1.0), cpu
+
+
+def test_sign_flip_selection_is_numpys_partition_bit_for_bit():
+    # sign_flip_test's selection (quickselect with Ctrl-C checks, std::nth_element below
+    # 2^16 entries): the value of each rank exactly as a full sort gives it, on data with
+    # many ties, all equal, sorted either way, and with the NaNs (patterns that flip
+    # nothing) dropped first
+    rng = np.random.default_rng(36)
+    n = 300_000
+    cases = {
+        "uniform": rng.random(n),
+        "ties": rng.integers(0, 5, n).astype(float),
+        "equal": np.ones(n),
+        "sorted": np.sort(rng.normal(size=n)),
+        "reversed": np.sort(rng.normal(size=n))[::-1].copy(),
+        "nans": np.where(rng.random(n) < 0.3, np.nan, rng.normal(size=n)),
+    }
+    for name, values in cases.items():
+        kept = np.sort(values[~np.isnan(values)])
+        ranks = np.array([0, 1, 7, len(kept) // 40, len(kept) // 2, len(kept) - 8, len(kept) - 1])
+        got = _core.testing.sign_flip_select(values, ranks)
+        assert np.array_equal(got, kept[ranks]), name
+    with pytest.raises(ValueError, match="ranks must be in"):
+        _core.testing.sign_flip_select(cases["nans"], np.array([n - 1]))

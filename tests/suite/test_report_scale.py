@@ -33,6 +33,7 @@ from truescore_fast.suite import (  # noqa: E402
     suite_audit,
     write_report,  # noqa: E402
 )
+from truescore_fast.suite._report_page import FORMULA_START, csv_text  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "suite" / "suite_example.csv.gz"
@@ -474,16 +475,54 @@ def test_report_without_its_script_has_the_table_and_no_dead_controls(tmp_path):
     assert seen == ["none", 8 * 4 * 3, 400]
 
 
+# names a spreadsheet would run as a formula (each first character of FORMULA_START), and
+# names that only contain one of those characters later, or need CSV quoting
+FORMULAS = ["=1+1", '=HYPERLINK("http://x","y")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)",
+            "\t=1+1", "\r=1+1"]  # fmt: skip
+PLAIN = ["a,b", 'say "hi"', "two\nlines", "plain", "a=1", "model-+-@", " =1"]
+
+
+def test_csv_text_neutralises_a_name_that_starts_a_formula():
+    assert set(FORMULA_START) == set("=+-@\t\r")
+    for name in FORMULAS:
+        assert csv_text(name) == "'" + name
+    for name in [*PLAIN, "", "'=1"]:  # "'=1" already starts with the apostrophe
+        assert csv_text(name) == name
+
+
 @needs_chromium
 def test_csv_download_quotes_names_that_need_it(tmp_path):
-    names = ["a,b", 'say "hi"', "two\nlines", "plain", "=1+1"]
+    names = PLAIN + FORMULAS
     rows = [(m, "bench", 0.5, False) for m in names]
     page = write_report(Double(rows), tmp_path / "report.html")
     with Browser(tmp_path) as browser:
         browser.open(page, 1400, 900)
         saved = browser.download("#save-csv")
+        saved_json = browser.download("#save-json")
     with open(saved, newline="", encoding="utf-8") as handle:
         table = list(csv.reader(handle))
-    # rows by name (natural order), each name read back whole
-    assert [line[0] for line in table[1:]] == sorted(names, key=str.casefold)
+    # the JSON download keeps every name as it is; the CSV, row for row in the same order,
+    # each name read back whole by csv_text's rule: those that start a formula with an
+    # apostrophe in front, the rest as they are
+    records = json.loads(saved_json.read_text(encoding="utf-8"))
+    assert sorted(r["model"] for r in records) == sorted(names)
+    assert len(table) == len(records) + 1
+    for line, record in zip(table[1:], records, strict=True):
+        assert line[:2] == [csv_text(record["model"]), "bench"], line
     assert browser.requests == []
+
+
+@needs_chromium
+def test_csv_download_keeps_negative_numbers_as_numbers(tmp_path):
+    # an estimate below 0 and an infinite interval end are numbers, not formulas: only the
+    # name columns are text
+    result = make_suite(4, 2, planted=1)
+    page = write_report(result, tmp_path / "report.html")
+    with Browser(tmp_path) as browser:
+        browser.open(page, 1400, 900)
+        saved = browser.download("#save-csv")
+    with open(saved, newline="", encoding="utf-8") as handle:
+        table = list(csv.reader(handle))
+    cells = [line[c] for line in table[1:] for c in (6, 7, 8)]
+    assert any(c.startswith("-") for c in cells), cells
+    assert [float(c) for c in cells if c]  # each a number as it is (no apostrophe)

@@ -199,8 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(words)
         if sys.stdout is None:  # file descriptor 1 closed at start-up (``>&-``)
             return _closed_stdout()
+        # loaded only now: --version and --help load no NumPy
+        from truescore_fast._files import run_budget
+
         try:
-            code: int = args.func(args)
+            with run_budget():  # every file the command decompresses: one total
+                code: int = args.func(args)
         except RecursionError:
             where = getattr(args, "file", None)  # calibrate, shard-orders: no file
             raise ValueError(f"{where or 'the input'}: nested too deeply to read") from None

@@ -9,10 +9,12 @@ those Pythons); ``zipfile`` is not patched.
 
 Every archive is read as if it were hostile: the result is checked against the size and
 the CRC-32 the archive records; decompression stops at one byte past the recorded size
-(a header may understate it) and when the bytes decompressed from the whole file reach
-its :class:`Budget` (the readers' one rule: the text they could hold in memory), checked
-piece by piece, never after; damaged, truncated or encrypted members, and compression
-methods not listed, are a ``ValueError`` naming the file and the member. Not a public API.
+(a header may understate it), when the bytes decompressed from the whole file reach its
+:class:`Budget` (the readers' one rule: the text they could hold in memory), and when
+those of every file of the run together reach the run's (inside
+:func:`~truescore_fast._files.run_budget`), checked piece by piece, never after; damaged,
+truncated or encrypted members, and compression methods not listed, are a ``ValueError``
+naming the file and the member. Not a public API.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def read_member(
             total += len(piece)
             if total > info.file_size:  # stop: more than recorded is damage, or a forgery
                 break
-            budget.take(len(piece))
+            budget.take(len(piece), where)
             pieces.append(piece)
     except (zlib.error, lzma.LZMAError, OSError, EOFError, ValueError) as error:
         if isinstance(error, MemoryError):  # the budget's SizeError: as it is

@@ -115,7 +115,7 @@ from typing import Any
 
 import numpy as np
 
-from truescore_fast._files import STDIN
+from truescore_fast._files import STDIN, run_budget
 from truescore_fast._validation import check_bool, check_choice, one_line
 from truescore_fast.audit.data import ALL_MODELS, AuditData
 from truescore_fast.io._harness_base import (
@@ -237,8 +237,9 @@ def read_harness_runs(
     fresh_paths = _as_paths(fresh)
     _check_distinct(public, fresh_paths)
 
-    public_reader, public_run = _load(public, harness)
-    fresh_read = [_load(path, harness) for path in fresh_paths]
+    with run_budget():  # the runs are held together: one total for all they decompress
+        public_reader, public_run = _load(public, harness)
+        fresh_read = [_load(path, harness) for path in fresh_paths]
     fresh_runs = [run for _, run in fresh_read]
     model = _common_model([public_run, *fresh_runs])
     keyed = [(public_reader, public_run, public_key), *((r, run, key) for r, run in fresh_read)]

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from truescore_fast._files import read_columns
+from truescore_fast._files import read_columns, run_budget
 from truescore_fast._validation import check_bool, check_choice, one_line
 from truescore_fast.io.harness import (
     HARNESSES,
@@ -102,11 +102,12 @@ def read_suite_manifest(
     references: dict[tuple[str, str], dict[str, float]] = {}
     orders: dict[tuple[str, str], OrderData] = {}
     for pair, forms in runs.items():
-        loaded = {
-            form: _in_row(row_of[(pair[0], pair[1], form)], _load, path, harness)
-            for form, path in forms.items()
-            if form != "loglik"
-        }
+        with run_budget(separate=True):  # the runs of one pair are held together
+            loaded = {
+                form: _in_row(row_of[(pair[0], pair[1], form)], _load, path, harness)
+                for form, path in forms.items()
+                if form != "loglik"
+            }
         _common_model([run for _, run in loaded.values()])
         read: dict[str, dict[str, float]] = {
             form: _scores(

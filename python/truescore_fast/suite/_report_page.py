@@ -91,13 +91,36 @@ footer { margin-top: 3rem; color: #57606a; font-size: 0.85rem; }
 }
 """
 
+# A CSV cell of text that starts with one of these characters is read by a spreadsheet
+# (Excel, LibreOffice, Google Sheets) as a formula, which can compute, link or run a
+# command: "=HYPERLINK(...)", "+cmd|...", "-2+3", "@SUM(...)", and with a tab or a
+# carriage return first where a spreadsheet drops the white space (OWASP's list).
+FORMULA_START = "=+-@\t\r"
+
+
+def csv_text(name: str) -> str:
+    """A name (a model, a benchmark, a test) as the report's CSV download writes it, before
+    the CSV quoting: with an apostrophe in front when it starts with a character of
+    :data:`FORMULA_START`, so that a spreadsheet shows it as the text it is, never runs it
+    as a formula (the apostrophe is the spreadsheets' own mark for "text"; the JSON
+    download, and the page, keep the name as it is). Numbers are written as they are
+    (a negative estimate stays a number, ``inf`` and ``-inf`` too): only the three name
+    columns are text. The script applies this same rule (its FORMULA_START is this one)."""
+    return "'" + name if name[:1] and name[0] in FORMULA_START else name
+
+
 # The one script: sorts the table by a column (click its heading again to reverse),
-# filters it by a text and by "flagged only", and saves every row as CSV or JSON from the
-# embedded rows (a Blob: nothing is requested). Rows keep their place in ROWS, so a row's
-# values are read from the data, never parsed back from the formatted cells.
-SCRIPT = """
+# filters it by a text and by "flagged only", and saves every row as CSV (names by
+# csv_text's rule) or JSON from the embedded rows (a Blob: nothing is requested). Rows
+# keep their place in ROWS, so a row's values are read from the data, never parsed back
+# from the formatted cells.
+SCRIPT = (
+    """
 "use strict";
 (() => {
+  const FORMULA_START = """
+    + json.dumps(FORMULA_START)
+    + """;
   const data = JSON.parse(document.getElementById("suite-rows").textContent);
   const columns = data.columns, values = data.rows;
   const body = document.getElementById("tests").tBodies[0];
@@ -151,8 +174,10 @@ SCRIPT = """
     link.remove();
     setTimeout(() => URL.revokeObjectURL(link.href), 60000);
   };
-  const cell = (v) => {
-    const s = v === null ? "" : String(v);
+  // csv_text's rule (the module's): a name that starts a formula gets an apostrophe
+  const cell = (v, k) => {
+    let s = v === null ? "" : String(v);
+    if (k < 3 && s !== "" && FORMULA_START.includes(s[0])) s = "'" + s;
     return /[",\\r\\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
   };
   document.getElementById("save-csv").addEventListener("click", () => save(
@@ -168,6 +193,7 @@ SCRIPT = """
   show();
 })();
 """
+)
 SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
 # Nothing may load: no request leaves, even if a name in the data were not escaped. Images
 # only from data: URIs (the heatmap), styles only from this page, and the one script

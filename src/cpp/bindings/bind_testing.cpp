@@ -22,6 +22,7 @@
 #include "truescore/parallel.hpp"
 #include "truescore/random.hpp"
 #include "truescore/sampling.hpp"
+#include "truescore/signflip.hpp"
 
 namespace py = pybind11;
 using truescore::bindings::ArrayI64;
@@ -320,6 +321,27 @@ void bind_testing(py::module_& m) {
         "is from its type's alignment (the array policy makes all three 0).");
     t.def("cpu_budget", &truescore::cpu_budget,
           "The usable CPUs now (affinity and quota), read afresh (default_threads is read once).");
+    t.def(
+        "sign_flip_select",
+        [](const truescore::bindings::ArrayD& values, const ArrayI64& ranks) {
+            std::vector<double> x = truescore::bindings::snapshot(values);
+            const std::vector<std::int64_t> k = truescore::bindings::snapshot(ranks);
+            std::vector<double> out(k.size());
+            truescore::bindings::run_interruptible(truescore::bindings::kInterruptibleWork, [&] {
+                const std::size_t m = truescore::detail::drop_nans(x.data(), x.size());
+                for (std::size_t i = 0; i < k.size(); ++i) {
+                    if (k[i] < 0 || static_cast<std::size_t>(k[i]) >= m)
+                        throw std::invalid_argument("ranks must be in [0, the count of non-NaN values)");
+                    out[i] = truescore::detail::select_nth(x.data(), static_cast<std::size_t>(k[i]), m);
+                }
+            });
+            return py::array_t<double>(static_cast<py::ssize_t>(out.size()), out.data());
+        },
+        py::arg("values"), py::arg("ranks"),
+        "sign_flip_test's passes after its kernel, on a copy of values: the NaNs dropped, then the "
+        "value of each rank in turn (0-based, among the rest; the array reordered by each "
+        "selection, as the test's two are), each pass checking for Ctrl-C every 2^16 entries and "
+        "nothing else between them. Interruptible by Ctrl-C.");
     t.def("pool_workers", &truescore::pool_workers,
           "Worker threads the process-wide pool holds (0 before the first parallel loop).");
     t.def("pool_probe", &pool_probe, py::arg("mode"), py::arg("marks"), py::arg("tasks"), py::arg("n_threads"),

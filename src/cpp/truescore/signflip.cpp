@@ -4,8 +4,10 @@
 #include <atomic>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -15,6 +17,10 @@
 #include "truescore/portable.hpp"
 #include "truescore/random.hpp"
 #include "truescore/summation.hpp"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace truescore {
 
@@ -172,34 +178,141 @@ SignFlipCounts sign_flip_counts(const double* d, std::size_t n, bool exact,
     return count_patterns(d, n, exact, n_resamples, key0, key1, n_threads, nullptr);
 }
 
+namespace {
+// Entries between two cancellation checks in the test's serial passes over the patterns
+// (a pass over 10^9 of them takes seconds): about 0.1 ms of work.
+constexpr std::size_t kSelectCheck = std::size_t{1} << 16;
+
+// The test's critical values, one double a pattern (8 GB at 10^9), not zero-filled: the
+// kernel writes every entry, its workers touching the pages between their cancellation
+// checks (filling first took seconds Ctrl-C could not stop). On Linux the buffer asks for
+// transparent huge pages, as NumPy does for its large arrays: 8 GB of 4 KiB pages took
+// about 1 s to give back after Ctrl-C (0.1 s in 2 MiB pages), and as long to fault in.
+class CriticalValues {
+public:
+    explicit CriticalValues(std::size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        constexpr std::size_t kHuge = std::size_t{1} << 21;
+        const std::size_t bytes = std::max<std::size_t>(1, n) * sizeof(double);
+        if (bytes >= kHuge) {
+            if (n > (std::numeric_limits<std::size_t>::max() - kHuge) / sizeof(double)) throw std::bad_alloc();
+            const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+            data_ = static_cast<double*>(std::aligned_alloc(kHuge, rounded));
+            if (data_ == nullptr) throw std::bad_alloc();
+            aligned_ = true;
+            (void)madvise(data_, rounded, MADV_HUGEPAGE);  // a hint: no huge pages is fine
+            return;
+        }
+#endif
+        data_ = new double[std::max<std::size_t>(1, n)];
+    }
+    ~CriticalValues() {
+        if (aligned_)
+            std::free(data_);
+        else
+            delete[] data_;
+    }
+    CriticalValues(const CriticalValues&) = delete;
+    CriticalValues& operator=(const CriticalValues&) = delete;
+    double* get() const { return data_; }
+
+private:
+    double* data_ = nullptr;
+    bool aligned_ = false;
+};
+}  // namespace
+
+namespace detail {
+
+// Moves the non-NaN entries of x[0 .. n) to its front, in order; returns their count.
+std::size_t drop_nans(double* x, std::size_t n) {
+    std::size_t m = 0;
+    for (std::size_t start = 0; start < n; start += kSelectCheck) {
+        throw_if_cancelled();
+        const std::size_t end = std::min(n, start + kSelectCheck);
+        for (std::size_t i = start; i < end; ++i)
+            if (!std::isnan(x[i])) x[m++] = x[i];
+    }
+    return m;
+}
+
+// The value of rank k (0-based) among x[0 .. n) (no NaN), x reordered: what
+// std::nth_element leaves at x[k] (the value of a rank is unique, so the same value,
+// bit for bit), found by quickselect with a cancellation check every kSelectCheck steps
+// of each partition (std::nth_element, which has none, took seconds at 10^9 patterns).
+// Ranges below kSelectCheck, or left after 2 log2(n) + 8 partitions (a pivot sequence
+// that keeps splitting badly), go to std::nth_element.
+double select_nth(double* x, std::size_t k, std::size_t n) {
+    std::size_t lo = 0, hi = n;  // x[k] lies in [lo, hi)
+    int depth = 8;
+    for (std::size_t size = n; size > 1; size >>= 1) depth += 2;
+    std::size_t steps = 0;
+    auto step = [&steps] {
+        if (++steps == kSelectCheck) {
+            steps = 0;
+            throw_if_cancelled();
+        }
+    };
+    while (hi - lo > kSelectCheck && depth-- > 0) {
+        // Hoare's partition around the median of the first, middle and last entries,
+        // placed in the middle (the lower one): both parts are non-empty.
+        const std::size_t last = hi - 1, mid = lo + (last - lo) / 2;
+        if (x[mid] < x[lo]) std::swap(x[mid], x[lo]);
+        if (x[last] < x[lo]) std::swap(x[last], x[lo]);
+        if (x[last] < x[mid]) std::swap(x[last], x[mid]);
+        const double pivot = x[mid];
+        std::size_t i = lo - 1, j = hi;  // i wraps below lo for one step; used after ++
+        while (true) {
+            do {
+                ++i;
+                step();
+            } while (x[i] < pivot);
+            do {
+                --j;
+                step();
+            } while (x[j] > pivot);
+            if (i >= j) break;
+            std::swap(x[i], x[j]);
+        }
+        // x[lo .. j] <= pivot <= x[j + 1 .. hi)
+        if (k <= j)
+            hi = j + 1;
+        else
+            lo = j + 1;
+    }
+    throw_if_cancelled();
+    std::nth_element(x + lo, x + k, x + hi);
+    return x[k];
+}
+
+}  // namespace detail
+
 SignFlipResult sign_flip_test(const double* d, std::size_t n, bool exact,
                               std::int64_t n_resamples, std::uint64_t key0, std::uint64_t key1,
                               double alpha_tail, int n_threads) {
     if (exact) require_exact_size(n, kSignFlipMaxInterval);
     const std::size_t n_patterns =
         exact ? (std::size_t{1} << n) : static_cast<std::size_t>(std::max<std::int64_t>(n_resamples, 0));
-    std::vector<double> critical(n_patterns);
+    const CriticalValues critical(n_patterns);
     const SignFlipCounts counts =
-        count_patterns(d, n, exact, n_resamples, key0, key1, n_threads, critical.data());
+        count_patterns(d, n, exact, n_resamples, key0, key1, n_threads, critical.get());
 
     // p(mu) = (base + k0 + #{m_S <= mu}) / N for "greater", k0 the patterns flipping
     // nothing (they count for every mu); the confidence set {mu : p(mu) > alpha_tail} is
-    // [r-th smallest m_S, inf) with r below.
-    critical.erase(std::remove_if(critical.begin(), critical.end(),
-                                  [](double v) { return std::isnan(v); }),
-                   critical.end());
-    const auto k0 = static_cast<std::int64_t>(n_patterns - critical.size());
+    // [r-th smallest m_S, inf) with r below. The patterns' m_S: the NaNs dropped and two
+    // selections, each checking for Ctrl-C as it goes.
+    const std::size_t m = detail::drop_nans(critical.get(), n_patterns);
+    const auto k0 = static_cast<std::int64_t>(n_patterns - m);
     const std::int64_t base = exact ? 0 : 1;
     const double big_n = static_cast<double>(n_patterns) + static_cast<double>(base);
     const std::int64_t r = static_cast<std::int64_t>(std::floor(alpha_tail * big_n)) + 1 - base - k0;
     const double inf = std::numeric_limits<double>::infinity();
     double lower = -inf, upper = inf;
-    const auto m = static_cast<std::int64_t>(critical.size());
-    if (r > 0 && r <= m) {
-        std::nth_element(critical.begin(), critical.begin() + (r - 1), critical.end());
-        lower = critical[static_cast<std::size_t>(r - 1)];
-        std::nth_element(critical.begin(), critical.begin() + (m - r), critical.end());
-        upper = critical[static_cast<std::size_t>(m - r)];
+    const auto mm = static_cast<std::int64_t>(m);
+    if (r > 0 && r <= mm) {
+        double* first = critical.get();
+        lower = detail::select_nth(first, static_cast<std::size_t>(r - 1), m);
+        upper = detail::select_nth(first, static_cast<std::size_t>(mm - r), m);
     }
     return SignFlipResult{counts, lower, upper};
 }

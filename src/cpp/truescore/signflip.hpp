@@ -95,4 +95,17 @@ SignFlipCounts sign_flip_monte_carlo_pairs(const double* a, const double* b, std
 // rest. Returned as a double (exact below 2^53).
 double sign_flip_count_two_sided(const double* x, std::size_t n);
 
+namespace detail {
+
+// sign_flip_test's passes over its patterns' critical values after the kernel, each
+// checking for a stop (throw_if_cancelled) every 2^16 entries, so Ctrl-C stops them
+// within milliseconds at 10^9 patterns (exposed for _core.testing):
+// drop_nans moves the non-NaN entries of x[0 .. n) to its front, in order, and returns
+// their count; select_nth returns the value of rank k (0-based) among x[0 .. n) (no NaN),
+// reordering x: the value std::nth_element leaves at x[k], bit for bit.
+std::size_t drop_nans(double* x, std::size_t n);
+double select_nth(double* x, std::size_t k, std::size_t n);
+
+}  // namespace detail
+
 }  // namespace truescore
