@@ -161,7 +161,6 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
     # data-dependent stop: the first look (every 25) at which the library's sequence
     # excludes 0. Both must be at most alpha = 0.1 within 3 Monte Carlo SEs (300 runs:
     # SE <= 0.018); the library must agree with the reference on every run.
-    from truescore_fast.audit._betting import log_bets
     from truescore_fast.studies.sequential import _first_hits
 
     alpha, runs, n = 0.1, 300, 300
@@ -178,9 +177,8 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
         d = np.stack([rng.permutation(pop)[:n] for _ in range(runs)])
     x = (d + 1) / 2
     size = population if population is not None else 10**9
-    bets = log_bets(x, alpha, horizon)
-    up, down = _first_hits(x, np.full(runs, (truth + 1) / 2), size, alpha, bets)
-    zero_up, zero_down = _first_hits(x, np.full(runs, 0.5), size, alpha, bets)
+    up, down = _first_hits(x, np.full(runs, (truth + 1) / 2), size, alpha, horizon)
+    zero_up, zero_down = _first_hits(x, np.full(runs, 0.5), size, alpha, horizon)
     looks = np.arange(25, n + 1, 25)
     first_zero = np.minimum(zero_up, zero_down)
     stop = np.array([looks[looks >= t][0] if t <= n else n for t in first_zero])
@@ -568,7 +566,7 @@ def test_the_study_reads_the_sequence_the_audit_reports_near_the_census():
     d = np.append(rng.permutation(population[:-1]), population[-1])
     candidates = np.array([-0.01, 0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.05])
     x = np.tile((d[:-1] + 1) / 2, (candidates.size, 1))
-    up, down = _first_hits(x, (candidates + 1) / 2, size, 0.05, log_bets(x, 0.05))
+    up, down = _first_hits(x, (candidates + 1) / 2, size, 0.05, None)
     first = np.minimum(up, down)
     for t in range(150, size):
         iv = tf.betting_confidence_sequence(d[:t], population_size=size)
@@ -640,7 +638,8 @@ def _guide_tables():
 def test_the_reference_hedged_cs_is_our_sequence_with_one_process(monkeypatch):
     # The reference is written from the paper; our sequence with one capital process of
     # horizon-free bets truncated at 3/4 (the sequence before issue 22, part 3) or 1/2
-    # must be it, to the bisection's 1e-10.
+    # must be it, to the bisection's 1e-10. (The NumPy definition: the compiled sequence
+    # has only the mixture's processes, and is held to the NumPy one above.)
     from reference import ref_hedged_cs
     from truescore_fast.audit import _betting
 
@@ -651,7 +650,7 @@ def test_the_reference_hedged_cs_is_our_sequence_with_one_process(monkeypatch):
             x = (row + 1) / 2
             for c in (0.75, 0.5):
                 monkeypatch.setattr(_betting, "_MIXTURE", ((1.0, None, c, c),))
-                low, high, empty = _betting.sequence_bounds(x, 5000, 0.05, None)
+                low, high, empty = _betting.numpy_sequence_bounds(x, 5000, 0.05, None)
                 ref = ref_hedged_cs(x, 5000, 0.05, c=c)
                 assert not empty
                 assert low == pytest.approx(ref[0], abs=2e-10) and high == pytest.approx(
@@ -791,6 +790,81 @@ def test_an_update_costs_what_its_parents_cost():
     per_update = np.diff(np.array(work))
     early, late = per_update[100:200].mean(), per_update[1099:].mean()
     assert late <= 2.0 * early, (early, late)
+
+
+@pytest.mark.parametrize(
+    ("population", "horizon"), [(None, None), (900, None), (900, 300), (None, 50)]
+)
+def test_the_compiled_sequence_is_the_numpy_definition(population, horizon):
+    # The compiled sequence (src/cpp/truescore/sequence.cpp) keeps the capital as products
+    # where the NumPy definitions of audit/_betting.py sum log1p: the same search over the
+    # same candidates, so the same ends, one reading and incremental (and the same work
+    # counted), but where a candidate lies within the capital's rounding of a crossing;
+    # on these samples not once. Each reading is also checked against the loop reference.
+    from truescore_fast.audit._betting import (
+        IncrementalSequence,
+        NumpyIncrementalSequence,
+        numpy_sequence_bounds,
+        sequence_bounds,
+    )
+
+    rng = np.random.default_rng(3701)
+    pub, fr = _gaps(rng, 600)
+    x = (pub - fr.mean(axis=1) + 1) / 2
+    compiled = IncrementalSequence(population, 0.05, horizon)
+    numpy = NumpyIncrementalSequence(population, 0.05, horizon)
+    for start, batch in ((0, 1), (1, 1), (2, 5), (7, 1), (8, 40), (48, 1), (49, 3), (52, 548)):
+        stop = start + batch
+        compiled.extend(x[start:stop])
+        numpy.extend(x[start:stop])
+        assert compiled.bounds() == numpy.bounds(), stop
+        assert compiled.work == numpy.work, stop
+        if stop in (8, 52, 600):
+            exact = sequence_bounds(x[:stop], population, 0.05, horizon)
+            assert exact == numpy_sequence_bounds(x[:stop], population, 0.05, horizon)
+            assert compiled.exact_bounds() == numpy.exact_bounds() == exact
+            low, high, empty = exact
+            assert not empty
+            for end, inward in ((low, 1e-9), (high, -1e-9)):
+                if 0.0 < end < 1.0:
+                    m = 2 * end - 1
+                    d = 2 * x[:stop] - 1
+                    assert ref_betting_sequence_rejects(d, m, population, 0.05, horizon)
+                    assert not ref_betting_sequence_rejects(
+                        d, m + 2 * inward, population, 0.05, horizon
+                    )
+    assert compiled.t == 600 and compiled.x.tolist() == x.tolist()
+    for t in range(1, 600, 37):  # and one reading at many sizes
+        assert sequence_bounds(x[:t], population, 0.05, horizon) == numpy_sequence_bounds(
+            x[:t], population, 0.05, horizon
+        ), t
+
+
+def test_the_compiled_sequence_refuses_bad_input():
+    from truescore_fast import _core
+
+    with pytest.raises(ValueError, match="alpha"):
+        _core.ConfidenceSequence(None, 1.5, None)
+    with pytest.raises(ValueError, match="horizon"):
+        _core.ConfidenceSequence(None, 0.05, 0)
+    with pytest.raises(ValueError, match="population_size"):
+        _core.ConfidenceSequence(0, 0.05, None)
+    sequence = _core.ConfidenceSequence(3, 0.05, None)
+    with pytest.raises(ValueError, match="x must hold finite values"):
+        sequence.extend(np.array([0.5, np.nan]))
+    with pytest.raises(ValueError, match="x must hold finite values"):
+        sequence.extend(np.array([1.5]))
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        sequence.extend(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="exceed population_size"):
+        sequence.extend(np.full(4, 0.5))
+    assert sequence.t == 0  # nothing refused was added
+    with pytest.raises(ValueError, match="x must be non-empty"):
+        _core.sequence_bounds(np.empty(0), None, 0.05, None)
+    with pytest.raises(ValueError, match="population_size must be at least"):
+        _core.sequence_bounds(np.full(5, 0.5), 4, 0.05, None)
+    with pytest.raises(ValueError, match="m must hold one candidate per row"):
+        _core.sequence_first_hits(np.full((2, 5), 0.5), np.full(3, 0.5), 10, 0.05, None)
 
 
 @pytest.mark.parametrize("population", [None, 400, 1000])
