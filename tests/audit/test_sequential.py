@@ -786,7 +786,7 @@ def test_an_update_costs_what_its_parents_cost():
     work = []
     for i in range(1200):
         audit.update(pub[i], fr[i])
-        work.append(sum(s.work for s in audit._sequences.values()))
+        work.append(audit._stream.work)
     per_update = np.diff(np.array(work))
     early, late = per_update[100:200].mean(), per_update[1099:].mean()
     assert late <= 2.0 * early, (early, late)
@@ -888,3 +888,58 @@ def test_the_incremental_sequence_is_empty_only_when_the_sequence_is(population)
                 if value:
                     first.setdefault(key, t)
     assert first["incremental"] == first["exact"] < 200, first
+
+
+def test_the_compiled_projection_is_the_python_bisection():
+    # SequentialAudit's projection runs its bisection in C++ (_core.sequence_projection);
+    # the bisection as it was written in Python, over _projected_half_width, must give
+    # the same count (or None) on every case: random states, horizons, targets, effects.
+    from truescore_fast import _core
+    from truescore_fast.audit.sequential import _projected_half_width
+
+    def python_projection(t, estimate, width, half, shift, target, effect, horizon, cap):
+        limit = cap if cap is not None else 1000 * t
+
+        def bounded(low, high):
+            narrow = target is not None and (high - low) / 2.0 <= target
+            return narrow or (effect is not None and high < effect)
+
+        def decided(s):
+            w = _projected_half_width(width, t, s, horizon)
+            wh = _projected_half_width(half, t, s, horizon)
+            finding = estimate - w > 0.0 and estimate - wh - shift > 0.0
+            return finding or bounded(estimate - w, estimate + w)
+
+        if limit <= t or not decided(limit):
+            return None
+        lo, hi = t, limit
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if decided(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi - t
+
+    rng = np.random.default_rng(3702)
+    found = 0
+    for _ in range(3000):
+        t = int(rng.integers(1, 3000))
+        horizon = [None, int(rng.integers(1, 4000))][int(rng.integers(2))]
+        cap = [None, t + int(rng.integers(0, 5000))][int(rng.integers(2))]
+        args = (
+            t,
+            float(rng.uniform(-0.3, 0.3)),
+            float(rng.uniform(0.001, 0.5)),
+            float(rng.uniform(0.001, 0.6)),
+            float(rng.uniform(0.0, 0.2)),
+            [None, float(rng.uniform(0.0, 0.1))][int(rng.integers(2))],
+            [None, float(rng.uniform(-0.1, 0.2))][int(rng.integers(2))],
+            horizon,
+            cap,
+        )
+        want = python_projection(*args)
+        limit = cap if cap is not None else 1000 * t
+        assert _core.sequence_projection(*args[:-1], limit) == want, args
+        found += want is not None
+    assert 500 < found < 2900, found  # both outcomes, often

@@ -3,7 +3,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -100,6 +102,129 @@ private:
     std::mutex mutex_;
 };
 
+py::tuple reading_tuple(const truescore::AuditReading& r) {
+    return py::make_tuple(r.t, r.public_sum, r.fresh_sum, r.gap_sum, r.ends[0].low, r.ends[0].high, r.ends[0].empty,
+                          r.ends[1].low, r.ends[1].high, r.ends[1].empty);
+}
+
+// SequentialAudit's state: update() takes parents its caller has validated (their public
+// scores and fresh-form means, and K); update_unchecked() takes the caller's arguments as
+// given and returns None unless they are float64 scores it can take as they are (public a
+// float or a 1-D C-contiguous float64 array; fresh a float for one parent with K = 1, or a
+// C-contiguous float64 array: a row of K scores for one parent, one score per parent, or
+// (n, K)), every score in [0, 1] and not -0.0, 1 <= K < 8 and K as before, within the
+// population: the fast path, whose caller then validates, raises or takes update().
+class Audit {
+public:
+    Audit(const py::object& population_size, double alpha, const py::object& horizon, const py::object& cap)
+        : population_(optional_count(population_size, "population_size", 1)),
+          core_(static_cast<double>(population_), alpha, optional_count(horizon, "horizon", 1),
+                optional_count(cap, "cap", 1)) {}
+
+    py::tuple update(const ArrayD& public_scores, const ArrayD& fresh_means, long long forms) {
+        require_ndim(public_scores, 1, "public");
+        require_ndim(fresh_means, 1, "fresh");
+        const std::size_t n = static_cast<std::size_t>(public_scores.shape(0));
+        if (n == 0) throw std::invalid_argument("public must hold at least one parent");
+        if (static_cast<std::size_t>(fresh_means.shape(0)) != n)
+            throw std::invalid_argument("fresh must hold one mean per parent (" + std::to_string(n) + ")");
+        if (forms < 1) throw std::invalid_argument("forms must be at least 1");
+        std::vector<double> pub(public_scores.data(), public_scores.data() + n);
+        std::vector<double> fr(fresh_means.data(), fresh_means.data() + n);
+        require_unit(pub.data(), n, "public");
+        require_unit(fr.data(), n, "fresh");
+        return run(pub.data(), fr.data(), n, forms);
+    }
+
+    py::object update_unchecked(const py::object& public_scores, const py::object& fresh) {
+        using Contiguous = py::array_t<double, py::array::c_style>;
+        auto aligned = [](const Contiguous& a) { return reinterpret_cast<std::uintptr_t>(a.data()) % alignof(double) == 0; };
+        auto usable = [](double v) { return v >= 0.0 && v <= 1.0 && !std::signbit(v); };
+        double one_public = 0.0, one_fresh = 0.0;
+        const double* pub = nullptr;
+        const double* fr = nullptr;
+        std::size_t n = 0, k = 0;
+        Contiguous pub_array, fresh_array;  // keep the arrays alive
+        const bool scalar = PyFloat_Check(public_scores.ptr());
+        if (scalar) {
+            one_public = PyFloat_AS_DOUBLE(public_scores.ptr());
+            pub = &one_public;
+            n = 1;
+        } else if (py::isinstance<Contiguous>(public_scores)) {
+            pub_array = py::reinterpret_borrow<Contiguous>(public_scores);
+            if (pub_array.ndim() != 1 || !aligned(pub_array)) return py::none();
+            pub = pub_array.data();
+            n = static_cast<std::size_t>(pub_array.shape(0));
+        } else {
+            return py::none();
+        }
+        if (PyFloat_Check(fresh.ptr())) {
+            if (n != 1) return py::none();
+            one_fresh = PyFloat_AS_DOUBLE(fresh.ptr());
+            fr = &one_fresh;
+            k = 1;
+        } else if (py::isinstance<Contiguous>(fresh)) {
+            fresh_array = py::reinterpret_borrow<Contiguous>(fresh);
+            if (!aligned(fresh_array)) return py::none();
+            fr = fresh_array.data();
+            if (fresh_array.ndim() == 1) {
+                const std::size_t len = static_cast<std::size_t>(fresh_array.shape(0));
+                if (scalar) k = len;             // one parent's row
+                else if (len == n) k = 1;        // one score per parent
+                else return py::none();
+            } else if (fresh_array.ndim() == 2 && !scalar && static_cast<std::size_t>(fresh_array.shape(0)) == n) {
+                k = static_cast<std::size_t>(fresh_array.shape(1));
+            } else {
+                return py::none();
+            }
+        } else {
+            return py::none();
+        }
+        if (n == 0 || k < 1 || k >= 8 || (forms_ != 0 && static_cast<long long>(k) != forms_)) return py::none();
+        if (population_ > 0 && static_cast<std::int64_t>(core_.size() + n) > population_) return py::none();
+        // the scores and the fresh means in NumPy's order (add.reduce from its identity, k < 8)
+        std::vector<double> pubs(n), means(n);
+        const double kd = static_cast<double>(k);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!usable(pub[i])) return py::none();
+            double s = 0.0;
+            for (std::size_t j = 0; j < k; ++j) {
+                const double v = fr[i * k + j];
+                if (!usable(v)) return py::none();
+                s += v;
+            }
+            pubs[i] = pub[i];
+            means[i] = s / kd;
+        }
+        return run(pubs.data(), means.data(), n, static_cast<long long>(k));
+    }
+
+    std::size_t size() const { return core_.size(); }
+    long long work() const { return core_.work(); }
+    long long forms() const { return forms_; }
+
+private:
+    py::tuple run(const double* pub, const double* means, std::size_t n, long long forms) {
+        std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+        if (!lock.owns_lock()) throw std::runtime_error("the audit is in use by another thread's call");
+        if (forms_ != 0 && forms != forms_)
+            throw std::invalid_argument("fresh must have " + std::to_string(forms_) +
+                                        " fresh forms per parent, as in earlier updates; got " + std::to_string(forms));
+        if (population_ > 0 && static_cast<std::int64_t>(core_.size() + n) > population_)
+            throw std::invalid_argument("public: " + std::to_string(core_.size() + n) +
+                                        " parents scored exceeds population_size (" + std::to_string(population_) + ")");
+        forms_ = forms;
+        // an exact reading is a few hundred passes over the parents; an incremental one a
+        // few dozen at most
+        const double work = reading_work(core_.size() + n) * (16 * n >= core_.size() + n ? 2.0 : 0.2);
+        return reading_tuple(run_interruptible(work, [&] { return core_.update(pub, means, n); }));
+    }
+    std::int64_t population_;
+    truescore::AuditStream core_;
+    long long forms_ = 0;
+    std::mutex mutex_;
+};
+
 py::tuple sequence_bounds(const ArrayD& x, const py::object& population_size, double alpha,
                           const py::object& horizon) {
     require_ndim(x, 1, "x");
@@ -161,10 +286,38 @@ void bind_sequence(py::module_& m) {
         .def_property_readonly("t", &Sequence::size, "Observations so far.")
         .def_property_readonly("work", &Sequence::work, "Candidate-steps of capital computed so far.")
         .def_property_readonly("x", &Sequence::x, "The observations so far (a copy).");
+    py::class_<Audit>(m, "AuditStream",
+                      "SequentialAudit's running sums and its two sequences (alpha, alpha / 2), read after "
+                      "every update: (t, public_sum, fresh_sum, gap_sum, low, high, empty at alpha, the same "
+                      "at alpha / 2), each sequence on the [0, 1] scale, intersected with its earlier readings.")
+        .def(py::init<const py::object&, double, const py::object&, const py::object&>(), py::arg("population_size"),
+             py::arg("alpha"), py::arg("horizon"), py::arg("cap"))
+        .def("update", &Audit::update, py::arg("public"), py::arg("fresh_means"), py::arg("forms"),
+             "Add validated parents (public scores, fresh-form means, K) and read.")
+        .def("update_unchecked", &Audit::update_unchecked, py::arg("public"), py::arg("fresh"),
+             "update() from SequentialAudit.update's arguments as given, or None when they are not float64 "
+             "scores it can take as they are (the caller then validates).")
+        .def_property_readonly("t", &Audit::size, "Parents so far.")
+        .def_property_readonly("work", &Audit::work, "Candidate-steps of capital computed so far (both sequences).")
+        .def_property_readonly("forms", &Audit::forms, "Fresh forms per parent (0 before the first update).");
     m.def("sequence_bounds", &sequence_bounds, py::arg("x"), py::arg("population_size"), py::arg("alpha"),
           py::arg("horizon"),
           "The betting confidence sequence after all of x (values in [0, 1]): (low, high, empty), each end "
           "searched to 1e-14 and moved 1e-12 outward (audit/_betting.py's sequence_bounds).");
+    m.def(
+        "sequence_projection",
+        [](std::int64_t t, double estimate, double width, double half_width, double shift, const py::object& target,
+           const py::object& effect, const py::object& horizon, std::int64_t limit) -> py::object {
+            const double nan = std::numeric_limits<double>::quiet_NaN();
+            const std::int64_t more = truescore::sequence_projection(
+                t, estimate, width, half_width, shift, target.is_none() ? nan : target.cast<double>(),
+                effect.is_none() ? nan : effect.cast<double>(), optional_count(horizon, "horizon", 1), limit);
+            return more < 0 ? py::none() : py::object(py::int_(more));
+        },
+        py::arg("t"), py::arg("estimate"), py::arg("width"), py::arg("half_width"), py::arg("shift"),
+        py::arg("target"), py::arg("effect"), py::arg("horizon"), py::arg("limit"),
+        "SequentialAudit's projection: parents more until the shrinking half-widths would decide (a finding, "
+        "or bounded by target half-width or effect size), or None when none decides by limit.");
     m.def("sequence_first_hits", &sequence_first_hits, py::arg("x"), py::arg("m"), py::arg("population_size"),
           py::arg("alpha"), py::arg("horizon"), py::arg("up") = true, py::arg("down") = true,
           "For each row of x (R, n) and its candidate m[r]: the first step (1-based) at which the up-betting "

@@ -413,6 +413,87 @@ SequenceEnds BettingSequence::exact_bounds() {
     return ends;
 }
 
+// ---------------------------------------------------------------------- the audit
+
+AuditStream::AuditStream(double population_size, double alpha, std::int64_t horizon, std::int64_t cap)
+    : sequences_{BettingSequence(population_size, alpha, horizon), BettingSequence(population_size, alpha / 2.0, horizon)},
+      cap_(cap) {}
+
+AuditReading AuditStream::update(const double* public_scores, const double* fresh_means, std::size_t n) {
+    x_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double d = public_scores[i] - fresh_means[i];
+        public_.add(public_scores[i]);
+        fresh_.add(fresh_means[i]);
+        gaps_.add(d);
+        x_[i] = (d + 1.0) / 2.0;
+    }
+    AuditReading out{};
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (int a = 0; a < 2; ++a) {
+        BettingSequence& sequence = sequences_[a];
+        sequence.extend(x_.data(), n);
+        const std::size_t t = sequence.size();
+        // The ends exactly, at the cost of passes over every parent: for the last parent
+        // allowed and for a batch of at least 1/16 of the parents so far.
+        const bool exact = (cap_ > 0 && static_cast<std::int64_t>(t) == cap_) || 16 * n >= t;
+        const SequenceEnds e = exact ? sequence.exact_bounds() : sequence.bounds();
+        if (e.empty) {
+            out.ends[a] = {nan, nan, true};
+            continue;
+        }
+        // Every reading holds at once, so the running intersection holds too.
+        low_[a] = std::max(e.low, low_[a]);
+        high_[a] = std::min(e.high, high_[a]);
+        out.ends[a] = {low_[a], high_[a], low_[a] > high_[a]};
+    }
+    out.t = size();
+    out.public_sum = public_.value();
+    out.fresh_sum = fresh_.value();
+    out.gap_sum = gaps_.value();
+    return out;
+}
+
+// ---------------------------------------------------------------------- the projection
+
+namespace {
+
+double width_shape(double t, std::int64_t horizon) {
+    if (horizon <= 0) return std::sqrt(std::log1p(t) / t);
+    const double h = static_cast<double>(horizon);
+    if (t <= h) return std::sqrt(h) / t + 1.0 / std::sqrt(h);
+    return (2.0 + std::log(t / h)) / (2.0 * std::sqrt(t) - std::sqrt(h));
+}
+
+}  // namespace
+
+std::int64_t sequence_projection(std::int64_t t, double estimate, double width, double half_width, double shift,
+                                 double target, double effect, std::int64_t horizon, std::int64_t limit) {
+    const double now = width_shape(static_cast<double>(t), horizon);
+    auto bounded = [&](double low, double high) {
+        const bool narrow = !std::isnan(target) && (high - low) / 2.0 <= target;
+        const bool below = !std::isnan(effect) && high < effect;
+        return narrow || below;
+    };
+    auto decided = [&](std::int64_t s) {
+        const double shape = width_shape(static_cast<double>(s), horizon);
+        const double w = width * shape / now;
+        const double wh = half_width * shape / now;
+        const bool finding = estimate - w > 0.0 && estimate - wh - shift > 0.0;
+        return finding || bounded(estimate - w, estimate + w);
+    };
+    if (limit <= t || !decided(limit)) return -1;
+    std::int64_t lo = t, hi = limit;  // decided(hi) holds; find the first s that decides
+    while (hi - lo > 1) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (decided(mid))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi - t;
+}
+
 // ---------------------------------------------------------------------- the study
 
 void sequence_first_hits(const double* x, std::size_t rows, std::size_t n, const double* m,

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -116,6 +117,47 @@ private:
     long long work_ = 0;
 };
 
+// SequentialAudit's running state (audit/sequential.py): the compensated sums of the
+// public scores, the fresh-form means and the gaps (Neumaier, as its RunningSum), and the
+// sequences at alpha and alpha / 2 of x = (d + 1) / 2, each read after every update (the
+// exact search for the last parent allowed, cap, and for a batch of at least 1/16 of the
+// parents so far; the incremental ends otherwise) and intersected with its earlier
+// readings.
+struct AuditReading {
+    std::size_t t;
+    double public_sum, fresh_sum, gap_sum;
+    SequenceEnds ends[2];  // alpha, alpha / 2 (running intersections; empty when crossed)
+};
+
+class AuditStream {
+public:
+    // cap <= 0: none (no population and no max_parents)
+    AuditStream(double population_size, double alpha, std::int64_t horizon, std::int64_t cap);
+    // n parents: their public scores and fresh-form means (each in [0, 1])
+    AuditReading update(const double* public_scores, const double* fresh_means, std::size_t n);
+    std::size_t size() const { return sequences_[0].size(); }
+    long long work() const { return sequences_[0].work() + sequences_[1].work(); }
+
+private:
+    struct Sum {
+        double total = 0.0, carry = 0.0;
+        void add(double v) {
+            const double next = total + v;
+            if (std::fabs(total) >= std::fabs(v))
+                carry += (total - next) + v;
+            else
+                carry += (v - next) + total;
+            total = next;
+        }
+        double value() const { return total + carry; }
+    };
+    BettingSequence sequences_[2];
+    Sum public_, fresh_, gaps_;
+    double low_[2] = {0.0, 0.0}, high_[2] = {1.0, 1.0};
+    std::int64_t cap_;
+    std::vector<double> x_;
+};
+
 // For each row r of x (rows x n, values in [0, 1]) and its candidate m[r]: the first step
 // (1-based) at which the up-betting half reaches 2/alpha or m falls below the feasible
 // range (hit_up), and the same for the down-betting half (hit_down); n + 1 for never or a
@@ -123,5 +165,15 @@ private:
 void sequence_first_hits(const double* x, std::size_t rows, std::size_t n, const double* m,
                          double population_size, double alpha, std::int64_t horizon,
                          std::int64_t* hit_up, std::int64_t* hit_down);
+
+// SequentialAudit's projection (audit/sequential.py's _projection, the same operations in
+// the same order): the first s in (t, limit] at which the half-widths, shrunk from t as
+// the bets' width shape says (horizon <= 0: sqrt(log(1 + s) / s); else sqrt(h) / s +
+// 1 / sqrt(h) up to h, then (2 + log(s / h)) / (2 sqrt(s) - sqrt(h))), would decide: a
+// finding (estimate - w > 0 and estimate - w_half - shift > 0) or bounded (half-width at
+// most target, or estimate + w below effect; NaN target or effect: none), found by
+// bisection; returns s - t, or -1 when none decides by limit.
+std::int64_t sequence_projection(std::int64_t t, double estimate, double width, double half_width, double shift,
+                                 double target, double effect, std::int64_t horizon, std::int64_t limit);
 
 }  // namespace truescore
