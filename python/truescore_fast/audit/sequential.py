@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._random import SeedLike, seed_int
-from truescore_fast._result import Result
+from truescore_fast._result import Result, built
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -49,7 +49,7 @@ from truescore_fast.audit._betting import (
     gap_range,
     sequence_bounds,
 )
-from truescore_fast.audit.intervals import Interval
+from truescore_fast.audit.intervals import Interval, interval
 from truescore_fast.audit.matched_form import (
     _READINGS,
     _scoring_order,
@@ -187,11 +187,11 @@ def _sequence_interval(
     if not empty:
         first, last = feasible
         if first == last:  # a census: the mean gap itself (not its round trip through x)
-            return Interval(first, last, estimate, "betting sequence", alpha, 0.0)
+            return interval(first, last, estimate, "betting sequence", alpha, 0.0)
         lo_d, hi_d = max(2.0 * low - 1.0, first), min(2.0 * high - 1.0, last)
         if lo_d <= hi_d:
-            return Interval(lo_d, hi_d, estimate, "betting sequence", alpha, (hi_d - lo_d) / 2.0)
-    return Interval(estimate, estimate, estimate, "betting sequence", alpha, 0.0, empty=True)
+            return interval(lo_d, hi_d, estimate, "betting sequence", alpha, (hi_d - lo_d) / 2.0)
+    return interval(estimate, estimate, estimate, "betting sequence", alpha, 0.0, empty=True)
 
 
 def _width_shape(t: float, horizon: int | None) -> float:
@@ -477,7 +477,7 @@ class SequentialAudit:
         lc, uc = self._control_bounds
         r = self.transport_radius
         b = 0.0 if self.control is None else self.control.estimate
-        tau = Interval(
+        tau = interval(
             low=half.low - (uc + r),
             high=half.high - (lc - r),
             estimate=estimate - b,
@@ -504,7 +504,8 @@ class SequentialAudit:
             more = self._projection(
                 t, estimate, delta.half_width, half.half_width, b, lc, uc, r, cap
             )
-        return AuditState(
+        return built(  # AuditState(...) without its __init__ (a setattr per field)
+            AuditState,
             n_parents=t,
             public_score=public_sum / t,
             fresh_score=fresh_sum / t,
