@@ -943,3 +943,32 @@ def test_the_compiled_projection_is_the_python_bisection():
         assert _core.sequence_projection(*args[:-1], limit) == want, args
         found += want is not None
     assert 500 < found < 2900, found  # both outcomes, often
+
+
+def test_ctrl_c_stops_a_long_reading_of_the_sequence():
+    # The compiled reading releases the GIL and polls Ctrl-C at the sizes the other kernels
+    # do: a reading of 2 million gaps (a few seconds of passes) stops within a pass or two
+    # of the signal (measured in CPU seconds, tests/interrupting.py; a pass is ~20 ms).
+    import sys
+    import textwrap
+
+    from interrupting import interrupt_after
+
+    code = textwrap.dedent(
+        """
+        import sys, numpy as np, truescore_fast as tf
+        rng = np.random.default_rng(0)
+        d = rng.choice([-1.0, 0.0, 1.0], size=2_000_000, p=[0.3, 0.4, 0.3])
+        print("ready", flush=True)
+        try:
+            tf.betting_confidence_sequence(d)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+        print("finished", flush=True)
+        """
+    )
+    status, out, err, cpu = interrupt_after([sys.executable, "-c", code], 0.5, timeout=300)
+    assert status == 130, (out, err)
+    assert out.split() == ["interrupted"]
+    assert cpu < 1.0, cpu
