@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -78,9 +79,16 @@ public:
         Guard guard(*this);
         return ends_tuple(run_interruptible(reading_work(core_.size()), [&] { return core_.exact_bounds(); }));
     }
-    std::size_t size() const { return core_.size(); }
-    long long work() const { return core_.work(); }
-    py::array_t<double> x() const {
+    std::size_t size() {
+        Guard guard(*this);
+        return core_.size();
+    }
+    long long work() {
+        Guard guard(*this);
+        return core_.work();
+    }
+    py::array_t<double> x() {
+        Guard guard(*this);
         const auto& v = core_.x();
         py::array_t<double> out(static_cast<py::ssize_t>(v.size()));
         std::copy(v.begin(), v.end(), out.mutable_data());
@@ -133,10 +141,12 @@ public:
         std::vector<double> fr(fresh_means.data(), fresh_means.data() + n);
         require_unit(pub.data(), n, "public");
         require_unit(fr.data(), n, "fresh");
+        const Lock lock(*this);
         return run(pub.data(), fr.data(), n, forms);
     }
 
     py::object update_unchecked(const py::object& public_scores, const py::object& fresh) {
+        const Lock lock(*this);
         using Contiguous = py::array_t<double, py::array::c_style>;
         auto aligned = [](const Contiguous& a) { return reinterpret_cast<std::uintptr_t>(a.data()) % alignof(double) == 0; };
         auto usable = [](double v) { return v >= 0.0 && v <= 1.0 && !std::signbit(v); };
@@ -199,14 +209,22 @@ public:
         return run(pubs.data(), means.data(), n, static_cast<long long>(k));
     }
 
-    std::size_t size() const { return core_.size(); }
-    long long work() const { return core_.work(); }
-    long long forms() const { return forms_; }
+    // read without the lock (a call may be running on another thread): kept by run()
+    std::size_t size() const { return t_.load(); }
+    long long work() const { return work_.load(); }
+    long long forms() const { return forms_.load(); }
 
 private:
+    // One call at a time: the reading releases the GIL, and another Python thread's call
+    // on the same audit is refused, not run beside it.
+    struct Lock {
+        explicit Lock(Audit& a) : lock(a.mutex_, std::try_to_lock) {
+            if (!lock.owns_lock()) throw std::runtime_error("the audit is in use by another thread's call");
+        }
+        std::unique_lock<std::mutex> lock;
+    };
+    // with the lock held
     py::tuple run(const double* pub, const double* means, std::size_t n, long long forms) {
-        std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-        if (!lock.owns_lock()) throw std::runtime_error("the audit is in use by another thread's call");
         if (forms_ != 0 && forms != forms_)
             throw std::invalid_argument("fresh must have " + std::to_string(forms_) +
                                         " fresh forms per parent, as in earlier updates; got " + std::to_string(forms));
@@ -217,11 +235,19 @@ private:
         // an exact reading is a few hundred passes over the parents; an incremental one a
         // few dozen at most
         const double work = reading_work(core_.size() + n) * (16 * n >= core_.size() + n ? 2.0 : 0.2);
+        struct Publish {  // the counters, however the reading ends (Ctrl-C included)
+            Audit& a;
+            ~Publish() {
+                a.t_.store(a.core_.size());
+                a.work_.store(a.core_.work());
+            }
+        } publish{*this};
         return reading_tuple(run_interruptible(work, [&] { return core_.update(pub, means, n); }));
     }
     std::int64_t population_;
     truescore::AuditStream core_;
-    long long forms_ = 0;
+    std::atomic<long long> forms_{0}, work_{0};
+    std::atomic<std::size_t> t_{0};
     std::mutex mutex_;
 };
 

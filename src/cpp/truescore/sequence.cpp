@@ -279,7 +279,7 @@ BettingSequence::BettingSequence(double population_size, double alpha, std::int6
 
 void BettingSequence::extend(const double* x, std::size_t k) { path_.extend(x, k); }
 
-std::pair<double, double> BettingSequence::feasible() const {
+BettingSequence::Range BettingSequence::feasible() const {
     const double big_n = path_.population();
     if (!(big_n > 0.0)) return {0.0, 1.0};
     const double total = path_.compensated_sum();

@@ -105,7 +105,10 @@ private:
         std::vector<Candidate> candidates;  // key ascending
         double rejected;
     };
-    std::pair<double, double> feasible() const;
+    struct Range {
+        double first, last;
+    };
+    Range feasible() const;
     void add(End& end, std::vector<double> keys);
     void settle(End& end, double first, double last);
     SequenceEnds census() const;
