@@ -83,6 +83,7 @@ def workloads() -> dict[str, Any]:
         "betting_confidence_sequence": lambda: tsf.betting_confidence_sequence(
             gaps[0], population_size=5000
         ),
+        "sequential_audit": lambda: _sequential_audit(tsf, public, fresh),
         "randomization_test": lambda: tsf.randomization_test(
             public, fresh, method="monte_carlo", n_resamples=4000, seed=3
         ),
@@ -93,6 +94,18 @@ def workloads() -> dict[str, Any]:
             population, [40, 400], replications=300, seed=11, progress=False
         ),
     }
+
+
+def _sequential_audit(tsf: Any, public: Any, fresh: Any) -> list[Any]:
+    """Every state of a sequential audit fed one parent at a time (the compiled sequence's
+    incremental and exact readings), and a sequential study's first hits."""
+    from truescore_fast.studies.sequential import _first_hits
+
+    audit = tsf.SequentialAudit(1000, horizon=None, effect_size=0.05)
+    states = [audit.update(public[i], fresh[i]) for i in range(public.shape[0])]
+    x = ((public - fresh.mean(axis=1) + 1.0) / 2.0).reshape(4, -1)
+    hits = _first_hits(x, x.mean(axis=1), 1000, 0.05, None)
+    return [states, list(hits)]
 
 
 def run_here() -> None:

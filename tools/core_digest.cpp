@@ -15,6 +15,7 @@
 #include "truescore/contamination.hpp"
 #include "truescore/portable.hpp"
 #include "truescore/sampling.hpp"
+#include "truescore/sequence.hpp"
 #include "truescore/signflip.hpp"
 
 namespace {
@@ -137,6 +138,32 @@ int main() {
         const std::size_t sizes[] = {3000000000000ULL, 5000000000007ULL, 1000000000001ULL, 0};
         a.all(truescore::proportional_allocation(sizes, 4, 4000000000003ULL));
         print("proportional_allocation", a);
+    }
+    {  // the confidence sequence: one reading, the incremental sequence fed one at a time, first hits
+        std::vector<double> x(300);
+        for (double& v : x) v = static_cast<double>(static_cast<int>(rng.next() % 3)) / 2.0;
+        Digest d;
+        for (const double pop : {0.0, 2000.0}) {
+            for (const std::int64_t horizon : {std::int64_t{0}, std::int64_t{300}}) {
+                const truescore::SequenceEnds e = truescore::sequence_bounds(x.data(), x.size(), pop, 0.05, horizon);
+                d.real(e.low);
+                d.real(e.high);
+                truescore::BettingSequence seq(pop, 0.05, horizon);
+                for (std::size_t t = 0; t < x.size(); ++t) {
+                    seq.extend(&x[t], 1);
+                    const truescore::SequenceEnds r = t % 50 == 49 ? seq.exact_bounds() : seq.bounds();
+                    d.real(r.low);
+                    d.real(r.high);
+                }
+                d.word(static_cast<std::uint64_t>(seq.work()));
+            }
+        }
+        std::vector<double> m = {0.45, 0.5, 0.55};
+        std::vector<std::int64_t> up(3), down(3);
+        truescore::sequence_first_hits(x.data(), 3, 100, m.data(), 2000.0, 0.05, 0, up.data(), down.data());
+        d.all(up);
+        d.all(down);
+        print("betting_sequence", d);
     }
     return 0;
 }

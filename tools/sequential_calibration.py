@@ -155,7 +155,6 @@ def fresh_rows(widths: dict[tuple[str, int], tuple[float, float, float, float]])
 def miss_count(shape: str, size: int, start: int, rows: int, alpha: float = 0.05) -> int:
     """Of the ``rows`` random orders of block ``start`` (a multiple of 250; its own NumPy
     stream), how many sequences exclude the true mean at some t <= N - 1."""
-    from truescore_fast.audit._betting import log_bets
     from truescore_fast.studies.sequential import _first_hits
 
     pop = population(shape, size)
@@ -163,7 +162,7 @@ def miss_count(shape: str, size: int, start: int, rows: int, alpha: float = 0.05
     rng = np.random.default_rng([24, ALL_SHAPES.index(shape), size, start])
     d = np.stack([rng.permutation(pop)[: size - 1] for _ in range(rows)])
     x = (d + 1.0) / 2.0
-    up, down = _first_hits(x, np.full(rows, (truth + 1.0) / 2.0), size, alpha, log_bets(x, alpha))
+    up, down = _first_hits(x, np.full(rows, (truth + 1.0) / 2.0), size, alpha, None)
     return int(np.sum(np.minimum(up, down) <= size - 1))
 
 

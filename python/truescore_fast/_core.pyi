@@ -79,6 +79,59 @@ def gap_interval_unchecked(
 def matched_form_gaps(
     public: object, fresh: object
 ) -> tuple[npt.NDArray[np.float64], int, float, float, float] | None: ...
+
+class ConfidenceSequence:
+    def __init__(self, population_size: int | None, alpha: float, horizon: int | None) -> None: ...
+    def extend(self, x: npt.ArrayLike) -> None: ...
+    def bounds(self) -> tuple[float, float, bool]: ...
+    def exact_bounds(self) -> tuple[float, float, bool]: ...
+    @property
+    def t(self) -> int: ...
+    @property
+    def work(self) -> int: ...
+    @property
+    def x(self) -> npt.NDArray[np.float64]: ...
+
+class AuditStream:
+    def __init__(
+        self, population_size: int | None, alpha: float, horizon: int | None, cap: int | None
+    ) -> None: ...
+    def update(
+        self, public: npt.ArrayLike, fresh_means: npt.ArrayLike, forms: int
+    ) -> tuple[int, float, float, float, float, float, bool, float, float, bool]: ...
+    def update_unchecked(
+        self, public: object, fresh: object
+    ) -> tuple[int, float, float, float, float, float, bool, float, float, bool] | None: ...
+    @property
+    def t(self) -> int: ...
+    @property
+    def work(self) -> int: ...
+    @property
+    def forms(self) -> int: ...
+
+def sequence_projection(
+    t: int,
+    estimate: float,
+    width: float,
+    half_width: float,
+    shift: float,
+    target: float | None,
+    effect: float | None,
+    horizon: int | None,
+    limit: int,
+) -> int | None: ...
+def sequence_bounds(
+    x: npt.ArrayLike, population_size: int | None, alpha: float, horizon: int | None
+) -> tuple[float, float, bool]: ...
+def sequence_first_hits(
+    x: npt.ArrayLike,
+    m: npt.ArrayLike,
+    population_size: int | None,
+    alpha: float,
+    horizon: int | None,
+    up: bool = True,
+    down: bool = True,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
 def gap_intervals(
     gaps: npt.ArrayLike,
     methods: npt.ArrayLike,

@@ -161,7 +161,6 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
     # data-dependent stop: the first look (every 25) at which the library's sequence
     # excludes 0. Both must be at most alpha = 0.1 within 3 Monte Carlo SEs (300 runs:
     # SE <= 0.018); the library must agree with the reference on every run.
-    from truescore_fast.audit._betting import log_bets
     from truescore_fast.studies.sequential import _first_hits
 
     alpha, runs, n = 0.1, 300, 300
@@ -178,9 +177,8 @@ def test_horizon_tuned_sequences_are_valid_under_monitoring(population, horizon)
         d = np.stack([rng.permutation(pop)[:n] for _ in range(runs)])
     x = (d + 1) / 2
     size = population if population is not None else 10**9
-    bets = log_bets(x, alpha, horizon)
-    up, down = _first_hits(x, np.full(runs, (truth + 1) / 2), size, alpha, bets)
-    zero_up, zero_down = _first_hits(x, np.full(runs, 0.5), size, alpha, bets)
+    up, down = _first_hits(x, np.full(runs, (truth + 1) / 2), size, alpha, horizon)
+    zero_up, zero_down = _first_hits(x, np.full(runs, 0.5), size, alpha, horizon)
     looks = np.arange(25, n + 1, 25)
     first_zero = np.minimum(zero_up, zero_down)
     stop = np.array([looks[looks >= t][0] if t <= n else n for t in first_zero])
@@ -568,7 +566,7 @@ def test_the_study_reads_the_sequence_the_audit_reports_near_the_census():
     d = np.append(rng.permutation(population[:-1]), population[-1])
     candidates = np.array([-0.01, 0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.05])
     x = np.tile((d[:-1] + 1) / 2, (candidates.size, 1))
-    up, down = _first_hits(x, (candidates + 1) / 2, size, 0.05, log_bets(x, 0.05))
+    up, down = _first_hits(x, (candidates + 1) / 2, size, 0.05, None)
     first = np.minimum(up, down)
     for t in range(150, size):
         iv = tf.betting_confidence_sequence(d[:t], population_size=size)
@@ -640,7 +638,8 @@ def _guide_tables():
 def test_the_reference_hedged_cs_is_our_sequence_with_one_process(monkeypatch):
     # The reference is written from the paper; our sequence with one capital process of
     # horizon-free bets truncated at 3/4 (the sequence before issue 22, part 3) or 1/2
-    # must be it, to the bisection's 1e-10.
+    # must be it, to the bisection's 1e-10. (The NumPy definition: the compiled sequence
+    # has only the mixture's processes, and is held to the NumPy one above.)
     from reference import ref_hedged_cs
     from truescore_fast.audit import _betting
 
@@ -651,7 +650,7 @@ def test_the_reference_hedged_cs_is_our_sequence_with_one_process(monkeypatch):
             x = (row + 1) / 2
             for c in (0.75, 0.5):
                 monkeypatch.setattr(_betting, "_MIXTURE", ((1.0, None, c, c),))
-                low, high, empty = _betting.sequence_bounds(x, 5000, 0.05, None)
+                low, high, empty = _betting.numpy_sequence_bounds(x, 5000, 0.05, None)
                 ref = ref_hedged_cs(x, 5000, 0.05, c=c)
                 assert not empty
                 assert low == pytest.approx(ref[0], abs=2e-10) and high == pytest.approx(
@@ -787,10 +786,85 @@ def test_an_update_costs_what_its_parents_cost():
     work = []
     for i in range(1200):
         audit.update(pub[i], fr[i])
-        work.append(sum(s.work for s in audit._sequences.values()))
+        work.append(audit._stream.work)
     per_update = np.diff(np.array(work))
     early, late = per_update[100:200].mean(), per_update[1099:].mean()
     assert late <= 2.0 * early, (early, late)
+
+
+@pytest.mark.parametrize(
+    ("population", "horizon"), [(None, None), (900, None), (900, 300), (None, 50)]
+)
+def test_the_compiled_sequence_is_the_numpy_definition(population, horizon):
+    # The compiled sequence (src/cpp/truescore/sequence.cpp) keeps the capital as products
+    # where the NumPy definitions of audit/_betting.py sum log1p: the same search over the
+    # same candidates, so the same ends, one reading and incremental (and the same work
+    # counted), but where a candidate lies within the capital's rounding of a crossing;
+    # on these samples not once. Each reading is also checked against the loop reference.
+    from truescore_fast.audit._betting import (
+        IncrementalSequence,
+        NumpyIncrementalSequence,
+        numpy_sequence_bounds,
+        sequence_bounds,
+    )
+
+    rng = np.random.default_rng(3701)
+    pub, fr = _gaps(rng, 600)
+    x = (pub - fr.mean(axis=1) + 1) / 2
+    compiled = IncrementalSequence(population, 0.05, horizon)
+    numpy = NumpyIncrementalSequence(population, 0.05, horizon)
+    for start, batch in ((0, 1), (1, 1), (2, 5), (7, 1), (8, 40), (48, 1), (49, 3), (52, 548)):
+        stop = start + batch
+        compiled.extend(x[start:stop])
+        numpy.extend(x[start:stop])
+        assert compiled.bounds() == numpy.bounds(), stop
+        assert compiled.work == numpy.work, stop
+        if stop in (8, 52, 600):
+            exact = sequence_bounds(x[:stop], population, 0.05, horizon)
+            assert exact == numpy_sequence_bounds(x[:stop], population, 0.05, horizon)
+            assert compiled.exact_bounds() == numpy.exact_bounds() == exact
+            low, high, empty = exact
+            assert not empty
+            for end, inward in ((low, 1e-9), (high, -1e-9)):
+                if 0.0 < end < 1.0:
+                    m = 2 * end - 1
+                    d = 2 * x[:stop] - 1
+                    assert ref_betting_sequence_rejects(d, m, population, 0.05, horizon)
+                    assert not ref_betting_sequence_rejects(
+                        d, m + 2 * inward, population, 0.05, horizon
+                    )
+    assert compiled.t == 600 and compiled.x.tolist() == x.tolist()
+    for t in range(1, 600, 37):  # and one reading at many sizes
+        assert sequence_bounds(x[:t], population, 0.05, horizon) == numpy_sequence_bounds(
+            x[:t], population, 0.05, horizon
+        ), t
+
+
+def test_the_compiled_sequence_refuses_bad_input():
+    from truescore_fast import _core
+
+    with pytest.raises(ValueError, match="alpha"):
+        _core.ConfidenceSequence(None, 1.5, None)
+    with pytest.raises(ValueError, match="horizon"):
+        _core.ConfidenceSequence(None, 0.05, 0)
+    with pytest.raises(ValueError, match="population_size"):
+        _core.ConfidenceSequence(0, 0.05, None)
+    sequence = _core.ConfidenceSequence(3, 0.05, None)
+    with pytest.raises(ValueError, match="x must hold finite values"):
+        sequence.extend(np.array([0.5, np.nan]))
+    with pytest.raises(ValueError, match="x must hold finite values"):
+        sequence.extend(np.array([1.5]))
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        sequence.extend(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="exceed population_size"):
+        sequence.extend(np.full(4, 0.5))
+    assert sequence.t == 0  # nothing refused was added
+    with pytest.raises(ValueError, match="x must be non-empty"):
+        _core.sequence_bounds(np.empty(0), None, 0.05, None)
+    with pytest.raises(ValueError, match="population_size must be at least"):
+        _core.sequence_bounds(np.full(5, 0.5), 4, 0.05, None)
+    with pytest.raises(ValueError, match="m must hold one candidate per row"):
+        _core.sequence_first_hits(np.full((2, 5), 0.5), np.full(3, 0.5), 10, 0.05, None)
 
 
 @pytest.mark.parametrize("population", [None, 400, 1000])
@@ -814,3 +888,87 @@ def test_the_incremental_sequence_is_empty_only_when_the_sequence_is(population)
                 if value:
                     first.setdefault(key, t)
     assert first["incremental"] == first["exact"] < 200, first
+
+
+def test_the_compiled_projection_is_the_python_bisection():
+    # SequentialAudit's projection runs its bisection in C++ (_core.sequence_projection);
+    # the bisection as it was written in Python, over _projected_half_width, must give
+    # the same count (or None) on every case: random states, horizons, targets, effects.
+    from truescore_fast import _core
+    from truescore_fast.audit.sequential import _projected_half_width
+
+    def python_projection(t, estimate, width, half, shift, target, effect, horizon, cap):
+        limit = cap if cap is not None else 1000 * t
+
+        def bounded(low, high):
+            narrow = target is not None and (high - low) / 2.0 <= target
+            return narrow or (effect is not None and high < effect)
+
+        def decided(s):
+            w = _projected_half_width(width, t, s, horizon)
+            wh = _projected_half_width(half, t, s, horizon)
+            finding = estimate - w > 0.0 and estimate - wh - shift > 0.0
+            return finding or bounded(estimate - w, estimate + w)
+
+        if limit <= t or not decided(limit):
+            return None
+        lo, hi = t, limit
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if decided(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi - t
+
+    rng = np.random.default_rng(3702)
+    found = 0
+    for _ in range(3000):
+        t = int(rng.integers(1, 3000))
+        horizon = [None, int(rng.integers(1, 4000))][int(rng.integers(2))]
+        cap = [None, t + int(rng.integers(0, 5000))][int(rng.integers(2))]
+        args = (
+            t,
+            float(rng.uniform(-0.3, 0.3)),
+            float(rng.uniform(0.001, 0.5)),
+            float(rng.uniform(0.001, 0.6)),
+            float(rng.uniform(0.0, 0.2)),
+            [None, float(rng.uniform(0.0, 0.1))][int(rng.integers(2))],
+            [None, float(rng.uniform(-0.1, 0.2))][int(rng.integers(2))],
+            horizon,
+            cap,
+        )
+        want = python_projection(*args)
+        limit = cap if cap is not None else 1000 * t
+        assert _core.sequence_projection(*args[:-1], limit) == want, args
+        found += want is not None
+    assert 500 < found < 2900, found  # both outcomes, often
+
+
+def test_ctrl_c_stops_a_long_reading_of_the_sequence():
+    # The compiled reading releases the GIL and polls Ctrl-C at the sizes the other kernels
+    # do: a reading of 2 million gaps (a few seconds of passes) stops within a pass or two
+    # of the signal (measured in CPU seconds, tests/interrupting.py; a pass is ~20 ms).
+    import sys
+    import textwrap
+
+    from interrupting import interrupt_after
+
+    code = textwrap.dedent(
+        """
+        import sys, numpy as np, truescore_fast as tf
+        rng = np.random.default_rng(0)
+        d = rng.choice([-1.0, 0.0, 1.0], size=2_000_000, p=[0.3, 0.4, 0.3])
+        print("ready", flush=True)
+        try:
+            tf.betting_confidence_sequence(d)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+        print("finished", flush=True)
+        """
+    )
+    status, out, err, cpu = interrupt_after([sys.executable, "-c", code], 0.5, timeout=300)
+    assert status == 130, (out, err)
+    assert out.split() == ["interrupted"]
+    assert cpu < 1.0, cpu

@@ -257,17 +257,26 @@ def test_the_order_study_takes_shifts_as_the_other_studies_take_their_lists():
 
 
 def test_first_hits_match_the_loop_reference():
+    # The compiled first hits, against the loop reference and against the NumPy
+    # definition (every row, both halves, the same step).
     from truescore_fast.audit._betting import log_bets
-    from truescore_fast.studies.sequential import _first_hits
+    from truescore_fast.studies.sequential import _first_hits, _numpy_first_hits
 
     rng = np.random.default_rng(21)
     d = np.round(rng.uniform(-1, 1, (30, 80)) * 2) / 2
     for m in (-0.2, 0.0, 0.15):
         for horizon in (None, 80):
             x = (d + 1) / 2
-            up, down = _first_hits(
+            up, down = _first_hits(x, np.full(30, (m + 1) / 2), 200, 0.1, horizon)
+            want = _numpy_first_hits(
                 x, np.full(30, (m + 1) / 2), 200, 0.1, log_bets(x, 0.1, horizon)
             )
+            assert up.tolist() == want[0].tolist() and down.tolist() == want[1].tolist()
+            for halves in ((True, False), (False, True)):
+                one = _first_hits(x, np.full(30, (m + 1) / 2), 200, 0.1, horizon, halves)
+                for k in range(2):
+                    expected = (up, down)[k] if halves[k] else np.full(30, 81)
+                    assert one[k].tolist() == expected.tolist()
             for row in range(30):
                 first = min(up[row], down[row])
                 ref = (m, 200, 0.1, horizon)

@@ -24,6 +24,7 @@ __all__ = [
     "Bets",
     "FEASIBLE_SLACK",
     "IncrementalSequence",
+    "NumpyIncrementalSequence",
     "RunningSum",
     "capital_logs",
     "check_horizon",
@@ -32,6 +33,7 @@ __all__ = [
     "gap_range",
     "log_bets",
     "log_capital_max",
+    "numpy_sequence_bounds",
     "sequence_bounds",
 ]
 
@@ -320,6 +322,21 @@ def _half_peaks(
 def sequence_bounds(
     x: npt.NDArray[np.float64], population_size: int | None, alpha: float, horizon: int | None
 ) -> tuple[float, float, bool]:
+    """:func:`numpy_sequence_bounds` compiled (``_core.sequence_bounds``): the same search
+    over the same candidates, the capital kept as products of its factors rather than
+    sums of their log1p (see src/cpp/truescore/sequence.hpp), so the same ends but where
+    a candidate lies within the capital's rounding of a crossing."""
+    return cast(
+        "tuple[float, float, bool]",
+        _core.sequence_bounds(
+            np.ascontiguousarray(x, dtype=np.float64), population_size, alpha, horizon
+        ),
+    )
+
+
+def numpy_sequence_bounds(
+    x: npt.NDArray[np.float64], population_size: int | None, alpha: float, horizon: int | None
+) -> tuple[float, float, bool]:
     """The confidence sequence for the mean of ``x`` (in [0, 1]) after all of ``x``: the
     candidates whose hedged capital never reached 1/alpha, searched within the values the
     mean can take given ``x`` (the whole of [0, 1] without a population). Ends rounded
@@ -413,9 +430,11 @@ class _End:
         self.rejected = -math.inf
 
 
-class IncrementalSequence:
+class NumpyIncrementalSequence:
     """The betting confidence sequence of a growing sample, updated at the cost of the new
-    observations (amortised), for :class:`~truescore_fast.SequentialAudit`.
+    observations (amortised): the definition :class:`IncrementalSequence` (the compiled
+    ``_core.ConfidenceSequence``, which :class:`~truescore_fast.SequentialAudit` uses)
+    carries out, kept as the reference the tests hold it to.
 
     It keeps, for each end, the capital of a few candidates near it (the up-betting
     half's for the lower end, the down-betting half's for the upper end), and carries
@@ -615,7 +634,9 @@ class IncrementalSequence:
         tried), the incremental ends moved to its ends."""
         if self.population_size is not None and self.t == self.population_size:
             return self.bounds()
-        low, high, empty = sequence_bounds(self.x, self.population_size, self.alpha, self.horizon)
+        low, high, empty = numpy_sequence_bounds(
+            self.x, self.population_size, self.alpha, self.horizon
+        )
         if empty:
             self.empty = True
             return low, high, empty
@@ -629,6 +650,12 @@ class IncrementalSequence:
             upper.rejected = max(upper.rejected, -(high - 0.5 * _MARGIN))
         self._width = high - low
         return low, high, False
+
+
+# The incremental sequence that SequentialAudit uses: NumpyIncrementalSequence compiled
+# (src/cpp/truescore/sequence.hpp): ConfidenceSequence(population_size, alpha, horizon),
+# extend(x), bounds(), exact_bounds(), t, work and x, as there.
+IncrementalSequence = _core.ConfidenceSequence
 
 
 _NO_AUTO = object()  # check_horizon's auto for a function that takes no "auto"

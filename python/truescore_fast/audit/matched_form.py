@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._random import SeedLike, seed_int
-from truescore_fast._result import Result
+from truescore_fast._result import Result, built
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -49,7 +49,7 @@ from truescore_fast._validation import (
 )
 from truescore_fast.audit._methods import FALLBACK_METHODS, TRAITS, methods_for
 from truescore_fast.audit.data import ALL_MODELS, AuditData, _forms, _read_table, read_audit_table
-from truescore_fast.audit.intervals import Interval, _single
+from truescore_fast.audit.intervals import Interval, _single, interval
 
 __all__ = [
     "ControlBank",
@@ -323,7 +323,7 @@ def matched_form_audit(
         reading_used = control_reading
     r = radius  # validated above
     tau_intervals = {
-        name: Interval(
+        name: interval(
             low=lo_d - (uc + r),
             high=hi_d - (lc - r),
             estimate=estimate - (0.0 if bank is None else bank.estimate),
@@ -335,7 +335,8 @@ def matched_form_audit(
         for name, (lc, uc) in readings_c.items()
     }
     tau = tau_intervals[reading_used]
-    return MatchedFormAudit(
+    return built(  # MatchedFormAudit(...) without its __init__ (a setattr per field)
+        MatchedFormAudit,
         public_score=public_score,
         fresh_score=fresh_score,
         estimate=estimate,

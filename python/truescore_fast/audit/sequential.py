@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast import _core
 from truescore_fast._random import SeedLike, seed_int
-from truescore_fast._result import Result
+from truescore_fast._result import Result, built
 from truescore_fast._validation import (
     check_alpha,
     check_choice,
@@ -42,15 +43,13 @@ from truescore_fast._validation import (
     real_scalar,
 )
 from truescore_fast.audit._betting import (
-    IncrementalSequence,
-    RunningSum,
     check_horizon,
     check_population,
     feasible_gap_range,
     gap_range,
     sequence_bounds,
 )
-from truescore_fast.audit.intervals import Interval
+from truescore_fast.audit.intervals import Interval, interval
 from truescore_fast.audit.matched_form import (
     _READINGS,
     _scoring_order,
@@ -188,11 +187,11 @@ def _sequence_interval(
     if not empty:
         first, last = feasible
         if first == last:  # a census: the mean gap itself (not its round trip through x)
-            return Interval(first, last, estimate, "betting sequence", alpha, 0.0)
+            return interval(first, last, estimate, "betting sequence", alpha, 0.0)
         lo_d, hi_d = max(2.0 * low - 1.0, first), min(2.0 * high - 1.0, last)
         if lo_d <= hi_d:
-            return Interval(lo_d, hi_d, estimate, "betting sequence", alpha, (hi_d - lo_d) / 2.0)
-    return Interval(estimate, estimate, estimate, "betting sequence", alpha, 0.0, empty=True)
+            return interval(lo_d, hi_d, estimate, "betting sequence", alpha, (hi_d - lo_d) / 2.0)
+    return interval(estimate, estimate, estimate, "betting sequence", alpha, 0.0, empty=True)
 
 
 def _width_shape(t: float, horizon: int | None) -> float:
@@ -304,7 +303,8 @@ class SequentialAudit:
     An update costs what its parents cost, whatever came before (amortised): the two
     sequences are carried forward by the new parents alone, their ends tracked by the
     capital of a few candidates near each (see
-    :class:`~truescore_fast.audit._betting.IncrementalSequence`). After a small batch
+    :class:`~truescore_fast.audit._betting.NumpyIncrementalSequence`; the update runs in
+    the compiled core, a few microseconds for one parent). After a small batch
     (fewer than 1/16 of the parents so far) each end is then at most 1/200 of the
     interval's width outside the exact end of :func:`betting_confidence_sequence` on
     the same parents, never inside it (so the guarantee is untouched and a decision can
@@ -388,21 +388,18 @@ class SequentialAudit:
             self._control_bounds = (reading.low, reading.high)
         self.control_reading = control_reading if control is not None else "none"
         # Running sums and the two sequences (alpha and alpha/2), each carried forward by
-        # the new parents alone: an update costs what its parents cost, not what all do.
-        self._public, self._fresh, self._gaps = RunningSum(), RunningSum(), RunningSum()
-        self._sequences = {
-            a: IncrementalSequence(self.population_size, a, self.horizon)
-            for a in (self.alpha, self.alpha / 2.0)
-        }
-        self._forms: int | None = None
-        self._low = {self.alpha: 0.0, self.alpha / 2.0: 0.0}
-        self._high = {self.alpha: 1.0, self.alpha / 2.0: 1.0}
+        # the new parents alone (an update costs what its parents cost, not what all do),
+        # read after every update and intersected with the earlier readings: compiled
+        # (_core.AuditStream; src/cpp/truescore/sequence.hpp).
+        self._stream = _core.AuditStream(
+            self.population_size, self.alpha, self.horizon, self._cap()
+        )
         self.history: list[AuditState] = []
 
     @property
     def n_parents(self) -> int:
         """Parents scored so far."""
-        return self._public.count
+        return int(self._stream.t)
 
     @property
     def state(self) -> AuditState | None:
@@ -419,6 +416,20 @@ class SequentialAudit:
         is ``update([1.0], [0.0])`` and ``update(1.0, [0.0, 1.0])`` is
         ``update([1.0], [[0.0, 1.0]])``.
         """
+        # Float64 scores as they are go straight to the core (which checks them and takes
+        # the fresh means in NumPy's order); anything else is validated here first.
+        reading = self._stream.update_unchecked(public, fresh)
+        if reading is None:
+            pub, fr = self._parents(public, fresh)
+            reading = self._stream.update(pub, fr.mean(axis=1), fr.shape[1])
+        state = self._read(reading)
+        self.history.append(state)
+        return state
+
+    def _parents(
+        self, public: npt.ArrayLike, fresh: npt.ArrayLike
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """The parents of an update, validated: public (n,) and fresh (n, K)."""
         pub = check_unit_interval("public", public)
         fr = check_unit_interval("fresh", fresh)
         if pub.ndim == 0:
@@ -440,9 +451,10 @@ class SequentialAudit:
             )
         if pub.shape[0] == 0:
             raise ValueError("public must hold at least one parent")
-        if self._forms is not None and fr.shape[1] != self._forms:
+        forms = self._stream.forms
+        if forms and fr.shape[1] != forms:
             raise ValueError(
-                f"fresh must have {self._forms} fresh forms per parent, as in earlier updates; "
+                f"fresh must have {forms} fresh forms per parent, as in earlier updates; "
                 f"got {fr.shape[1]}"
             )
         t = self.n_parents + pub.shape[0]
@@ -450,53 +462,22 @@ class SequentialAudit:
             raise ValueError(
                 f"public: {t} parents scored exceeds population_size ({self.population_size})"
             )
-        self._forms = fr.shape[1]
-        d = pub - fr.mean(axis=1)
-        self._public.add(pub)
-        self._fresh.add(fr.mean(axis=1))
-        self._gaps.add(d)
-        for sequence in self._sequences.values():
-            sequence.extend((d + 1.0) / 2.0)
-        state = self._read(pub.shape[0])
-        self.history.append(state)
-        return state
+        return pub, fr
 
-    def _sequence(self, alpha: float, batch: int) -> tuple[float, float, bool]:
-        sequence = self._sequences[alpha]
-        if sequence.t == self._cap() or 16 * batch >= sequence.t:
-            # The ends exactly, at the cost of passes over every parent: for the last
-            # parent allowed (at max_parents with the bets tuned to it, the fixed-time
-            # betting interval) and for a batch of at least 1/16 of the parents so far
-            # (whose own cost covers them).
-            low, high, empty = sequence.exact_bounds()
-        else:
-            low, high, empty = sequence.bounds()
-        if empty:
-            return math.nan, math.nan, True
-        # Every reading holds at once, so the running intersection holds too (and keeps
-        # the outward-rounded ends from ever widening).
-        low = max(low, self._low[alpha])
-        high = min(high, self._high[alpha])
-        self._low[alpha], self._high[alpha] = low, high
-        return low, high, low > high
-
-    def _read(self, batch: int) -> AuditState:
-        t = self.n_parents
-        estimate = self._gaps.value / t
+    def _read(self, reading: tuple[Any, ...]) -> AuditState:
+        t, public_sum, fresh_sum, gap_sum, low, high, empty, low2, high2, empty2 = reading
+        estimate = gap_sum / t
         feasible = (
             (-1.0, 1.0)
             if self.population_size is None
-            else gap_range(self._gaps.value, t, self.population_size, estimate)
+            else gap_range(gap_sum, t, self.population_size, estimate)
         )
-        intervals = {}
-        for a in (self.alpha, self.alpha / 2.0):
-            low, high, empty = self._sequence(a, batch)
-            intervals[a] = _sequence_interval(low, high, empty, estimate, feasible, a)
-        delta, half = intervals[self.alpha], intervals[self.alpha / 2.0]
+        delta = _sequence_interval(low, high, empty, estimate, feasible, self.alpha)
+        half = _sequence_interval(low2, high2, empty2, estimate, feasible, self.alpha / 2.0)
         lc, uc = self._control_bounds
         r = self.transport_radius
         b = 0.0 if self.control is None else self.control.estimate
-        tau = Interval(
+        tau = interval(
             low=half.low - (uc + r),
             high=half.high - (lc - r),
             estimate=estimate - b,
@@ -523,10 +504,11 @@ class SequentialAudit:
             more = self._projection(
                 t, estimate, delta.half_width, half.half_width, b, lc, uc, r, cap
             )
-        return AuditState(
+        return built(  # AuditState(...) without its __init__ (a setattr per field)
+            AuditState,
             n_parents=t,
-            public_score=self._public.value / t,
-            fresh_score=self._fresh.value / t,
+            public_score=public_sum / t,
+            fresh_score=fresh_sum / t,
             estimate=estimate,
             delta=delta,
             tau=tau,
@@ -560,24 +542,23 @@ class SequentialAudit:
         r: float,
         cap: int | None,
     ) -> int | None:
-        limit = cap if cap is not None else 1000 * t
-
-        def decided(s: int) -> bool:
-            w = _projected_half_width(width, t, s, self.horizon)
-            wh = _projected_half_width(half_width, t, s, self.horizon)
-            finding = estimate - w > 0.0 and estimate - wh - (uc + r) > 0.0
-            return finding or self._bounded(estimate - w, estimate + w)
-
-        if limit <= t or not decided(limit):
-            return None
-        lo, hi = t, limit  # decided(hi) holds; find the first s that decides
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if decided(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi - t
+        # The bisection over s in C++ (the same operations as _width_shape and _bounded,
+        # tests/audit/test_sequential.py holds it to them): in Python it cost ~20
+        # evaluations of a few calls each per update.
+        return cast(
+            "int | None",
+            _core.sequence_projection(
+                t,
+                estimate,
+                width,
+                half_width,
+                uc + r,
+                self.target_half_width,
+                self.effect_size,
+                self.horizon,
+                cap if cap is not None else 1000 * t,
+            ),
+        )
 
 
 # ---------------------------------------------------------------------- the studies

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from truescore_fast import _core
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -27,7 +28,7 @@ from truescore_fast._validation import (
     real_scalar,
     threads_used,
 )
-from truescore_fast.audit._betting import Bets, capital_logs, check_horizon, log_bets
+from truescore_fast.audit._betting import Bets, capital_logs, check_horizon
 from truescore_fast.audit.intervals import betting_intervals
 from truescore_fast.studies._common import _columns, _floats, _rate, _replications, _run_meta
 from truescore_fast.studies._engine import _Cell, _execute
@@ -60,7 +61,7 @@ def _first_hits(
     m: npt.NDArray[np.float64],
     population_size: int,
     alpha: float,
-    bets: Bets,
+    horizon: int | None,
     halves: tuple[bool, bool] = (True, True),
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """For each row of ``x`` (R, n) and its candidate ``m[r]``: the first step (1-based)
@@ -68,10 +69,26 @@ def _first_hits(
     the sequence), and the same for the down-betting half (m above it); n + 1 for never.
     A candidate made impossible by the data through that step (outside the values the
     population mean can take, which the audit's intervals never leave) counts as
-    reached by the matching half.
-    ``bets`` is :func:`log_bets` of ``x`` at ``alpha`` (computed once by the caller
-    for every candidate at that alpha). ``halves`` (up, down): the halves wanted; a
-    half not wanted reads n + 1 (never)."""
+    reached by the matching half. The bets are those of :func:`log_bets` at ``alpha``
+    and ``horizon``; ``halves`` (up, down): the halves wanted; a half not wanted reads
+    n + 1 (never). Compiled (``_core.sequence_first_hits``, each row's capital carried
+    only until it first reaches); :func:`_numpy_first_hits` is the NumPy definition."""
+    hit_up, hit_down = _core.sequence_first_hits(
+        np.ascontiguousarray(x), np.ascontiguousarray(m), population_size, alpha, horizon, *halves
+    )
+    return hit_up, hit_down
+
+
+def _numpy_first_hits(
+    x: npt.NDArray[np.float64],
+    m: npt.NDArray[np.float64],
+    population_size: int,
+    alpha: float,
+    bets: Bets,
+    halves: tuple[bool, bool] = (True, True),
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`_first_hits` in NumPy, from ``bets`` (:func:`log_bets` of ``x`` at
+    ``alpha``): the reference the compiled one is tested against."""
     n = x.shape[1]
     log_up, log_down, too_low, too_high = capital_logs(
         x, m[:, None], population_size, bets, halves
@@ -470,17 +487,16 @@ def _monitored_audit(
     in scoring order): claim, bounded, Delta_N covered at the stop, parents at the stop."""
     size = x.shape[0]
     zero = np.full(size, 0.5)
-    bets, bets_half = log_bets(x, alpha, horizon), log_bets(x, alpha / 2.0, horizon)
-    above_zero, _ = _first_hits(x, zero, big_n, alpha, bets, (True, False))
-    above_zero_half, _ = _first_hits(x, zero, big_n, alpha / 2.0, bets_half, (True, False))
+    above_zero, _ = _first_hits(x, zero, big_n, alpha, horizon, (True, False))
+    above_zero_half, _ = _first_hits(x, zero, big_n, alpha / 2.0, horizon, (True, False))
     t_find = np.maximum(above_zero, above_zero_half)
     if effect is None:
         t_bound = np.full(size, n_max + 1)
     else:
         _, t_bound = _first_hits(
-            x, np.full(size, (effect + 1.0) / 2.0), big_n, alpha, bets, (False, True)
+            x, np.full(size, (effect + 1.0) / 2.0), big_n, alpha, horizon, (False, True)
         )
-    miss_up, miss_down = _first_hits(x, (truth + 1.0) / 2.0, big_n, alpha, bets)
+    miss_up, miss_down = _first_hits(x, (truth + 1.0) / 2.0, big_n, alpha, horizon)
 
     # Decisions are read at the looks only: the first look at or after each event.
     def at_look(t: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

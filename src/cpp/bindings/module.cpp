@@ -14,6 +14,7 @@ void bind_cluster_bootstrap(py::module_& m);
 void bind_resampling(py::module_& m);
 void bind_calibration(py::module_& m);
 void bind_constat(py::module_& m);
+void bind_sequence(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "truescore_fast compiled core (internal; use the truescore_fast package)";
@@ -30,5 +31,6 @@ PYBIND11_MODULE(_core, m) {
     bind_resampling(m);
     bind_calibration(m);
     bind_constat(m);
+    bind_sequence(m);
     bind_testing(m);
 }
