@@ -51,6 +51,8 @@ def code_of(method: str) -> int:
 
 def methods_for(population_size: Any) -> tuple[str, ...]:
     """Every interval method, less those that need a population size when there is none."""
-    return tuple(
-        m for m, t in TRAITS.items() if population_size is not None or not t.needs_population
-    )
+    return _EVERY if population_size is not None else _WITHOUT_POPULATION
+
+
+_EVERY = tuple(TRAITS)
+_WITHOUT_POPULATION = tuple(m for m, t in TRAITS.items() if not t.needs_population)

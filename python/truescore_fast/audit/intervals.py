@@ -40,6 +40,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._result import Result, TabularResult, built
+from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
     check_gaps,
@@ -140,18 +141,22 @@ def interval(
     empty: bool = False,
 ) -> Interval:
     """``Interval(low, high, estimate, method, alpha, half_width, empty)``, the same object,
-    made without the dataclass's ``__init__`` (:func:`~truescore_fast._result.built`):
-    for the small calls, where building the intervals cost more than computing them."""
-    return built(
-        Interval,
-        low=low,
-        high=high,
-        estimate=estimate,
-        method=method,
-        alpha=alpha,
-        half_width=half_width,
-        empty=True if low > high else empty,  # Interval.__post_init__
-    )
+    made without the dataclass's ``__init__`` (as :func:`~truescore_fast._result.built`
+    makes one, its fields set one by one in their order): for the small calls, where
+    building the intervals cost more than computing them."""
+    obj = _new(Interval)
+    fields = obj.__dict__
+    fields["low"] = low
+    fields["high"] = high
+    fields["estimate"] = estimate
+    fields["method"] = method
+    fields["alpha"] = alpha
+    fields["half_width"] = half_width
+    fields["empty"] = True if low > high else empty  # Interval.__post_init__
+    return obj
+
+
+_new = object.__new__
 
 
 @dataclass(frozen=True, repr=False)
@@ -450,6 +455,42 @@ def matched_form_intervals(
     return _many(tuple(methods), d, population_size, alpha, n_threads)
 
 
+def _single_and_half(
+    methods: tuple[str, ...],
+    primary: str,
+    d: npt.NDArray[np.float64],
+    population_size: int | None,
+    alpha: float,
+) -> tuple[dict[str, Interval], Interval]:
+    """:func:`_single`'s intervals at ``alpha`` and method ``primary``'s at ``alpha / 2``
+    (the audit's tau), from one core call where the fast path takes them (the same bits as
+    two calls: each interval is its own gap_interval)."""
+    if type(d) is np.ndarray and type(alpha) is float:
+        fast_pop = 0.0 if population_size is None else float(population_size)
+        half = alpha / 2.0
+        alphas = (alpha,) * len(methods) + (half,)
+        got = _core.gap_intervals_unchecked(d, _codes((*methods, primary)), fast_pop, alphas)
+        if got is not None:
+            g = got[-1]
+            return (
+                {
+                    m: interval(g[0], g[1], g[2], m, alpha, g[3])
+                    for m, g in zip(methods, got, strict=False)
+                },
+                interval(g[0], g[1], g[2], primary, half, g[3]),
+            )
+    return (
+        _single(methods, d, population_size, alpha),
+        _single((primary,), d, population_size, alpha / 2.0)[primary],
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _codes(methods: tuple[str, ...]) -> tuple[int, ...]:
+    """The core's codes of a tuple of method names (kept: the audit asks for the same few)."""
+    return tuple(_CODE[m] for m in methods)
+
+
 def _single(
     methods: tuple[str, ...], d: npt.NDArray[np.float64], population_size: int | None, alpha: float
 ) -> dict[str, Interval]:
@@ -459,13 +500,11 @@ def _single(
     vector that is not a C-contiguous float64 array), which raises the right error."""
     if type(d) is np.ndarray and type(alpha) is float:
         fast_pop = 0.0 if population_size is None else float(population_size)
-        fast: dict[str, Interval] = {}
-        for m in methods:
-            got = _core.gap_interval_unchecked(d, _CODE[m], fast_pop, alpha)
-            if got is None:
-                break
-            fast[m] = interval(got[0], got[1], got[2], m, alpha, got[3])
-        else:
-            return fast
+        got = _core.gap_intervals_unchecked(d, _codes(methods), fast_pop, (alpha,))
+        if got is not None:
+            return {
+                m: interval(g[0], g[1], g[2], m, alpha, g[3])
+                for m, g in zip(methods, got, strict=True)
+            }
     pops = None if population_size is None else np.array([float(population_size)])
     return {m: ivs[0] for m, ivs in _batch(methods, d[None, :], pops, alpha).items()}

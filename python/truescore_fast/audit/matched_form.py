@@ -49,7 +49,7 @@ from truescore_fast._validation import (
 )
 from truescore_fast.audit._methods import FALLBACK_METHODS, TRAITS, methods_for
 from truescore_fast.audit.data import ALL_MODELS, AuditData, _forms, _read_table, read_audit_table
-from truescore_fast.audit.intervals import Interval, _single, interval
+from truescore_fast.audit.intervals import Interval, _single, _single_and_half, interval
 
 __all__ = [
     "ControlBank",
@@ -270,7 +270,8 @@ def matched_form_audit(
     A null result does not mean the score is clean: most of a leak's effect can carry
     over to paraphrases, where no paraphrase audit can see it.
     """
-    check_alpha(alpha)
+    if type(alpha) is not float or not (alpha / 2.0 > 0.0 and alpha < 1.0):
+        check_alpha(alpha)  # (a float check_alpha takes passes the line above unchecked)
     # The fast path (issue 37): float64 arrays of scores in [0, 1] give their gaps and
     # NumPy's sums in one core call; anything else is validated (and raises) and computed
     # with NumPy below. The same numbers either way.
@@ -288,7 +289,9 @@ def matched_form_audit(
         scores = (public_sum / n, fresh_sum / (n * k), gap_sum / n)
     public_score, fresh_score, estimate = scores
     pop = check_population_size(population_size, n)
-    radius = real_scalar("transport_radius", transport_radius, low=0.0)
+    radius = transport_radius
+    if type(radius) is not float or not 0.0 <= radius < math.inf:  # (a plain float: itself)
+        radius = real_scalar("transport_radius", transport_radius, low=0.0)
     guard = check_positive_int("guardrail", guardrail, minimum=0)
     check_choice("fallback", fallback, FALLBACK_METHODS)
     if TRAITS[fallback].needs_population and pop is None:
@@ -297,7 +300,6 @@ def matched_form_audit(
     seed_used = seed_int(seed)
     order = _scoring_order(n, seed_used)
     d_ordered = np.ascontiguousarray(d[order])
-    intervals = _single(methods_for(pop), d_ordered, pop, alpha)
     if nonzero < guard:
         primary_method = fallback
         reason = (
@@ -307,11 +309,12 @@ def matched_form_audit(
     else:
         primary_method = "wald"
         reason = f"{nonzero} nonzero gaps >= guardrail {guard}: finite-population Wald interval"
-    primary = intervals[primary_method]
-
-    # tau: Delta and b_C each at 1 - alpha/2, so the pair holds jointly at 1 - alpha.
+    # every interval at alpha, and for tau (Delta and b_C each at 1 - alpha/2, so the pair
+    # holds jointly at 1 - alpha) the primary one at alpha / 2
     half_alpha = alpha / 2.0
-    primary_half = _single((primary_method,), d_ordered, pop, half_alpha)[primary_method]
+    intervals, primary_half = _single_and_half(methods_for(pop), primary_method, d_ordered,
+                                               pop, alpha)  # fmt: skip
+    primary = intervals[primary_method]
     lo_d, hi_d = primary_half.low, primary_half.high
     bank: ControlBank | None = None
     if control is None:

@@ -534,11 +534,9 @@ def constat_tests(
     it. Leaving one model of 30 or more out moves that lambda by little: the rows equal
     :func:`constat_test` within bootstrap error, not bit for bit (tested against the
     reference's per-row GCV on its own draws). The rows' bootstrap noise is correlated by
-    this, as it already was by the shared item indices: each row's p-value keeps its
-    meaning, and an FDR step across rows that must hold under any dependence is
-    Benjamini-Yekutieli's (``fdr="by"`` of :func:`suite_audit`), not Benjamini-Hochberg's.
-    With ``smoothing`` given there is no search and no sharing of draws, and the rows are
-    :func:`constat_test`'s bit for bit.
+    this (as by the shared items): each row's p-value keeps its meaning; an FDR step valid
+    under any dependence is ``fdr="by"`` of :func:`suite_audit`. With ``smoothing`` given
+    there is no search and no sharing of draws: the rows are :func:`constat_test`'s.
 
     Raises:
         ValueError, TypeError: as :func:`constat_test` (but a model that is not testable

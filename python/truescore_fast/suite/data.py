@@ -387,12 +387,9 @@ def _numbers(chunks: Sequence[Any]) -> npt.NDArray[Any]:
             continue
         letter = "f" if pa.types.is_floating(kind) else "iu"[pa.types.is_unsigned_integer(kind)]
         dtype = np.dtype(f"{letter}{kind.bit_width // 8}")
-        data = chunk.buffers()[1]
-        offset = chunk.offset * dtype.itemsize
-        parts.append(np.frombuffer(data, dtype=dtype, count=len(chunk), offset=offset))
-    if not parts:
-        return np.empty(0)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        at = chunk.offset * dtype.itemsize
+        parts.append(np.frombuffer(chunk.buffers()[1], dtype, count=len(chunk), offset=at))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0)
 
 
 def _codes(column: Any) -> tuple[npt.NDArray[np.int32], list[str]] | None:

@@ -1,5 +1,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <optional>
@@ -68,32 +69,54 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
     return d;
 }
 
-// One audit's interval without Python-side validation: (low, high, estimate, half_width)
-// when d is a 1-D C-contiguous float64 array that passes check_gaps (and the method's
-// population requirement) and 0 < alpha / 2 < alpha < 1; otherwise None, and the caller
-// takes the validating path, which raises the right error. The same gap_interval call as
-// gap_intervals makes for a row, so the same bits. The betting interval (a few passes over
-// the sample, where a moment method makes one) runs with the GIL released, interruptible
-// by Ctrl-C at the sizes gap_intervals would poll at; its scratch is its own.
-py::object gap_interval_unchecked(const py::object& d, long method, double population_size, double alpha) {
+// One audit's intervals without Python-side validation: [(low, high, estimate,
+// half_width)] for each method code of `methods`, when d is a 1-D C-contiguous float64
+// array that passes check_gaps (and every method's population requirement) and
+// 0 < alpha / 2 < alpha < 1; otherwise None, and the caller takes the validating path,
+// which raises the right error. The gaps are checked once for all the methods (the
+// audit's six and the claim's one cost one check and one call from Python). The same
+// gap_interval call as gap_intervals makes for a row, so the same bits. The betting
+// interval (a few passes over the sample, where a moment method makes one) runs with the
+// GIL released, interruptible by Ctrl-C at the sizes gap_intervals would poll at; its
+// scratch is its own.
+py::object gap_intervals_unchecked(const py::object& d, const std::vector<long>& methods, double population_size,
+                                   const std::vector<double>& alphas) {
     using Contiguous = py::array_t<double, py::array::c_style>;
-    const truescore::IntervalMethod code = interval_method(method);
-    if (!(alpha > 0.0 && alpha < 1.0 && alpha / 2.0 > 0.0) || !py::isinstance<Contiguous>(d))
-        return py::none();
+    std::vector<truescore::IntervalMethod> codes;
+    codes.reserve(methods.size());
+    for (const long method : methods) codes.push_back(interval_method(method));
+    if (alphas.size() != 1 && alphas.size() != codes.size()) throw py::value_error("alphas: one, or one per method");
+    for (const double alpha : alphas)
+        if (!(alpha > 0.0 && alpha < 1.0 && alpha / 2.0 > 0.0)) return py::none();
+    if (!py::isinstance<Contiguous>(d)) return py::none();
     const auto gaps = py::reinterpret_borrow<Contiguous>(d);
     // pybind11's type check looks at contiguity, not alignment: a misaligned view (offset
     // 1 into a buffer) takes the validating path, whose array policy copies it aligned.
     if (gaps.ndim() != 1 || reinterpret_cast<std::uintptr_t>(gaps.data()) % alignof(double) != 0)
         return py::none();
     const std::size_t n = static_cast<std::size_t>(gaps.shape(0));
-    if (truescore::interval_traits(code).needs_population && !(population_size > 0.0)) return py::none();
+    for (const auto code : codes)
+        if (truescore::interval_traits(code).needs_population && !(population_size > 0.0)) return py::none();
     if (!truescore::check_gaps(gaps.data(), n, population_size, "d").empty()) return py::none();
-    const truescore::GapInterval iv =
-        code == truescore::IntervalMethod::betting
-            ? run_interruptible(kBettingPasses * static_cast<double>(n),
-                                [&] { return truescore::gap_interval(code, gaps.data(), n, population_size, alpha); })
-            : truescore::gap_interval(code, gaps.data(), n, population_size, alpha);
-    return py::make_tuple(iv.low, iv.high, iv.estimate, iv.half_width);
+    py::list out;
+    for (std::size_t q = 0; q < codes.size(); ++q) {
+        const truescore::IntervalMethod code = codes[q];
+        const double alpha = alphas[alphas.size() == 1 ? 0 : q];
+        const truescore::GapInterval iv =
+            code == truescore::IntervalMethod::betting
+                ? run_interruptible(kBettingPasses * static_cast<double>(n),
+                                    [&] { return truescore::gap_interval(code, gaps.data(), n, population_size, alpha); })
+                : truescore::gap_interval(code, gaps.data(), n, population_size, alpha);
+        out.append(py::make_tuple(iv.low, iv.high, iv.estimate, iv.half_width));
+    }
+    return std::move(out);
+}
+
+// One method's interval: gap_intervals_unchecked's one tuple, or None.
+py::object gap_interval_unchecked(const py::object& d, long method, double population_size, double alpha) {
+    py::object got = gap_intervals_unchecked(d, {method}, population_size, {alpha});
+    if (got.is_none()) return got;
+    return py::reinterpret_borrow<py::list>(got)[0];
 }
 
 // The matched-form audit's gaps and sums (matched_form_gaps), or None when the scores are
@@ -150,6 +173,11 @@ void bind_intervals(py::module_& m) {
           "One audit's (low, high, estimate, half_width) for any method, or None when d is "
           "not a 1-D contiguous float64 array of valid gaps (or alpha or population_size do not "
           "fit): the single-interval fast path, whose caller then validates and raises.");
+    m.def("gap_intervals_unchecked", &gap_intervals_unchecked, py::arg("d"), py::arg("methods"),
+          py::arg("population_size"), py::arg("alphas"),
+          "gap_interval_unchecked for several methods at once: a list of (low, high, estimate, "
+          "half_width) in the order of `methods`, each at its alpha of `alphas` (one for all, "
+          "or one per method; the gaps checked once), or None.");
     m.def("matched_form_gaps", &matched_form_gaps, py::arg("public"), py::arg("fresh"),
           "The matched-form audit's (d, nonzero, public_sum, fresh_sum, gap_sum) with NumPy's "
           "numbers (d = public - fresh.mean(axis=1); each sum NumPy's), or None when the scores "
