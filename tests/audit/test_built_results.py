@@ -71,3 +71,22 @@ def test_audit_states_are_the_constructors():
         _same_as_constructed(audit.update(public[i], fresh[i]))
     for i in range(30, 60):  # lists: validated first
         _same_as_constructed(audit.update([float(public[i])], [fresh[i].tolist()]))
+
+
+def test_the_audits_one_core_call_gives_the_intervals_of_two():
+    """_single_and_half (every interval at alpha and the primary at alpha / 2 in one core
+    call) gives exactly _single's intervals at alpha and at alpha / 2, on the fast path
+    and on the validating one (a gap vector that is not C-contiguous)."""
+    from truescore_fast.audit._methods import methods_for
+    from truescore_fast.audit.intervals import _single, _single_and_half
+
+    rng = np.random.default_rng(5)
+    for n, pop in ((40, None), (200, 1000), (31, 31)):
+        d = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=n)
+        for gaps in (d, np.repeat(d, 2)[::2]):
+            for primary in ("wald", "betting"):
+                for alpha in (0.05, 0.3, 1e-6):
+                    methods = methods_for(pop)
+                    both, half = _single_and_half(methods, primary, gaps, pop, alpha)
+                    assert both == _single(methods, gaps, pop, alpha)
+                    assert half == _single((primary,), gaps, pop, alpha / 2)[primary]
