@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 from fractions import Fraction
 from pathlib import Path
 
@@ -971,4 +972,6 @@ def test_ctrl_c_stops_a_long_reading_of_the_sequence():
     status, out, err, cpu = interrupt_after([sys.executable, "-c", code], 0.5, timeout=300)
     assert status == 130, (out, err)
     assert out.split() == ["interrupted"]
-    assert cpu < 1.0, cpu
+    # a pass is several times slower under tools/sanitize.sh (1.14 CPU-s seen there)
+    sanitized = "libasan" in os.environ.get("LD_PRELOAD", "")
+    assert cpu < (4.0 if sanitized else 1.0), cpu
