@@ -93,20 +93,12 @@ def test_one_reading(benchmark, parents, record_role):
 
 
 @pytest.mark.benchmark(group="one reading of the sequence, n = 1,000")
-def test_confseq_betting_cs_one_reading(benchmark, parents, record_role):
+@pytest.mark.parametrize("method", ["betting_cs", "hedged_cs"])
+def test_confseq_one_reading(benchmark, parents, record_role, method):
     betting = _confseq()
-    record_role("baseline", "confseq betting_cs (breaks = 1,000)")
+    record_role("baseline", f"confseq {method} (breaks = 1,000)")
     _, _, d, x = parents
-    low, high = benchmark.pedantic(lambda: betting.betting_cs(x, alpha=0.05), rounds=5)
-    ours = tf.betting_confidence_sequence(d)
-    assert abs((2 * low[-1] - 1) - ours.low) < 0.03 and abs((2 * high[-1] - 1) - ours.high) < 0.03
-
-
-@pytest.mark.benchmark(group="one reading of the sequence, n = 1,000")
-def test_confseq_hedged_cs_one_reading(benchmark, parents, record_role):
-    betting = _confseq()
-    record_role("baseline", "confseq hedged_cs (breaks = 1,000)")
-    _, _, d, x = parents
-    low, high = benchmark.pedantic(lambda: betting.hedged_cs(x, alpha=0.05), rounds=5)
+    cs = getattr(betting, method)
+    low, high = benchmark.pedantic(lambda: cs(x, alpha=0.05), rounds=5)
     ours = tf.betting_confidence_sequence(d)
     assert abs((2 * low[-1] - 1) - ours.low) < 0.03 and abs((2 * high[-1] - 1) - ours.high) < 0.03
