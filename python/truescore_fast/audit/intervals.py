@@ -465,24 +465,35 @@ def _single_and_half(
     """:func:`_single`'s intervals at ``alpha`` and method ``primary``'s at ``alpha / 2``
     (the audit's tau), from one core call where the fast path takes them (the same bits as
     two calls: each interval is its own gap_interval)."""
-    if type(d) is np.ndarray and type(alpha) is float:
-        fast_pop = 0.0 if population_size is None else float(population_size)
-        half = alpha / 2.0
-        alphas = (alpha,) * len(methods) + (half,)
-        got = _core.gap_intervals_unchecked(d, _codes((*methods, primary)), fast_pop, alphas)
-        if got is not None:
-            g = got[-1]
-            return (
-                {
-                    m: interval(g[0], g[1], g[2], m, alpha, g[3])
-                    for m, g in zip(methods, got, strict=False)
-                },
-                interval(g[0], g[1], g[2], primary, half, g[3]),
-            )
-    return (
-        _single(methods, d, population_size, alpha),
-        _single((primary,), d, population_size, alpha / 2.0)[primary],
-    )
+    half = alpha / 2.0
+    got = _fast((*methods, primary), d, population_size, (alpha,) * len(methods) + (half,))
+    if got is None:
+        return (
+            _single(methods, d, population_size, alpha),
+            _single((primary,), d, population_size, half)[primary],
+        )
+    return dict(zip(methods, got)), got[-1]  # noqa: B905 (the half is the last)
+
+
+def _fast(
+    methods: tuple[str, ...],
+    d: npt.NDArray[np.float64],
+    population_size: int | None,
+    alphas: tuple[float, ...],
+) -> list[Interval] | None:
+    """The single-interval fast path: ``methods[i]``'s interval at ``alphas[i]`` (one alpha
+    for all, or one each), from one core call that checks the gaps once; None where the
+    core declines (then the validating path raises the right error)."""
+    if type(d) is not np.ndarray or type(alphas[0]) is not float:  # (the rest: from it)
+        return None
+    pop = 0.0 if population_size is None else float(population_size)
+    got = _core.gap_intervals_unchecked(d, _codes(methods), pop, alphas)
+    if got is None:
+        return None
+    if len(alphas) == 1:
+        alphas *= len(methods)
+    # (zip without strict=: the core returns one tuple per method, and this is the hot path)
+    return [interval(g[0], g[1], g[2], m, a, g[3]) for m, a, g in zip(methods, alphas, got)]  # noqa: B905
 
 
 @functools.lru_cache(maxsize=64)
@@ -498,13 +509,8 @@ def _single(
     path (the same core formula, so the same interval), or all in one validating core call
     when the fast path declines (a method that needs the population without one, a gap
     vector that is not a C-contiguous float64 array), which raises the right error."""
-    if type(d) is np.ndarray and type(alpha) is float:
-        fast_pop = 0.0 if population_size is None else float(population_size)
-        got = _core.gap_intervals_unchecked(d, _codes(methods), fast_pop, (alpha,))
-        if got is not None:
-            return {
-                m: interval(g[0], g[1], g[2], m, alpha, g[3])
-                for m, g in zip(methods, got, strict=True)
-            }
+    got = _fast(methods, d, population_size, (alpha,))
+    if got is not None:
+        return dict(zip(methods, got))  # noqa: B905 (one interval per method)
     pops = None if population_size is None else np.array([float(population_size)])
     return {m: ivs[0] for m, ivs in _batch(methods, d[None, :], pops, alpha).items()}

@@ -223,6 +223,25 @@ def _cached_order(n: int, seed_used: int) -> npt.NDArray[np.int64]:
     return order
 
 
+def _gaps(
+    public: npt.ArrayLike, fresh: npt.ArrayLike
+) -> tuple[npt.NDArray[np.float64], int, int, float, float, float]:
+    """The audit's gaps d = public - mean fresh (n,), their nonzero count, K, and the
+    public, fresh and gap means. The fast path (issue 37): float64 arrays of scores in
+    [0, 1] give them (NumPy's sums) in one core call; anything else is validated (and
+    raises) and computed with NumPy. The same numbers either way."""
+    fast = _core.matched_form_gaps(public, fresh)
+    if fast is None:
+        pub, fr = _forms(public, fresh)
+        d = np.ascontiguousarray(pub - fr.mean(axis=1))
+        nonzero, k = int(np.count_nonzero(d)), fr.shape[1]
+        return d, nonzero, k, float(np.mean(pub)), float(np.mean(fr)), float(np.mean(d))
+    d, nonzero, public_sum, fresh_sum, gap_sum = fast
+    n = d.shape[0]
+    k = 1 if np.ndim(fresh) == 1 else np.shape(fresh)[1]
+    return d, nonzero, k, public_sum / n, fresh_sum / (n * k), gap_sum / n
+
+
 def matched_form_audit(
     public: npt.ArrayLike,
     fresh: npt.ArrayLike,
@@ -272,22 +291,8 @@ def matched_form_audit(
     """
     if type(alpha) is not float or not (alpha / 2.0 > 0.0 and alpha < 1.0):
         check_alpha(alpha)  # (a float check_alpha takes passes the line above unchecked)
-    # The fast path (issue 37): float64 arrays of scores in [0, 1] give their gaps and
-    # NumPy's sums in one core call; anything else is validated (and raises) and computed
-    # with NumPy below. The same numbers either way.
-    fast = _core.matched_form_gaps(public, fresh)
-    if fast is None:
-        pub, fr = _forms(public, fresh)
-        n, k = fr.shape
-        d = np.ascontiguousarray(pub - fr.mean(axis=1))
-        nonzero = int(np.count_nonzero(d))
-        scores = (float(np.mean(pub)), float(np.mean(fr)), float(np.mean(d)))
-    else:
-        d, nonzero, public_sum, fresh_sum, gap_sum = fast
-        n = d.shape[0]
-        k = 1 if np.ndim(fresh) == 1 else np.shape(fresh)[1]
-        scores = (public_sum / n, fresh_sum / (n * k), gap_sum / n)
-    public_score, fresh_score, estimate = scores
+    d, nonzero, k, public_score, fresh_score, estimate = _gaps(public, fresh)
+    n = d.shape[0]
     pop = check_population_size(population_size, n)
     radius = transport_radius
     if type(radius) is not float or not 0.0 <= radius < math.inf:  # (a plain float: itself)
@@ -383,14 +388,7 @@ class ClaimRule:
             audit = matched_form_audit(public, fresh, seed=seed)
         self.audit = audit
         self._method = audit.primary.method
-        # the audit's gaps, as it computes them, in its scoring order
-        fast = _core.matched_form_gaps(public, fresh)
-        if fast is None:
-            pub, fr = _forms(public, fresh)
-            d = np.ascontiguousarray(pub - fr.mean(axis=1))
-        else:
-            d = fast[0]
-        self._d = np.ascontiguousarray(d[audit.order])
+        self._d = np.ascontiguousarray(_gaps(public, fresh)[0][audit.order])  # as the audit
 
     def outcome(self, alpha: float) -> tuple[bool, bool]:
         """(the claim at ``alpha``, whether the primary or the tau interval is empty)."""

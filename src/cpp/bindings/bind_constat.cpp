@@ -17,20 +17,12 @@ using truescore::bindings::ArrayD;
 using truescore::bindings::ArrayI64;
 using truescore::bindings::check_memory;
 using truescore::bindings::count_at_least;
-using truescore::bindings::require_finite;
 using truescore::bindings::require_ndim;
+using truescore::bindings::require_unit;
 using truescore::bindings::run_interruptible;
 using truescore::bindings::thread_count;
 
 namespace {
-
-void require_unit(const ArrayD& a, const char* name) {
-    const double* p = a.data();
-    const std::size_t size = static_cast<std::size_t>(a.size());
-    require_finite(p, size, name);
-    for (std::size_t i = 0; i < size; ++i)
-        if (p[i] < 0.0 || p[i] > 1.0) throw std::invalid_argument(std::string(name) + " must lie in [0, 1]");
-}
 
 // Row indices into the m models (increasing ones when `increasing`).
 std::vector<std::int64_t> rows_of(const ArrayI64& rows, std::size_t m, const char* name, bool increasing) {
@@ -57,8 +49,8 @@ py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const
     if (static_cast<std::size_t>(reference.shape(0)) != m)
         throw std::invalid_argument("reference_scores must have one row per model");
     if (n < 2 || nr < 2) throw std::invalid_argument("scores and reference_scores must hold at least 2 items");
-    require_unit(scores, "scores");
-    require_unit(reference, "reference_scores");
+    require_unit(scores.data(), static_cast<std::size_t>(scores.size()), "scores");
+    require_unit(reference.data(), static_cast<std::size_t>(reference.size()), "reference_scores");
     const std::size_t b = count_at_least(n_bootstrap, "n_bootstrap", 2);
     if (!std::isfinite(lambda)) throw std::invalid_argument("smoothing must be finite");
     // Both negative: no random-guess point; else both in [0, 1].

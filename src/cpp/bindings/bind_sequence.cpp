@@ -20,7 +20,9 @@
 namespace py = pybind11;
 using truescore::bindings::ArrayD;
 using truescore::bindings::check_alpha;
+using truescore::bindings::count_at_least;
 using truescore::bindings::require_ndim;
+using truescore::bindings::require_unit;
 using truescore::bindings::run_interruptible;
 
 namespace {
@@ -34,17 +36,7 @@ std::int64_t optional_count(const py::object& v, const char* name, long long min
     } catch (const py::cast_error&) {
         throw std::invalid_argument(std::string(name) + " must be an integer or None; got " + std::string(py::repr(v)));
     }
-    if (n < minimum)
-        throw std::invalid_argument(std::string(name) + " must be at least " + std::to_string(minimum) + "; got " +
-                                    std::to_string(n));
-    return static_cast<std::int64_t>(n);
-}
-
-// Observations on [0, 1]: finite and within it (the capital's factors stay positive).
-void require_unit(const double* x, std::size_t n, const char* name) {
-    for (std::size_t i = 0; i < n; ++i)
-        if (!(x[i] >= 0.0 && x[i] <= 1.0))
-            throw std::invalid_argument(std::string(name) + " must hold finite values in [0, 1]");
+    return static_cast<std::int64_t>(count_at_least(n, name, minimum));
 }
 
 py::tuple ends_tuple(const truescore::SequenceEnds& e) { return py::make_tuple(e.low, e.high, e.empty); }

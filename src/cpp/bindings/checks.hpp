@@ -110,6 +110,13 @@ inline void require_finite(const double* x, std::size_t n, const char* name) {
         if (!std::isfinite(x[i])) throw std::invalid_argument(std::string(name) + " contains non-finite values");
 }
 
+// Values in [0, 1] (scores, observations): NaN and the infinities fail too.
+inline void require_unit(const double* x, std::size_t n, const char* name) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (!(x[i] >= 0.0 && x[i] <= 1.0))
+            throw std::invalid_argument(std::string(name) + " must hold finite values in [0, 1]");
+}
+
 // A 1-D, non-empty array of finite values.
 inline void require_finite_nonempty(const ArrayD& x, const char* name) {
     require_ndim(x, 1, name);

@@ -588,10 +588,10 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
         }
         return prepare_points(s, false);
     };
-    auto coupled = [&](Scratch& s, Philox& draws, const std::vector<std::size_t>& rows, std::vector<std::size_t>& left,
+    auto from_candidates = [&](Scratch& s, Philox& draws, const std::vector<std::size_t>& rows, std::vector<std::size_t>& left,
                        std::size_t b, double gx, double gy) {
         auto& u = s.draws_a;
-        auto& uncovered = s.seen;
+        auto& uncovered = s.seen;  // the rows no candidate has served yet (seen: free here)
         uncovered.assign(rows.begin(), rows.end());
         double lam = options.lambda;
         auto is_reference = [&](std::size_t t) { return position[t] != n_references; };
@@ -671,7 +671,7 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
                     }
                     // The reference models' draws: one set per count of references, each
                     // from the stream as it stands after the items and the noise (a
-                    // leaderboard's candidates instead, see coupled above).
+                    // leaderboard's candidates instead, see from_candidates above).
                     Philox copy = g;
                     if (!share) {
                         draw_models(copy, k_big, s.draws_a, s.seen);
@@ -699,7 +699,7 @@ void constat_bootstrap(const double* scores, const double* reference, std::size_
                     }
                     left.clear();
                     if (share) {
-                        coupled(s, copy, pending, left, b, gx, gy);
+                        from_candidates(s, copy, pending, left, b, gx, gy);
                         pending.swap(left);
                         continue;
                     }
