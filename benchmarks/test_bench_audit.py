@@ -9,7 +9,9 @@ Groups (compare the rows within a group; the README quotes the ratios):
 * randomization test: the exact randomization test at n = 20,000, K = 2, vs a NumPy
   convolution of the same null (target >= 10x);
 * five intervals: all five intervals for 10^4 audits of n = 200 in one call, vs the
-  single-audit functions in a Python loop over the same audits.
+  single-audit functions in a Python loop over the same audits;
+* matched_form_audit against its compiled work: the whole call vs its two core calls
+  alone (goal: ratio <= 3, a fixed cost at most twice the compiled work).
 Every benchmark also asserts correctness. ``extra_info`` marks each entry's role ("ours" or
 "baseline") for ``benchmarks/ratios.py``; the Python loop is timed on a subset of the audits
 and scaled. No time is asserted anywhere.
@@ -332,3 +334,34 @@ def test_matched_form_audit_small(benchmark, audit200, role, record_role):
     assert res.primary.method == "wald"
     # no control bank: tau is the primary interval at alpha / 2
     assert (res.tau.low, res.tau.high) == pytest.approx(intervals["wald_half"], abs=1e-12)
+
+
+@pytest.mark.parametrize("role", ["ours", "baseline"])
+def test_matched_form_audit_against_its_compiled_work(benchmark, audit200, role, record_role):
+    """The audit's fixed cost: the whole call against the two core calls it makes (its
+    gaps and sums; every interval at alpha and the primary one at alpha / 2), timed alone.
+    The goal (issue 37): a fixed cost at most twice the compiled work, a ratio <= 3."""
+    from truescore_fast import _core
+
+    benchmark.group = "audit: matched_form_audit against its compiled work, n = 200, K = 2"
+    public, fresh = audit200
+    res = tf.matched_form_audit(public, fresh, population_size=N_POP)
+    d = np.ascontiguousarray((public - fresh.mean(axis=1))[res.order])
+    traits = _core.interval_method_traits()
+    names = (*res.intervals, res.primary.method)
+    codes = tuple(traits[m]["code"] for m in names)
+    alphas = (0.05,) * len(res.intervals) + (0.025,)
+
+    def compiled_work():
+        _core.matched_form_gaps(public, fresh)
+        return _core.gap_intervals_unchecked(d, codes, float(N_POP), alphas)
+
+    if role == "ours":
+        record_role("ours", "matched_form_audit, the whole call")
+        benchmark(tf.matched_form_audit, public, fresh, population_size=N_POP)
+    else:
+        record_role("baseline", "its two core calls alone")
+        got = benchmark(compiled_work)
+        for name, g in zip(res.intervals, got, strict=False):
+            assert (g[0], g[1]) == (res.intervals[name].low, res.intervals[name].high)
+        assert (got[-1][0], got[-1][1]) == (res.tau.low, res.tau.high)  # no bank, r = 0

@@ -12,7 +12,9 @@ Groups (compare the rows within a group; the README quotes the ratios):
 * the whole suite audit on such a suite: ``suite_audit`` with every test (the matched-form
   audit's p-value, the randomization test, ConStat with 1,000 resamples per benchmark) on
   a simulated suite of 50 models x 20 benchmarks x 1,000 parents with a fresh form each:
-  what ``truescore-fast suite`` runs. Timed once.
+  what ``truescore-fast suite`` runs. Timed once;
+* the matched-form p-value of 40 pairs whose betting interval is primary (it bisects):
+  each level decided by ``ClaimRule`` against the whole audit at each level (before).
 Every benchmark also asserts correctness. No time is asserted anywhere.
 """
 
@@ -114,3 +116,52 @@ def test_suite_audit_job(benchmark, record_role):
     rows = [i for i in range(result.n_tests)
             if result.benchmark[i] == "bench-1" and result.test[i] == "constat"]  # fmt: skip
     assert np.array_equal(result.p_value[rows], np.maximum(want.p_value, 1 / 1000))
+
+
+class _AuditRule:
+    """The claim rule as the suite decided it before ClaimRule: the whole audit at each
+    level (the baseline of the p-value benchmark below)."""
+
+    def __init__(self, pub, fr, *, seed, audit=None):
+        self.args, self.seed = (pub, fr), seed
+        self.audit = audit if audit is not None else tf.matched_form_audit(pub, fr, seed=seed)
+
+    def outcome(self, alpha):
+        res = tf.matched_form_audit(*self.args, alpha=alpha, seed=self.seed)
+        return res.claim, res.primary.empty or res.tau.empty
+
+    def __call__(self, alpha):
+        return self.outcome(alpha)[0]
+
+
+@pytest.fixture(scope="module")
+def betting_pairs():
+    """40 pairs of 40 parents with fewer than 30 nonzero gaps: the betting interval is
+    primary, so the p-value bisects."""
+    rng = np.random.default_rng(3)
+    pairs = []
+    while len(pairs) < 40:
+        pub = (rng.random(40) < 0.7).astype(float)
+        fr = (rng.random((40, 1)) < 0.4).astype(float)
+        if tf.matched_form_audit(pub, fr).primary.method == "betting":
+            pairs.append((pub, fr))
+    return pairs
+
+
+@pytest.mark.benchmark(group="suite: the matched-form p-value, 40 betting-primary pairs of 40")
+@pytest.mark.parametrize("role", ["ours", "baseline"])
+def test_matched_form_p_value(benchmark, betting_pairs, role, record_role, monkeypatch):
+    import truescore_fast.suite.audit as suite_audit
+
+    def p_values():
+        return [suite_audit._claim_p_value(pub, fr, 0) for pub, fr in betting_pairs]
+
+    if role == "ours":
+        record_role("ours", "each level decided by ClaimRule (the primary interval alone)")
+        got = benchmark(p_values)
+        monkeypatch.setattr(suite_audit, "ClaimRule", _AuditRule)
+        assert got == p_values()  # the same p-values, bit for bit
+    else:
+        record_role("baseline", "each level decided by the whole audit (before)")
+        monkeypatch.setattr(suite_audit, "ClaimRule", _AuditRule)
+        benchmark(p_values)

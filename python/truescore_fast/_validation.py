@@ -75,16 +75,15 @@ def real_scalar(
     high_open: bool = False,
     what: str = "",
 ) -> float:
-    """``value`` as a float: one finite real number in the range ``low``..``high``
-    (``low_open`` / ``high_open``: that end excluded). The one check for real scalar
-    arguments (alpha, levels, steps, radii, effect sizes).
-
-    A 0-d array counts as its element; a bool, a string, a complex number, ``None``, an
-    array of one element (``np.array([0.05])``) or anything else that is not a real
-    number is a ``TypeError`` naming ``name``; NaN, an infinity, an int beyond the
-    largest double (``10**400``) or a value out of range is a ``ValueError`` naming it.
-    ``what`` is appended to the range message (what the number means).
-    """
+    """``value`` as a float: one finite real number in ``low``..``high`` (``low_open`` /
+    ``high_open``: that end excluded); the one check for real scalar arguments. A 0-d
+    array counts as its element; a bool, a string, a complex number, ``None``, an array
+    of one element or anything else that is not a real number is a ``TypeError`` naming
+    ``name``; NaN, an infinity, an int beyond the largest double (``10**400``) or a value
+    out of range a ``ValueError`` naming it, ``what`` appended (what the number means)."""
+    inside = type(value) is float and (low < value or value == low and not low_open)
+    if inside and (value < high or value == high and not high_open) and value - value == 0.0:
+        return value  # a finite plain float in range: the common case
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(
@@ -111,6 +110,8 @@ def real_scalar(
 def check_alpha(alpha: float, name: str = "alpha") -> float:
     """``alpha`` (returned as given) if it is one real number strictly between 0 and 1:
     :func:`real_scalar`'s checks, so never an array a binding would choke on."""
+    if type(alpha) is float and 1e-323 <= alpha < 1.0:  # the common case (alpha / 2 > 0)
+        return alpha
     if isinstance(alpha, np.ndarray) and alpha.ndim == 0:
         alpha = alpha[()]
     value = real_scalar(name, alpha, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -366,6 +367,8 @@ MAX_THREADS = 2**31 - 1
 
 def check_positive_int(name: str, value: Any, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """``value`` as an int in [``minimum``, ``maximum``] (bools and floats are refused)."""
+    if type(value) is int and minimum <= value <= maximum:  # the common case
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer; got {one_line(value)}")
     if value < minimum:
@@ -463,10 +466,7 @@ def check_population_size(
             f"{name} must be at least the number of sampled parents n = {n}; got {population_size}"
         )
     if population_size >= _INT64_LIMIT:
-        raise ValueError(
-            f"{name} must be below 2**63 (sizes are counted in 64-bit integers); "
-            f"got {short_int(int(population_size))}"
-        )
+        raise _too_large(name, short_int(int(population_size)))
     return int(population_size)
 
 
@@ -589,19 +589,13 @@ def check_population_sizes(
         and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in arr)
     ):  # Python ints beyond uint64
         if max(int(v) for v in arr) >= _INT64_LIMIT:
-            raise ValueError(
-                f"{name} must be below 2**63 (sizes are counted in 64-bit integers); "
-                f"got {short_int(max(int(v) for v in arr))}"
-            )
+            raise _too_large(name, short_int(max(int(v) for v in arr)))
     if arr.dtype.kind not in "iuf" or (
         arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
     ):
         raise ValueError(f"{name} must hold integers (population sizes N); got {one_line(sizes)}")
     if arr.size and arr.max() >= _INT64_LIMIT:
-        raise ValueError(
-            f"{name} must be below 2**63 (sizes are counted in 64-bit integers); "
-            f"got {arr.max():.6g}"
-        )
+        raise _too_large(name, f"{arr.max():.6g}")
     need = np.broadcast_to(np.asarray(n, dtype=np.int64), arr.shape)
     short = np.flatnonzero(arr < need)
     if short.size:
@@ -614,6 +608,12 @@ def check_population_sizes(
 
 
 _INT64_LIMIT = 2**63  # a size must be below it to be held by an int64
+
+
+def _too_large(name: str, got: str) -> ValueError:
+    return ValueError(
+        f"{name} must be below 2**63 (sizes are counted in 64-bit integers); got {got}"
+    )
 
 
 def check_population_total(name: str, sizes: npt.NDArray[np.int64]) -> int:

@@ -379,3 +379,13 @@ def test_the_claim_rule_is_the_audits_claim_bit_for_bit():
                 audit = tf.matched_form_audit(p_in, f_in, alpha=a, seed=seed)
                 assert rule.outcome(a) == (audit.claim, audit.primary.empty or audit.tau.empty)
     assert methods == {"betting", "wald"}
+
+
+def test_the_closed_forms_erfc_is_scipys_ndtr_within_1e_13():
+    """The closed form's 4 Phi(-x) by erfc, without scipy.special: within 1e-13 relative
+    of SciPy's ndtr over the p-values a suite reports (x from 0 to 8, 20,001 points)."""
+    from scipy.special import ndtr
+
+    x = np.linspace(0.0, 8.0, 20001)
+    ours = np.array([2.0 * math.erfc(v / math.sqrt(2.0)) for v in x])
+    np.testing.assert_allclose(ours, 4.0 * ndtr(-x), rtol=1e-13, atol=0)

@@ -289,14 +289,11 @@ def matched_form_audit(
     A null result does not mean the score is clean: most of a leak's effect can carry
     over to paraphrases, where no paraphrase audit can see it.
     """
-    if type(alpha) is not float or not (alpha / 2.0 > 0.0 and alpha < 1.0):
-        check_alpha(alpha)  # (a float check_alpha takes passes the line above unchecked)
+    check_alpha(alpha)
     d, nonzero, k, public_score, fresh_score, estimate = _gaps(public, fresh)
     n = d.shape[0]
     pop = check_population_size(population_size, n)
-    radius = transport_radius
-    if type(radius) is not float or not 0.0 <= radius < math.inf:  # (a plain float: itself)
-        radius = real_scalar("transport_radius", transport_radius, low=0.0)
+    radius = real_scalar("transport_radius", transport_radius, low=0.0)
     guard = check_positive_int("guardrail", guardrail, minimum=0)
     check_choice("fallback", fallback, FALLBACK_METHODS)
     if TRAITS[fallback].needs_population and pop is None:
