@@ -25,8 +25,9 @@ every_kernel_path = pytest.mark.parametrize(
 def kernel_path(avx512: bool) -> Iterator[None]:
     """Run the block with the AVX-512 kernels on (where the CPU has them) or off; the
     previous setting is restored after."""
-    previous = _core.testing.set_avx512(avx512)
+    previous = _core.testing.simd_level()
+    _core.testing.simd_level(3 if avx512 else 2)
     try:
         yield
     finally:
-        _core.testing.set_avx512(previous)
+        _core.testing.simd_level(previous)

@@ -113,16 +113,11 @@ def run_here() -> None:
     from truescore_fast import _core
 
     testing = _core.testing
-    paths = {
-        "native": (True, -1),
-        "no-avx512, avx": (False, 2),
-        "no-avx512, sse2": (False, 1),
-        "plain": (False, 0),
-    }
+    paths = {"native": 3, "no-avx512, avx": 2, "no-avx512, sse2": 1, "plain": 0}
     out: dict[str, Any] = {"core": _core.__file__, "results": {}}
-    for path, (avx512, betting) in paths.items():
-        testing.set_avx512(avx512)
-        level = testing.betting_simd_level(betting)
+    for path, cap in paths.items():
+        testing.simd_level(cap)
+        level = testing.betting_vector_level()
         label = f"{path} (betting level {level}, rank tests {testing.rank_vector_path()})"
         out["results"][label] = {name: digest(call()) for name, call in workloads().items()}
     print(json.dumps(out))

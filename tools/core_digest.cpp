@@ -14,6 +14,7 @@
 #include "truescore/compare.hpp"
 #include "truescore/contamination.hpp"
 #include "truescore/portable.hpp"
+#include "truescore/random.hpp"
 #include "truescore/sampling.hpp"
 #include "truescore/sequence.hpp"
 #include "truescore/signflip.hpp"
@@ -117,11 +118,11 @@ int main() {
         std::vector<double> gaps(400);
         for (double& x : gaps) x = static_cast<double>(static_cast<int>(rng.next() % 3)) - 1.0;
         std::vector<std::uint64_t> levels;
-        const int best = truescore::betting_simd_level(-1);
+        const int best = truescore::betting_vector_level();
         Digest first;
         bool same = true;
         for (int level = best; level >= 0; --level) {
-            truescore::betting_simd_level(level);
+            truescore::simd::cap_level(level);
             Digest d;
             for (std::size_t n : {std::size_t{50}, std::size_t{400}}) {
                 const truescore::GapInterval iv = truescore::betting_interval(gaps.data(), n, 5000.0, 0.05);
@@ -131,7 +132,7 @@ int main() {
             if (level == best) first = d;
             same = same && d.h == first.h;
         }
-        truescore::betting_simd_level(best);
+        truescore::simd::cap_level(truescore::simd::kAvx512Level);
         print("betting_interval", first);
         std::printf("%-28s %s\n", "betting_vector_paths", same ? "identical" : "DIFFER");
         Digest a;

@@ -3,7 +3,8 @@
 A study's randomness is one Philox4x64-10 key; task t (a block of replications, a grid
 cell, a resample) draws from counter ``[0, 0, t, 0]`` under that key. No task's draws
 depend on which thread, process or machine ran it, and the stream of any task can be
-reproduced with NumPy alone::
+reproduced with NumPy alone: :func:`philox_stream` (``philox_stream(philox_key(seed), t)``)
+is that Generator, and the one place the library builds a NumPy Philox from a key::
 
     numpy.random.Philox(key=np.array(philox_key(seed), dtype=np.uint64),
                         counter=np.array([0, 0, t, 0], dtype=np.uint64))
@@ -43,7 +44,7 @@ import numpy.typing as npt
 
 from truescore_fast._validation import one_line
 
-__all__ = ["SeedLike", "dropin_philox_key", "philox_key", "seed_int"]
+__all__ = ["SeedLike", "dropin_philox_key", "philox_key", "philox_stream", "seed_int"]
 
 SeedLike = (
     int
@@ -95,6 +96,18 @@ def philox_key(seed: SeedLike) -> tuple[int, int]:
         ) from error
     except ValueError as error:
         raise ValueError(f"seed must be a non-negative integer; got {one_line(seed)}") from error
+
+
+def philox_stream(key: tuple[int, int], task: int = 0) -> np.random.Generator:
+    """A NumPy Generator on task ``task``'s stream of ``key`` (two 64-bit words, as
+    :func:`philox_key` gives them): Philox4x64-10 at counter ``[0, 0, task, 0]``, the
+    stream the compiled core's ``Philox::for_task(key0, key1, task)`` draws from."""
+    return np.random.Generator(
+        np.random.Philox(
+            key=np.array(key, dtype=np.uint64),
+            counter=np.array([0, 0, task, 0], dtype=np.uint64),
+        )
+    )
 
 
 def dropin_philox_key(seed: Any) -> tuple[int, int]:

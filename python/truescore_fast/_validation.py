@@ -388,28 +388,20 @@ def check_index(name: str, value: Any, size: int, of: str) -> int:
 
 
 def check_n_threads(n_threads: int | None) -> int | None:
-    """``None`` (every usable CPU) or a positive thread count (the core caps it at 4 per
-    usable CPU)."""
+    """``None`` (every usable CPU) or a positive thread count (the core caps it per usable
+    CPU: :func:`threads_used`)."""
     if n_threads is None:
         return None
     return check_positive_int("n_threads", n_threads, maximum=MAX_THREADS)
 
 
-# The one thread policy, the compiled core's (parallel.hpp: resolve_threads): None means
-# every usable CPU (cpu_budget.hpp: the affinity mask and the cgroup CPU quota, read once
-# per process; _core.default_threads), a count is taken as given up to
-# MAX_THREADS_PER_CORE per usable CPU (more threads only cost memory and start-up), and a
-# thread the system refuses is run inline.
-MAX_THREADS_PER_CORE = 4
-
-
 def threads_used(n_threads: int | None) -> int:
     """Threads a call runs on for a checked ``n_threads`` (what Python-side work split by
-    thread, such as the calibration engine's chunks, must size itself by)."""
-    from truescore_fast import _core  # the compiled core's own count, so the two agree
+    thread, such as the calibration engine's chunks, must size itself by): the compiled
+    core's one thread policy (parallel.hpp: ``resolve_threads``), asked, not copied."""
+    from truescore_fast import _core
 
-    cpus = _core.default_threads()
-    return cpus if n_threads is None else min(n_threads, MAX_THREADS_PER_CORE * cpus)
+    return _core.resolve_threads(0 if n_threads is None else n_threads)
 
 
 def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[np.float64]:

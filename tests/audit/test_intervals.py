@@ -381,9 +381,9 @@ def simd_level():
     """Caps the betting kernels' vector level for one test, then restores the best."""
     from truescore_fast import _core
 
-    best = _core.testing.betting_simd_level(3)
-    yield best
-    _core.testing.betting_simd_level(best)
+    best = _core.testing.simd_level(3)
+    yield min(best, 2)  # the betting kernels' widest: AVX
+    _core.testing.simd_level(best)
 
 
 def test_every_vector_level_gives_the_same_bits(simd_level):
@@ -396,7 +396,8 @@ def test_every_vector_level_gives_the_same_bits(simd_level):
     want = [testing.betting_interval_bisection(d, float(p or 0), a) for d, p, a in cases]
     levels = set()
     for level in range(simd_level + 1):
-        assert testing.betting_simd_level(level) == level
+        testing.simd_level(level)
+        assert testing.betting_vector_level() == level
         levels.add(level)
         for (d, pop, alpha), w in zip(cases, want, strict=True):
             got = testing.betting_interval_bisection(d, float(pop or 0), alpha, False)
@@ -421,11 +422,11 @@ def test_every_vector_level_reads_a_nan_gap_as_the_plain_loop_does(simd_level):
         (np.array([np.nan, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]), 20.0),
         (np.array([0.2, 0.1, 0.3, np.nan]), 2.0),  # a population below n, unvalidated too
     ]
-    testing.betting_simd_level(0)
+    testing.simd_level(0)
     plain = [testing.betting_interval_bisection(d, pop, 0.05, False) for d, pop in cases]
     assert plain[0] != (-1.0, 1.0)  # the plain loop's reading is not the whole range
     for level in range(1, simd_level + 1):
-        testing.betting_simd_level(level)
+        testing.simd_level(level)
         for (d, pop), want in zip(cases, plain, strict=True):
             got = testing.betting_interval_bisection(d, pop, 0.05, False)
             assert np.array_equal(got, want, equal_nan=True), (level, d, pop, got, want)

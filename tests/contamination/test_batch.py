@@ -98,29 +98,21 @@ def rank_paths():
     """The rank tests' kernels this CPU runs, each switched on in turn by a callable; the
     best is restored after. Names as _core.testing.rank_vector_path gives them."""
     testing = _core.testing
-    best_level = testing.betting_simd_level(3)
-    had_avx512 = testing.set_avx512(True)
+    best_level = testing.simd_level(3)
     features = testing.cpu_features(False)
+    levels = {"plain": 0, "sse2": 1, "avx": 2, "avx512": 3}
 
     def use(path: str) -> None:
-        testing.set_avx512(path == "avx512")
-        testing.betting_simd_level({"avx512": 2, "avx": 2, "sse2": 1, "plain": 0}[path])
+        testing.simd_level(levels[path])
         assert testing.rank_vector_path() == path
 
-    paths = ["plain"]
-    if best_level >= 1:
-        paths.append("sse2")
-    if best_level >= 2:
-        paths.append("avx")
-    if had_avx512:
-        paths.append("avx512")
+    paths = [path for path, level in levels.items() if level <= best_level]
     if features["avx512f"] and features["popcnt"]:
         assert "avx512" in paths  # the AVX-512 kernel runs wherever the CPU has it
     if features["avx"]:
         assert "avx" in paths
     yield paths, use
-    testing.set_avx512(had_avx512)
-    testing.betting_simd_level(best_level)
+    testing.simd_level(best_level)
 
 
 def test_every_vector_path_and_thread_count_gives_the_same_bits(rank_paths):

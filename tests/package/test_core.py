@@ -102,19 +102,30 @@ def test_refused_threads_run_inline_with_the_same_result():
 
 def test_thread_count_is_capped_at_four_per_core():
     cores = os.cpu_count() or 1
-    assert _core.testing.resolved_threads(10**6) == 4 * cores
-    assert _core.testing.resolved_threads(2**31 - 1) == 4 * cores
+    assert _core.resolve_threads(10**6) == 4 * cores
+    assert _core.resolve_threads(2**31 - 1) == 4 * cores
+
+
+def test_python_asks_the_core_for_the_thread_cap(monkeypatch):
+    # the cap is written once, in parallel.hpp: Python reads it through resolve_threads
+    # (a cap copied into Python would not follow this stand-in)
+    from truescore_fast._validation import threads_used
+
+    assert _core.resolve_threads(0) == _core.default_threads()
+    monkeypatch.setattr(_core, "resolve_threads", lambda n: 1000 + n)
+    assert threads_used(None) == 1000
+    assert threads_used(7) == 1007
 
 
 @pytest.mark.parametrize("n_threads", [None, 1, 2, 3, 7, 64, 10**6, 2**31 - 1])
 def test_python_sizes_its_work_by_the_threads_the_core_runs(n_threads):
     # One policy: the engine's chunks (and anything else split by thread in Python) use
     # the count the core resolves, so n_threads=2**31 - 1 does not make one giant chunk
-    # (which no Ctrl-C could stop between chunks).
+    # (whose progress bar and checkpoint would wait for the whole sweep).
     from truescore_fast._validation import threads_used
     from truescore_fast.studies._engine import _run_cell
 
-    assert threads_used(n_threads) == _core.testing.resolved_threads(n_threads or 0)
+    assert threads_used(n_threads) == _core.resolve_threads(n_threads or 0)
     calls = []
 
     class Cell:
@@ -345,6 +356,21 @@ KERNELS = {
         ranks = np.arange(0, 2 * 10**7, 2 * 10**4)
         """,
         "_core.testing.sign_flip_select(values, ranks)",
+        1.0,
+    ),
+    # one call of a study's task kernel over 10^5 tasks of betting intervals (about 1,000
+    # s): stopped by the core's poll like the kernels above, not only between the
+    # engine's chunks (issue 38: one Ctrl-C mechanism)
+    "study_tasks": (
+        """
+        from truescore_fast import _core
+        values = np.random.default_rng(0).random(10000)
+        """,
+        """
+        _core.coverage_tasks(values, np.array([0, 10000]), np.array([400]), np.zeros(0),
+                             np.zeros((1, 0), dtype=np.int64), np.array([4]), 0.05, 0.5, 1, 2,
+                             0, 10**9, _core.CALIBRATION_BLOCK, 0, 10**5)
+        """,
         1.0,
     ),
     "rao_wu_one_huge_replicate": """

@@ -34,7 +34,7 @@ def test_one_allowed_cpu_means_one_thread_by_default() -> None:
         from truescore_fast._validation import threads_used
         rows = np.random.default_rng(0).normal(size=(50, 99))
         r = tf.exchangeability_tests(rows[:, 0], rows)  # a threaded kernel still runs
-        print(_core.default_threads(), threads_used(None), _core.testing.resolved_threads(0),
+        print(_core.default_threads(), threads_used(None), _core.resolve_threads(0),
               threads_used(9), len(r.p_values))
         """
     )

@@ -178,7 +178,7 @@ def _in_thread(fn, *args):
 
 def _hold_every_worker() -> tuple[threading.Thread, np.ndarray, np.ndarray]:
     """A loop on a background thread whose blocks occupy every pool worker until stop[0]."""
-    tasks = _core.testing.resolved_threads(1 << 20)  # the most blocks a loop gets
+    tasks = _core.resolve_threads(1 << 20)  # the most blocks a loop gets
     _core.testing.pool_probe("busy", _marks(tasks), tasks, tasks)  # grows the pool to its cap
     workers = _core.testing.pool_workers()
     held, stop = _marks(tasks), np.zeros(1, dtype=np.int64)
@@ -201,7 +201,7 @@ def _hold_every_worker() -> tuple[threading.Thread, np.ndarray, np.ndarray]:
 def test_a_loop_whose_workers_are_all_busy_runs_every_block_on_its_own_thread():
     thread, held, stop = _hold_every_worker()
     try:
-        tasks = _core.testing.resolved_threads(8)
+        tasks = _core.resolve_threads(8)
         marks = _marks(tasks)
         _in_thread(_core.testing.pool_probe, "busy", marks, tasks, tasks)
         # It finished while every worker is still held: it waited on no queued block.
@@ -219,7 +219,7 @@ def test_a_loop_inside_a_worker_runs_its_blocks_inline():
     # idle: a worker's inner loop must still run on that worker (an idle worker taking
     # its blocks would make workers wait on each other). Every task waits 20 ms, so an
     # idle worker would have time to take a block.
-    width = _core.testing.resolved_threads(8)
+    width = _core.resolve_threads(8)
     _core.testing.pool_probe("busy", _marks(width), width, width)  # idle workers exist
     assert _core.testing.pool_workers() >= 2
     for _ in range(10):  # until an outer task ran on a worker (the first call, as a rule)
@@ -235,7 +235,7 @@ def test_a_loop_inside_a_worker_runs_its_blocks_inline():
 
 
 def test_a_failing_block_raises_its_error_and_the_pool_goes_on():
-    tasks = _core.testing.resolved_threads(8)
+    tasks = _core.resolve_threads(8)
     values = np.arange(16 * 50.0)
     want = _core.testing.parallel_block_sums(values, 16, 1)
     for n_threads in (1, 2, tasks):
@@ -292,7 +292,7 @@ def press_ctrl_c_once_the_caller_runs_its_block():
 
 
 thread, held, stop = _hold_every_worker()
-tasks = _core.testing.resolved_threads(8)
+tasks = _core.resolve_threads(8)
 marks = _marks(tasks)
 threading.Thread(target=press_ctrl_c_once_the_caller_runs_its_block, daemon=True).start()
 try:
@@ -319,7 +319,7 @@ def test_ctrl_c_while_the_loops_blocks_are_queued_withdraws_them():
     here = Path(__file__).resolve().parent
     proc = run_python(CTRL_C_WITH_QUEUED_BLOCKS, str(here), str(here.parent))
     assert proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
-    tasks = _core.testing.resolved_threads(8)
+    tasks = _core.resolve_threads(8)
     started = " ".join(["0"] * (tasks - 1) + ["1"])
     assert proc.stdout.splitlines() == [
         "caught held",

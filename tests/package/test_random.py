@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from reference import ref_philox
 from truescore_fast import _core
-from truescore_fast._random import dropin_philox_key, philox_key
+from truescore_fast._random import dropin_philox_key, philox_key, philox_stream
 
 
 @pytest.mark.parametrize(
@@ -19,6 +21,40 @@ from truescore_fast._random import dropin_philox_key, philox_key
 def test_raw_stream_equals_numpy_philox(key, task, n):
     ours = _core.testing.philox_raw(key[0], key[1], task, n)
     np.testing.assert_array_equal(ours, ref_philox(key, task).random_raw(n))
+
+
+@pytest.mark.parametrize("key, task", [((0, 0), 0), ((1, 2), 1), ((2**64 - 1, 2**63), 2**64 - 1)])
+def test_the_librarys_numpy_stream_is_the_cores(key, task):
+    # philox_stream is the one place Python builds a Philox from a key: its draws are
+    # the compiled core's stream of the same task, word for word
+    ours = _core.testing.philox_raw(key[0], key[1], task, 9)
+    np.testing.assert_array_equal(philox_stream(key, task).bit_generator.random_raw(9), ours)
+    if task == 0:
+        np.testing.assert_array_equal(philox_stream(key).bit_generator.random_raw(9), ours)
+
+
+def _philox_from_a_key(source: str) -> list[int]:
+    """Lines that call ``Philox(...)`` with a ``key=`` or ``counter=`` argument."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "Philox"
+        and any(k.arg in ("key", "counter") for k in node.keywords)
+    ]
+
+
+def test_no_module_but_random_builds_a_philox_from_a_key():
+    package = Path(__file__).resolve().parents[2] / "python" / "truescore_fast"
+    found = {
+        path.relative_to(package).as_posix(): lines
+        for path in sorted(package.rglob("*.py"))
+        if (lines := _philox_from_a_key(path.read_text(encoding="utf-8")))
+    }
+    assert list(found) == ["_random.py"]
+    # the check sees a key built by hand
+    planted = "rng = np.random.Generator(np.random.Philox(key=np.array(k, dtype=np.uint64)))"
+    assert _philox_from_a_key(planted) == [1]
 
 
 def test_tasks_get_distinct_streams():
@@ -73,9 +109,9 @@ def test_default_thread_count_is_every_core():
     # it, so no kernel can pass "all cores" through and run on one thread by mistake.
     import os
 
-    assert _core.testing.resolved_threads(0) == (os.cpu_count() or 1)
-    assert _core.testing.resolved_threads(-3) == (os.cpu_count() or 1)
-    assert _core.testing.resolved_threads(5) == min(5, 4 * (os.cpu_count() or 1))
+    assert _core.resolve_threads(0) == (os.cpu_count() or 1)
+    assert _core.resolve_threads(-3) == (os.cpu_count() or 1)
+    assert _core.resolve_threads(5) == min(5, 4 * (os.cpu_count() or 1))
 
 
 def test_seed_int_keeps_ints_and_turns_other_seeds_into_a_replayable_int():

@@ -70,7 +70,7 @@ import numpy.typing as npt
 
 from truescore_fast._bootstrap_intervals import percentile_interval
 from truescore_fast._files import NotJsonError, read_json_file
-from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_alpha,
@@ -479,7 +479,7 @@ def linear_weighted_kappa(
         25.0 * n_resamples,
         "use fewer n_resamples (10,000 give the interval's ends to about two digits)",
     )
-    rng = np.random.Generator(np.random.Philox(key=np.array(philox_key(seed), dtype=np.uint64)))
+    rng = philox_stream(philox_key(seed))
     reps = np.empty(n_resamples)
     chunk = max(1, 2_000_000 // n)
     for start in range(0, n_resamples, chunk):

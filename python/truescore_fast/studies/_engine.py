@@ -9,7 +9,8 @@ t of cell c draws from Philox stream ``c * _CELL_STRIDE + t``, and the tasks' ro
 partial sums are added in task order (:func:`_run_cell`), so neither the thread count,
 nor the chunking of tasks into calls, nor the process that ran a cell changes a result.
 Tasks run in chunks of about ``_CHUNK_SECONDS`` so the progress bar (:class:`_Progress`)
-updates and Ctrl-C stops a sweep within a second; :func:`_execute` runs the cells locally
+and the checkpoint keep up (Ctrl-C stops a running chunk, as it stops every long kernel:
+``bindings/interrupt.hpp``); :func:`_execute` runs the cells locally
 or over a ``concurrent.futures.Executor`` in slices of about ``_SLICE_SECONDS``, so that
 Ctrl-C cancels what has not started and what runs ends within a second. The positions
 within a task's row of partial sums are named once, by :class:`CoverageSums`,
@@ -275,7 +276,7 @@ def _run_cell(
     """All tasks of one cell, reduced in task order (the local run), from ``start`` (the
     first task not run and the sum of the tasks before it, from a checkpoint).
 
-    Chunks of about _CHUNK_SECONDS keep Ctrl-C and the progress bar responsive. With a
+    Chunks of about _CHUNK_SECONDS keep the progress bar up to date. With a
     ``store``, the state is saved every _CHECKPOINT_SECONDS, at the end and on any
     exception (Ctrl-C included): the sum then holds exactly the tasks before ``done``.
     """

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from scipy import special
 
 from truescore_fast import _core
-from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
@@ -45,15 +45,6 @@ __all__ = [
 # Replications are simulated in tasks of this many, task i from Philox stream i of the
 # seed's key: the result does not depend on how the work is split.
 _STUDY_TASK = 250
-
-
-def _stream(key: tuple[int, int], task: int) -> np.random.Generator:
-    return np.random.Generator(
-        np.random.Philox(
-            key=np.array(key, dtype=np.uint64),
-            counter=np.array([0, 0, task, 0], dtype=np.uint64),
-        )
-    )
 
 
 def _first_hits(
@@ -369,7 +360,9 @@ def _audit_task(
 ) -> npt.NDArray[np.float64]:
     """One task of sequential_study: the sums (_AUDIT_SUMS, then the stop counts) of
     ``size`` replications from Philox stream ``stream``."""
-    sim = _audit_replications(pub, fr, q, relabel, size, n_max, *rest, rng=_stream(key, stream))
+    sim = _audit_replications(
+        pub, fr, q, relabel, size, n_max, *rest, rng=philox_stream(key, stream)
+    )
     null = sim["truth"] <= 0.0
     sums = {
         "truth": math.fsum(sim["truth"]),
@@ -393,7 +386,7 @@ def _order_task(
 ) -> npt.NDArray[np.float64]:  # fmt: skip
     """One task of sequential_order_study: the sums (_ORDER_SUMS, then the counts of
     orders scored) of its replications from Philox stream ``stream``."""
-    rng = _stream(key, stream)
+    rng = philox_stream(key, stream)
     canonical = rng.standard_normal((size, r, 1)) + shift
     exceed = rng.standard_normal((size, r, m)) >= canonical
     verdict, fixed, scored = _order_replications(exceed, h, alpha)

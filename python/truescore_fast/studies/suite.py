@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._random import SeedLike, philox_key
+from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
@@ -39,7 +39,6 @@ from truescore_fast._validation import (
 )
 from truescore_fast.studies._common import _columns, _mean_se, _rate, _replications, _run_meta
 from truescore_fast.studies._engine import _Cell, _execute
-from truescore_fast.studies.sequential import _stream
 from truescore_fast.suite.audit import SUITE_TESTS, suite_audit
 from truescore_fast.suite.data import SuiteData, SuitePair
 from truescore_fast.suite.multiplicity import FDR_METHODS
@@ -160,7 +159,7 @@ def simulate_suite(
     """
     design = _check_design(models, benchmarks, parents, fresh_forms, spread)
     planted = _check_leaks(leaks, design[0], design[1])
-    return _simulate(_stream(philox_key(seed), 0), *design[:4], planted, design[4])
+    return _simulate(philox_stream(philox_key(seed)), *design[:4], planted, design[4])
 
 
 def _suite_task(
@@ -179,7 +178,7 @@ def _suite_task(
     per leak and per
     test (and any test) the detections, then the histogram of replications with and
     without a false flag."""
-    rng = _stream(key, stream)
+    rng = philox_stream(key, stream)
     models, benchmarks = _names(design[0], design[1])
     planted = {(models[m], benchmarks[b]) for m, b, _ in leaks}
     columns = (*tests, "any")

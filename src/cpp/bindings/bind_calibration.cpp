@@ -8,6 +8,7 @@
 
 #include "arrays.hpp"
 #include "checks.hpp"
+#include "interrupt.hpp"
 #include "truescore/calibration.hpp"
 #include "truescore/parallel.hpp"
 #include "truescore/sampling.hpp"
@@ -34,7 +35,9 @@ truescore::TaskRange task_range(std::uint64_t key0, std::uint64_t key1, std::uin
 }
 
 // Per-task partial sums of one study kernel: an array of shape (tasks, row_shape...),
-// filled by kernel(setting, range, out, threads) with the GIL released.
+// filled by kernel(setting, range, out, threads) with the GIL released, stopped by Ctrl-C
+// like every long kernel (interrupt.hpp): the engine's chunks size the progress bar and
+// the checkpoints, not the wait for a Ctrl-C. Every call polls (a chunk is ~0.1 s of work).
 template <class Setting>
 py::array_t<double> run_tasks(void (*kernel)(const Setting&, const truescore::TaskRange&, double*, int),
                               const Setting& setting, const truescore::TaskRange& range, int threads,
@@ -42,10 +45,8 @@ py::array_t<double> run_tasks(void (*kernel)(const Setting&, const truescore::Ta
     row_shape.insert(row_shape.begin(), static_cast<py::ssize_t>(range.task_end - range.task_begin));
     py::array_t<double> out(row_shape);
     double* po = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        kernel(setting, range, po, threads);
-    }
+    truescore::bindings::run_interruptible(truescore::bindings::kInterruptibleWork,
+                                           [&] { kernel(setting, range, po, threads); });
     return out;
 }
 
@@ -142,7 +143,7 @@ py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pai
 }  // namespace
 
 void bind_calibration(py::module_& m) {
-    // Each task row's layout, by name (truescore_fast._engine builds its IntEnums from these).
+    // Each task row's layout, by name (truescore_fast.studies._engine builds its IntEnums from these).
     py::dict coverage, detection, budget;
     coverage["COVERED"] = static_cast<std::size_t>(truescore::kCovered);
     coverage["HALF_WIDTH"] = static_cast<std::size_t>(truescore::kHalfWidth);

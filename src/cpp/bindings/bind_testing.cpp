@@ -1,5 +1,6 @@
-// The _core.testing submodule: hooks that expose internal samplers and the thread
-// resolver so tests can check them against NumPy references. Not used by the package.
+// The _core.testing submodule: hooks that expose internal samplers, the pool and the
+// vector switch so tests can check them against NumPy references. Not used by the
+// package; compiled into every build (why: CMakeLists.txt, docs/developer.md).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -291,17 +292,18 @@ void bind_testing(py::module_& m) {
         "(low, high) of the betting interval by the plain bisection to 1e-9 (population_size 0: "
         "none), the reference betting_interval's faster search reproduces; bisection=False runs "
         "that search through this same thin call (no validation), for kernel-to-kernel timing.");
-    t.def("betting_simd_level", &truescore::betting_simd_level, py::arg("request") = -1,
-          "The vector level below AVX-512 the betting interval and the rank tests run (2 AVX, 1 SSE2, "
-          "0 plain loops; the same bits): request >= 0 caps it at that level process-wide, for tests; "
-          "returns the level in use.");
+    t.def("simd_level", &truescore::simd::cap_level, py::arg("request") = -1,
+          "The one switch of the vector kernels: the widest level that runs (3 AVX-512, 2 AVX, 1 "
+          "SSE2, 0 plain loops; every level gives the same bits). request >= 0 caps it at that "
+          "level process-wide, for tests, never while a kernel runs; returns the level in use.");
+    t.def("betting_vector_level", &truescore::betting_vector_level,
+          "The vector kernel the betting interval runs now: 2 AVX, 1 SSE2, 0 plain loops (simd_level "
+          "chooses, up to what the build has).");
     t.def("rank_vector_path", &truescore::rank_tests_vector_path,
-          "The kernel the rank tests run now: 'avx512', 'avx', 'sse2' or 'plain' (set_avx512 and "
-          "betting_simd_level choose; every one gives the same bits).");
+          "The kernel the rank tests run now: 'avx512', 'avx', 'sse2' or 'plain' (simd_level "
+          "chooses; every one gives the same bits).");
     t.def("normal_quantile", &truescore::normal_quantile, py::arg("p"),
           "The core's standard normal quantile Phi^{-1}(p) (NaN outside (0, 1)).");
-    t.def("resolved_threads", &truescore::resolve_threads, py::arg("n_threads"),
-          "Threads a kernel runs on for n_threads (0 or less: every usable CPU).");
     t.def("cgroup_cpu_quota", &truescore::cpu_budget_detail::cgroup_quota, py::arg("proc_cgroup"),
           py::arg("sys_root"),
           "The CPU quota (rounded up; 0: none) the default thread count reads, from a file in "
@@ -368,18 +370,6 @@ void bind_testing(py::module_& m) {
         py::arg("key0"), py::arg("key1"), py::arg("task"), py::arg("n"),
         "First n raw 64-bit outputs of task `task`'s Philox4x64-10 stream: "
         "numpy.random.Philox(key=[key0, key1], counter=[0, 0, task, 0]).random_raw(n).");
-    t.def(
-        "set_avx512",
-        [](bool on) {
-            // Only ever switches the AVX-512 kernels off, or back on where the CPU has them.
-            static const bool available = truescore::simd::avx512();
-            const bool previous = truescore::simd::avx512_switch();
-            truescore::simd::avx512_switch() = on && available;
-            return previous;
-        },
-        py::arg("on"),
-        "Use the AVX-512 kernels (where the CPU has them) or the portable code; returns the "
-        "previous setting. Both give identical numbers; for tests only, never while a kernel runs.");
     t.def(
         "philox_words",
         [](std::uint64_t key0, std::uint64_t key1, std::uint64_t task, const ArrayI64& sizes) {

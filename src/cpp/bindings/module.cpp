@@ -22,6 +22,10 @@ PYBIND11_MODULE(_core, m) {
     m.def("default_threads", &truescore::core_count,
           "Threads a call starts when n_threads is None: the CPUs this process may use (its "
           "affinity mask and cgroup CPU quota), read once.");
+    m.def("resolve_threads", &truescore::resolve_threads, py::arg("n_threads"),
+          "Threads a call runs on for n_threads (0 or less: every usable CPU; a count is capped "
+          "at kMaxThreadsPerCore = 4 per usable CPU): the one thread policy, which Python-side work "
+          "split by thread sizes itself by.");
     bind_compare(m);
     bind_contamination(m);
     bind_intervals(m);

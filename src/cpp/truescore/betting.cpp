@@ -320,10 +320,10 @@ TRUESCORE_TARGET_AVX void path_avx(const double* d, std::size_t n, double popula
 #endif
 
 // The kernel in use (2 AVX, 1 SSE2, 0 plain loops): the process-wide vector level
-// (random.hpp), which betting_simd_level can lower for tests.
+// (simd::level, random.hpp; tests lower it), at most what this build compiled.
 int simd_level() {
 #if TRUESCORE_BETTING_AVX
-    return simd::level();
+    return std::min(simd::level(), 2);
 #elif TRUESCORE_BETTING_SSE2
     return std::min(simd::level(), 1);
 #else
@@ -763,9 +763,6 @@ GapInterval betting_interval_bisection(const double* d, std::size_t n, double po
     return betting_interval_impl(d, n, population_size, alpha, nullptr, true);
 }
 
-int betting_simd_level(int request) {
-    if (request >= 0) simd::requested_level().store(request, std::memory_order_relaxed);
-    return simd_level();
-}
+int betting_vector_level() { return simd_level(); }
 
 }  // namespace truescore

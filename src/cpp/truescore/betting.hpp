@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "truescore/intervals.hpp"
+#include "truescore/gap_interval.hpp"
 
 namespace truescore {
 
@@ -25,11 +25,9 @@ GapInterval betting_interval(const double* d, std::size_t n, double population_s
 GapInterval betting_interval_bisection(const double* d, std::size_t n, double population_size,
                                        double alpha);
 
-// The vector kernel betting_interval runs (2 AVX, 1 SSE2, 0 plain loops; all give the same
-// bits): request >= 0 caps it at that level (for tests; process-wide), request < 0 only asks.
-// Returns the level now in use (at most what the CPU and the build support). The level is
-// the process-wide one (simd::level, random.hpp), which the rank tests follow too below
-// AVX-512.
-int betting_simd_level(int request);
+// The vector kernel betting_interval runs now (2 AVX, 1 SSE2, 0 plain loops; all give the
+// same bits): the process-wide level (simd::level, random.hpp; simd::cap_level lowers it
+// for tests), at most what the build compiled.
+int betting_vector_level();
 
 }  // namespace truescore

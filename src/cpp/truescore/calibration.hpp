@@ -46,7 +46,7 @@ struct CoverageSetting {
 };
 // The partial sums of a coverage task's row, per method (methods in order). These enums
 // are the one definition of every row layout: the binding exports them and
-// truescore_fast._engine builds its IntEnums from them.
+// truescore_fast.studies._engine builds its IntEnums from them.
 enum CoverageSum : std::size_t {
     kCovered,           // replications whose interval contains the truth
     kHalfWidth,         // sum of half-widths

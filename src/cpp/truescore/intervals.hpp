@@ -12,16 +12,9 @@
 #include <cstdint>
 #include <string>
 
-namespace truescore {
+#include "truescore/gap_interval.hpp"
 
-// An interval for the mean gap on the d scale. low/high are clipped to [-1, 1];
-// half_width is the method's own half-width before clipping ((high - low) / 2 for betting).
-struct GapInterval {
-    double low;
-    double high;
-    double estimate;
-    double half_width;
-};
+namespace truescore {
 
 // ---- The registry of interval methods ----------------------------------------------
 //

@@ -39,29 +39,23 @@ namespace truescore {
 
 namespace simd {
 
-// Whether the AVX-512 kernels run: the CPU's answer, read once. The testing hooks switch
-// it off to check that both paths give the same numbers (never while a kernel runs).
-inline bool& avx512_switch() {
-#ifdef TRUESCORE_AVX512
-    static bool on = [] {
-        const CpuFeatures f = cpu_features();
-        return f.avx512f && f.popcnt;
-    }();
-#else
-    static bool on = false;
-#endif
-    return on;
-}
-inline bool avx512() { return avx512_switch(); }
-
-// The widest kernels below AVX-512 may run (2: 256-bit AVX, 1: SSE2, 0: the plain loops):
-// the CPU's and the build's answer, capped by a request the testing hook
-// betting_simd_level sets process-wide (never while a kernel runs), so that tests can run
-// every path. The betting interval and the rank batch read it; every path gives the same
-// bits. AVX-512 itself is avx512() above.
+// The one switch of every vector kernel: the widest level that may run (3 AVX-512, 2 AVX,
+// 1 SSE2, 0 the plain loops), the CPU's and the build's answer, read once, capped by a
+// process-wide request (cap_level: the testing hook _core.testing.simd_level sets it,
+// never while a kernel runs) so that tests can run every path. Every level gives the same
+// bits. The AVX-512 kernels (bulk Philox, index cutting, the sign-flip screen, the rank
+// tests' rows) run at level 3; the betting interval's and the rank tests' 256- and 128-bit
+// loops at levels 2 and 1.
+inline constexpr int kAvx512Level = 3;
 inline int best_level() {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__)
-    static const int best = cpu_features().avx ? 2 : 1;
+    static const int best = [] {
+        const CpuFeatures f = cpu_features();
+#ifdef TRUESCORE_AVX512
+        if (f.avx512f && f.popcnt) return kAvx512Level;
+#endif
+        return f.avx ? 2 : 1;
+    }();
     return best;
 #elif defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
     return 1;
@@ -70,10 +64,18 @@ inline int best_level() {
 #endif
 }
 inline std::atomic<int>& requested_level() {
-    static std::atomic<int> requested{2};
+    static std::atomic<int> requested{kAvx512Level};
     return requested;
 }
 inline int level() { return std::min(best_level(), requested_level().load(std::memory_order_relaxed)); }
+// Whether the AVX-512 kernels run.
+inline bool avx512() { return level() >= kAvx512Level; }
+// request >= 0 caps the level at request (for tests; process-wide), request < 0 only asks;
+// returns the level now in use.
+inline int cap_level(int request) {
+    if (request >= 0) requested_level().store(request, std::memory_order_relaxed);
+    return level();
+}
 
 }  // namespace simd
 
