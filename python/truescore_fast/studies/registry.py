@@ -85,6 +85,6 @@ def _registered(entry: _catalog.StudyEntry) -> Study:
                  entry.settings, plot)  # fmt: skip
 
 
+# Every study by name: the catalog's, and any a caller adds (STUDIES["name"] =
+# Study.of(...)) runs from the command line too. (docs/api documents it.)
 STUDIES: dict[str, Study] = {entry.name: _registered(entry) for entry in _catalog.STUDIES}
-"""Every study by name: the catalog's (:data:`truescore_fast._catalog.STUDIES`), and any a
-caller adds (``STUDIES["name"] = Study.of(...)``) runs from the command line too."""
