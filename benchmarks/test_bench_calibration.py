@@ -6,7 +6,7 @@ Groups (compare the rows within a group; the README quotes the ratios):
   ``rng.choice`` (target >= 30x; timed on a subset and scaled); the Fisher-Yates sampler
   (``sampler="sequence"``) is shown as a variant;
 * coverage, threads: the same study on 2 threads vs 1 (target >= 1.7x on 2 free cores);
-* stress grid: the default 36 settings x 4,000 audits with all five intervals, betting
+* stress grid: the default 36 settings x 4,000 audits with every interval, betting
   included, on every core (target under 2 s on 2 cores) vs 1 thread, and vs the Python
   reference loop (tests/reference.py) timed on 2 audits per setting and scaled;
 * memory: replications x10 -- the time grows 10x (the ratio stays ~1) while the traced
@@ -216,7 +216,7 @@ def test_coverage_one_thread_baseline(benchmark, population, record_role):
     _check_three(table, population)
 
 
-GROUP3 = "stress grid: 36 settings x 4,000 audits, five intervals incl. betting"
+GROUP3 = "stress grid: 36 settings x 4,000 audits, every interval incl. betting"
 
 
 def _check_grid(grid):

@@ -151,17 +151,17 @@ def betting_pairs():
 @pytest.mark.benchmark(group="suite: the matched-form p-value, 40 betting-primary pairs of 40")
 @pytest.mark.parametrize("role", ["ours", "baseline"])
 def test_matched_form_p_value(benchmark, betting_pairs, role, record_role, monkeypatch):
-    import truescore_fast.suite.audit as suite_audit
+    import truescore_fast.suite._tests as suite_tests
 
     def p_values():
-        return [suite_audit._claim_p_value(pub, fr, 0) for pub, fr in betting_pairs]
+        return [suite_tests.claim_p_value(pub, fr, 0) for pub, fr in betting_pairs]
 
     if role == "ours":
         record_role("ours", "each level decided by ClaimRule (the primary interval alone)")
         got = benchmark(p_values)
-        monkeypatch.setattr(suite_audit, "ClaimRule", _AuditRule)
+        monkeypatch.setattr(suite_tests, "ClaimRule", _AuditRule)
         assert got == p_values()  # the same p-values, bit for bit
     else:
         record_role("baseline", "each level decided by the whole audit (before)")
-        monkeypatch.setattr(suite_audit, "ClaimRule", _AuditRule)
+        monkeypatch.setattr(suite_tests, "ClaimRule", _AuditRule)
         benchmark(p_values)

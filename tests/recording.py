@@ -6,13 +6,13 @@ from truescore_fast.studies import _engine
 
 
 class Recorder:
-    """Wraps _Cell.run: records the tasks run per cell, raises KeyboardInterrupt (as Ctrl-C
+    """Wraps Cell.run: records the tasks run per cell, raises KeyboardInterrupt (as Ctrl-C
     would) once ``stop_after`` calls have returned."""
 
     def __init__(self, monkeypatch, stop_after=None):
         self.calls: list[tuple[int, int, int]] = []
         self.stop_after = stop_after
-        original = _engine._Cell.run
+        original = _engine.Cell.run
         recorder = self
 
         def run(cell, begin, end, n_threads):
@@ -21,7 +21,7 @@ class Recorder:
             recorder.calls.append((cell.task_offset, begin, end))
             return original(cell, begin, end, n_threads)
 
-        monkeypatch.setattr(_engine._Cell, "run", run)
+        monkeypatch.setattr(_engine.Cell, "run", run)
 
     def tasks(self):
         """(cell, task) of every task run: a calibration cell c's tasks are streams

@@ -335,8 +335,9 @@ def ref_within_feasible_range(interval, d, population_size, betting=False):
     return low, high, estimate, half
 
 
-# The five interval references by method name, each called as (d, population_size, alpha),
-# each within the feasible range when population_size is given.
+# The interval references by method name (one per method of INTERVAL_METHODS), each
+# called as (d, population_size, alpha), each within the feasible range when
+# population_size is given.
 INTERVAL_REFERENCES = {
     "hoeffding": lambda d, pop, alpha: ref_within_feasible_range(
         ref_hoeffding_interval(d, alpha), d, pop

@@ -1,7 +1,8 @@
 """Every subcommand's ``--help`` loads neither NumPy nor SciPy: the commands are read from
 the parser itself (a new one is covered without touching this file), each run in a fresh
 interpreter that then lists sys.modules. The lists the parsers need without the library
-(cli/_catalog.py) equal the registries they repeat."""
+come from truescore_fast/_catalog.py, which the registries are built from
+(tests/package/test_catalog.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from commands import loaded_modules
-from truescore_fast.cli import _build_parser, _catalog
+from truescore_fast.cli import _build_parser
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -58,22 +59,3 @@ def test_the_check_sees_numpy_when_a_command_runs():
     names, proc = loaded_modules("audit", str(EXAMPLES / "audit_example.csv"))
     assert proc.returncode in (0, 2), proc.stderr[-2000:]
     assert "numpy" in heavy(names)
-
-
-def test_the_catalog_lists_the_harness_formats_the_reader_registers():
-    from truescore_fast.io.harness import HARNESSES
-
-    assert _catalog.HARNESSES == HARNESSES
-
-
-def test_the_catalog_lists_every_study_as_the_registry_does():
-    from truescore_fast.studies.registry import STUDIES
-
-    assert _catalog.STUDIES == {s.name: (s.summary, s.replications) for s in STUDIES.values()}
-
-
-def test_the_catalog_interval_methods_are_the_audits():
-    from truescore_fast.audit._methods import FALLBACK_METHODS, INTERVAL_METHODS
-
-    assert _catalog.interval_methods() == INTERVAL_METHODS
-    assert _catalog.interval_methods(fallback_only=True) == FALLBACK_METHODS

@@ -729,7 +729,7 @@ def sheet(path, scores, model="m"):
 
 
 def test_harnesses_are_auto_then_the_registered_formats_in_order():
-    assert harness_module.HARNESSES == ("auto", *harness_module._READERS) == BUILT_IN
+    assert harness_module.HARNESSES == ("auto", *harness_module.READERS) == BUILT_IN
     assert tf.HARNESSES == BUILT_IN
     audit = add_audit_parser(argparse.ArgumentParser().add_subparsers())
     (choices,) = [action.choices for action in audit._actions if action.dest == "harness"]

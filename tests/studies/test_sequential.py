@@ -18,7 +18,7 @@ from reference import ref_betting_sequence_rejects
 from truescore_fast._random import philox_key
 from truescore_fast.studies import _engine
 from truescore_fast.studies import sequential as seq
-from truescore_fast.studies._common import _rate
+from truescore_fast.studies._common import rate_with_se
 
 TASK = 250  # replications per task of the sequential studies
 
@@ -102,7 +102,7 @@ def test_the_audit_study_reads_the_same_replications_as_before(monkeypatch):
         parts = [recorded[3 * row + t] for t in range(3)]
         sim = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         stop = sim["stop"]
-        claim_rate, claim_se = _rate(float(sim["claim"].sum()), REPS)
+        claim_rate, claim_se = rate_with_se(float(sim["claim"].sum()), REPS)
         curve = sim["fixed_claims"].mean(axis=0)  # the fixed audit's claim rate per look
         same = seq._same_power_parents(claim_rate, claim_se, LOOKS, curve)
         before = {  # main's reading, column by column

@@ -14,7 +14,8 @@ import pytest
 import truescore_fast as tf
 from common import write_suite_table
 from reference import ref_adjusted_by_procedure, ref_fisher, ref_rank_test
-from truescore_fast.suite.audit import SUITE_TESTS, _claim_p_value
+from truescore_fast.suite._tests import claim_p_value
+from truescore_fast.suite.audit import SUITE_TESTS
 from truescore_fast.suite.data import OrderData, SuiteData, SuitePair
 
 FAST = ("matched_form", "randomization")
@@ -60,11 +61,11 @@ def test_the_matched_form_p_value_is_where_the_claim_rule_starts_to_claim():
     rng = np.random.default_rng(5)
     pub = (rng.random(150) < 0.85).astype(float)
     fresh = (rng.random((150, 2)) < 0.55).astype(float)
-    p = _claim_p_value(pub, fresh, 0)
+    p = claim_p_value(pub, fresh, 0)
     assert 1e-16 < p < 0.05
     assert tf.matched_form_audit(pub, fresh, alpha=p).claim
     assert not tf.matched_form_audit(pub, fresh, alpha=p / 1.01).claim
-    assert _claim_p_value(fresh[:, 0], fresh[:, :1], 0) == 1.0  # no gap: never a claim
+    assert claim_p_value(fresh[:, 0], fresh[:, :1], 0) == 1.0  # no gap: never a claim
 
 
 def test_the_matched_form_p_value_in_closed_form_where_the_wald_interval_is_primary():
@@ -81,14 +82,14 @@ def test_the_matched_form_p_value_in_closed_form_where_the_wald_interval_is_prim
         assert audit.primary.method == "wald"
         gaps = pub - fresh.mean(axis=1)
         se = gaps.std(ddof=1) / math.sqrt(n)
-        p = _claim_p_value(pub, fresh, 0)
+        p = claim_p_value(pub, fresh, 0)
         assert p == pytest.approx(4 * ndtr(-gaps.mean() / se), rel=1e-8)
         assert tf.matched_form_audit(pub, fresh, alpha=p).claim
         assert not tf.matched_form_audit(pub, fresh, alpha=p * (1 - 1e-6)).claim
-        bisected = _claim_p_value(pub, fresh, 0, closed_form=False)
+        bisected = claim_p_value(pub, fresh, 0, closed_form=False)
         assert p <= bisected <= p * (1 + 1e-4)
         # the suite passes its own audit at 0.05 as the probe: the same p, bit for bit
-        assert _claim_p_value(pub, fresh, 0, probe=audit) == p
+        assert claim_p_value(pub, fresh, 0, probe=audit) == p
 
 
 def test_the_matched_form_p_value_passes_over_an_empty_interval_near_alpha_1():
@@ -100,7 +101,7 @@ def test_the_matched_form_p_value_passes_over_an_empty_interval_near_alpha_1():
     assert tf.matched_form_audit(pub, fresh, alpha=0.05).claim
     top = tf.matched_form_audit(pub, fresh, alpha=1 - 1e-9)
     assert top.primary.empty and not top.claim
-    p = _claim_p_value(pub, fresh, 0)
+    p = claim_p_value(pub, fresh, 0)
     assert p < 0.05
     assert tf.matched_form_audit(pub, fresh, alpha=p).claim
     assert not tf.matched_form_audit(pub, fresh, alpha=p / 1.01).claim
@@ -114,7 +115,7 @@ def test_the_matched_form_p_value_is_valid_under_the_null():
     for _ in range(reps):
         p_item = rng.uniform(0.2, 0.9, size=60)
         forms = (rng.random((60, 2)) < p_item[:, None]).astype(float)
-        hits += _claim_p_value(forms[:, 0], forms[:, 1:], 0) <= a
+        hits += claim_p_value(forms[:, 0], forms[:, 1:], 0) <= a
     rate = hits / reps
     assert rate <= a + 3 * math.sqrt(a * (1 - a) / reps)
 
@@ -355,7 +356,7 @@ def test_progress_and_executor_are_checked(kwargs, match):
 
 def test_the_closed_forms_normal_quantile_is_scipys():
     from scipy.special import ndtri
-    from truescore_fast.suite.audit import _Z_975
+    from truescore_fast.suite._tests import _Z_975
 
     assert _Z_975 == float(ndtri(0.975))
 

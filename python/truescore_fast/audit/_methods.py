@@ -1,4 +1,5 @@
-"""The registry of interval methods, read from the compiled core's one table.
+"""The registry of interval methods, read from the compiled core's one table (through
+:data:`truescore_fast._catalog.INTERVAL_TRAITS`, which the command line reads too).
 
 ``src/cpp/truescore/intervals.hpp`` lists every interval method once: its enum value,
 its name and its traits. Everything in the package that names or chooses a method reads
@@ -10,9 +11,9 @@ formula and one row of that table in C++; nothing here changes. Not a public API
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-from truescore_fast import _core
+from truescore_fast._catalog import INTERVAL_TRAITS, MethodTraits, interval_methods
 
 __all__ = [
     "FALLBACK_METHODS",
@@ -24,24 +25,12 @@ __all__ = [
 ]
 
 
-class MethodTraits(NamedTuple):
-    """One row of the compiled core's registry of interval methods (intervals.hpp)."""
-
-    code: int  # the method's _core.IntervalMethod value
-    needs_population: bool  # requires the population size N
-    order_dependent: bool  # depends on the order of the gaps, not only on their moments
-    uses_variance: bool  # reads the sample variance
-    may_be_fallback: bool  # may serve as the fallback under the guardrail
-
-
 #: Every interval method and its traits, in the core's order.
-TRAITS: dict[str, MethodTraits] = {
-    name: MethodTraits(**row) for name, row in _core.interval_method_traits().items()
-}
+TRAITS: dict[str, MethodTraits] = INTERVAL_TRAITS
 #: The interval methods, in the order tables and audits list them.
 INTERVAL_METHODS: tuple[str, ...] = tuple(TRAITS)
 #: The methods that may serve as the audit's fallback under the guardrail.
-FALLBACK_METHODS: tuple[str, ...] = tuple(m for m, t in TRAITS.items() if t.may_be_fallback)
+FALLBACK_METHODS: tuple[str, ...] = interval_methods(fallback_only=True)
 
 
 def code_of(method: str) -> int:

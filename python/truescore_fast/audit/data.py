@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._files import read_columns
-from truescore_fast._validation import check_unit_interval, one_line
+from truescore_fast._validation import one_line
 
 __all__ = [
     "AuditData",
@@ -27,31 +27,6 @@ tools and most command lines)."""
 
 
 # ---------------------------------------------------------------------------- audit tables
-
-
-def _forms(
-    public: npt.ArrayLike, fresh: npt.ArrayLike, prefix: str = ""
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    pub = check_unit_interval(f"{prefix}public", public)
-    fr = check_unit_interval(f"{prefix}fresh", fresh)
-    if pub.ndim != 1:
-        raise ValueError(
-            f"{prefix}public must be 1-D (one score per parent); got shape {pub.shape}"
-        )
-    if fr.ndim == 1:
-        fr = fr[:, None]
-    if fr.ndim != 2:
-        raise ValueError(f"{prefix}fresh must be 1-D or (n, K); got shape {fr.shape}")
-    if fr.shape[0] != pub.shape[0]:
-        raise ValueError(
-            f"{prefix}fresh must have one row per parent: {prefix}public has {pub.shape[0]}, "
-            f"{prefix}fresh has {fr.shape[0]}"
-        )
-    if fr.shape[1] < 1:
-        raise ValueError(f"{prefix}fresh must hold at least one fresh form per parent")
-    if pub.shape[0] < 2:
-        raise ValueError(f"{prefix}public needs at least 2 parents; got {pub.shape[0]}")
-    return pub, fr
 
 
 @dataclass(frozen=True)

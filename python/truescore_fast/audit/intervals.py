@@ -439,8 +439,9 @@ def matched_form_intervals(
 ) -> dict[str, Intervals]:
     """Several interval methods for every row of a (A, n) array of gaps, in one call.
 
-    ``methods`` defaults to all five when ``population_size`` is given and to all but
-    Hoeffding-Serfling otherwise. Returns ``{method: Intervals}``.
+    ``methods`` defaults to every method when ``population_size`` is given and to those
+    that need no population size (all but Hoeffding-Serfling) otherwise. Returns
+    ``{method: Intervals}``.
     """
     methods = (
         methods_for(population_size)

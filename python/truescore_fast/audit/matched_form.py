@@ -28,8 +28,6 @@ References:
 
 from __future__ import annotations
 
-import functools
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +46,13 @@ from truescore_fast._validation import (
     real_scalar,
 )
 from truescore_fast.audit._methods import FALLBACK_METHODS, TRAITS, methods_for
-from truescore_fast.audit.data import ALL_MODELS, AuditData, _forms, _read_table, read_audit_table
+from truescore_fast.audit._shared import (
+    CONTROL_READINGS,
+    check_forms,
+    scoring_order,
+    tau_half_width,
+)
+from truescore_fast.audit.data import ALL_MODELS, AuditData, _read_table, read_audit_table
 from truescore_fast.audit.intervals import Interval, _single, _single_and_half, interval
 
 __all__ = [
@@ -199,30 +203,6 @@ class MatchedFormAudit(Result):
         return "\n".join(lines)
 
 
-_READINGS = ("wald", "hoeffding", "fixed")
-
-
-def _scoring_order(n: int, seed_used: int) -> npt.NDArray[np.int64]:
-    """The random order of n parents for an (already normalised) integer seed:
-    ``numpy.random.default_rng(seed_used).permutation(n)``, the order the fixed audit
-    reads its parents in and the order :func:`~truescore_fast.audit_order` hands out.
-    A fresh array each call (the orders of recent small (n, seed) pairs are kept: seeding
-    the generator costs more than a small audit's intervals)."""
-    if n <= _CACHED_ORDER_MAX:
-        return _cached_order(n, seed_used).copy()
-    return np.random.default_rng(seed_used).permutation(n).astype(np.int64)
-
-
-_CACHED_ORDER_MAX = 4096  # at most 64 orders of 32 KiB each are kept
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_order(n: int, seed_used: int) -> npt.NDArray[np.int64]:
-    order = np.random.default_rng(seed_used).permutation(n).astype(np.int64)
-    order.flags.writeable = False
-    return order
-
-
 def _gaps(
     public: npt.ArrayLike, fresh: npt.ArrayLike
 ) -> tuple[npt.NDArray[np.float64], int, int, float, float, float]:
@@ -232,7 +212,7 @@ def _gaps(
     raises) and computed with NumPy. The same numbers either way."""
     fast = _core.matched_form_gaps(public, fresh)
     if fast is None:
-        pub, fr = _forms(public, fresh)
+        pub, fr = check_forms(public, fresh)
         d = np.ascontiguousarray(pub - fr.mean(axis=1))
         nonzero, k = int(np.count_nonzero(d)), fr.shape[1]
         return d, nonzero, k, float(np.mean(pub)), float(np.mean(fr)), float(np.mean(d))
@@ -298,9 +278,9 @@ def matched_form_audit(
     check_choice("fallback", fallback, FALLBACK_METHODS)
     if TRAITS[fallback].needs_population and pop is None:
         raise ValueError(f"fallback {fallback!r} needs population_size")
-    check_choice("control_reading", control_reading, _READINGS)
+    check_choice("control_reading", control_reading, CONTROL_READINGS)
     seed_used = seed_int(seed)
-    order = _scoring_order(n, seed_used)
+    order = scoring_order(n, seed_used)
     d_ordered = np.ascontiguousarray(d[order])
     if nonzero < guard:
         primary_method = fallback
@@ -334,7 +314,7 @@ def matched_form_audit(
             estimate=estimate - (0.0 if bank is None else bank.estimate),
             method=f"sensitivity ({primary_method} Delta, {name} control, r = {r:g})",
             alpha=alpha,
-            half_width=_tau_half_width(lo_d, hi_d, lc, uc, r),
+            half_width=tau_half_width(lo_d, hi_d, lc, uc, r),
             empty=primary_half.empty,  # built on an empty set, tau is no interval either
         )
         for name, (lc, uc) in readings_c.items()
@@ -404,7 +384,7 @@ def control_bank(control: Any, alpha: float) -> ControlBank:
     alpha/2, so that Delta and b_C hold jointly at 1 - alpha)."""
     if not isinstance(control, (tuple, list)) or len(control) != 2:
         raise ValueError("control must be a (public, fresh) pair of arrays")
-    cpub, cfr = _forms(control[0], control[1], prefix="control ")
+    cpub, cfr = check_forms(control[0], control[1], prefix="control ")
     dc = np.ascontiguousarray(cpub - cfr.mean(axis=1))
     b = float(np.mean(dc))
     readings = _single(("wald", "hoeffding"), dc, None, alpha)
@@ -417,13 +397,6 @@ def control_bank(control: Any, alpha: float) -> ControlBank:
         fresh_score=float(np.mean(cfr)),
         readings=readings,
     )
-
-
-def _tau_half_width(lo_d: float, hi_d: float, lc: float, uc: float, r: float) -> float:
-    width = 0.5 * ((hi_d - (lc - r)) - (lo_d - (uc + r)))
-    if math.isinf(width):  # a radius near the largest double: the same sum, regrouped
-        width = 0.5 * (hi_d - lo_d) + 0.5 * (uc - lc) + r
-    return width
 
 
 def _audit_data(table: Any, name: str = "table") -> dict[str, AuditData]:

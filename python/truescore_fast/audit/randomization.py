@@ -29,7 +29,7 @@ from truescore_fast._validation import (
     check_n_threads,
     check_positive_int,
 )
-from truescore_fast.audit.data import _forms
+from truescore_fast.audit._shared import check_forms
 
 __all__ = ["RandomizationTest", "randomization_test"]
 
@@ -133,7 +133,7 @@ def randomization_test(
     check_choice("alternative", alternative, ALTERNATIVES)
     check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
-    pub, fr = _forms(public, fresh)
+    pub, fr = check_forms(public, fresh)
     pub, fr = np.ascontiguousarray(pub), np.ascontiguousarray(fr)
     n, k = fr.shape
     resamples: int | None = None

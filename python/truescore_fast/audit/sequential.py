@@ -49,13 +49,9 @@ from truescore_fast.audit._betting import (
     gap_range,
     sequence_bounds,
 )
+from truescore_fast.audit._shared import CONTROL_READINGS, scoring_order, tau_half_width
 from truescore_fast.audit.intervals import Interval, interval
-from truescore_fast.audit.matched_form import (
-    _READINGS,
-    _scoring_order,
-    _tau_half_width,
-    control_bank,
-)
+from truescore_fast.audit.matched_form import control_bank
 
 __all__ = [
     "AuditState",
@@ -86,7 +82,7 @@ def audit_order(population_size: int, *, seed: SeedLike = 0) -> npt.NDArray[np.i
     """
     n = check_positive_int("population_size", population_size)
     check_size("population_size", n, 16.0)  # the permutation and its int64 copy
-    return _scoring_order(n, seed_int(seed))
+    return scoring_order(n, seed_int(seed))
 
 
 def betting_confidence_sequence(
@@ -376,7 +372,7 @@ class SequentialAudit:
         self.max_parents = (
             None if max_parents is None else check_positive_int("max_parents", max_parents)
         )
-        check_choice("control_reading", control_reading, _READINGS)
+        check_choice("control_reading", control_reading, CONTROL_READINGS)
         auto = None if self.max_parents is None else self._cap()
         self.horizon = check_horizon(horizon, auto, most=self.population_size)
         if control is None:
@@ -485,7 +481,7 @@ class SequentialAudit:
                 f"sensitivity (betting sequence Delta, {self.control_reading} control, r = {r:g})"
             ),
             alpha=self.alpha,
-            half_width=_tau_half_width(half.low, half.high, lc, uc, r),
+            half_width=tau_half_width(half.low, half.high, lc, uc, r),
             empty=half.empty,
         )
         claim = delta.excludes_zero_above and tau.excludes_zero_above

@@ -15,8 +15,8 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from truescore_fast._catalog import harness_names, interval_methods
 from truescore_fast._text import visible
-from truescore_fast.cli._catalog import HARNESSES, interval_methods
 from truescore_fast.cli._common import (
     SEQUENTIAL_EXIT_HELP,
     ExitCode,
@@ -183,7 +183,7 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     )
     runs.add_argument(
         "--harness",
-        choices=HARNESSES,
+        choices=harness_names(),
         default="auto",
         help="what wrote the runs (default auto: recognised from each file)",
     )

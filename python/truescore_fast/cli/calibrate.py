@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from truescore_fast import _catalog
 from truescore_fast._output import check_checkpoint_path, check_output_path, output_file
-from truescore_fast.cli import _catalog
 from truescore_fast.cli._common import ExitCode, integer_flag, seed_flag
 
 # The library is imported where it is used: --help loads neither NumPy nor SciPy.
@@ -46,7 +46,7 @@ class _StudyChoices:
     added to ``STUDIES`` (``Study.of``) runs from the command line as the built-in ones."""
 
     def __iter__(self) -> Iterator[str]:
-        names = list(_catalog.STUDIES)
+        names = [entry.name for entry in _catalog.STUDIES]
         registry = sys.modules.get("truescore_fast.studies.registry")
         if registry is not None:  # loaded: its added studies are choices too
             names += [name for name in registry.STUDIES if name not in names]
@@ -80,7 +80,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "study",
         choices=_StudyChoices(),
         help="which study to run: "
-        + "; ".join(f"{name}, {summary}" for name, (summary, _) in _catalog.STUDIES.items()),
+        + "; ".join(f"{entry.name}, {entry.summary}" for entry in _catalog.STUDIES),
     )
     data = parser.add_argument_group("your own data (calibrate coverage)")
     data.add_argument(
@@ -118,7 +118,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=integer_flag,
         default=None,
         help="replications per cell (defaults: "
-        + ", ".join(f"{name} {reps}" for name, (_, reps) in _catalog.STUDIES.items())
+        + ", ".join(f"{entry.name} {entry.replications}" for entry in _catalog.STUDIES)
         + ")",
     )
     study.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")

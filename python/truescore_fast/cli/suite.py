@@ -10,18 +10,19 @@ import argparse
 import contextlib
 import json
 import sys
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
+from truescore_fast._catalog import SUITE_TESTS, harness_names
 from truescore_fast._output import check_output_path
-from truescore_fast.cli._catalog import HARNESSES
 from truescore_fast.cli._common import ExitCode, integer_flag, seed_flag
 
 # The library is imported where it is used: --help loads neither NumPy nor SciPy.
 
 __all__ = ["add_parser", "run_suite"]
 
-_TESTS = ("matched_form", "randomization", "order", "constat")  # suite.audit.SUITE_TESTS
+_TESTS = tuple(test.name for test in SUITE_TESTS)
 
 _DESCRIPTION = """\
 Which scores of a suite can you not trust? Every applicable test on every (model,
@@ -41,11 +42,7 @@ names the pair's log-likelihood table for the order test. With a long table, giv
 log-likelihood tables with --loglik MODEL BENCHMARK FILE.
 
 Tests (--tests, default all; each runs where its data exist):
-  matched_form   the matched-form audit's claim rule, inverted to a p-value
-  randomization  the exact randomization test of no form effect (public above fresh)
-  order          the exact order test on log-likelihoods, shards pooled by Fisher
-  constat        ConStat: the model's public score against the other models' relation
-                 between benchmark and reference score (needs 6+ models per benchmark)
+{tests}
 
 Every p-value of the run is one family, adjusted by --fdr: bh (Benjamini-Hochberg,
 default), by (Benjamini-Yekutieli: any dependence) or holm (family-wise error).
@@ -58,6 +55,20 @@ Exit codes: 0 nothing flagged, 2 something flagged, 1 could not run.
 """
 
 
+def _tests_help() -> str:
+    """The catalog's suite tests, one paragraph each, for the description."""
+    pad = max(len(test.name) for test in SUITE_TESTS) + 2
+    return "\n".join(
+        textwrap.fill(
+            test.summary,
+            88,
+            initial_indent=f"  {test.name:<{pad}}",
+            subsequent_indent=" " * (2 + pad),
+        )
+        for test in SUITE_TESTS
+    )
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``suite TABLE_OR_MANIFEST [--q Q] [--fdr bh|by|holm] [--tests T ...]
     [--report FILE.html] [--plot FILE] [--json]`` (plus the column names, the manifest's
@@ -66,7 +77,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "suite",
         help="audit a whole suite: every model x benchmark, every test, FDR-controlled flags",
-        description=_DESCRIPTION,
+        description=_DESCRIPTION.format(tests=_tests_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -155,7 +166,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     runs = parser.add_argument_group("manifest", "reading a manifest of harness runs")
     runs.add_argument("--match-key", metavar="KEY", help="field matching a record to its parent")
     runs.add_argument("--metric", metavar="NAME", default=None, help="per-item correctness")
-    runs.add_argument("--harness", choices=HARNESSES, default="auto", help="default auto")
+    runs.add_argument("--harness", choices=harness_names(), default="auto", help="default auto")
     runs.add_argument(
         "--drop-errored", action="store_true", help="leave out samples logged as errored"
     )

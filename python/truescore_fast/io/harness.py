@@ -5,7 +5,7 @@ forms. Users run those scorings with an evaluation harness, one run per form, an
 :func:`read_harness_runs` turns the runs into the arrays :func:`matched_form_audit`
 takes. The user names which run is the public form and which are fresh forms, the field
 that matches a record to its parent (``match_key``) and the per-item correctness
-(``metric``). Three kinds of run are read:
+(``metric``). The kinds of run read (:data:`HARNESSES`, less ``"auto"``):
 
 ``lm-eval``
     lm-evaluation-harness ``--log_samples`` output, ``samples_<task>_<date>.jsonl``: one
@@ -89,20 +89,21 @@ that the fresh forms are faithful rewrites of their parents, that the parents we
 sampled at random, or that the runs used the same prompts and settings.
 
 How a run is recognised, and how to add a format: each kind of run is one reader, a
-``HarnessReader`` (``io/_harness_base.py``) defined in its own module (``io/_lm_eval.py``,
-``io/_inspect.py``, ``io/_table.py``) with its own sniffing, its loading and its metric
-reader, and registered by name in this module; :data:`HARNESSES` is ``"auto"`` and the
-registered names, in registration order. ``harness="auto"`` asks the readers, in that
-order, to claim a run by its bytes and name (a zip archive is an Inspect ``.eval`` log;
-``.csv``, ``.tsv``, Parquet are tables), then by its text read as one JSON object (an
-Inspect log has ``samples``), then guesses from its first JSON record (lm-eval's
-``doc_id`` with ``resps``); what nothing recognises is read as a table. A run claimed by
-another reader than the one named is refused, saying what it is ("... is a table (.csv),
-not inspect output"). A new format is one module defining its reader, one
-``_register(...)`` line in this module (its place there is its place in ``HARNESSES``
-and in the order of claims), its entry in the list of formats above, and its tests in
-``tests/io/test_harness.py``; the command line's ``--harness`` choices follow
-:data:`HARNESSES`.
+``HarnessReader`` (``io/_harness_base.py``) defined in its own module
+(``io/_lm_eval.py``, ``io/_inspect.py``, ``io/_table.py``) with its own sniffing, its
+loading and its metric reader, named in the catalog (``truescore_fast/_catalog.py``) and
+registered here at import; :data:`HARNESSES` is ``"auto"`` and the registered names, in
+registration order. ``harness="auto"`` asks the readers, in that order, to claim a run
+by its bytes and name (a zip archive is an Inspect ``.eval`` log; ``.csv``, ``.tsv``,
+Parquet are tables), then by its text read as one JSON object (an Inspect log has
+``samples``), then guesses from its first JSON record (lm-eval's ``doc_id`` with
+``resps``); what nothing recognises is read as a table. A run claimed by another reader
+than the one named is refused, saying what it is ("... is a table (.csv), not inspect
+output"). A new format is one module defining its reader, one entry of
+:data:`truescore_fast._catalog.HARNESS_FORMATS` (its place there is its place in
+``HARNESSES`` and in the order of claims; the command line's ``--harness`` choices are
+read from there without importing a reader), its entry in the list of formats above, and
+its tests in ``tests/io/test_harness.py``.
 """
 
 from __future__ import annotations
@@ -115,21 +116,15 @@ from typing import Any
 
 import numpy as np
 
+from truescore_fast import _catalog
 from truescore_fast._files import STDIN, run_budget
 from truescore_fast._validation import check_bool, check_choice, one_line
-from truescore_fast.audit.data import ALL_MODELS, AuditData
+from truescore_fast.audit.data import AuditData
 from truescore_fast.io._harness_base import (
     HarnessReader,
-    MetricReader,
-    Record,
     Run,
-    RunFile,
-    correctness,
-    key_value,
 )
-from truescore_fast.io._inspect import INSPECT
-from truescore_fast.io._lm_eval import LM_EVAL
-from truescore_fast.io._table import TABLE
+from truescore_fast.io._runs import READERS, common_model, errored_parents, load_run, run_scores
 
 __all__ = ["HARNESSES", "read_harness_runs"]
 
@@ -140,32 +135,28 @@ _MAX_LISTED = 5
 
 # --------------------------------------------------------------------------- the registry
 
-_READERS: dict[str, HarnessReader] = {}
-"""The harness formats by name, in registration order: the order of ``HARNESSES`` and
-the order in which ``harness="auto"`` asks them to recognise a run."""
-
 
 def _register(reader: HarnessReader) -> None:
     """Add a format to the registry (and its name to ``HARNESSES``)."""
     global HARNESSES
-    if reader.name == "auto" or reader.name in _READERS:
+    if reader.name == "auto" or reader.name in READERS:
         raise ValueError(f"the harness name {reader.name!r} is taken")
-    if reader.catch_all and any(r.catch_all for r in _READERS.values()):
+    if reader.catch_all and any(r.catch_all for r in READERS.values()):
         raise ValueError(f"{reader.name!r}: only one harness format reads what none recognises")
-    _READERS[reader.name] = reader
-    HARNESSES = ("auto", *_READERS)
+    READERS[reader.name] = reader
+    HARNESSES = ("auto", *READERS)
 
 
 def _unregister(name: str) -> None:
     """Remove a format from the registry (and its name from ``HARNESSES``)."""
     global HARNESSES
-    del _READERS[name]
-    HARNESSES = ("auto", *_READERS)
+    del READERS[name]
+    HARNESSES = ("auto", *READERS)
 
 
-_register(LM_EVAL)
-_register(INSPECT)
-_register(TABLE)
+for _format in _catalog.HARNESS_FORMATS:
+    _register(_catalog.load(_format.reader))
+del _format
 
 
 def read_harness_runs(
@@ -238,10 +229,10 @@ def read_harness_runs(
     _check_distinct(public, fresh_paths)
 
     with run_budget():  # the runs are held together: one total for all they decompress
-        public_reader, public_run = _load(public, harness)
-        fresh_read = [_load(path, harness) for path in fresh_paths]
+        public_reader, public_run = load_run(public, harness)
+        fresh_read = [load_run(path, harness) for path in fresh_paths]
     fresh_runs = [run for _, run in fresh_read]
-    model = _common_model([public_run, *fresh_runs])
+    model = common_model([public_run, *fresh_runs])
     keyed = [(public_reader, public_run, public_key), *((r, run, key) for r, run in fresh_read)]
     for reader in {id(r): r for r, _, _ in keyed}.values():
         positional = [run.where for r, run, k in keyed if r is reader and k in r.positional_keys]
@@ -249,7 +240,7 @@ def read_harness_runs(
             more = f" (and {len(positional) - 1} other run(s))" if len(positional) > 1 else ""
             warning = reader.positional_warning.format(where=positional[0] + more)
             warnings.warn(warning, stacklevel=2)
-    dropped = _errored_parents(keyed, drop_errored)
+    dropped = errored_parents(keyed, drop_errored)
     if dropped:
         warnings.warn(
             f"dropped {len(dropped)} parent(s) with an errored sample ({_listing(dropped)}): "
@@ -257,8 +248,8 @@ def read_harness_runs(
             "them can bias the estimate",
             stacklevel=2,
         )
-    public_scores = _scores(public_reader, public_run, public_key, metric, dropped)
-    fresh_scores = [_scores(reader, run, key, metric, dropped) for reader, run in fresh_read]
+    public_scores = run_scores(public_reader, public_run, public_key, metric, dropped)
+    fresh_scores = [run_scores(reader, run, key, metric, dropped) for reader, run in fresh_read]
 
     parents_fresh = fresh_scores[0]
     for run, scores in zip(fresh_runs[1:], fresh_scores[1:], strict=True):
@@ -336,126 +327,6 @@ def _check_distinct(
                 + (" (standard input can be read once)" if ident == STDIN else "")
             )
         seen[ident] = role
-
-
-# ------------------------------------------------------------------------------ reading
-
-
-def _load(path: str | os.PathLike[str], harness: str) -> tuple[HarnessReader, Run]:
-    """The run at ``path`` and the reader that read it: the one named, or for ``"auto"``
-    the one that recognises it (see :class:`HarnessReader` for the rounds)."""
-    file = RunFile(path)
-    reader = _claimant(file, harness)
-    if reader is None:
-        reader = _guess(file) if harness == "auto" else _READERS[harness]
-    return reader, reader.load(file)
-
-
-def _claimant(file: RunFile, harness: str) -> HarnessReader | None:
-    """The reader that claims the file by its bytes and name, or else by its text read as
-    one JSON object; None when no reader claims it. A file claimed by another reader than
-    the one named is refused, saying what it is."""
-    for reader in _READERS.values():
-        if reader.claim_file is not None:
-            what = reader.claim_file(file)
-            if what is not None:
-                return _claimed(reader, what, file, harness)
-    document = file.document  # read whatever the harness: a text that is not UTF-8 fails here
-    if document is not None:
-        for reader in _READERS.values():
-            if reader.claim_document is not None:
-                what = reader.claim_document(document)
-                if what is not None:
-                    return _claimed(reader, what, file, harness)
-    return None
-
-
-def _claimed(reader: HarnessReader, what: str, file: RunFile, harness: str) -> HarnessReader:
-    if harness not in ("auto", reader.name):
-        raise ValueError(reader.refusal.format(where=file.where, what=what, harness=harness))
-    return reader
-
-
-def _guess(file: RunFile) -> HarnessReader:
-    """For ``"auto"``: the reader whose guess takes the file's first record, or the one
-    that reads what no reader recognises."""
-    first = file.records[0]
-    for reader in _READERS.values():
-        if reader.looks_like is not None and reader.looks_like(first):
-            return reader
-    for reader in _READERS.values():
-        if reader.catch_all:
-            return reader
-    raise ValueError(  # pragma: no cover - the table reads what no other reader recognises
-        f"{file.where} is not a run of a known kind ({', '.join(_READERS)})"
-    )
-
-
-# ---------------------------------------------------------------------------- the runs
-
-
-def _errored_parents(keyed: Sequence[tuple[HarnessReader, Run, str]], drop: bool) -> list[str]:
-    """The parents with a sample the harness logged as errored, in any run, in the order
-    found; an error naming the first such sample and quoting its error unless ``drop``."""
-    errored: list[str] = []
-    for _, run, key in keyed:
-        for record in run.records:
-            if record.error is None:
-                continue
-            if not drop:
-                raise ValueError(
-                    f"{record.where} errored ({record.error}): it has no score; run it "
-                    "again (inspect eval-retry), or drop the parents with an errored sample "
-                    "(drop_errored=True, --drop-errored)"
-                )
-            parent = key_value(record, key)
-            if parent not in errored:
-                errored.append(parent)
-    return errored
-
-
-def _scores(
-    reader: HarnessReader, run: Run, key: str, metric: str | None, dropped: Sequence[str]
-) -> dict[str, float]:
-    """``{parent: score}`` of one run, the epochs of one sample (one identity) reduced by
-    the reader's reducer, in epoch order; the parents in ``dropped`` left out."""
-    name, raw_score, records, reduce = MetricReader(*reader.metric(run, metric))
-    skip = set(dropped)
-    found: dict[str, list[tuple[Record, float]]] = {}
-    for record in records:
-        parent = key_value(record, key)
-        if parent in skip:
-            continue
-        score = correctness(raw_score(record), record.where, name)
-        entries = found.setdefault(parent, [])
-        if entries:
-            first = entries[0][0]
-            same_sample = first.identity == record.identity
-            if not same_sample or any(r.epoch == record.epoch for r, _ in entries):
-                raise ValueError(
-                    f"{record.where}: {key} = {parent!r} appears again (first at "
-                    f"{first.where}): a run holds one record per parent; give each "
-                    "fresh form as its own run"
-                )
-        entries.append((record, score))
-    return {parent: float(reduce([s for _, s in _by_epoch(e)])) for parent, e in found.items()}
-
-
-def _by_epoch(entries: list[tuple[Record, float]]) -> list[tuple[Record, float]]:
-    """One sample's epochs in epoch order (a log lists them in the order they finished)."""
-    return sorted(entries, key=lambda pair: pair[0].epoch if isinstance(pair[0].epoch, int) else 0)
-
-
-def _common_model(runs: Sequence[Run]) -> str:
-    named = [(run.where, run.model) for run in runs if run.model is not None]
-    models = {model for _, model in named}
-    if len(models) > 1:
-        raise ValueError(
-            "the runs were scored by different models ("
-            + "; ".join(f"{where}: {model}" for where, model in named)
-            + "): an audit compares one model's forms"
-        )
-    return models.pop() if models else ALL_MODELS
 
 
 def _check_same_parents(

@@ -22,13 +22,8 @@ from typing import Any
 
 from truescore_fast._files import read_columns, run_budget
 from truescore_fast._validation import check_bool, check_choice, one_line
-from truescore_fast.io.harness import (
-    HARNESSES,
-    _common_model,
-    _errored_parents,
-    _load,
-    _scores,
-)
+from truescore_fast.io._runs import common_model, errored_parents, load_run, run_scores
+from truescore_fast.io.harness import HARNESSES
 from truescore_fast.suite.data import OrderData, SuiteData, read_order_table
 
 __all__ = ["MANIFEST_COLUMNS", "read_suite_manifest"]
@@ -104,14 +99,14 @@ def read_suite_manifest(
     for pair, forms in runs.items():
         with run_budget(separate=True):  # the runs of one pair are held together
             loaded = {
-                form: _in_row(row_of[(pair[0], pair[1], form)], _load, path, harness)
+                form: _in_row(row_of[(pair[0], pair[1], form)], load_run, path, harness)
                 for form, path in forms.items()
                 if form != "loglik"
             }
-        _common_model([run for _, run in loaded.values()])
+        common_model([run for _, run in loaded.values()])
         read: dict[str, dict[str, float]] = {
-            form: _scores(
-                reader, run, key, metric, _errored_parents([(reader, run, key)], drop_errored)
+            form: run_scores(
+                reader, run, key, metric, errored_parents([(reader, run, key)], drop_errored)
             )
             for form, (reader, run) in loaded.items()
         }

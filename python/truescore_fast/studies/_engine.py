@@ -1,20 +1,21 @@
 """The execution engine of the calibration studies: cells, tasks, progress, executors.
 
 A study (:mod:`truescore_fast.studies`) describes its grid as a list of
-:class:`_Cell` s, one compiled task kernel and its arguments per setting (the sequential
+:class:`Cell` s, one compiled task kernel and its arguments per setting (the sequential
 studies of :mod:`truescore_fast.studies.sequential` give a Python task function instead, run on
 threads, with tasks of their own size and stream numbering). This module runs them: a
 cell's replications are split into tasks of ``REPLICATIONS_PER_TASK``; task
-t of cell c draws from Philox stream ``c * _CELL_STRIDE + t``, and the tasks' rows of
+t of cell c draws from Philox stream ``c * CELL_STRIDE + t``, and the tasks' rows of
 partial sums are added in task order (:func:`_run_cell`), so neither the thread count,
 nor the chunking of tasks into calls, nor the process that ran a cell changes a result.
 Tasks run in chunks of about ``_CHUNK_SECONDS`` so the progress bar (:class:`_Progress`)
 and the checkpoint keep up (Ctrl-C stops a running chunk, as it stops every long kernel:
-``bindings/interrupt.hpp``); :func:`_execute` runs the cells locally
+``bindings/interrupt.hpp``); :func:`execute` runs the cells locally
 or over a ``concurrent.futures.Executor`` in slices of about ``_SLICE_SECONDS``, so that
 Ctrl-C cancels what has not started and what runs ends within a second. The positions
 within a task's row of partial sums are named once, by :class:`CoverageSums`,
-:class:`DetectionSums` and :class:`BudgetSums`.
+:class:`DetectionSums` and :class:`BudgetSums`, and each kernel's row is described by a
+:class:`RowLayout` the cell carries.
 
 Checkpoints. A cell's total after its first t tasks is the same number however the run
 was split, so it can be saved and a later run can go on from it: the sweep's state is the
@@ -22,8 +23,8 @@ list of (cell, tasks done, partial sums), kept in a file by
 :class:`~truescore_fast.studies._checkpoint.Checkpoint` under a SHA-256 fingerprint of
 everything that determines the cells (kernel, arguments, Philox key, stream offsets,
 replications, block size, library version); a file for another fingerprint is refused. A
-cell says what its saved sums can be (:meth:`_Cell.sums_problem`), so a record that no
-run could have written is refused too.
+cell says what its saved sums can be (:meth:`Cell.sums_problem`, from its
+:class:`RowLayout`), so a record that no run could have written is refused too.
 """
 
 from __future__ import annotations
@@ -46,15 +47,22 @@ from truescore_fast._validation import one_line, threads_used
 from truescore_fast.studies._checkpoint import Checkpoint
 
 __all__ = [
+    "BUDGET_LAYOUT",
+    "CELL_STRIDE",
+    "DETECTION_LAYOUT",
     "REPLICATIONS_PER_TASK",
     "BudgetSums",
+    "Cell",
     "CoverageSums",
     "DetectionSums",
+    "RowLayout",
+    "coverage_layout",
+    "execute",
 ]
 
 #: Replications per task: fixed, so results never depend on how the work is split.
 REPLICATIONS_PER_TASK: int = _core.CALIBRATION_BLOCK  # the table in parallel.hpp
-_CELL_STRIDE = 2**32  # task index of cell c, task t: c * 2**32 + t
+CELL_STRIDE = 2**32  # task index of cell c, task t: c * 2**32 + t
 _CHUNK_SECONDS = 0.1
 # An executor work item (a slice of a cell's chunks) ends after about this long, which
 # bounds how long Ctrl-C waits for the items already running on workers.
@@ -68,11 +76,11 @@ _MAX_CHUNK_TASKS = 256
 _CHECKPOINT_SECONDS = 5.0
 
 
-# The positions in one task's row of partial sums, as the compiled kernels write them:
-# The positions of each task's partial sums. C++ defines them (calibration.hpp: the
-# CoverageSum, DetectionSum and BudgetSum enums, written as row[kCovered] etc.); these
-# IntEnums spell them for Python's type checker, and _check_layout compares them with the
-# compiled core's at import, so the two can never drift apart silently.
+# The positions of each task's partial sums, as the compiled kernels write them. C++
+# defines them (calibration.hpp: the CoverageSum, DetectionSum and BudgetSum enums,
+# written as row[kCovered] etc.); these IntEnums spell them for Python's type checker, and
+# _check_layout compares them with the compiled core's at import, so the two can never
+# drift apart silently.
 
 
 class CoverageSums(IntEnum):
@@ -115,20 +123,63 @@ _check_layout(DetectionSums, _core.DETECTION_SUMS)
 _check_layout(BudgetSums, _core.BUDGET_SUMS)
 
 
+@dataclass(frozen=True)
+class RowLayout:
+    """What a kernel's row of partial sums holds, for checking a saved total: its width;
+    the positions of counts of replications, of sums of shares in [0, 1] and of other sums
+    that cannot be negative; and where a histogram of the replications starts (each
+    replication counted once), or None. Each kernel gives its own (the compiled ones:
+    :func:`coverage_layout`, :data:`DETECTION_LAYOUT`, :data:`BUDGET_LAYOUT`), so the
+    engine never asks which kernel it runs."""
+
+    width: int
+    counts: tuple[int, ...] = ()
+    shares: tuple[int, ...] = ()
+    nonnegative: tuple[int, ...] = ()
+    histogram: int | None = None
+
+
+def coverage_layout(n_methods: int) -> RowLayout:
+    """The row of ``_core.coverage_tasks`` for ``n_methods`` interval methods: the
+    CoverageSums of each method, methods in order."""
+    starts = range(0, n_methods * len(CoverageSums), len(CoverageSums))
+    return RowLayout(
+        width=n_methods * len(CoverageSums),
+        counts=tuple(k + CoverageSums.COVERED for k in starts),
+        nonnegative=tuple(
+            k + s
+            for k in starts
+            for s in (CoverageSums.HALF_WIDTH, CoverageSums.HALF_WIDTH_SQUARES)
+        ),
+    )
+
+
+#: The row of ``_core.detection_tasks``.
+DETECTION_LAYOUT = RowLayout(
+    width=len(DetectionSums), counts=(DetectionSums.CLAIMS, DetectionSums.REJECTIONS)
+)
+#: The row of ``_core.budget_tasks``.
+BUDGET_LAYOUT = RowLayout(
+    width=len(BudgetSums),
+    counts=(BudgetSums.EXACT_ORDER,),
+    shares=(BudgetSums.PAIRS_CORRECT, BudgetSums.PAIRS_CORRECT_SQUARES),
+    nonnegative=(BudgetSums.HALF_WIDTH, BudgetSums.HALF_WIDTH_SQUARES),
+)
+
+
 # ---------------------------------------------------------------------------- execution
 
 
 @dataclass(frozen=True)
-class _Cell:
-    """One grid cell: a task kernel, its leading arguments and its streams.
+class Cell:
+    """One grid cell: a task kernel, its leading arguments, its streams and its row.
 
     The kernel is a compiled one's name in ``_core`` (the calibration studies), or a
     Python function ``kernel(key, stream, size, *args)`` returning one task's row of
     sums for ``size`` replications drawn only from Philox stream ``stream`` of ``key``
     (the sequential studies, :mod:`truescore_fast.studies.sequential`); task t of the cell is
-    stream ``task_offset + t``. ``block`` is the replications per task. A Python kernel
-    gives its row's ``layout``: (its width, the position where a histogram of the
-    replications starts, counting each replication once).
+    stream ``task_offset + t``. ``layout`` is what the kernel's row holds; ``block`` is
+    the replications per task.
     """
 
     kernel: str | Callable[..., npt.ArrayLike]
@@ -136,8 +187,8 @@ class _Cell:
     key: tuple[int, int]
     task_offset: int
     replications: int
+    layout: RowLayout
     block: int = REPLICATIONS_PER_TASK
-    layout: tuple[int, int] | None = None
 
     @property
     def n_tasks(self) -> int:
@@ -146,11 +197,7 @@ class _Cell:
     @property
     def width(self) -> int:
         """The number of sums in a task's row."""
-        if self.layout is not None:
-            return self.layout[0]
-        if self.kernel == "coverage_tasks":
-            return len(self.args[5]) * len(CoverageSums)  # args[5]: the interval methods
-        return len(DetectionSums if self.kernel == "detection_tasks" else BudgetSums)
+        return self.layout.width
 
     def sums_problem(self, sums: npt.NDArray[np.float64], tasks: int) -> str | None:
         """Why ``sums`` (finite) cannot be this cell's total after its first ``tasks``
@@ -158,8 +205,9 @@ class _Cell:
         if sums.shape != (self.width,):
             return f"{sums.shape[0]} sums, where this cell's rows have {self.width}"
         done = min(self.replications, tasks * self.block)
-        counts, shares, positive = _row_kinds(self)
-        if np.any(sums[positive] < 0.0):
+        layout = self.layout
+        counts, shares = list(layout.counts), list(layout.shares)
+        if np.any(sums[list(layout.nonnegative)] < 0.0):
             return "a sum of half-widths or of squares is negative"
         of = f"{done} (the replications of {tasks} tasks)"
         share = sums[shares]
@@ -168,8 +216,8 @@ class _Cell:
         count = sums[counts]
         if np.any((count < 0.0) | (count > done) | (count != np.round(count))):
             return f"a count is not a whole number from 0 to {of}"
-        if self.layout is not None:
-            histogram = sums[self.layout[1] :]
+        if layout.histogram is not None:
+            histogram = sums[layout.histogram :]
             whole = np.all((histogram >= 0.0) & (histogram == np.round(histogram)))
             if not whole or histogram.sum() != done:
                 return f"the histogram of the replications does not count {done} of them"
@@ -192,26 +240,8 @@ class _Cell:
         return np.asarray(out).reshape(end - begin, -1)
 
 
-def _row_kinds(cell: _Cell) -> tuple[list[int], list[int], list[int]]:
-    """Positions in a compiled kernel's row of (counts of replications, sums of shares in
-    [0, 1], sums that cannot be negative)."""
-    if cell.kernel == "coverage_tasks":
-        step = len(CoverageSums)
-        starts = range(0, cell.width, step)
-        positive = [k + CoverageSums.HALF_WIDTH for k in starts]
-        positive += [k + CoverageSums.HALF_WIDTH_SQUARES for k in starts]
-        return [k + CoverageSums.COVERED for k in starts], [], positive
-    if cell.kernel == "detection_tasks":
-        return [DetectionSums.CLAIMS, DetectionSums.REJECTIONS], [], []
-    if cell.kernel == "budget_tasks":
-        shares = [int(BudgetSums.PAIRS_CORRECT), int(BudgetSums.PAIRS_CORRECT_SQUARES)]
-        positive = [BudgetSums.HALF_WIDTH, BudgetSums.HALF_WIDTH_SQUARES]
-        return [BudgetSums.EXACT_ORDER], shares, positive
-    return [], [], []  # a Python kernel: its histogram (layout) is checked
-
-
 def _python_tasks(
-    cell: _Cell, begin: int, end: int, n_threads: int | None
+    cell: Cell, begin: int, end: int, n_threads: int | None
 ) -> npt.NDArray[np.float64]:
     """Rows ``begin`` to ``end`` of a Python kernel's tasks, on up to ``n_threads``
     threads. Each task draws only from its own stream, so the threads change no row; on
@@ -240,7 +270,7 @@ def _add_in_task_order(total: npt.NDArray[np.float64], part: npt.NDArray[np.floa
 
 
 def _chunks(
-    cell: _Cell, begin: int, chunk: int, n_threads: int | None
+    cell: Cell, begin: int, chunk: int, n_threads: int | None
 ) -> Iterator[tuple[int, int, npt.NDArray[np.float64], int]]:
     """Run a cell's tasks from ``begin`` in chunks of about _CHUNK_SECONDS.
 
@@ -261,12 +291,12 @@ def _chunks(
         begin = end
 
 
-def _replications_in(cell: _Cell, begin: int, end: int) -> int:
+def _replications_in(cell: Cell, begin: int, end: int) -> int:
     return min(cell.replications, end * cell.block) - min(cell.replications, begin * cell.block)
 
 
 def _run_cell(
-    cell: _Cell,
+    cell: Cell,
     n_threads: int | None = None,
     bar: _Progress | None = None,
     start: tuple[int, npt.NDArray[np.float64] | None] = (0, None),
@@ -311,7 +341,7 @@ def _added(
 
 
 def _run_slice(
-    cell: _Cell, begin: int, chunk: int, n_threads: int | None
+    cell: Cell, begin: int, chunk: int, n_threads: int | None
 ) -> tuple[npt.NDArray[np.float64], int, int]:
     """What an executor worker runs: a cell's tasks from ``begin`` for about _SLICE_SECONDS.
 
@@ -330,8 +360,8 @@ def _run_slice(
     return np.concatenate(parts), end, next_chunk
 
 
-def _execute(
-    cells: Sequence[_Cell],
+def execute(
+    cells: Sequence[Cell],
     *,
     n_threads: int | None,
     progress: bool | None,
@@ -366,7 +396,7 @@ def _execute(
 
 def _execute_on(
     executor: Executor,
-    cells: Sequence[_Cell],
+    cells: Sequence[Cell],
     n_threads: int | None,
     bar: _Progress,
     starts: Sequence[tuple[int, npt.NDArray[np.float64] | None]],
@@ -412,7 +442,7 @@ def _execute_on(
     return [total for total in totals if total is not None]
 
 
-def _fingerprint(cells: Sequence[_Cell]) -> str:
+def _fingerprint(cells: Sequence[Cell]) -> str:
     """SHA-256 of everything that determines the cells' sums."""
     digest = hashlib.sha256()
 
@@ -437,7 +467,7 @@ def _fingerprint(cells: Sequence[_Cell]) -> str:
     return digest.hexdigest()
 
 
-def _checkpoint(path: str | os.PathLike[str], cells: Sequence[_Cell], desc: str) -> Checkpoint:
+def _checkpoint(path: str | os.PathLike[str], cells: Sequence[Cell], desc: str) -> Checkpoint:
     """The checkpoint of a sweep of ``cells`` (called ``desc``) in the file ``path``."""
     header = {
         "fingerprint": _fingerprint(cells),

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from truescore_fast._files import read_rows
 from truescore_fast._table import StudyTable
 from truescore_fast.audit._methods import INTERVAL_METHODS
-from truescore_fast.studies._common import _columns
+from truescore_fast.studies._common import table_columns
 from truescore_fast.studies.budget import budget_study, plan_audit_size
 from truescore_fast.studies.coverage import coverage_study
 from truescore_fast.studies.detection import detection_study
@@ -188,7 +188,7 @@ def _wide_coverage(tables: list[StudyTable], intervals: tuple[str, ...], where: 
         title=f"Coverage and half-width of {1 - first.meta['alpha']:.0%} intervals in the "
         "finite-population calibration (N = "
         f"{first.meta['population_size']:,}, {reps:,} replications per design and size)",
-        columns=_columns(names, rows),
+        columns=table_columns(names, rows),
         notes=(f"Monte Carlo SE of a coverage at most {se:.4f}. {where}", *first.notes[1:]),
         meta={"tables": [t.to_dict() for t in tables]},
         keys=("design", "n"),
@@ -215,7 +215,7 @@ def stress_tables(options: StudyOptions, settings: StudySettings) -> StudyRun:
     summary = StudyTable(
         title=f"Coverage across the {len(grid)} stress settings ({grid.meta['replications']:,} "
         "audits each)",
-        columns=_columns(
+        columns=table_columns(
             ("interval", "coverage range", "settings below", "width vs Hoeffding"), rows
         ),
         notes=(f"settings below: coverage under the nominal {level:.2f}.",),

@@ -29,19 +29,20 @@ from truescore_fast._validation import (
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS, code_of
 from truescore_fast.studies._common import (
-    _columns,
-    _floats,
-    _mean_se,
-    _rate,
-    _replications,
-    _run_meta,
-    _sizes,
+    check_floats,
+    check_replications,
+    check_sizes,
+    mean_with_se,
+    rate_with_se,
+    run_meta,
+    table_columns,
 )
 from truescore_fast.studies._engine import (
-    _CELL_STRIDE,
+    BUDGET_LAYOUT,
+    CELL_STRIDE,
     BudgetSums,
-    _Cell,
-    _execute,
+    Cell,
+    execute,
 )
 
 __all__ = [
@@ -113,8 +114,8 @@ def budget_study(
     matrix, names = _gap_matrix(gaps)
     check_alpha(alpha)
     check_choice("interval", interval, INTERVAL_METHODS)
-    ns = _sizes("sizes", sizes)
-    reps = _replications(replications)
+    ns = check_sizes("sizes", sizes)
+    reps = check_replications(replications)
     threads = check_n_threads(n_threads)
     key = philox_key(seed)
     big_n = matrix.shape[1]
@@ -131,16 +132,17 @@ def budget_study(
     if max(ns) > big_n:
         raise ValueError(f"sizes must not exceed the {big_n} audited parents; got {max(ns)}")
     cells = [
-        _Cell(
+        Cell(
             "budget_tasks",
             (matrix, size, pair_high, pair_low, code_of(interval), alpha),
             key,
-            c * _CELL_STRIDE,
+            c * CELL_STRIDE,
             reps,
+            BUDGET_LAYOUT,
         )
         for c, size in enumerate(ns)
     ]
-    totals = _execute(
+    totals = execute(
         cells,
         n_threads=threads,
         progress=progress,
@@ -148,7 +150,7 @@ def budget_study(
         desc="budget",
         checkpoint=checkpoint,
     )
-    columns = _columns(
+    columns = table_columns(
         (
             "n",
             "half_width",
@@ -161,9 +163,11 @@ def budget_study(
         (
             (
                 size,
-                *_mean_se(t[BudgetSums.HALF_WIDTH], t[BudgetSums.HALF_WIDTH_SQUARES], reps),
-                *_rate(t[BudgetSums.EXACT_ORDER], reps),
-                *_mean_se(t[BudgetSums.PAIRS_CORRECT], t[BudgetSums.PAIRS_CORRECT_SQUARES], reps),
+                *mean_with_se(t[BudgetSums.HALF_WIDTH], t[BudgetSums.HALF_WIDTH_SQUARES], reps),
+                *rate_with_se(t[BudgetSums.EXACT_ORDER], reps),
+                *mean_with_se(
+                    t[BudgetSums.PAIRS_CORRECT], t[BudgetSums.PAIRS_CORRECT_SQUARES], reps
+                ),
             )
             for size, t in zip(ns, totals, strict=True)
         ),
@@ -179,7 +183,7 @@ def budget_study(
             "Recovering the full-sample ordering is not recovering the true ordering.",
         ),
         meta={
-            **_run_meta("budget", seed, key, reps),
+            **run_meta("budget", seed, key, reps),
             "alpha": alpha,
             "interval": interval,
             "models": list(names),
@@ -217,7 +221,7 @@ def plan_audit_size(
     matrix = check_gaps("gaps", arr if arr.ndim == 2 else arr[None, :], ndim=2)
     check_alpha(alpha)
     check_open_unit("power", power)
-    ds = _floats("deltas", deltas)
+    ds = check_floats("deltas", deltas)
     if 0.0 in ds:
         raise ValueError("deltas must be positive")
     guard = check_positive_int("guardrail", guardrail, minimum=0)
@@ -241,7 +245,7 @@ def plan_audit_size(
         n_guard = math.inf if share == 0 else math.ceil(guard / share)
         planned = max(n_normal, n_guard)
         rows.append((delta, math.sqrt(variance), n_normal, float(n_guard), float(planned)))
-    columns = _columns(("delta", "gap_sd", "n_normal", "n_guardrail", "n_planned"), rows)
+    columns = table_columns(("delta", "gap_sd", "n_normal", "n_guardrail", "n_planned"), rows)
     return StudyTable(
         title=f"Parents needed to detect an advantage delta with power {power:g} "
         f"(alpha = {alpha:g})",

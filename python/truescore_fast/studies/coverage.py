@@ -11,171 +11,34 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import numpy.typing as npt
 
-from truescore_fast import _core
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
     check_alpha,
-    check_choice,
     check_gaps,
-    check_labels,
     check_n_threads,
-    group_offsets,
-    one_line,
 )
-from truescore_fast.audit._methods import INTERVAL_METHODS, TRAITS, code_of
+from truescore_fast.audit._methods import INTERVAL_METHODS
 from truescore_fast.studies._common import (
-    _columns,
-    _mean_se,
-    _methods,
-    _rate,
-    _replications,
-    _run_meta,
-    _sizes,
+    check_methods,
+    check_replications,
+    check_sizes,
+    run_meta,
+    table_columns,
 )
+from truescore_fast.studies._coverage_cells import coverage_cell, coverage_rows, sampling_design
 from truescore_fast.studies._engine import (
-    _CELL_STRIDE,
     REPLICATIONS_PER_TASK,
-    CoverageSums,
-    _Cell,
-    _execute,
+    execute,
 )
 
 __all__ = [
     "REPLICATIONS_PER_TASK",
     "coverage_study",
 ]
-
-_LATTICE_MAX = 64  # at most this many distinct gap values: counts per value may be drawn
-
-
-# ---------------------------------------------------------------------------- coverage
-
-
-@dataclass(frozen=True)
-class _Design:
-    values: npt.NDArray[np.float64]  # grouped by stratum
-    offsets: npt.NDArray[np.int64]
-    allocation: npt.NDArray[np.int64]
-    truth: float
-
-
-def _design(
-    population: npt.NDArray[np.float64],
-    n: int,
-    design: str,
-    strata: Any,
-    allocation: Any,
-) -> _Design:
-    big_n = population.shape[0]
-    if n > big_n:
-        raise ValueError(f"n must not exceed the population size {big_n}; got {n}")
-    truth = float(np.mean(population))
-    check_choice("design", design, ("srs", "stratified"))
-    if design == "srs":
-        if strata is not None or allocation is not None:
-            raise ValueError("strata and allocation apply only to design='stratified'")
-        return _Design(
-            population,
-            np.array([0, big_n], dtype=np.int64),
-            np.array([n], dtype=np.int64),
-            truth,
-        )
-    if strata is None:
-        raise ValueError("design='stratified' needs strata (one label per population unit)")
-    labels = check_labels("strata", strata, big_n, unit="population unit")
-    order, offsets, _ = group_offsets("strata", labels)
-    sizes = np.diff(offsets)
-    values = np.ascontiguousarray(population[order])
-    if allocation is None or (isinstance(allocation, str) and allocation == "proportional"):
-        alloc = np.asarray(_core.proportional_allocation(sizes.astype(np.int64), n))
-    elif isinstance(allocation, str):
-        raise ValueError(
-            f"allocation must be 'proportional' or per-stratum sizes; got {one_line(allocation)}"
-        )
-    else:
-        alloc = np.asarray(allocation)
-        if alloc.shape != sizes.shape or not np.issubdtype(alloc.dtype, np.integer):
-            raise ValueError(
-                f"allocation must hold one integer per stratum ({sizes.size}, in sorted label "
-                f"order); got {one_line(allocation)}"
-            )
-        if alloc.sum() != n or (alloc < 0).any() or (alloc > sizes).any():
-            raise ValueError(
-                f"allocation must sum to n = {n} with 0 <= n_h <= N_h; got {alloc.tolist()} "
-                f"for stratum sizes {sizes.tolist()}"
-            )
-        # The pooled sample mean estimates the allocation-weighted mean of the strata.
-        means = np.array([values[offsets[h] : offsets[h + 1]].mean() for h in range(sizes.size)])
-        truth = float(np.dot(alloc / n, means))
-    return _Design(values, offsets, alloc.astype(np.int64), truth)
-
-
-def _lattice(design: _Design) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None:
-    values = np.unique(design.values)
-    if values.size > _LATTICE_MAX:
-        return None
-    # counts[h, v]: units of stratum h holding values[v] (strata may differ in size)
-    n_strata = len(design.offsets) - 1
-    stratum = np.repeat(np.arange(n_strata), np.diff(design.offsets))
-    cell = stratum * values.size + np.searchsorted(values, design.values)
-    counts = np.bincount(cell, minlength=n_strata * values.size).astype(np.int64)
-    return values, counts.reshape(n_strata, values.size)
-
-
-def _coverage_cell(
-    design: _Design,
-    methods: tuple[str, ...],
-    alpha: float,
-    sampler: str,
-    key: tuple[int, int],
-    cell: int,
-    replications: int,
-) -> tuple[_Cell, str]:
-    lattice = None
-    check_choice("sampler", sampler, ("auto", "sequence", "counts"))
-    if sampler != "sequence" and not any(TRAITS[m].order_dependent for m in methods):
-        lattice = _lattice(design)
-    if sampler == "counts" and lattice is None:
-        raise ValueError(
-            "sampler='counts' needs order-free intervals (no betting) and a population with "
-            f"at most {_LATTICE_MAX} distinct gap values"
-        )
-    if lattice is None:
-        lat_values, lat_counts, used = np.zeros(0), np.zeros((0, 0), np.int64), "sequence"
-    else:
-        lat_values, lat_counts, used = lattice[0], lattice[1], "counts"
-    args = (
-        design.values,
-        design.offsets,
-        design.allocation,
-        lat_values,
-        lat_counts,
-        np.array([code_of(m) for m in methods], dtype=np.int64),
-        alpha,
-        design.truth,
-    )
-    return _Cell("coverage_tasks", args, key, cell * _CELL_STRIDE, replications), used
-
-
-def _coverage_rows(
-    total: npt.NDArray[np.float64], methods: tuple[str, ...], reps: int
-) -> list[tuple[str, float, float, float, float]]:
-    sums = total.reshape(len(methods), len(CoverageSums))
-    rows = []
-    for k, m in enumerate(methods):
-        cov, cov_se = _rate(sums[k, CoverageSums.COVERED], reps)
-        half, half_se = _mean_se(
-            sums[k, CoverageSums.HALF_WIDTH], sums[k, CoverageSums.HALF_WIDTH_SQUARES], reps
-        )
-        rows.append((m, cov, cov_se, half, half_se))
-    return rows
 
 
 def coverage_study(
@@ -214,7 +77,7 @@ def coverage_study(
             the pooled sample mean estimates the allocation-weighted mean of the strata
             means, and coverage is measured against that (the audit's intervals do not
             reweight); with proportional allocation the target is the population mean.
-        intervals: Interval methods (default all five of
+        intervals: Interval methods (default every one of
             :data:`~truescore_fast.audit.intervals.INTERVAL_METHODS`).
         replications: Samples per size (the paper: 5,000).
         alpha: 1 - nominal coverage.
@@ -246,18 +109,18 @@ def coverage_study(
     """
     pop = check_gaps("population", population)
     check_alpha(alpha)
-    methods = _methods(intervals)
-    sizes = _sizes("n", n)
-    reps = _replications(replications)
+    methods = check_methods(intervals)
+    sizes = check_sizes("n", n)
+    reps = check_replications(replications)
     threads = check_n_threads(n_threads)
     key = philox_key(seed)
     cells, used = [], set()
     for c, size in enumerate(sizes):
-        d = _design(pop, size, design, strata, allocation)
-        cell, how = _coverage_cell(d, methods, alpha, sampler, key, c, reps)
+        d = sampling_design(pop, size, design, strata, allocation)
+        cell, how = coverage_cell(d, methods, alpha, sampler, key, c, reps)
         cells.append(cell)
         used.add(how)
-    totals = _execute(
+    totals = execute(
         cells,
         n_threads=threads,
         progress=progress,
@@ -265,12 +128,12 @@ def coverage_study(
         desc="coverage",
         checkpoint=checkpoint,
     )
-    columns = _columns(
+    columns = table_columns(
         ("design", "n", "interval", "coverage", "coverage_se", "half_width", "half_width_se"),
         (
             (design, size, *row)
             for size, total in zip(sizes, totals, strict=True)
-            for row in _coverage_rows(total, methods, reps)
+            for row in coverage_rows(total, methods, reps)
         ),
     )
     return StudyTable(
@@ -284,7 +147,7 @@ def coverage_study(
             "population and design, not every audit.",
         ),
         meta={
-            **_run_meta("coverage", seed, key, reps),
+            **run_meta("coverage", seed, key, reps),
             "alpha": alpha,
             "population_size": int(pop.shape[0]),
             "design": design,

@@ -24,23 +24,24 @@ from truescore_fast._validation import (
     check_choice,
     check_n_threads,
     check_positive_int,
-    float_array,
     one_line,
 )
 from truescore_fast.audit._methods import FALLBACK_METHODS, code_of
 from truescore_fast.studies._common import (
-    _columns,
-    _floats,
-    _rate,
-    _replications,
-    _run_meta,
-    _sizes,
+    check_floats,
+    check_replications,
+    check_sizes,
+    model_banks,
+    rate_with_se,
+    run_meta,
+    table_columns,
 )
 from truescore_fast.studies._engine import (
-    _CELL_STRIDE,
+    CELL_STRIDE,
+    DETECTION_LAYOUT,
+    Cell,
     DetectionSums,
-    _Cell,
-    _execute,
+    execute,
 )
 
 __all__ = [
@@ -55,35 +56,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------- detection
-
-
-def _binary(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    arr = np.ascontiguousarray(float_array(name, values))
-    if not np.isin(arr, (0.0, 1.0)).all():
-        raise ValueError(f"{name} must hold binary correctness labels (0 or 1)")
-    return arr
-
-
-def _models(
-    public: npt.ArrayLike, fresh: npt.ArrayLike
-) -> list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
-    pub = _binary("public", public)
-    fr = _binary("fresh", fresh)
-    if pub.ndim == 1:
-        pub = pub[None, :]
-        fr = fr[None, :, :] if fr.ndim == 2 else fr[None, :, None]
-    elif fr.ndim == 2:
-        fr = fr[:, :, None]
-    if pub.ndim != 2 or fr.ndim != 3 or fr.shape[:2] != pub.shape or fr.shape[2] < 1:
-        raise ValueError(
-            "public must be (N,) or (models, N) and fresh (N, K) or (models, N, K) to match; "
-            f"got {np.shape(public)} and {np.shape(fresh)}"
-        )
-    if pub.shape[1] < 2:
-        raise ValueError("the bank needs at least 2 parents")
-    return [
-        (np.ascontiguousarray(pub[m]), np.ascontiguousarray(fr[m])) for m in range(pub.shape[0])
-    ]
 
 
 def detection_study(
@@ -144,12 +116,12 @@ def detection_study(
     evidence of contamination. A planted advantage here is a public-only effect; a real
     leak that carries over to the paraphrases is invisible to both rules.
     """
-    banks = _models(public, fresh)
+    banks = model_banks(public, fresh)
     check_alpha(alpha)
-    ns = _sizes("sizes", sizes)
-    ds = _floats("deltas", deltas)
-    gs = _floats("form_gaps", form_gaps)
-    reps = _replications(replications)
+    ns = check_sizes("sizes", sizes)
+    ds = check_floats("deltas", deltas)
+    gs = check_floats("form_gaps", form_gaps)
+    reps = check_replications(replications)
     guard = check_positive_int("guardrail", guardrail, minimum=0)
     check_choice("fallback", fallback, FALLBACK_METHODS)
     threads = check_n_threads(n_threads)
@@ -186,9 +158,12 @@ def detection_study(
                             f"{p_fresh:.3f}"
                         )
                     args = (pub, fr, size, bool(relabel), q, h, guard, code_of(fallback), alpha)
-                    cells.append(_Cell("detection_tasks", args, key, c * _CELL_STRIDE, reps))
+                    offset = c * CELL_STRIDE
+                    cells.append(
+                        Cell("detection_tasks", args, key, offset, reps, DETECTION_LAYOUT)
+                    )
                     c += 1
-    totals = _execute(
+    totals = execute(
         cells,
         n_threads=threads,
         progress=progress,
@@ -201,7 +176,7 @@ def detection_study(
     for g_index, (size, delta, gap) in enumerate(grid):
         parts = totals[g_index * m : (g_index + 1) * m]
         rates = [
-            [_rate(t[j], reps) for t in parts]
+            [rate_with_se(t[j], reps) for t in parts]
             for j in (DetectionSums.CLAIMS, DetectionSums.REJECTIONS)
         ]
         row = [size, delta, gap]
@@ -210,7 +185,7 @@ def detection_study(
             row.append(math.sqrt(sum(r[1] ** 2 for r in rates[j])) / m)
         row.append(float(np.mean([t[DetectionSums.DELTA_HAT] / reps for t in parts])))
         rows.append(row)
-    columns = _columns(
+    columns = table_columns(
         (
             "n",
             "delta",
@@ -235,7 +210,7 @@ def detection_study(
             "rejection is not evidence of contamination.",
         ),
         meta={
-            **_run_meta("detection", seed, key, reps),
+            **run_meta("detection", seed, key, reps),
             "alpha": alpha,
             "guardrail": guard,
             "fallback": fallback,

@@ -1,13 +1,13 @@
-"""Every study, listed once: the command line's ``calibrate`` subcommands, their default
+"""Every study, ready to run: the command line's ``calibrate`` subcommands, their default
 replications, the settings each takes and the figure each can draw all come from
 :data:`STUDIES`.
 
-Adding a study is its module (the study function, with its tests) and one
-:class:`Study` entry here; the ``run`` that builds its printed tables can be the
-function itself (:func:`Study.of`) or a preset in ``truescore_fast.studies._presets``.
-Its name, summary and replications are repeated in ``truescore_fast/cli/_catalog.py``,
-from which ``calibrate --help`` lists them without loading NumPy (a test checks the two
-agree).
+The studies are written once, as entries of :data:`truescore_fast._catalog.STUDIES` (from
+which ``calibrate --help`` lists them without loading NumPy); :data:`STUDIES` holds each
+as a :class:`Study`, its functions imported. Adding a study is its module (the study
+function, with its tests) and one catalog entry; the ``run`` that builds its printed
+tables can be the function itself (:func:`Study.of`, an entry without ``tables``) or a
+preset in ``truescore_fast.studies._presets``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from truescore_fast import _catalog
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import one_line
-from truescore_fast.studies import _plot, _presets
 from truescore_fast.studies.options import StudyOptions, StudyRun, StudySettings
-from truescore_fast.studies.suite import suite_study
 
 __all__ = ["STUDIES", "Study"]
 
@@ -76,57 +75,16 @@ class Study:
         return cls(name, summary, replications, run, (), plot)
 
 
-STUDIES: dict[str, Study] = {
-    study.name: study
-    for study in (
-        Study(
-            "coverage",
-            "coverage and half-width of every interval (Table 2)",
-            5000,
-            _presets.coverage_tables,
-            ("population", "value_column", "strata_column", "n", "intervals"),
-            _plot.plot_coverage,
-        ),
-        Study(
-            "stress",
-            "coverage over the 36 stress settings (Table 6)",
-            4000,
-            _presets.stress_tables,
-            ("intervals",),
-            _plot.plot_stress,
-        ),
-        Study(
-            "detection",
-            "detection rates, type-I error and form mismatch (Tables 11-13, Fig. 10)",
-            2000,
-            _presets.detection_tables,
-            plot=_plot.plot_detection,
-        ),
-        Study(
-            "budget",
-            "budget curves and an audit-size plan (Table 10)",
-            2000,
-            _presets.budget_tables,
-            ("population_size",),
-            _plot.plot_budget,
-        ),
-        Study(
-            "sequential",
-            "the sequential audit under continuous monitoring",
-            1000,
-            _presets.sequential_tables,
-        ),
-        Study(
-            "sequential-orders",
-            "the sequential order test's size, power and orders scored",
-            2000,
-            _presets.sequential_order_tables,
-        ),
-        Study.of(
-            suite_study,
-            "suite",
-            "the suite audit's false discovery rate and power per pair",
-            200,
-        ),
-    )
-}
+def _registered(entry: _catalog.StudyEntry) -> Study:
+    """The catalog's entry as a :class:`Study`, its functions imported."""
+    plot = None if entry.plot is None else _catalog.load(entry.plot)
+    if entry.tables is None:
+        return Study.of(_catalog.load(entry.study), entry.name, entry.summary,
+                        entry.replications, plot)  # fmt: skip
+    return Study(entry.name, entry.summary, entry.replications, _catalog.load(entry.tables),
+                 entry.settings, plot)  # fmt: skip
+
+
+# Every study by name: the catalog's, and any a caller adds (STUDIES["name"] =
+# Study.of(...)) runs from the command line too. (docs/api documents it.)
+STUDIES: dict[str, Study] = {entry.name: _registered(entry) for entry in _catalog.STUDIES}

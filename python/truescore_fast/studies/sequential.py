@@ -30,9 +30,15 @@ from truescore_fast._validation import (
 )
 from truescore_fast.audit._betting import Bets, capital_logs, check_horizon
 from truescore_fast.audit.intervals import betting_intervals
-from truescore_fast.studies._common import _columns, _floats, _rate, _replications, _run_meta
-from truescore_fast.studies._engine import _Cell, _execute
-from truescore_fast.studies.detection import _models
+from truescore_fast.studies._common import (
+    check_floats,
+    check_replications,
+    model_banks,
+    rate_with_se,
+    run_meta,
+    table_columns,
+)
+from truescore_fast.studies._engine import Cell, RowLayout, execute
 
 __all__ = [
     "sequential_order_study",
@@ -174,13 +180,13 @@ def sequential_study(
     What it does not mean: the rates are for this bank and this way of planting an
     effect; a real leak that carries over to the fresh forms is invisible to every rule.
     """
-    banks = _models(public, fresh)
+    banks = model_banks(public, fresh)
     if len(banks) != 1:
         raise ValueError("public must be one bank, shape (N,), with fresh (N, K)")
     pub, fr = banks[0]
     check_alpha(alpha)
-    ds = _floats("deltas", deltas)
-    reps = _replications(replications)
+    ds = check_floats("deltas", deltas)
+    reps = check_replications(replications)
     big_n = pub.shape[0]
     n_max = check_positive_int("max_parents", max_parents, minimum=2)
     if n_max > big_n:
@@ -211,11 +217,16 @@ def sequential_study(
         for delta in ds
     ]  # fmt: skip
     engine = {"n_threads": threads, "progress": progress, "executor": executor}
-    totals = _run_rows(_audit_task, per_row, reps, key, "sequential audit", checkpoint, engine)
+    # a task's row: the sums, the claims per look, the stops at 0..n_max (a histogram)
+    start = len(_AUDIT_SUMS) + looks.shape[0]
+    layout = RowLayout(start + n_max + 1, histogram=start)
+    totals = _run_rows(
+        _audit_task, per_row, layout, reps, key, "sequential audit", checkpoint, engine
+    )
     n_sums, n_looks = len(_AUDIT_SUMS), looks.shape[0]
     for delta, total in zip(ds, totals, strict=True):
         sums = dict(zip(_AUDIT_SUMS, total[:n_sums], strict=True))
-        claim, claim_se = _rate(float(sums["claim"]), reps)
+        claim, claim_se = rate_with_se(float(sums["claim"]), reps)
         fixed_curve = total[n_sums : n_sums + n_looks] / reps
         stop = _from_counts(total[n_sums + n_looks :])
         same_n, same_se = _same_power_parents(claim, claim_se, looks, fixed_curve)
@@ -247,7 +258,7 @@ def sequential_study(
         "horizon_free_claim_rate", "horizon_free_mean_parents",
         "wald_peek_claim_rate", "wald_peek_false_claim_rate",
     )  # fmt: skip
-    columns = _columns(names, rows)
+    columns = table_columns(names, rows)
     bets = "horizon-free bets" if tuned is None else f"bets tuned to {tuned} parents"
     return StudyTable(
         title=(
@@ -265,7 +276,7 @@ def sequential_study(
             "Rates for this bank and this planting; a leak that carries over to the fresh "
             "forms is invisible to every rule.",
         ),
-        meta=_run_meta("sequential", seed, key, reps)
+        meta=run_meta("sequential", seed, key, reps)
         | {"replications_per_task": _STUDY_TASK, "horizon": tuned},
     )
 
@@ -299,6 +310,7 @@ def _from_counts(counts: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
 def _run_rows(
     task: Callable[..., npt.NDArray[np.float64]],
     per_row: list[tuple[Any, ...]],
+    layout: RowLayout,
     reps: int,
     key: tuple[int, int],
     desc: str,
@@ -311,18 +323,10 @@ def _run_rows(
     i x tasks + t of ``key``."""
     tasks = -(-reps // _STUDY_TASK)
     cells = [
-        _Cell(task, args, key, row * tasks, reps, block=_STUDY_TASK, layout=_layout(task, args))
+        Cell(task, args, key, row * tasks, reps, layout, block=_STUDY_TASK)
         for row, args in enumerate(per_row)
     ]
-    return _execute(cells, desc=desc, checkpoint=checkpoint, **engine)
-
-
-def _layout(task: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, int]:
-    """A task's row: (its width, where its histogram of the replications starts)."""
-    if task is _audit_task:  # the sums, the claims per look, the stops at 0..n_max
-        start = len(_AUDIT_SUMS) + len(args[5])
-        return start + args[4] + 1, start
-    return len(_ORDER_SUMS) + args[0] * args[1] + 1, len(_ORDER_SUMS)  # orders 0..r x m
+    return execute(cells, desc=desc, checkpoint=checkpoint, **engine)
 
 
 def _same_power_parents(
@@ -549,8 +553,8 @@ def sequential_order_study(
     r = check_positive_int("n_shards", n_shards)
     m = check_positive_int("max_permutations", max_permutations)
     hh = check_positive_int("h", h)
-    shift_values = _floats("shifts", shifts, low=-math.inf, high=math.inf, high_open=False)
-    reps = _replications(replications)
+    shift_values = check_floats("shifts", shifts, low=-math.inf, high=math.inf, high_open=False)
+    reps = check_replications(replications)
     check_alpha(alpha)
     threads = check_n_threads(n_threads)
     # A task holds (replications x n_shards x max_permutations) normals, their booleans
@@ -566,13 +570,15 @@ def sequential_order_study(
     rows = []
     per_row = [(r, m, shift, hh, alpha) for shift in shift_values]
     engine = {"n_threads": threads, "progress": progress, "executor": executor}
+    # a task's row: the sums, then a histogram of the orders scored, 0..r x m
+    layout = RowLayout(len(_ORDER_SUMS) + r * m + 1, histogram=len(_ORDER_SUMS))
     totals = _run_rows(
-        _order_task, per_row, reps, key, "sequential order test", checkpoint, engine
+        _order_task, per_row, layout, reps, key, "sequential order test", checkpoint, engine
     )
     for shift, total in zip(shift_values, totals, strict=True):
         sums = dict(zip(_ORDER_SUMS, total, strict=False))
         orders = _from_counts(total[len(_ORDER_SUMS) :])
-        rate, se = _rate(float(sums["rejections"]), reps)
+        rate, se = rate_with_se(float(sums["rejections"]), reps)
         rows.append(
             (
                 shift,
@@ -589,7 +595,7 @@ def sequential_order_study(
         "shift", "rejection_rate", "rejection_se", "fixed_rate", "mean_orders",
         "median_orders", "orders_fixed", "saving",
     )  # fmt: skip
-    columns = _columns(names, rows)
+    columns = table_columns(names, rows)
     return StudyTable(
         title=(
             f"Sequential order test: {r} shards x up to {m} shuffled orders, h = {hh}, "
@@ -603,7 +609,7 @@ def sequential_order_study(
             "Normal log-likelihoods are a model: the saving for a clean model depends only "
             "on ranks and carries over; the power at a given shift does not.",
         ),
-        meta=_run_meta("sequential_order", seed, key, reps)
+        meta=run_meta("sequential_order", seed, key, reps)
         | {"replications_per_task": _STUDY_TASK},
     )
 

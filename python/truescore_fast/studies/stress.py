@@ -29,11 +29,16 @@ from truescore_fast._validation import (
     real_scalar,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS
-from truescore_fast.studies._common import _columns, _methods, _replications, _run_meta
-from truescore_fast.studies._engine import (
-    _execute,
+from truescore_fast.studies._common import (
+    check_methods,
+    check_replications,
+    run_meta,
+    table_columns,
 )
-from truescore_fast.studies.coverage import _coverage_cell, _coverage_rows, _design
+from truescore_fast.studies._coverage_cells import coverage_cell, coverage_rows, sampling_design
+from truescore_fast.studies._engine import (
+    execute,
+)
 
 __all__ = [
     "STRESS_SHAPES",
@@ -143,8 +148,8 @@ def stress_grid(
     if not grid:
         raise ValueError("settings must hold at least one StressSetting")
     check_alpha(alpha)
-    methods = _methods(intervals)
-    reps = _replications(replications)
+    methods = check_methods(intervals)
+    reps = check_replications(replications)
     threads = check_n_threads(n_threads)
     key = philox_key(seed)
     cells = []
@@ -153,9 +158,9 @@ def stress_grid(
             raise ValueError(f"settings[{c}] must be a StressSetting; got {one_line(s)}")
         pop = stress_population(s)
         check_positive_int("n", s.n, minimum=2)
-        d = _design(pop, s.n, "srs", None, None)
-        cells.append(_coverage_cell(d, methods, alpha, "auto", key, c, reps)[0])
-    totals = _execute(
+        d = sampling_design(pop, s.n, "srs", None, None)
+        cells.append(coverage_cell(d, methods, alpha, "auto", key, c, reps)[0])
+    totals = execute(
         cells,
         n_threads=threads,
         progress=progress,
@@ -173,13 +178,13 @@ def stress_grid(
     for s, total in zip(grid, totals, strict=True):
         row: list[Any] = [s.population_size, s.n, s.shape, s.nonzero_share]
         halves = {}
-        for m, cov, cov_se, half, _ in _coverage_rows(total, methods, reps):
+        for m, cov, cov_se, half, _ in coverage_rows(total, methods, reps):
             row += [cov, cov_se]
             halves[m] = half
         if ratio:
             row.append(halves["bernstein"] / halves["hoeffding"])
         rows.append(row)
-    arrays = _columns(names, rows)
+    arrays = table_columns(names, rows)
     level = 1.0 - alpha
     notes = [f"{len(grid)} settings x {reps:,} audits, seed {seed!r}."]
     for m in methods:
@@ -200,7 +205,7 @@ def stress_grid(
         columns=arrays,
         notes=tuple(notes),
         meta={
-            **_run_meta("stress", seed, key, reps),
+            **run_meta("stress", seed, key, reps),
             "alpha": alpha,
         },
     )

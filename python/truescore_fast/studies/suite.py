@@ -37,8 +37,14 @@ from truescore_fast._validation import (
     one_line,
     real_scalar,
 )
-from truescore_fast.studies._common import _columns, _mean_se, _rate, _replications, _run_meta
-from truescore_fast.studies._engine import _Cell, _execute
+from truescore_fast.studies._common import (
+    check_replications,
+    mean_with_se,
+    rate_with_se,
+    run_meta,
+    table_columns,
+)
+from truescore_fast.studies._engine import Cell, RowLayout, execute
 from truescore_fast.suite.audit import SUITE_TESTS, suite_audit
 from truescore_fast.suite.data import SuiteData, SuitePair
 from truescore_fast.suite.multiplicity import FDR_METHODS
@@ -273,35 +279,38 @@ def suite_study(
     check_choice("fdr", fdr, FDR_METHODS)
     q = check_alpha(alpha)
     resamples = check_positive_int("n_bootstrap", n_bootstrap)
-    reps = _replications(replications)
+    reps = check_replications(replications)
     threads = check_n_threads(n_threads)
     key = philox_key(seed)
     columns = (*chosen, "any")
     width = 6 + len(planted) * len(columns) + 2
     args = (design, planted, chosen, q, fdr, resamples)
-    cell = _Cell(_suite_task, args, key, 0, reps, block=_SUITE_TASK, layout=(width, width - 2))
-    (total,) = _execute(
+    layout = RowLayout(width, histogram=width - 2)  # replications with, without a false flag
+    cell = Cell(_suite_task, args, key, 0, reps, layout, block=_SUITE_TASK)
+    (total,) = execute(
         [cell], n_threads=threads, progress=progress, executor=executor, desc="suite",
         checkpoint=checkpoint,
     )  # fmt: skip
     names, benches = _names(design[0], design[1])
-    fdr_rate, fdr_se = _mean_se(total[0], total[1], reps)
-    fwer, fwer_se = _rate(total[-1], reps)
+    fdr_rate, fdr_se = mean_with_se(total[0], total[1], reps)
+    fwer, fwer_se = rate_with_se(total[-1], reps)
     rows: list[list[Any]] = [
         ["fdr", "-", "-", "-", 0.0, fdr_rate, fdr_se],
         ["fwer", "-", "-", "-", 0.0, fwer, fwer_se],
-        ["flags", "-", "-", "-", 0.0, *_mean_se(total[2], total[4], reps)],
-        ["false_flags", "-", "-", "-", 0.0, *_mean_se(total[3], total[5], reps)],
+        ["flags", "-", "-", "-", 0.0, *mean_with_se(total[2], total[4], reps)],
+        ["false_flags", "-", "-", "-", 0.0, *mean_with_se(total[3], total[5], reps)],
     ]
     for j, (m, b, size) in enumerate(planted):
         for t, name in enumerate(columns):
-            rate, se = _rate(total[6 + j * len(columns) + t], reps)
+            rate, se = rate_with_se(total[6 + j * len(columns) + t], reps)
             rows.append(["power", names[m], benches[b], name, size, rate, se])
     return StudyTable(
         title=f"Suite audit: false discovery rate and power ({design[0]} models x "
         f"{design[1]} benchmarks x {design[2]} parents, {len(planted)} leak(s), {reps:,} "
         "suites)",
-        columns=_columns(("quantity", "model", "benchmark", "test", "leak", "rate", "se"), rows),
+        columns=table_columns(
+            ("quantity", "model", "benchmark", "test", "leak", "rate", "se"), rows
+        ),
         notes=(
             f"tests {', '.join(chosen)}; {fdr} at q = {q:g}; ConStat with {resamples} "
             f"resamples. Seed {seed!r}.",
@@ -309,7 +318,7 @@ def suite_study(
             "carry over to the fresh forms); a real leak may be invisible to every test.",
         ),
         meta={
-            **_run_meta("suite", seed, key, reps),
+            **run_meta("suite", seed, key, reps),
             "q": q,
             "fdr": fdr,
             "tests": list(chosen),

@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast import _catalog
 from truescore_fast._progress import Progress
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import TabularResult
@@ -79,20 +80,16 @@ from truescore_fast._validation import (
     one_line,
     real_scalar,
 )
-from truescore_fast.audit.matched_form import ClaimRule, matched_form_audit
-from truescore_fast.audit.randomization import randomization_test
-from truescore_fast.contamination.batch import exchangeability_tests
+from truescore_fast.suite._tests import BenchmarkTask, Row
 from truescore_fast.suite.constat import MIN_REFERENCE_MODELS
-from truescore_fast.suite.data import SuiteData, SuitePair, read_suite
+from truescore_fast.suite.data import SuiteData, read_suite
 from truescore_fast.suite.multiplicity import FDR_METHODS, FdrMethod, adjust
 
 __all__ = ["SUITE_TESTS", "SuiteAudit", "suite_audit"]
 
-#: The tests a suite audit runs, in the order of its rows within a pair.
-SUITE_TESTS: tuple[str, ...] = ("matched_form", "randomization", "order", "constat")
-
-#: ConStat needs this many models on a benchmark (each tested against at least 5 others).
-CONSTAT_MIN_MODELS = MIN_REFERENCE_MODELS + 1
+#: The tests a suite audit runs, in the order of its rows within a pair (the catalog's,
+#: :data:`truescore_fast._catalog.SUITE_TESTS`, where each names its implementation).
+SUITE_TESTS: tuple[str, ...] = tuple(test.name for test in _catalog.SUITE_TESTS)
 
 _NOT_MEAN = (
     "What a flag does not mean: not proof of contamination (a public form that is merely "
@@ -197,243 +194,41 @@ class SuiteAudit(TabularResult):
 
 # ------------------------------------------------------------------------------ the tests
 
-_Row = tuple[str, str, str, float, float, float, float, int]  # model .. high, n
 
-
-# Levels tried, from the top down, for one at which the audit claims: at levels near 1
-# the betting interval (the primary one below the guardrail) can be empty (no value
-# consistent with the data), which is no claim although smaller levels claim.
-_CLAIM_LEVELS = (1.0 - 1e-9, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01)
-_P_FLOOR = 1e-16  # the smallest matched-form p-value reported
-_Z_975 = 1.959963984540054  # the standard normal's 0.975 quantile (scipy.special.ndtri's)
-
-
-def _claim_p_value(
-    pub: npt.NDArray[np.float64],
-    fr: npt.NDArray[np.float64],
-    seed: int,
-    closed_form: bool = True,
-    probe: Any = None,
-) -> float:
-    """The smallest alpha at which the matched-form audit claims (see the module
-    docstring). With the Wald interval primary (at least ``guardrail`` nonzero gaps: every
-    large suite), in closed form: the claim at alpha needs the primary interval at alpha/2
-    (the tau interval, without a control bank) above zero, mean - z(1 - alpha/4) se > 0,
-    so p = 4 Phi(-mean / se), raised by 1e-9 relative and confirmed by the claim rule
-    there. Otherwise (the betting interval primary), bracketed by bisection in
-    log(alpha), the bracket's upper end (within about 4e-5 relative of the exact value,
-    never below). Each level is decided by :class:`ClaimRule` (the primary interval at
-    alpha and alpha / 2, the audit's claim bit for bit), not by re-running the audit.
-    ``probe``: the audit at alpha 0.05 when the caller has it (it is not run again)."""
-    claims = ClaimRule(pub, fr, seed=seed, audit=probe)
-    probe = claims.audit
-
-    wald = probe.primary.method == "wald" and probe.estimate > 0
-    if closed_form and wald and probe.primary.half_width > 0:
-        se = probe.primary.half_width / _Z_975
-        # 4 Phi(-mean / se), Phi by erfc (within 1e-13 relative of SciPy's ndtr, far
-        # inside the 1e-9 raise below; scipy.special is not imported for it)
-        exact = 2.0 * math.erfc(probe.estimate / se / math.sqrt(2.0))
-        candidate = max(_P_FLOOR, exact * (1.0 + 1e-9))
-        if candidate < 1.0 and claims(candidate):
-            return candidate
-    low = math.log(_P_FLOOR)
-    for level in _CLAIM_LEVELS:
-        claim, empty = claims.outcome(level)
-        if claim:
-            high = math.log(level)
-            break
-        if not empty:
-            return 1.0  # an interval reaching zero: a smaller level does not claim either
-    else:
-        return 1.0
-    if claims(math.exp(low)):
-        return math.exp(low)
-    for _ in range(20):
-        middle = 0.5 * (low + high)
-        if claims(math.exp(middle)):
-            high = middle
-        else:
-            low = middle
-    return min(1.0, math.exp(high))
-
-
-def _matched_rows(pair: SuitePair, tests: Sequence[str], alpha: float, seed: int,
-                  threads: int | None) -> list[_Row]:  # fmt: skip
-    rows: list[_Row] = []
-    pub, fr = pair.matched_public, pair.fresh
-    n = int(pub.shape[0])
-    if "matched_form" in tests:
-        audit = matched_form_audit(pub, fr, alpha=alpha, seed=seed)
-        p = _claim_p_value(pub, fr, seed, probe=audit if alpha == 0.05 else None)
-        rows.append((pair.model, pair.benchmark, "matched_form", p, audit.estimate,
-                     audit.primary.low, audit.primary.high, n))  # fmt: skip
-    if "randomization" in tests:
-        test = randomization_test(pub, fr, alternative="greater", seed=seed, n_threads=threads)
-        rows.append((pair.model, pair.benchmark, "randomization", test.p_value, test.estimate,
-                     -math.inf, math.inf, n))  # fmt: skip
-    return rows
-
-
-def _order_row(pair: SuitePair, threads: int | None) -> _Row:
-    order = pair.order
-    assert order is not None
-    values = np.concatenate(order.shuffled)
-    offsets = np.concatenate(([0], np.cumsum([s.shape[0] for s in order.shuffled])))
-    batch = exchangeability_tests(order.canonical, values, offsets=offsets, n_threads=threads)
-    p = float(batch.p_values[0]) if len(batch) == 1 else float(batch.combine("fisher").p_value)
-    return (pair.model, pair.benchmark, "order", p, float(np.mean(batch.z_scores)),
-            -math.inf, math.inf, len(batch))  # fmt: skip
-
-
-def _constat_matrices(
-    pairs: Sequence[SuitePair],
-) -> tuple[list[SuitePair], npt.NDArray[np.float64], npt.NDArray[np.float64], str] | str:
-    """One benchmark's ConStat inputs: (the models' pairs, scores (m, n), reference
-    scores (m, n_ref), which reference), or why it cannot run. The reference rows when at
-    least CONSTAT_MIN_MODELS models have them, else the fresh forms."""
-    with_reference = [p for p in pairs if p.reference.shape[0] > 0]
-    with_fresh = [p for p in pairs if p.has_fresh]
-    if with_reference and (
-        len(with_reference) >= CONSTAT_MIN_MODELS or len(with_fresh) < CONSTAT_MIN_MODELS
-    ):
-        used, kind = with_reference, "reference rows"
-    else:
-        used, kind = with_fresh, "fresh forms"
-    if len(used) < CONSTAT_MIN_MODELS:
-        return f"{len(used)} model(s) with {kind}; ConStat needs {CONSTAT_MIN_MODELS}"
-    by_reference = kind == "reference rows"
-
-    def reference_of(p: SuitePair) -> tuple[tuple[str, ...], npt.NDArray[np.float64]]:
-        if by_reference:
-            return p.reference_parents, p.reference
-        return p.fresh_parents, p.fresh.mean(axis=1)
-
-    # A leaderboard's models usually share one list of items in one order: then the
-    # intersection is that list and every row is taken as it is.
-    first_items, first_refs = tuple(used[0].parents), tuple(reference_of(used[0])[0])
-    if all(p.parents == first_items for p in used):
-        item_order = list(first_items)
-    else:
-        items = set.intersection(*(set(p.parents) for p in used))
-        item_order = [x for x in first_items if x in items]
-    if all(reference_of(p)[0] == first_refs for p in used):
-        ref_order = list(first_refs)
-    else:
-        refs = set.intersection(*(set(reference_of(p)[0]) for p in used))
-        ref_order = [x for x in first_refs if x in refs]
-    if len(set(item_order)) < 2 or len(set(ref_order)) < 2:
-        return f"fewer than 2 items that every model with {kind} has"
-    item_key, ref_key = tuple(item_order), tuple(ref_order)
-
-    def gather(labels: Sequence[str], values: npt.NDArray[np.float64], order: list[str]) -> Any:
-        if tuple(labels) == (item_key if order is item_order else ref_key):
-            return values
-        position = {label: k for k, label in enumerate(labels)}
-        return values[np.fromiter((position[x] for x in order), dtype=np.int64, count=len(order))]
-
-    scores = np.array([gather(p.parents, p.public, item_order) for p in used])
-    reference = np.array([gather(*reference_of(p), ref_order) for p in used])
-    return used, scores, reference, kind
-
-
-def _constat_rows(
-    benchmark: str,
-    pairs: Sequence[SuitePair],
-    *,
-    alpha: float,
-    n_bootstrap: int,
-    seed: int,
-    threads: int | None,
-    reference_models: Sequence[str] | None,
-    random_guess: float,
-) -> tuple[list[_Row], str | None]:
-    from truescore_fast.suite.constat import constat_tests
-
-    built = _constat_matrices(pairs)
-    if isinstance(built, str):
-        return [], f"constat on {benchmark}: {built}"
-    used, scores, reference, _ = built
-    names = [p.model for p in used]
-    options: dict[str, Any] = {}
-    if reference_models is not None:
-        missing = [m for m in reference_models if m not in names]
-        if missing:
-            return [], f"constat on {benchmark}: reference models without data {missing}"
-        options["reference_models"] = [names.index(m) for m in reference_models]
-    result = constat_tests(
-        scores, reference, alpha=alpha, n_bootstrap=n_bootstrap, seed=seed, n_threads=threads,
-        random_guess=random_guess, **options,
-    )  # fmt: skip
-    # The bootstrap resolves no p-value below 1 / B: a p of 0 would claim certainty and
-    # rank above every exact p-value in the adjustment.
-    floor = 1.0 / n_bootstrap
-    rows: list[_Row] = []
-    untestable: list[str] = []
-    for k, pair in enumerate(used):
-        if not result.testable[k]:
-            untestable.append(pair.model)
-            continue
-        rows.append((pair.model, benchmark, "constat", max(floor, float(result.p_value[k])),
-                     float(result.estimate[k]), float(result.low[k]), float(result.high[k]),
-                     int(scores.shape[1])))  # fmt: skip
-    if untestable:
-        reason = next(r for r in result.reason if r)
-        return rows, f"constat on {benchmark}: not testable for {untestable}: {reason}"
-    return rows, None
-
-
-def _benchmark_rows(
-    b_index: int,
-    benchmark: str,
-    pairs: Sequence[SuitePair],
-    chosen: Sequence[str],
-    alpha: float,
-    seed: int,
-    threads: int | None,
-    n_bootstrap: int,
-    reference_models: Sequence[str] | None,
-    random_guess: float,
-) -> tuple[list[_Row], str | None]:
-    """Every test of one benchmark: its rows (by model, then test) and why ConStat did not
-    run there, if it did not. A task of its own (an executor runs it anywhere): its result
-    depends on its arguments only."""
-    by_model: dict[str, list[_Row]] = {p.model: [] for p in pairs}
-    for pair in pairs:
-        if pair.has_fresh:
-            by_model[pair.model] += _matched_rows(pair, chosen, alpha, seed, threads)
-        if "order" in chosen and pair.order is not None:
-            by_model[pair.model].append(_order_row(pair, threads))
-    reason = None
-    if "constat" in chosen:
-        found, reason = _constat_rows(
-            benchmark, pairs, alpha=alpha, n_bootstrap=n_bootstrap,
-            seed=seed_int([seed, b_index]), threads=threads,
-            reference_models=reference_models, random_guess=random_guess,
-        )  # fmt: skip
-        for row in found:
-            by_model[row[0]].append(row)
-    return [row for model_rows in by_model.values() for row in model_rows], reason
+def _benchmark_rows(task: BenchmarkTask, chosen: Sequence[str]) -> tuple[list[Row], list[str]]:
+    """Every chosen test of one benchmark: its rows (by model, then test in the order of
+    SUITE_TESTS) and why a test did not run there. A task of its own (an executor runs it
+    anywhere): its result depends on its arguments only."""
+    by_model: dict[str, list[Row]] = {p.model: [] for p in task.pairs}
+    reasons: list[str] = []
+    for entry in _catalog.SUITE_TESTS:
+        if entry.name in chosen:
+            found, reason = _catalog.load(entry.rows)(task)
+            for row in found:
+                by_model[row[0]].append(row)
+            if reason is not None:
+                reasons.append(reason)
+    return [row for model_rows in by_model.values() for row in model_rows], reasons
 
 
 def _run_benchmarks(
-    tasks: Sequence[tuple[Any, ...]], executor: Executor | None, bar: Progress
-) -> list[tuple[list[_Row], str | None]]:
+    tasks: Sequence[BenchmarkTask], chosen: Sequence[str], executor: Executor | None, bar: Progress
+) -> list[tuple[list[Row], list[str]]]:
     """Each benchmark's task, in order: here, or on ``executor`` (all submitted at once,
     collected in order; on any exception, Ctrl-C included, the ones not yet started are
     cancelled)."""
     if executor is None:
         out = []
         for task in tasks:
-            out.append(_benchmark_rows(*task))
-            bar.update(len(task[2]))
+            out.append(_benchmark_rows(task, chosen))
+            bar.update(len(task.pairs))
         return out
-    futures = [executor.submit(_benchmark_rows, *task) for task in tasks]
+    futures = [executor.submit(_benchmark_rows, task, chosen) for task in tasks]
     try:
         out = []
         for future, task in zip(futures, tasks, strict=True):
             out.append(future.result())
-            bar.update(len(task[2]))
+            bar.update(len(task.pairs))
         return out
     except BaseException:
         for future in futures:
@@ -578,28 +373,26 @@ def suite_audit(
             )
 
     tasks = [
-        (b_index, benchmark, [p for p in data.pairs if p.benchmark == benchmark], chosen,
-         alpha, seed_used, n_threads, resamples, reference_models, guesses(benchmark))
+        BenchmarkTask(b_index, benchmark, [p for p in data.pairs if p.benchmark == benchmark],
+                      alpha, seed_used, n_threads, resamples, reference_models,
+                      guesses(benchmark))
         for b_index, benchmark in enumerate(data.benchmarks)
     ]  # fmt: skip
-    rows: list[_Row] = []
+    rows: list[Row] = []
     skipped: list[str] = []
     bar = Progress(progress, len(data.pairs), "suite audit", unit="pair")
     try:
-        for found, reason in _run_benchmarks(tasks, executor, bar):
+        for found, reasons in _run_benchmarks(tasks, chosen, executor, bar):
             rows += found
-            if reason is not None:
-                skipped.append(reason)
+            skipped += reasons
     finally:
         bar.close()
-    asked = [t for t in chosen if t != "constat"]
     ran = {r[2] for r in rows}
-    needs = {
-        "order": "log-likelihoods",
-        "matched_form": "fresh forms",
-        "randomization": "fresh forms",
-    }
-    skipped += [f"{t}: no pair has {needs[t]}" for t in asked if t not in ran]
+    skipped += [
+        f"{t.name}: no pair has {t.needs}"
+        for t in _catalog.SUITE_TESTS
+        if t.name in chosen and t.needs is not None and t.name not in ran
+    ]
     if not rows:
         raise ValueError(
             "no test could run on this suite: "
