@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike
 from truescore_fast._validation import (
     check_positive_int,
@@ -39,7 +40,7 @@ def _sizes(name: str, values: int | Iterable[int], minimum: int = 2) -> tuple[in
     else:
         items = list(values)
     if not items:
-        raise ValueError(f"{name} must hold at least one sample size")
+        raise ArgumentError(name, f"{name} must hold at least one sample size")
     return tuple(check_positive_int(name, v, minimum=minimum) for v in items)
 
 
@@ -49,12 +50,14 @@ def _methods(intervals: Any) -> tuple[str, ...]:
     else:
         items = tuple(intervals)
     if not items:
-        raise ValueError("intervals must name at least one interval method")
+        raise ArgumentError("intervals", "intervals must name at least one interval method")
     for m in items:
         if not isinstance(m, str) or m not in TRAITS:
-            raise ValueError(f"intervals: unknown method {m!r}; choose from {INTERVAL_METHODS}")
+            raise ArgumentError(
+                "intervals", f"intervals: unknown method {m!r}; choose from {INTERVAL_METHODS}"
+            )
     if len(set(items)) != len(items):
-        raise ValueError(f"intervals must not repeat a method; got {items}")
+        raise ArgumentError("intervals", f"intervals must not repeat a method; got {items}")
     return items
 
 
@@ -110,7 +113,9 @@ def _floats(
     """``values`` (one number, a sequence or a 1-D array) as a tuple of floats, each
     checked by ``real_scalar`` in [low, high) (``high_open=False``: [low, high])."""
     if isinstance(values, np.ndarray) and values.ndim > 1:
-        raise ValueError(f"{name} must be a number or a 1-D sequence; got shape {values.shape}")
+        raise ArgumentError(
+            name, f"{name} must be a number or a 1-D sequence; got shape {values.shape}"
+        )
     if isinstance(values, np.ndarray) or (
         isinstance(values, Sequence) and not isinstance(values, str)
     ):
@@ -118,7 +123,7 @@ def _floats(
     else:
         items = [values]
     if not items:
-        raise ValueError(f"{name} must hold at least one value")
+        raise ArgumentError(name, f"{name} must hold at least one value")
     return tuple(real_scalar(name, v, low=low, high=high, high_open=high_open) for v in items)
 
 

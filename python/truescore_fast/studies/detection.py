@@ -17,6 +17,7 @@ from concurrent.futures import Executor
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -60,7 +61,7 @@ __all__ = [
 def _binary(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     arr = np.ascontiguousarray(float_array(name, values))
     if not np.isin(arr, (0.0, 1.0)).all():
-        raise ValueError(f"{name} must hold binary correctness labels (0 or 1)")
+        raise ArgumentError(name, f"{name} must hold binary correctness labels (0 or 1)")
     return arr
 
 
@@ -75,9 +76,10 @@ def _models(
     elif fr.ndim == 2:
         fr = fr[:, :, None]
     if pub.ndim != 2 or fr.ndim != 3 or fr.shape[:2] != pub.shape or fr.shape[2] < 1:
-        raise ValueError(
+        raise ArgumentError(
+            "public",
             "public must be (N,) or (models, N) and fresh (N, K) or (models, N, K) to match; "
-            f"got {np.shape(public)} and {np.shape(fresh)}"
+            f"got {np.shape(public)} and {np.shape(fresh)}",
         )
     if pub.shape[1] < 2:
         raise ValueError("the bank needs at least 2 parents")
@@ -154,11 +156,13 @@ def detection_study(
     check_choice("fallback", fallback, FALLBACK_METHODS)
     threads = check_n_threads(n_threads)
     if not isinstance(relabel, (bool, np.bool_)):
-        raise ValueError(f"relabel must be True or False; got {one_line(relabel)}")
+        raise ArgumentError("relabel", f"relabel must be True or False; got {one_line(relabel)}")
     key = philox_key(seed)
     big_n = banks[0][0].shape[0]
     if max(ns) > big_n:
-        raise ValueError(f"sizes must not exceed the bank's {big_n} parents; got {max(ns)}")
+        raise ArgumentError(
+            "sizes", f"sizes must not exceed the bank's {big_n} parents; got {max(ns)}"
+        )
     # mean public and fresh correctness of each bank (after relabelling, in expectation)
     means = []
     for pub, fr in banks:
@@ -176,14 +180,16 @@ def detection_study(
                     q = 0.0 if delta == 0 else delta / (1.0 - p_pub) if p_pub < 1 else math.inf
                     h = 0.0 if gap == 0 else gap / p_fresh if p_fresh > 0 else math.inf
                     if q > 1.0:
-                        raise ValueError(
+                        raise ArgumentError(
+                            "deltas",
                             f"deltas: {delta} cannot be planted: only {1 - p_pub:.3f} of the "
-                            "public answers are incorrect"
+                            "public answers are incorrect",
                         )
                     if h > 1.0:
-                        raise ValueError(
+                        raise ArgumentError(
+                            "form_gaps",
                             f"form_gaps: {gap} cannot be planted: the fresh forms score only "
-                            f"{p_fresh:.3f}"
+                            f"{p_fresh:.3f}",
                         )
                     args = (pub, fr, size, bool(relabel), q, h, guard, code_of(fallback), alpha)
                     cells.append(_Cell("detection_tasks", args, key, c * _CELL_STRIDE, reps))

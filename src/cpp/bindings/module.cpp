@@ -1,5 +1,6 @@
 #include <pybind11/pybind11.h>
 
+#include "errors.hpp"
 #include "truescore/parallel.hpp"
 
 namespace py = pybind11;
@@ -22,6 +23,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("default_threads", &truescore::core_count,
           "Threads a call starts when n_threads is None: the CPUs this process may use (its "
           "affinity mask and cgroup CPU quota), read once.");
+    truescore::bindings::register_argument_errors(m);  // first: every binding raises them
     bind_compare(m);
     bind_contamination(m);
     bind_intervals(m);
