@@ -128,7 +128,7 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
 def dropin_alpha(alpha: Any, name: str = "alpha") -> Any:
     """``alpha`` if ``0 < alpha < 1``, checked as truescore checks it (the drop-ins)."""
     if not 0.0 < alpha < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1); got {alpha}")
+        raise ArgumentError(name, f"{name} must lie in (0, 1); got {alpha}")
     return alpha
 
 
@@ -285,20 +285,14 @@ def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return _nonempty_finite_1d(name, float_array(name, values))
 
 
-def _nonempty_finite_1d(
-    name: str, arr: npt.NDArray[np.float64], dropin: bool = False
-) -> npt.NDArray[np.float64]:
-    """``arr`` itself if it is 1-D, non-empty and all finite (truescore's three checks;
-    ``dropin``: a plain ``ValueError``, truescore's type, instead of an ArgumentError)."""
-    problem = None
+def _nonempty_finite_1d(name: str, arr: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``arr`` itself if it is 1-D, non-empty and all finite (truescore's three checks)."""
     if arr.ndim != 1:
-        problem = f"{name} must be 1-D; got shape {arr.shape}"
-    elif arr.size == 0:
-        problem = f"{name} must be non-empty"
-    elif not np.isfinite(arr).all():
-        problem = f"{name} contains non-finite values"
-    if problem is not None:
-        raise ValueError(problem) if dropin else ArgumentError(name, problem)
+        raise ArgumentError(name, f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.size == 0:
+        raise ArgumentError(name, f"{name} must be non-empty")
+    if not np.isfinite(arr).all():
+        raise ArgumentError(name, f"{name} contains non-finite values")
     return arr
 
 
@@ -313,8 +307,7 @@ def p_values_1d(
     """
     arr = dropin_1d(name, values) if dropin else finite_1d(name, values)
     if np.any((arr < 0.0) | (arr > 1.0)):
-        message = f"{name} must lie in [0, 1]"
-        raise ValueError(message) if dropin else ArgumentError(name, message)
+        raise ArgumentError(name, f"{name} must lie in [0, 1]")
     return arr
 
 
@@ -524,11 +517,12 @@ def cluster_codes(
     """
     arr = np.asarray(labels)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
+        raise ArgumentError(name, f"{name} must be one-dimensional; got shape {arr.shape}")
     if arr.shape[0] != expected:
-        raise ValueError(
+        raise ArgumentError(
+            name,
             f"{name} has {arr.shape[0]} entries but there are {expected} observations; "
-            "every observation needs to say which cluster it belongs to"
+            "every observation needs to say which cluster it belongs to",
         )
     uniques, inverse = np.unique(arr, return_inverse=True)
     return np.asarray(inverse, dtype=np.int64).ravel(), int(uniques.shape[0])
@@ -665,7 +659,8 @@ ALTERNATIVES: tuple[str, ...] = ("greater", "less", "two-sided")
 
 
 # --- The truescore drop-ins ------------------------------------------------------------
-# A drop-in raises what truescore 0.7.4 raises, type and message, for the same input. Its
+# A drop-in raises what truescore 0.7.4 raises for the same input: the same message, as
+# the same type (an argument check's ArgumentError is a ValueError, as truescore's). Its
 # array arguments go through np.asarray(values, dtype=float), whose own TypeError or
 # ValueError (a set, a dict, a generator, a complex number, a string) is what truescore
 # raises too; then the same shape and finiteness checks in the same words.
@@ -675,4 +670,4 @@ def dropin_1d(name: str, values: Any) -> npt.NDArray[np.float64]:
     """``values`` as a non-empty, 1-D, all-finite float array, checked as truescore does
     (one too large to check, say a zero-stride view of 10**10 values, is refused first)."""
     check_array_size(name, values)
-    return _nonempty_finite_1d(name, np.asarray(values, dtype=float), dropin=True)
+    return _nonempty_finite_1d(name, np.asarray(values, dtype=float))

@@ -64,11 +64,20 @@ def test_python_checks_raise_it_naming_the_argument() -> None:
     assert typed.value.argument == "alpha"
 
 
-def test_the_drop_ins_keep_truescores_plain_value_error() -> None:
-    # truescore 0.7.4 raises ValueError itself; a drop-in raises exactly that type
-    with pytest.raises(ValueError) as caught:
-        tf.holm([0.5, 2.0])
-    assert type(caught.value) is ValueError
+def test_the_drop_ins_raise_truescores_message_and_name_the_argument() -> None:
+    truescore = pytest.importorskip("truescore")
+    for name, kwargs in (
+        ("holm", {"p_values": [0.5, 2.0]}),
+        ("paired_bootstrap", {"a": [0.1, 0.2], "b": [0.3, 0.4], "alpha": 2.0}),
+        ("exchangeability_test", {"canonical_loglik": 1.0, "permuted_logliks": []}),
+    ):
+        with pytest.raises(ValueError) as theirs:
+            getattr(truescore, name)(**kwargs)
+        with pytest.raises(ArgumentError) as ours:
+            getattr(tf, name)(**kwargs)
+        assert isinstance(ours.value, type(theirs.value)), name
+        assert str(ours.value) == str(theirs.value), name
+        assert ours.value.argument in str(ours.value), name
 
 
 def test_the_core_raises_it_naming_the_argument() -> None:

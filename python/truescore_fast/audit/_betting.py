@@ -677,8 +677,8 @@ def check_horizon(horizon: Any, auto: Any = _NO_AUTO, most: int | None = None) -
     if most is not None and tuned > most:
         raise ArgumentError(
             "horizon",
-            f"horizon must be at most population_size ({most}): no more parents can be "
-            f"scored; got {tuned}",
+            template=f"{{horizon}} must be at most {{population_size}} ({most}): no more "
+            f"parents can be scored; got {tuned}",
         )
     return tuned
 

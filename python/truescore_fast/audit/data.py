@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError
+from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import read_columns
 from truescore_fast._validation import check_unit_interval, one_line
 
@@ -142,8 +142,9 @@ def _read_table(
     if len({p_col, f_col, c_col, m_col}) < 4:
         raise ArgumentError(
             "parent_column",
-            "parent_column, form_column, correct_column and model_column must name four "
-            f"different columns; got {p_col!r}, {f_col!r}, {c_col!r}, {m_col!r}",
+            template="{parent_column}, {form_column}, {correct_column} and {model_column} must "
+            "name four different columns; got "
+            + literal(f"{p_col!r}, {f_col!r}, {c_col!r}, {m_col!r}"),
         )
     cols = read_columns(table, name, expected="parent, form, correct")
     for required in (p_col, f_col, c_col):
@@ -156,7 +157,9 @@ def _read_table(
     has_model = m_col in cols
     if not has_model and model_column != "model":  # named, so meant: not silently dropped
         raise ArgumentError(
-            name, f"{name} has no column {m_col!r} (model_column); got {sorted(cols)}"
+            name,
+            template=f"{{{name}}} has no column {literal(repr(m_col))} ({{model_column}}); "
+            f"got {literal(str(sorted(cols)))}",
         )
     rows = len(cols[p_col])
     if rows == 0:

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
+from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, built
 from truescore_fast._validation import (
@@ -298,7 +298,10 @@ def matched_form_audit(
     guard = check_positive_int("guardrail", guardrail, minimum=0)
     check_choice("fallback", fallback, FALLBACK_METHODS)
     if TRAITS[fallback].needs_population and pop is None:
-        raise ArgumentError("fallback", f"fallback {fallback!r} needs population_size")
+        raise ArgumentError(
+            "fallback",
+            template=f"{{fallback}} {literal(repr(fallback))} needs {{population_size}}",
+        )
     check_choice("control_reading", control_reading, _READINGS)
     seed_used = seed_int(seed)
     order = _scoring_order(n, seed_used)

@@ -465,9 +465,10 @@ class SequentialAudit:
             )
         t = self.n_parents + pub.shape[0]
         if self.population_size is not None and t > self.population_size:
-            raise ArgumentError(
+            raise ArgumentError(  # the population size: the constructor's argument
                 "public",
-                f"public: {t} parents scored exceeds population_size ({self.population_size})",
+                template=f"{{public}}: {t} parents scored exceeds {{population_size}} "
+                f"({self.population_size})",
             )
         return pub, fr
 

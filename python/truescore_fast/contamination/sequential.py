@@ -246,8 +246,8 @@ def sequential_order_verdict(
         if arr.shape[0] > m:
             raise ArgumentError(
                 "permuted_logliks",
-                f"permuted_logliks of shard {i} holds {arr.shape[0]} scores, more than "
-                f"max_permutations ({m})",
+                template=f"{{permuted_logliks}} of shard {i} holds {arr.shape[0]} scores, "
+                f"more than {{max_permutations}} ({m})",
             )
         exceed = np.cumsum(arr >= c)
         hit = np.flatnonzero(exceed >= hh)

@@ -353,7 +353,9 @@ def shard_orders(
     p = check_positive_int("permutations_per_shard", permutations_per_shard)
     s = seed_int(seed)
     if r > n:
-        raise ArgumentError("n_shards", f"n_shards must be at most n_examples ({n}); got {r}")
+        raise ArgumentError(
+            "n_shards", template=f"{{n_shards}} must be at most {{n_examples}} ({n}); got {r}"
+        )
     # The orders (8 bytes an index) and, per shard, its array and offsets (measured: about
     # 300 bytes a shard at the peak), before anything is allocated.
     data, per_shard = 8.0 * n * p, 300.0 * r
@@ -361,11 +363,11 @@ def shard_orders(
         check_memory(
             "permutations_per_shard",
             data + per_shard,
-            f"the orders of n_examples={n} examples take 8 bytes per example and order; "
-            "use fewer permutations_per_shard",
+            f"the orders of {{n_examples}}={n} examples take 8 bytes per example and order; "
+            "use fewer {permutations_per_shard}",
         )
     else:
-        check_memory("n_shards", data + per_shard, "use fewer n_shards")
+        check_memory("n_shards", data + per_shard, "use fewer {n_shards}")
     sizes = n // r + (np.arange(r) < n % r)
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     perms = []

@@ -480,7 +480,7 @@ def linear_weighted_kappa(
     check_memory(
         "n_resamples",
         25.0 * n_resamples,
-        "use fewer n_resamples (10,000 give the interval's ends to about two digits)",
+        "use fewer {n_resamples} (10,000 give the interval's ends to about two digits)",
     )
     rng = np.random.Generator(np.random.Philox(key=np.array(philox_key(seed), dtype=np.uint64)))
     reps = np.empty(n_resamples)

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError, ArgumentTypeError
+from truescore_fast._errors import ArgumentError, ArgumentTypeError, literal
 from truescore_fast._files import check_input_file, decode_text
 from truescore_fast._progress import Progress
 from truescore_fast._result import TabularResult
@@ -109,8 +109,8 @@ def window_spans(n_tokens: int, context_len: int, stride: int) -> list[tuple[int
     if s > c:
         raise ArgumentError(
             "stride",
-            f"stride must be at most context_len ({c}); got {s}: a longer stride leaves "
-            "tokens between windows unscored",
+            template=f"{{stride}} must be at most {{context_len}} ({c}); got {s}: a longer "
+            "stride leaves tokens between windows unscored",
         )
     t = n - 1
     if t < 1:
@@ -259,7 +259,10 @@ def _json_example(line: str, field: str, where: str) -> str:
         raise ValueError(f"{where} is not JSON") from None
     if isinstance(value, dict):
         if field not in value:
-            raise ValueError(f"{where} has no field {field!r} (text_field)")
+            raise ArgumentError(
+                "text_field",
+                template=f"{literal(where)} has no field {literal(repr(field))} ({{text_field}})",
+            )
         value = value[field]
     if not isinstance(value, str):
         raise ValueError(f"{where}: the example must be a string; got {one_line(value)}")

@@ -571,7 +571,7 @@ def sequential_order_study(
         "n_shards x max_permutations",
         threads_used(threads) * per_task,
         24.0,
-        "use fewer n_shards or max_permutations",
+        "use fewer {n_shards} or {max_permutations}",
     )
     key = philox_key(seed)
     rows = []

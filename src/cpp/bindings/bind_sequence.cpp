@@ -220,9 +220,13 @@ private:
         if (forms_ != 0 && forms != forms_)
             throw truescore::argument_error("fresh", " must have " + std::to_string(forms_) +
                                         " fresh forms per parent, as in earlier updates; got " + std::to_string(forms));
-        if (population_ > 0 && static_cast<std::int64_t>(core_.size() + n) > population_)
-            throw truescore::argument_error("public", ": " + std::to_string(core_.size() + n) +
-                                        " parents scored exceeds population_size (" + std::to_string(population_) + ")");
+        if (population_ > 0 && static_cast<std::int64_t>(core_.size() + n) > population_) {
+            // names the constructor's population_size too: a template, for the command line
+            const std::string text = ": " + std::to_string(core_.size() + n) + " parents scored exceeds ";
+            const std::string limit = " (" + std::to_string(population_) + ")";
+            throw truescore::ArgumentError("public", "public" + text + "population_size" + limit,
+                                           "{public}" + text + "{population_size}" + limit);
+        }
         forms_ = forms;
         // an exact reading is a few hundred passes over the parents; an incremental one a
         // few dozen at most
