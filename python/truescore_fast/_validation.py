@@ -56,7 +56,6 @@ __all__ = [
     "float_array",
     "format_bytes",
     "memory_error",
-    "SizeError",
     "memory_limit",
     "one_line",
     "p_values_1d",
