@@ -318,7 +318,9 @@ def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
     try:
         return "result", call()
     except Exception as error:  # compared between the two libraries
-        return "error", (type(error).__name__, str(error))
+        # truescore's type: an ArgumentError counts as the builtin ValueError it is
+        builtin = next(c for c in type(error).__mro__ if c.__module__ == "builtins")
+        return "error", (builtin.__name__, str(error))
 
 
 def _same(ours: Any, theirs: Any) -> bool:

@@ -24,7 +24,8 @@ The package is laid out by domain, each subpackage with its own modules:
 Every public name is also here, flat (``truescore_fast.matched_form_audit``): each is
 written once, in its module's ``__all__``, and found here on first use (PEP 562) by
 importing ``patch`` and then the subpackages in the order above until one exports it. ``import
-truescore_fast`` loads only the compiled core, so ``truescore-fast --version`` and
+truescore_fast`` loads only the compiled core (and the argument errors it raises:
+``ArgumentError``, ``ArgumentTypeError``, ``SizeError``), so ``truescore-fast --version`` and
 ``--help`` do not pay for SciPy.
 """
 
@@ -36,6 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 # The version is pyproject.toml's, compiled into the core (see CMakeLists.txt): one source.
 from truescore_fast._core import __version__ as __version__
+
+# The errors for a bad argument (NumPy-free; the core raises them too): imported at once.
+from truescore_fast._errors import ArgumentError as ArgumentError
+from truescore_fast._errors import ArgumentTypeError as ArgumentTypeError
+from truescore_fast._errors import SizeError as SizeError
+
+_ERRORS = ("ArgumentError", "ArgumentTypeError", "SizeError")
 
 # The modules whose __all__ the top level re-exports, in the order they are searched
 # (patch first: it loads only the two drop-in subpackages, which come next).
@@ -68,7 +76,7 @@ def _public(module: str) -> ModuleType:
 
 def _all() -> list[str]:
     names = {name for module in _PUBLIC for name in _public(module).__all__}
-    return ["__version__", *sorted(names, key=str.lower)]
+    return ["__version__", *sorted(names | set(_ERRORS), key=str.lower)]
 
 
 def __getattr__(name: str) -> Any:

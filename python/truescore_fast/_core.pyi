@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import SizeError
+
 __version__: str  # pyproject.toml's version, compiled in
 
 def default_threads() -> int: ...  # threads for n_threads=None: the usable CPUs
@@ -448,3 +450,15 @@ class _Testing(ModuleType):
     ) -> float: ...
 
 testing: _Testing
+
+def memory_limit(
+    *,
+    meminfo: str = "/proc/meminfo",
+    self_cgroup: str = "/proc/self/cgroup",
+    cgroup_root: str = "/sys/fs/cgroup",
+    address_space: bool = True,
+) -> int | None: ...
+def format_bytes(nbytes: float) -> str: ...
+def memory_error(
+    name: str, nbytes: float, advice: str | None = None, limit: int | None = None
+) -> SizeError: ...

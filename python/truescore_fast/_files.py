@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._output import file_kind
 from truescore_fast._validation import memory_error, memory_limit, one_line, optional_module
 
@@ -450,7 +451,7 @@ def read_columns(source: Any, name: str, *, expected: str) -> dict[str, list[Any
             return _columns_from_rows(read_rows(source), str(source), expected)
         except ValueError as error:  # an unknown suffix says nothing of which argument
             if str(error).startswith("unsupported file type"):
-                raise ValueError(f"{name}: {error}") from None
+                raise ArgumentError(name, f"{name}: {error}") from None
             raise
     if isinstance(source, io.IOBase) or hasattr(source, "read"):
         return _columns_from_rows(list(csv.DictReader(source)), name, expected)
@@ -460,14 +461,17 @@ def read_columns(source: Any, name: str, *, expected: str) -> dict[str, list[Any
         for c in names:
             values = np.asarray(source[c])
             if values.ndim != 1:
-                raise ValueError(
+                raise ArgumentError(
+                    name,
                     f"{name} column {c!r} must be a 1-D sequence of values; "
-                    f"got {one_line(source[c])}"
+                    f"got {one_line(source[c])}",
                 )
             columns[str(c).strip()] = list(values.tolist())
         return columns
-    raise ValueError(
-        f"{name} must be a path, an open text file or a mapping of columns; got {one_line(source)}"
+    raise ArgumentError(
+        name,
+        f"{name} must be a path, an open text file or a mapping of columns; "
+        f"got {one_line(source)}",
     )
 
 

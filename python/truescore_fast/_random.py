@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._validation import one_line
 
 __all__ = ["SeedLike", "dropin_philox_key", "philox_key", "philox_stream", "seed_int"]
@@ -83,19 +84,23 @@ def philox_key(seed: SeedLike) -> tuple[int, int]:
         TypeError: any other type (a float, a string, ...).
     """
     if seed is None:
-        raise ValueError(
+        raise ArgumentError(
+            "seed",
             "seed must be given (an int, a sequence of ints, a SeedSequence, a "
-            "BitGenerator or a Generator); None is refused so that the study can be re-run"
+            "BitGenerator or a Generator); None is refused so that the study can be re-run",
         )
     try:
         return _key_words(seed)
     except TypeError as error:
-        raise TypeError(
+        raise ArgumentTypeError(
+            "seed",
             "seed must be a non-negative int, a sequence of them, a numpy SeedSequence, "
-            f"BitGenerator or Generator; got {one_line(seed)}"
+            f"BitGenerator or Generator; got {one_line(seed)}",
         ) from error
     except ValueError as error:
-        raise ValueError(f"seed must be a non-negative integer; got {one_line(seed)}") from error
+        raise ArgumentError(
+            "seed", f"seed must be a non-negative integer; got {one_line(seed)}"
+        ) from error
 
 
 def philox_stream(key: tuple[int, int], task: int = 0) -> np.random.Generator:

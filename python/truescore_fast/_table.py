@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._result import TabularResult, cell_text
 from truescore_fast._validation import one_line
 
@@ -85,7 +86,9 @@ class StudyTable(TabularResult):
         if width is None:
             return "\n".join([self.title, *self._block(names, cells, widths), *list(self.notes)])
         if isinstance(width, bool) or not isinstance(width, int) or width < 40:
-            raise ValueError(f"width must be None or an integer >= 40; got {one_line(width)}")
+            raise ArgumentError(
+                "width", f"width must be None or an integer >= 40; got {one_line(width)}"
+            )
         notes = list(self.notes)
         if _line_width(names, widths) > width:
             errors = [n for n in names if _is_standard_error(n)]

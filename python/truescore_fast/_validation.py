@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-import os
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
@@ -20,6 +19,8 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from truescore_fast._errors import ArgumentError, ArgumentTypeError, SizeError, literal
 
 __all__ = [
     "ALTERNATIVES",
@@ -55,7 +56,6 @@ __all__ = [
     "float_array",
     "format_bytes",
     "memory_error",
-    "SizeError",
     "memory_limit",
     "one_line",
     "p_values_1d",
@@ -89,21 +89,21 @@ def real_scalar(
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (int, float, np.integer, np.floating, Decimal)
     ):
-        raise TypeError(f"{name} must be a real number; got {one_line(value)}")
+        raise ArgumentTypeError(name, f"{name} must be a real number; got {one_line(value)}")
     try:
         number = float(value)
     except OverflowError:
-        raise ValueError(
-            f"{name} is beyond the largest double; got {short_int(int(value))}"
+        raise ArgumentError(
+            name, f"{name} is beyond the largest double; got {short_int(int(value))}"
         ) from None
     if not math.isfinite(number):
-        raise ValueError(f"{name} must be a finite number; got {one_line(value)}")
+        raise ArgumentError(name, f"{name} must be a finite number; got {one_line(value)}")
     too_low = number <= low if low_open else number < low
     too_high = number >= high if high_open else number > high
     if too_low or too_high:
         left, right = "(" if low_open else "[", ")" if high_open else "]"
         span = f"{left}{low:g}, {high:g}{right}"
-        raise ValueError(f"{name} must lie in {span}{what}; got {one_line(value)}")
+        raise ArgumentError(name, f"{name} must lie in {span}{what}; got {one_line(value)}")
     return number
 
 
@@ -116,9 +116,10 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
         alpha = alpha[()]
     value = real_scalar(name, alpha, low=0.0, high=1.0, low_open=True, high_open=True)
     if value / 2.0 == 0.0:
-        raise ValueError(
+        raise ArgumentError(
+            name,
             f"{name} must be at least 1e-323 (alpha / 2, a two-sided tail, underflows to 0 "
-            f"below it); got {one_line(value)}"
+            f"below it); got {one_line(value)}",
         )
     return alpha
 
@@ -126,7 +127,7 @@ def check_alpha(alpha: float, name: str = "alpha") -> float:
 def dropin_alpha(alpha: Any, name: str = "alpha") -> Any:
     """``alpha`` if ``0 < alpha < 1``, checked as truescore checks it (the drop-ins)."""
     if not 0.0 < alpha < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1); got {alpha}")
+        raise ArgumentError(name, f"{name} must lie in (0, 1); got {alpha}")
     return alpha
 
 
@@ -135,25 +136,23 @@ _REAL_KINDS = "biuf"  # bool, signed and unsigned integers, floats
 
 # ---- Memory ------------------------------------------------------------------------------
 #
-# One place for "this would need more memory than there is": the compiled core calls
-# memory_error and check_memory too (bindings/checks.hpp), so every such error reads the
-# same way, names the argument that sets the size and says how to reduce it.
+# One place for "this would need more memory than there is": the compiled core's
+# (truescore/memory.hpp), which its own checks use too, so every such error reads the same
+# way, names the argument that sets the size and says how to reduce it.
 
 
 def format_bytes(nbytes: float) -> str:
     """``nbytes`` for people: "512 bytes", "3.2 MB", "24.0 GB", "8.0 EB" (powers of 1000)."""
-    if not nbytes < 1e3:
-        for unit, size in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
-            if nbytes >= size:
-                return f"{nbytes / size:,.1f} {unit}"
-        return f"{nbytes / 1e3:.1f} kB"
-    return f"{int(nbytes)} bytes"
+    from truescore_fast import _core
+
+    return _core.format_bytes(float(nbytes))
 
 
 # Where the memory that can still be had is read (names a test can point elsewhere)
 _MEMINFO = "/proc/meminfo"
 _SELF_CGROUP = "/proc/self/cgroup"
 _CGROUP_ROOT = "/sys/fs/cgroup"
+_ADDRESS_SPACE = True  # the address-space limit (ulimit -v) too
 
 
 def memory_limit() -> int | None:
@@ -161,81 +160,25 @@ def memory_limit() -> int | None:
     (Linux's ``MemAvailable``, not its total; the physical memory without /proc), or less
     when the cgroup's limit less its use (v2 ``memory.max`` - ``memory.current``; v1 too)
     or the address-space limit (``ulimit -v``) is lower; ``None`` when none is known."""
-    limits = [v for v in (_available(), *_cgroup_room(), _address_space()) if v is not None]
-    return max(1, min(limits)) if limits else None  # 1: a cgroup already at its limit
+    from truescore_fast import _core
 
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path) as f:
-            return int(f.read().strip())  # "max" (no limit) is not a number
-    except (OSError, ValueError):
-        return None
-
-
-def _available() -> int | None:
-    try:
-        with open(_MEMINFO) as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024  # kB
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def _cgroup_room() -> list[int]:
-    """What the cgroup still allows (its limit less its use), for each limit found: the
-    process's own cgroup (/proc/self/cgroup) and the root one (a container's own)."""
-    folders = [_CGROUP_ROOT]
-    try:
-        with open(_SELF_CGROUP) as f:
-            for line in f:
-                parts = line.strip().split(":", 2)
-                if len(parts) == 3 and parts[2] not in ("", "/"):
-                    if parts[0] == "0" or "memory" in parts[1].split(","):
-                        folders += [_CGROUP_ROOT + parts[2], f"{_CGROUP_ROOT}/memory{parts[2]}"]
-    except OSError:
-        pass
-    room = []
-    v1 = ("memory.limit_in_bytes", "memory.usage_in_bytes")
-    files = (("memory.max", "memory.current"), v1, [f"memory/{f}" for f in v1])
-    for folder in dict.fromkeys(folders):
-        for limit_file, usage_file in files:
-            limit = _read_int(f"{folder}/{limit_file}")
-            if limit is not None and limit < 2**60:  # v1 writes "no limit" as about 2**63
-                room.append(limit - (_read_int(f"{folder}/{usage_file}") or 0))
-    return room
-
-
-def _address_space() -> int | None:
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError):
-        return None
-    return None if soft == resource.RLIM_INFINITY else int(soft)
-
-
-class SizeError(MemoryError, ValueError):
-    """An argument asks for more memory than this process can have, refused before
-    anything is allocated. A ``MemoryError`` (what running out would have raised, and what
-    truescore raises there) that is also a ``ValueError`` (the argument's value is what is
-    wrong), so either ``except`` catches it."""
+    return _core.memory_limit(
+        meminfo=_MEMINFO,
+        self_cgroup=_SELF_CGROUP,
+        cgroup_root=_CGROUP_ROOT,
+        address_space=_ADDRESS_SPACE,
+    )
 
 
 def memory_error(name: str, nbytes: float, advice: str | None = None) -> SizeError:
-    """The error for ``name`` needing ``nbytes`` that cannot be had (one line)."""
-    limit = memory_limit()
-    have = f"more than the {format_bytes(limit)} available" if limit else "more than can be had"
-    return SizeError(
-        f"{name} needs {format_bytes(nbytes)} of memory, {have}; "
-        f"{advice or f'use a smaller {name}'}"
-    )
+    """The error for ``name`` needing ``nbytes`` that cannot be had (one line; the core's
+    words). ``advice`` says how to need less (default "use a smaller <name>"): a template
+    whose argument names are in braces ("use fewer {n_shards}", other braces doubled),
+    so the command line can write them as its flags."""
+    from truescore_fast import _core
+
+    error: SizeError = _core.memory_error(name, float(nbytes), advice, memory_limit())
+    return error
 
 
 def check_memory(name: str, nbytes: float, advice: str | None = None) -> None:
@@ -244,6 +187,11 @@ def check_memory(name: str, nbytes: float, advice: str | None = None) -> None:
     limit = memory_limit()
     if not nbytes < (limit if limit else 2.0**62):
         raise memory_error(name, nbytes, advice)
+
+
+def _field(name: str) -> str:
+    """``name`` in an advice template: a field when it is an argument's name."""
+    return f"{{{name}}}" if name.isidentifier() else literal(name)
 
 
 _SMALL_COPY = 1 << 23  # elements: a copy below 64 MB needs no look at the machine
@@ -275,7 +223,7 @@ def check_array_size(name: str, values: Any, bytes_per_value: float | None = Non
         flags = getattr(values, "flags", None)
         in_place = dtype == np.float64 and flags is not None and flags.c_contiguous
         bytes_per_value = 1.0 if in_place else 9.0
-    check_size(name, float(size), bytes_per_value, f"pass a smaller {name}")
+    check_size(name, float(size), bytes_per_value, f"pass a smaller {_field(name)}")
 
 
 def _check_copy(name: str, arr: npt.NDArray[Any], itemsize: int = 8) -> None:
@@ -286,7 +234,7 @@ def _check_copy(name: str, arr: npt.NDArray[Any], itemsize: int = 8) -> None:
         check_memory(
             name,
             float(arr.size) * itemsize,
-            f"pass a smaller {name}, or a C-contiguous float64 array (read in place)",
+            f"pass a smaller {_field(name)}, or a C-contiguous float64 array (read in place)",
         )
 
 
@@ -309,23 +257,26 @@ def float_array(
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be an array of numbers: {error}") from error
+        raise ArgumentError(name, f"{name} must be an array of numbers: {error}") from error
     kind = raw.dtype.kind
     if kind == "O":
         odd = [v for v in raw.flat if not isinstance(v, (numbers.Real, Decimal))][:1]
         if odd:
-            raise TypeError(
+            raise ArgumentTypeError(
+                name,
                 f"{name} must hold real numbers; got a {type(odd[0]).__name__} "
-                f"({one_line(odd[0], 40)})"
+                f"({one_line(odd[0], 40)})",
             )
     elif kind not in _REAL_KINDS:
-        raise TypeError(f"{name} must hold real numbers; got dtype {raw.dtype}")
+        raise ArgumentTypeError(name, f"{name} must hold real numbers; got dtype {raw.dtype}")
     if raw.dtype != np.float64 or not keep_strides:
         _check_copy(name, raw)
     try:
         return np.asarray(raw, dtype=np.float64)
     except OverflowError as error:  # a Python int beyond the largest double
-        raise ValueError(f"{name} holds a number too large for a double: {error}") from error
+        raise ArgumentError(
+            name, f"{name} holds a number too large for a double: {error}"
+        ) from error
 
 
 def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -336,11 +287,11 @@ def finite_1d(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
 def _nonempty_finite_1d(name: str, arr: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """``arr`` itself if it is 1-D, non-empty and all finite (truescore's three checks)."""
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+        raise ArgumentError(name, f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:
-        raise ValueError(f"{name} must be non-empty")
+        raise ArgumentError(name, f"{name} must be non-empty")
     if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite values")
+        raise ArgumentError(name, f"{name} contains non-finite values")
     return arr
 
 
@@ -355,7 +306,7 @@ def p_values_1d(
     """
     arr = dropin_1d(name, values) if dropin else finite_1d(name, values)
     if np.any((arr < 0.0) | (arr > 1.0)):
-        raise ValueError(f"{name} must lie in [0, 1]")
+        raise ArgumentError(name, f"{name} must lie in [0, 1]")
     return arr
 
 
@@ -370,11 +321,11 @@ def check_positive_int(name: str, value: Any, minimum: int = 1, maximum: int = M
     if type(value) is int and minimum <= value <= maximum:  # the common case
         return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer; got {one_line(value)}")
+        raise ArgumentError(name, f"{name} must be an integer; got {one_line(value)}")
     if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}; got {value}")
+        raise ArgumentError(name, f"{name} must be at least {minimum}; got {value}")
     if value > maximum:
-        raise ValueError(f"{name} must be at most {maximum}; got {value}")
+        raise ArgumentError(name, f"{name} must be at most {maximum}; got {value}")
     return int(value)
 
 
@@ -383,7 +334,7 @@ def check_index(name: str, value: Any, size: int, of: str) -> int:
     integer from 0 to size - 1 (no negative index: -1 would quietly mean the last)."""
     index = check_positive_int(name, value, minimum=0)
     if index >= size:
-        raise ValueError(f"{name} must be below {of} ({size}); got {index}")
+        raise ArgumentError(name, f"{name} must be below {of} ({size}); got {index}")
     return index
 
 
@@ -409,15 +360,16 @@ def check_gaps(name: str, values: npt.ArrayLike, ndim: int = 1) -> npt.NDArray[n
     with at least two parents (the last axis)."""
     arr = np.ascontiguousarray(float_array(name, values))
     if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D; got shape {arr.shape}")
+        raise ArgumentError(name, f"{name} must be {ndim}-D; got shape {arr.shape}")
     if arr.shape[-1] < 2:
-        raise ValueError(f"{name} needs at least 2 parents; got {arr.shape[-1]}")
+        raise ArgumentError(name, f"{name} needs at least 2 parents; got {arr.shape[-1]}")
     if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+        raise ArgumentError(name, f"{name} contains non-finite values (NaN or inf)")
     if arr.size and (arr.min() < -1.0 or arr.max() > 1.0):
-        raise ValueError(
+        raise ArgumentError(
+            name,
             f"{name} must lie in [-1, 1] (a gap is public minus mean fresh correctness); "
-            f"got values in [{arr.min():.6g}, {arr.max():.6g}]"
+            f"got values in [{arr.min():.6g}, {arr.max():.6g}]",
         )
     return arr
 
@@ -430,11 +382,12 @@ def check_unit_interval(name: str, values: npt.ArrayLike) -> npt.NDArray[np.floa
     if arr.size and (arr.min() >= 0.0 and arr.max() <= 1.0):
         return arr
     if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+        raise ArgumentError(name, f"{name} contains non-finite values (NaN or inf)")
     if arr.size:
-        raise ValueError(
+        raise ArgumentError(
+            name,
             f"{name} must lie in [0, 1] (correctness, binary or averaged); "
-            f"got values in [{arr.min():.6g}, {arr.max():.6g}]"
+            f"got values in [{arr.min():.6g}, {arr.max():.6g}]",
         )
     return arr
 
@@ -450,12 +403,16 @@ def check_population_size(
     if isinstance(population_size, (float, np.floating)) and float(population_size).is_integer():
         population_size = int(population_size)
     if isinstance(population_size, bool) or not isinstance(population_size, (int, np.integer)):
-        raise ValueError(
-            f"{name} must be an integer (the number of parents N); got {one_line(population_size)}"
+        raise ArgumentError(
+            name,
+            f"{name} must be an integer (the number of parents N); "
+            f"got {one_line(population_size)}",
         )
     if population_size < n:
-        raise ValueError(
-            f"{name} must be at least the number of sampled parents n = {n}; got {population_size}"
+        raise ArgumentError(
+            name,
+            f"{name} must be at least the number of sampled parents n = {n}; "
+            f"got {population_size}",
         )
     if population_size >= _INT64_LIMIT:
         raise _too_large(name, short_int(int(population_size)))
@@ -486,7 +443,7 @@ def check_bool(name: str, value: Any, *, optional: bool = False) -> Any:
     if isinstance(value, (bool, np.bool_)) or (optional and value is None):
         return value
     allowed = "True, False or None" if optional else "True or False"
-    raise TypeError(f"{name} must be {allowed}; got {one_line(value)}")
+    raise ArgumentTypeError(name, f"{name} must be {allowed}; got {one_line(value)}")
 
 
 def check_sequence(name: str, value: Any, what: str = "values") -> tuple[Any, ...]:
@@ -495,13 +452,17 @@ def check_sequence(name: str, value: Any, what: str = "values") -> tuple[Any, ..
     mapping, a set (no order) or a single value is a ``TypeError`` naming ``name``."""
     if isinstance(value, np.ndarray):
         if value.ndim != 1:
-            raise ValueError(f"{name} must be a 1-D sequence of {what}; got shape {value.shape}")
+            raise ArgumentError(
+                name, f"{name} must be a 1-D sequence of {what}; got shape {value.shape}"
+            )
         return tuple(value.tolist())
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         kind = "a string" if isinstance(value, (str, bytes)) else f"a {type(value).__name__}"
         if isinstance(value, Mapping):
             kind = "a mapping"
-        raise TypeError(f"{name} must be a sequence of {what}, not {kind}; got {one_line(value)}")
+        raise ArgumentTypeError(
+            name, f"{name} must be a sequence of {what}, not {kind}; got {one_line(value)}"
+        )
     return tuple(value)
 
 
@@ -509,7 +470,7 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices`` (compared as given, so case matters)."""
     if not isinstance(value, str) or value not in choices:
         options = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {options}; got {one_line(value)}")
+        raise ArgumentError(name, f"{name} must be one of {options}; got {one_line(value)}")
     return value
 
 
@@ -520,9 +481,10 @@ def paired_1d(
     arr_a = finite_1d(name_a, a)
     arr_b = finite_1d(name_b, b)
     if arr_a.shape != arr_b.shape:
-        raise ValueError(
+        raise ArgumentError(
+            name_a,
             f"{name_a} and {name_b} must have the same length (one value per pair); "
-            f"got {arr_a.size} and {arr_b.size}"
+            f"got {arr_a.size} and {arr_b.size}",
         )
     return arr_a, arr_b
 
@@ -530,8 +492,9 @@ def paired_1d(
 def check_same_length(name_a: str, a: npt.NDArray[Any], name_b: str, b: npt.NDArray[Any]) -> None:
     """Raise ``ValueError`` unless the 1-D arrays ``a`` and ``b`` have equal length."""
     if a.shape[0] != b.shape[0]:
-        raise ValueError(
-            f"{name_a} and {name_b} must have the same length; got {a.shape[0]} and {b.shape[0]}"
+        raise ArgumentError(
+            name_a,
+            f"{name_a} and {name_b} must have the same length; got {a.shape[0]} and {b.shape[0]}",
         )
 
 
@@ -545,11 +508,12 @@ def cluster_codes(
     """
     arr = np.asarray(labels)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
+        raise ArgumentError(name, f"{name} must be one-dimensional; got shape {arr.shape}")
     if arr.shape[0] != expected:
-        raise ValueError(
+        raise ArgumentError(
+            name,
             f"{name} has {arr.shape[0]} entries but there are {expected} observations; "
-            "every observation needs to say which cluster it belongs to"
+            "every observation needs to say which cluster it belongs to",
         )
     uniques, inverse = np.unique(arr, return_inverse=True)
     return np.asarray(inverse, dtype=np.int64).ravel(), int(uniques.shape[0])
@@ -574,7 +538,9 @@ def check_population_sizes(
     """
     arr = np.asarray(sizes)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be a scalar or a 1-D sequence; got shape {arr.shape}")
+        raise ArgumentError(
+            name, f"{name} must be a scalar or a 1-D sequence; got shape {arr.shape}"
+        )
     if (
         arr.dtype.kind == "O"
         and arr.size
@@ -585,7 +551,9 @@ def check_population_sizes(
     if arr.dtype.kind not in "iuf" or (
         arr.dtype.kind == "f" and not (np.isfinite(arr) & (arr == np.round(arr))).all()
     ):
-        raise ValueError(f"{name} must hold integers (population sizes N); got {one_line(sizes)}")
+        raise ArgumentError(
+            name, f"{name} must hold integers (population sizes N); got {one_line(sizes)}"
+        )
     if arr.size and arr.max() >= _INT64_LIMIT:
         raise _too_large(name, f"{arr.max():.6g}")
     need = np.broadcast_to(np.asarray(n, dtype=np.int64), arr.shape)
@@ -593,8 +561,8 @@ def check_population_sizes(
     if short.size:
         j = int(short[np.argmin(arr[short])])
         where = "" if labels is None else f" for {labels[j]}"
-        raise ValueError(
-            f"{name}{where} must be at least the sample size n = {need[j]}; got {arr[j]:.0f}"
+        raise ArgumentError(
+            name, f"{name}{where} must be at least the sample size n = {need[j]}; got {arr[j]:.0f}"
         )
     return arr.astype(np.int64)
 
@@ -602,9 +570,9 @@ def check_population_sizes(
 _INT64_LIMIT = 2**63  # a size must be below it to be held by an int64
 
 
-def _too_large(name: str, got: str) -> ValueError:
-    return ValueError(
-        f"{name} must be below 2**63 (sizes are counted in 64-bit integers); got {got}"
+def _too_large(name: str, got: str) -> ArgumentError:
+    return ArgumentError(
+        name, f"{name} must be below 2**63 (sizes are counted in 64-bit integers); got {got}"
     )
 
 
@@ -612,9 +580,10 @@ def check_population_total(name: str, sizes: npt.NDArray[np.int64]) -> int:
     """The sum of validated population sizes (one per stratum), if an int64 holds it."""
     total = sum(int(v) for v in sizes)
     if total >= _INT64_LIMIT:
-        raise ValueError(
+        raise ArgumentError(
+            name,
             f"{name} sums to {total:.6g} over the strata, more than 64-bit integer arithmetic "
-            "holds (2**63 - 1)"
+            "holds (2**63 - 1)",
         )
     return total
 
@@ -624,11 +593,13 @@ def check_labels(name: str, labels: npt.ArrayLike, size: int, unit: str = "obser
     when numeric and mutually comparable (they are sorted to form groups)."""
     arr = np.asarray(labels)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+        raise ArgumentError(name, f"{name} must be 1-D; got shape {arr.shape}")
     if arr.shape[0] != size:
-        raise ValueError(f"{name} must hold one label per {unit} ({size}); got {arr.shape[0]}")
+        raise ArgumentError(
+            name, f"{name} must hold one label per {unit} ({size}); got {arr.shape[0]}"
+        )
     if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite labels")
+        raise ArgumentError(name, f"{name} contains non-finite labels")
     return arr
 
 
@@ -643,7 +614,7 @@ def group_offsets(
     try:
         uniques, codes = np.unique(np.asarray(labels), return_inverse=True)
     except TypeError as error:
-        raise ValueError(f"{name} labels must be mutually comparable: {error}") from error
+        raise ArgumentError(name, f"{name} labels must be mutually comparable: {error}") from error
     codes = codes.reshape(-1)
     order = np.argsort(codes, kind="stable")
     counts = np.bincount(codes, minlength=uniques.shape[0])
@@ -679,7 +650,8 @@ ALTERNATIVES: tuple[str, ...] = ("greater", "less", "two-sided")
 
 
 # --- The truescore drop-ins ------------------------------------------------------------
-# A drop-in raises what truescore 0.7.4 raises, type and message, for the same input. Its
+# A drop-in raises what truescore 0.7.4 raises for the same input: the same message, as
+# the same type (an argument check's ArgumentError is a ValueError, as truescore's). Its
 # array arguments go through np.asarray(values, dtype=float), whose own TypeError or
 # ValueError (a set, a dict, a generator, a complex number, a string) is what truescore
 # raises too; then the same shape and finiteness checks in the same words.

@@ -261,13 +261,30 @@ def test_a_huge_resample_count_is_one_line():
     assert "n_bootstrap" not in err and "use a smaller --resamples" in err, err
 
 
-def test_python_names_in_messages_become_flags_but_file_names_stay():
-    from truescore_fast.cli import _with_flag_names
+def test_argument_names_become_flags_through_the_parser_not_the_text():
+    # main() asks the chosen command's parser which flag gives the error's argument
+    # (flags marked with feeds(), else each dest); file names and quoted names stay
+    from truescore_fast._errors import ArgumentError, SizeError
+    from truescore_fast.cli import _build_parser, _message
+    from truescore_fast.cli._common import argument_flags
 
-    assert _with_flag_names("n_bootstrap needs 80 GB; use a smaller n_bootstrap") == (
-        "--resamples needs 80 GB; use a smaller --resamples"
+    parser = _build_parser("compare")
+    flags = argument_flags(parser)
+    assert flags["n_bootstrap"] == flags["n_resamples"] == "--resamples"
+    assert flags["clusters"] == "--cluster-column" and flags["alpha"] == "--alpha"
+    assert argument_flags(_build_parser("shard-orders"))["n_examples"] == "N_EXAMPLES"
+    size = SizeError(
+        "n_bootstrap", template="{n_bootstrap} needs 80 GB; use a smaller {n_bootstrap}"
     )
-    assert _with_flag_names("cannot read max_parents.csv or dir/match_key") == (
-        "cannot read max_parents.csv or dir/match_key"
+    assert str(size) == "n_bootstrap needs 80 GB; use a smaller n_bootstrap"
+    assert _message(size, parser) == "--resamples needs 80 GB; use a smaller --resamples"
+    plain = ArgumentError("alpha", "alpha must lie in (0, 1); cannot read max_parents.csv")
+    assert _message(plain, parser) == "--alpha must lie in (0, 1); cannot read max_parents.csv"
+    # an argument no flag gives, and a name that only starts like the argument, stay
+    assert _message(ArgumentError("match_key", "match_key is missing"), parser) == (
+        "match_key is missing"
     )
-    assert _with_flag_names("column 'match_key' is missing") == "column 'match_key' is missing"
+    assert _message(ArgumentError("n", "nothing to compare"), parser) == "nothing to compare"
+    assert _message(ValueError("column 'alpha' is missing"), parser) == (
+        "column 'alpha' is missing"
+    )

@@ -720,13 +720,14 @@ def truescore_function(name):
 
 
 def outcome(function, *args, **kwargs):
-    """("ok", result) or (exception type, message)."""
+    """("ok", result) or (exception type, message); the type as the builtin class it is
+    (an ArgumentError is the ValueError truescore raises, with its message)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ("ok", function(*args, **kwargs))
     except Exception as error:  # noqa: BLE001 - comparing whatever is raised
-        return (type(error), str(error))
+        return (next(c for c in type(error).__mro__ if c.__module__ == "builtins"), str(error))
 
 
 BAD_ARRAYS = {

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._validation import (
     check_positive_int,
     one_line,
@@ -669,14 +670,15 @@ def check_horizon(horizon: Any, auto: Any = _NO_AUTO, most: int | None = None) -
     if isinstance(horizon, str):
         if horizon == "auto" and auto is not _NO_AUTO:
             return cast("int | None", auto)
-        raise ValueError(f"horizon must be {forms}; got {one_line(horizon)}")
+        raise ArgumentError("horizon", f"horizon must be {forms}; got {one_line(horizon)}")
     if horizon is None:
         return None
     tuned = check_positive_int("horizon", horizon)
     if most is not None and tuned > most:
-        raise ValueError(
-            f"horizon must be at most population_size ({most}): no more parents can be "
-            f"scored; got {tuned}"
+        raise ArgumentError(
+            "horizon",
+            template=f"{{horizon}} must be at most {{population_size}} ({most}): no more "
+            f"parents can be scored; got {tuned}",
         )
     return tuned
 
@@ -686,8 +688,9 @@ def check_population(population_size: Any, n: int) -> int | None:
         return None
     size = check_positive_int("population_size", population_size)
     if size < n:
-        raise ValueError(
-            f"population_size must be at least the number of parents ({n}); got {size}"
+        raise ArgumentError(
+            "population_size",
+            f"population_size must be at least the number of parents ({n}); got {size}",
         )
     return size
 

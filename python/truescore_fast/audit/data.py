@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import read_columns
 from truescore_fast._validation import one_line
 
@@ -103,7 +104,9 @@ def _read_table(
         ("public_form", public_form),
     ):
         if not isinstance(given, str) or not given.strip():
-            raise ValueError(f"{argument} must be a non-empty string; got {one_line(given)}")
+            raise ArgumentError(
+                argument, f"{argument} must be a non-empty string; got {one_line(given)}"
+            )
     p_col, f_col, c_col, m_col = (
         parent_column.strip(),
         form_column.strip(),
@@ -112,23 +115,30 @@ def _read_table(
     )
     public_name = public_form.strip()
     if len({p_col, f_col, c_col, m_col}) < 4:
-        raise ValueError(
-            "parent_column, form_column, correct_column and model_column must name four "
-            f"different columns; got {p_col!r}, {f_col!r}, {c_col!r}, {m_col!r}"
+        raise ArgumentError(
+            "parent_column",
+            template="{parent_column}, {form_column}, {correct_column} and {model_column} must "
+            "name four different columns; got "
+            + literal(f"{p_col!r}, {f_col!r}, {c_col!r}, {m_col!r}"),
         )
     cols = read_columns(table, name, expected="parent, form, correct")
     for required in (p_col, f_col, c_col):
         if required not in cols:
-            raise ValueError(
+            raise ArgumentError(
+                name,
                 f"{name} is missing the column {required!r} (need {p_col}, {f_col}, {c_col}; "
-                f"optional {m_col}); got {sorted(cols)}"
+                f"optional {m_col}); got {sorted(cols)}",
             )
     has_model = m_col in cols
     if not has_model and model_column != "model":  # named, so meant: not silently dropped
-        raise ValueError(f"{name} has no column {m_col!r} (model_column); got {sorted(cols)}")
+        raise ArgumentError(
+            name,
+            template=f"{{{name}}} has no column {literal(repr(m_col))} ({{model_column}}); "
+            f"got {literal(str(sorted(cols)))}",
+        )
     rows = len(cols[p_col])
     if rows == 0:
-        raise ValueError(f"{name} has no rows")
+        raise ArgumentError(name, f"{name} has no rows")
     models = cols[m_col] if has_model else [ALL_MODELS] * rows
     grouped: dict[str, dict[str, dict[str, float]]] = {}
     for i in range(rows):
@@ -136,16 +146,19 @@ def _read_table(
         parent = str(cols[p_col][i]).strip() if cols[p_col][i] is not None else ""
         form = str(cols[f_col][i]).strip() if cols[f_col][i] is not None else ""
         if not parent or not form or (not model and has_model):
-            raise ValueError(f"{name} row {i + 1}: empty model, parent or form")
+            raise ArgumentError(name, f"{name} row {i + 1}: empty model, parent or form")
         raw = cols[c_col][i]
         try:
             value = float(raw.strip() if isinstance(raw, str) else raw)
         except (TypeError, ValueError) as error:
-            raise ValueError(
-                f"{name} row {i + 1}: {c_col} must be a number; got {one_line(cols[c_col][i])}"
+            raise ArgumentError(
+                name,
+                f"{name} row {i + 1}: {c_col} must be a number; got {one_line(cols[c_col][i])}",
             ) from error
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise ValueError(f"{name} row {i + 1}: {c_col} must lie in [0, 1]; got {value}")
+            raise ArgumentError(
+                name, f"{name} row {i + 1}: {c_col} must lie in [0, 1]; got {value}"
+            )
         forms = grouped.setdefault(model, {}).setdefault(parent, {})
         if form in forms:
             raise ValueError(

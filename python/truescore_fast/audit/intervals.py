@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
@@ -194,13 +195,14 @@ class Intervals(TabularResult):
         """Which intervals contain ``value`` (a scalar or one value per audit)."""
         v = float_array("value", value)
         if v.ndim > 1 or (v.ndim == 1 and v.shape != self.low.shape):
-            raise ValueError(
+            raise ArgumentError(
+                "value",
                 f"value must be one number or one per audit ({self.low.shape[0]}); "
-                f"got shape {v.shape}"
+                f"got shape {v.shape}",
             )
         if not np.isfinite(v).all():  # as Interval.contains: NaN is no answer of "no"
             bad = v if v.ndim == 0 else v[~np.isfinite(v)][0]
-            raise ValueError(f"value must be a finite number; got {float(bad)!r}")
+            raise ArgumentError("value", f"value must be a finite number; got {float(bad)!r}")
         return (self.low <= v) & (v <= self.high)  # never true of an empty interval
 
     def _columns(self) -> dict[str, npt.NDArray[Any]]:
@@ -345,9 +347,10 @@ def _many(
     else:
         arr = check_population_sizes("population_size", population_size, n)
         if arr.shape != (n_audits,):
-            raise ValueError(
+            raise ArgumentError(
+                "population_size",
                 f"population_size must be a scalar or hold one value per audit ({n_audits}); "
-                f"got shape {arr.shape}"
+                f"got shape {arr.shape}",
             )
         pops = np.ascontiguousarray(arr, dtype=np.float64)
     return _batch(methods, gaps, pops, alpha, threads)
@@ -363,7 +366,9 @@ def _batch(
     """Every method for every row of validated (A, n) gaps in one core call."""
     for m in methods:
         if TRAITS[m].needs_population and pops is None:
-            raise ValueError(f"population_size is required for the {m} interval")
+            raise ArgumentError(
+                "population_size", f"population_size is required for the {m} interval"
+            )
     codes = np.array([code_of(m) for m in methods], dtype=np.int64)
     out = _core.gap_intervals(gaps, codes, population_size=pops, alpha=alpha, n_threads=n_threads)
     return {
@@ -450,8 +455,9 @@ def matched_form_intervals(
     )
     for m in methods:
         if not isinstance(m, str) or m not in TRAITS:
-            raise ValueError(
-                f"methods: unknown interval method {m!r}; choose from {INTERVAL_METHODS}"
+            raise ArgumentError(
+                "methods",
+                f"methods: unknown interval method {m!r}; choose from {INTERVAL_METHODS}",
             )
     return _many(tuple(methods), d, population_size, alpha, n_threads)
 

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, built
 from truescore_fast._validation import (
@@ -277,7 +278,10 @@ def matched_form_audit(
     guard = check_positive_int("guardrail", guardrail, minimum=0)
     check_choice("fallback", fallback, FALLBACK_METHODS)
     if TRAITS[fallback].needs_population and pop is None:
-        raise ValueError(f"fallback {fallback!r} needs population_size")
+        raise ArgumentError(
+            "fallback",
+            template=f"{{fallback}} {literal(repr(fallback))} needs {{population_size}}",
+        )
     check_choice("control_reading", control_reading, CONTROL_READINGS)
     seed_used = seed_int(seed)
     order = scoring_order(n, seed_used)
@@ -383,7 +387,7 @@ def control_bank(control: Any, alpha: float) -> ControlBank:
     """The control bank ``(public, fresh)`` read at level 1 - ``alpha`` (the audits pass
     alpha/2, so that Delta and b_C hold jointly at 1 - alpha)."""
     if not isinstance(control, (tuple, list)) or len(control) != 2:
-        raise ValueError("control must be a (public, fresh) pair of arrays")
+        raise ArgumentError("control", "control must be a (public, fresh) pair of arrays")
     cpub, cfr = check_forms(control[0], control[1], prefix="control ")
     dc = np.ascontiguousarray(cpub - cfr.mean(axis=1))
     b = float(np.mean(dc))
@@ -461,5 +465,5 @@ def control_for(
     elif list(banks) == [ALL_MODELS]:
         bank = banks[ALL_MODELS]
     else:
-        raise ValueError(f"{name} has no rows for model {model!r}")
+        raise ArgumentError(name, f"{name} has no rows for model {model!r}")
     return bank.public, bank.fresh

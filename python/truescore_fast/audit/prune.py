@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
@@ -107,15 +108,17 @@ def _sklearn() -> Any:
 
 def _texts(name: str, values: Sequence[str]) -> list[str]:
     if isinstance(values, str):
-        raise ValueError(f"{name} must be a sequence of strings, not a single string")
+        raise ArgumentError(name, f"{name} must be a sequence of strings, not a single string")
     if not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a sequence of strings; got {type(values).__name__}")
+        raise ArgumentTypeError(
+            name, f"{name} must be a sequence of strings; got {type(values).__name__}"
+        )
     out = list(values)
     for i, v in enumerate(out):
         if not isinstance(v, str):
-            raise ValueError(f"{name}[{i}] must be a string; got {type(v).__name__}")
+            raise ArgumentError(name, f"{name}[{i}] must be a string; got {type(v).__name__}")
     if not out:
-        raise ValueError(f"{name} must be non-empty")
+        raise ArgumentError(name, f"{name} must be non-empty")
     return out
 
 
@@ -144,8 +147,9 @@ def surface_features(answers: Sequence[str], questions: Sequence[str]) -> npt.ND
     a = _texts("answers", answers)
     q = _texts("questions", questions)
     if len(a) != len(q):
-        raise ValueError(
-            f"answers and questions must have the same length; got {len(a)} and {len(q)}"
+        raise ArgumentError(
+            "answers",
+            f"answers and questions must have the same length; got {len(a)} and {len(q)}",
         )
     return np.array([_features_one(x, y) for x, y in zip(a, q, strict=True)], dtype=np.float64)
 
@@ -158,9 +162,10 @@ def feature_differences(
     c = _texts("correct", correct)
     i = _texts("incorrect", incorrect)
     if not len(q) == len(c) == len(i):
-        raise ValueError(
+        raise ArgumentError(
+            "questions",
             "questions, correct and incorrect must have the same length (one pair per "
-            f"question); got {len(q)}, {len(c)} and {len(i)}"
+            f"question); got {len(q)}, {len(c)} and {len(i)}",
         )
     return surface_features(c, q) - surface_features(i, q)
 
@@ -269,8 +274,8 @@ def _check_options(n_pairs: int, n_splits: int, alpha: float, seed: SeedLike) ->
     """Validate the options; return the seed as the int that seeds the folds and the coin."""
     check_positive_int("n_splits", n_splits, minimum=2)
     if n_splits > n_pairs:
-        raise ValueError(
-            f"n_splits must not exceed the number of pairs ({n_pairs}); got {n_splits}"
+        raise ArgumentError(
+            "n_splits", f"n_splits must not exceed the number of pairs ({n_pairs}); got {n_splits}"
         )
     check_alpha(alpha)
     return seed_int(seed)

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, built
 from truescore_fast._validation import (
@@ -159,9 +160,9 @@ def betting_confidence_sequence(
     check_alpha(alpha)
     gaps = np.ascontiguousarray(float_array("d", d))
     if gaps.ndim != 1 or gaps.shape[0] == 0:
-        raise ValueError(f"d must be 1-D and non-empty; got shape {gaps.shape}")
+        raise ArgumentError("d", f"d must be 1-D and non-empty; got shape {gaps.shape}")
     if not np.isfinite(gaps).all() or np.abs(gaps).max() > 1.0:
-        raise ValueError("d must hold finite gaps in [-1, 1]")
+        raise ArgumentError("d", "d must hold finite gaps in [-1, 1]")
     pop = check_population(population_size, gaps.shape[0])
     tuned = check_horizon(horizon, most=pop)
     low, high, empty = sequence_bounds((gaps + 1.0) / 2.0, pop, alpha, tuned)
@@ -431,32 +432,39 @@ class SequentialAudit:
         if pub.ndim == 0:
             pub = pub.reshape(1)
             if fr.ndim > 1:
-                raise ValueError(
+                raise ArgumentError(
+                    "fresh",
                     "fresh must be one parent's row of fresh-form scores when public is a "
-                    f"scalar (one parent); got shape {fr.shape}"
+                    f"scalar (one parent); got shape {fr.shape}",
                 )
             fr = fr.reshape(1, -1)
         if pub.ndim != 1:
-            raise ValueError(f"public must be 1-D (one score per parent); got shape {pub.shape}")
+            raise ArgumentError(
+                "public", f"public must be 1-D (one score per parent); got shape {pub.shape}"
+            )
         if fr.ndim == 1 and fr.shape[0] == pub.shape[0]:
             fr = fr[:, None]  # one fresh form per parent
         if fr.ndim != 2 or fr.shape[0] != pub.shape[0] or fr.shape[1] < 1:
-            raise ValueError(
+            raise ArgumentError(
+                "fresh",
                 f"fresh must hold one row of fresh-form scores per parent ({pub.shape[0]}); "
-                f"got shape {np.shape(fresh)}"
+                f"got shape {np.shape(fresh)}",
             )
         if pub.shape[0] == 0:
-            raise ValueError("public must hold at least one parent")
+            raise ArgumentError("public", "public must hold at least one parent")
         forms = self._stream.forms
         if forms and fr.shape[1] != forms:
-            raise ValueError(
+            raise ArgumentError(
+                "fresh",
                 f"fresh must have {forms} fresh forms per parent, as in earlier updates; "
-                f"got {fr.shape[1]}"
+                f"got {fr.shape[1]}",
             )
         t = self.n_parents + pub.shape[0]
         if self.population_size is not None and t > self.population_size:
-            raise ValueError(
-                f"public: {t} parents scored exceeds population_size ({self.population_size})"
+            raise ArgumentError(  # the population size: the constructor's argument
+                "public",
+                template=f"{{public}}: {t} parents scored exceeds {{population_size}} "
+                f"({self.population_size})",
             )
         return pub, fr
 

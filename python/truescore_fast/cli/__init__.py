@@ -51,73 +51,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from truescore_fast import __version__
-from truescore_fast.cli._common import ExitCode
+from truescore_fast._errors import ArgumentError
+from truescore_fast.cli._common import ExitCode, argument_flags
 
 __all__ = ["ExitCode", "main"]
-
-# The library's error messages start with the name of the Python argument; the user
-# typed a flag. One table, applied to every message main() prints.
-_FLAG_OF_ARGUMENT = {
-    "alpha": "--alpha",
-    "batch_size": "--batch-size",
-    "context_len": "--context-len",
-    "clusters": "--cluster-column",
-    "correct_column": "--correct-column",
-    "effect_size": "--effect",
-    "fallback": "--fallback",
-    "fdr": "--fdr",
-    "form_column": "--form-column",
-    "guardrail": "--guardrail",
-    "h": "--h",
-    "logliks": "--loglik",
-    "match_key": "--match-key",
-    "max_parents": "--max-parents",
-    "max_permutations": "--max-permutations",
-    "method": "--method",
-    "metric": "--metric",
-    "model_column": "--model-column",
-    "n_bootstrap": "--resamples",
-    "n_examples": "N_EXAMPLES",
-    "n_resamples": "--resamples",
-    "n_shards": "--shards",
-    "n_threads": "--threads",
-    "parent_column": "--parent-column",
-    "permutations_per_shard": "--permutations",
-    "population_size": "--population-size",
-    "public_form": "--public-form",
-    "public_match_key": "--public-match-key",
-    "q": "--q",
-    "reference_form": "--reference-form",
-    "reference_models": "--reference-model",
-    "replications": "--replications",
-    "seed": "--seed",
-    "stride": "--stride",
-    "target_half_width": "--target-half-width",
-    "tests": "--tests",
-    "text_field": "--text-field",
-    "threads": "--threads",
-    "transport_radius": "--radius",
-    "variant": "--variant",
-}
-_LEADING_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\b")
-# a snake_case word outside quotes and not part of a path or file name (public_form.csv)
-_SNAKE_NAME = re.compile(r"(?<![\w\-'\"./])[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b(?!['\"/-]|\.\w)")
-
-
-def _with_flag_names(message: str) -> str:
-    """``message`` with the Python argument names it gives (leading, or snake_case names
-    outside quotes, such as the advice "use a smaller n_bootstrap") as the CLI's flags."""
-    match = _LEADING_NAME.match(message)
-    if match and match.group(1) in _FLAG_OF_ARGUMENT:
-        message = _FLAG_OF_ARGUMENT[match.group(1)] + message[match.end() :]
-    # the advice too ("use a smaller n_bootstrap"): a snake_case name is never prose
-    return _SNAKE_NAME.sub(lambda m: _FLAG_OF_ARGUMENT.get(m.group(0), m.group(0)), message)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -193,6 +135,7 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 nothing found, 2 finding, 1 error,
     130 interrupted, 141 stdout closed)."""
+    parser: argparse.ArgumentParser | None = None
     try:
         words = sys.argv[1:] if argv is None else list(argv)
         parser = _build_parser(_chosen_command(words))
@@ -215,10 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _closed_pipe()
         if isinstance(error, ImportError) and not _is_missing_extra(error):
             raise
-        print(f"error: {_one_line(str(error))}", file=sys.stderr)
+        print(f"error: {_one_line(_message(error, parser))}", file=sys.stderr)
         return ExitCode.ERROR
     except MemoryError as error:  # a size the library refused, or one it could not get
-        print(f"error: {_one_line(str(error)) or 'out of memory'}", file=sys.stderr)
+        print(f"error: {_one_line(_message(error, parser)) or 'out of memory'}", file=sys.stderr)
         return ExitCode.ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -239,12 +182,22 @@ def _flush_stdout() -> None:
         raise ValueError(f"cannot write standard output: {error.strerror or error}") from None
 
 
+def _message(error: BaseException, parser: argparse.ArgumentParser | None) -> str:
+    """The message of ``error``; an :class:`ArgumentError`'s with each library argument
+    it names written as the flag that gives it (the chosen command's parser says which:
+    ``_common.feeds``), not as the Python name the library uses."""
+    if not isinstance(error, ArgumentError) or parser is None:
+        return str(error)
+    flags = argument_flags(parser)
+    return error.render(lambda name: flags.get(name, name))
+
+
 def _one_line(message: str) -> str:
-    """An error message as the one line printed: flag names for argument names, and every
-    control character (a newline in a name read from a file) escaped."""
+    """An error message as the one line printed: every control character (a newline in a
+    name read from a file) escaped."""
     from truescore_fast._text import visible  # NumPy-free; not loaded by --version
 
-    return visible(_with_flag_names(message))
+    return visible(message)
 
 
 def _is_missing_extra(error: ImportError) -> bool:

@@ -20,7 +20,9 @@ __all__ = [
     "ExitCode",
     "check_sequential_only",
     "add_output_flag",
+    "argument_flags",
     "emit",
+    "feeds",
     "integer_flag",
     "number",
     "seed_flag",
@@ -52,6 +54,34 @@ class ExitCode(enum.IntEnum):
     SIGPIPE, what a shell reports for ``yes | head``."""
 
 
+def feeds(action: argparse.Action, *arguments: str) -> argparse.Action:
+    """Mark the flag ``action`` as the one that gives the library's ``arguments`` (by
+    default a flag gives the argument named as its ``dest``: ``--population-size``,
+    ``population_size``), so an error naming one of them names the flag instead."""
+    action.feeds = arguments  # type: ignore[attr-defined]
+    return action
+
+
+def argument_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Library argument name -> the flag (or positional's metavar) of ``parser`` and its
+    subcommands that gives it, as :func:`feeds` marked them (else each ``dest``)."""
+    flags: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                for name, flag in argument_flags(sub).items():
+                    flags.setdefault(name, flag)
+            continue
+        if action.dest in (argparse.SUPPRESS, "help", "version"):
+            continue
+        shown = max(action.option_strings, key=len, default=None) or str(
+            action.metavar or action.dest
+        )
+        for name in getattr(action, "feeds", (action.dest,)):
+            flags.setdefault(name, shown)
+    return flags
+
+
 def number(row: dict[str, Any], column: str, line: int, where: str = "") -> float:
     """``row[column]`` as a finite float; the error names the file ``where`` (the input
     file's name as given: every caller passes it), the row and the column."""
@@ -76,16 +106,20 @@ def emit(args: argparse.Namespace, text: str, payload: dict[str, Any]) -> None:
 def add_order_flags(parser: argparse.ArgumentParser) -> None:
     """``--shards R --permutations P [--seed S]``: the shard orders ``shard-orders``
     writes and ``score`` scores (the same orders from the same flags)."""
-    parser.add_argument(
-        "--shards", metavar="R", type=integer_flag, required=True, help="number of shards"
+    feeds(
+        parser.add_argument(
+            "--shards", metavar="R", type=integer_flag, required=True, help="number of shards"
+        ),
+        "n_shards",
     )
-    parser.add_argument(
+    permutations = parser.add_argument(
         "--permutations",
         metavar="P",
         type=integer_flag,
         required=True,
         help="shuffled orders per shard",
     )
+    feeds(permutations, "permutations_per_shard", "permutations")
     parser.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
 
 

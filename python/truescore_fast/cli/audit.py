@@ -22,6 +22,7 @@ from truescore_fast.cli._common import (
     ExitCode,
     check_sequential_only,
     emit,
+    feeds,
     integer_flag,
     seed_flag,
 )
@@ -86,12 +87,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="number of parents in the benchmark the audit sampled from",
     )
-    parser.add_argument(
-        "--radius",
-        metavar="R",
-        type=float,
-        default=0.0,
-        help="transport radius: assumed bound on |b - b_C| (default 0)",
+    feeds(
+        parser.add_argument(
+            "--radius",
+            metavar="R",
+            type=float,
+            default=0.0,
+            help="transport radius: assumed bound on |b - b_C| (default 0)",
+        ),
+        "transport_radius",
+        "radius",
     )
     parser.add_argument(
         "--alpha",
@@ -371,12 +376,16 @@ def add_sequential_audit_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="stop (bounded) once Delta's half-width is at most W",
     )
-    group.add_argument(
-        "--effect",
-        metavar="D",
-        type=float,
-        default=None,
-        help="stop (bounded) once Delta's interval lies below D",
+    feeds(
+        group.add_argument(
+            "--effect",
+            metavar="D",
+            type=float,
+            default=None,
+            help="stop (bounded) once Delta's interval lies below D",
+        ),
+        "effect_size",
+        "effect",
     )
     group.add_argument(
         "--max-parents",

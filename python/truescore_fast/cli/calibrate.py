@@ -30,7 +30,7 @@ from typing import Any
 
 from truescore_fast import _catalog
 from truescore_fast._output import check_checkpoint_path, check_output_path, output_file
-from truescore_fast.cli._common import ExitCode, integer_flag, seed_flag
+from truescore_fast.cli._common import ExitCode, feeds, integer_flag, seed_flag
 
 # The library is imported where it is used: --help loads neither NumPy nor SciPy.
 INTERVAL_METHODS = _catalog.interval_methods()
@@ -168,12 +168,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="no progress bar and no status lines on stderr or stdout; only the tables",
     )
     run = parser.add_argument_group("running")
-    run.add_argument(
-        "--threads",
-        metavar="T",
-        type=integer_flag,
-        default=None,
-        help="threads per work item (default: every CPU it may use on the machine running it)",
+    feeds(
+        run.add_argument(
+            "--threads",
+            metavar="T",
+            type=integer_flag,
+            default=None,
+            help="threads per work item (default: every CPU it may use on the machine running it)",
+        ),
+        "n_threads",
+        "threads",
     )
     run.add_argument(
         "--checkpoint",

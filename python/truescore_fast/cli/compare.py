@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from truescore_fast.cli._common import ExitCode, emit, integer_flag, number, seed_flag
+from truescore_fast.cli._common import ExitCode, emit, feeds, integer_flag, number, seed_flag
 
 __all__ = ["add_parser", "run_compare"]
 
@@ -57,11 +57,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("file", help=".csv or JSON Lines file, one row per example")
     parser.add_argument("--a-column", metavar="A", required=True, help="system A's scores")
     parser.add_argument("--b-column", metavar="B", required=True, help="system B's scores")
-    parser.add_argument(
-        "--cluster-column",
-        metavar="C",
-        default=None,
-        help="cluster of each example (bootstrap only; default: examples are independent)",
+    feeds(
+        parser.add_argument(
+            "--cluster-column",
+            metavar="C",
+            default=None,
+            help="cluster of each example (bootstrap only; default: examples are independent)",
+        ),
+        "clusters",
+        "cluster_column",
     )
     parser.add_argument(
         "--method",
@@ -72,12 +76,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--alpha", metavar="A", type=float, default=0.05, help="significance level (default 0.05)"
     )
-    parser.add_argument(
-        "--resamples",
-        metavar="R",
-        type=integer_flag,
-        default=10000,
-        help="bootstrap resamples or random sign flips (default 10000)",
+    feeds(
+        parser.add_argument(
+            "--resamples",
+            metavar="R",
+            type=integer_flag,
+            default=10000,
+            help="bootstrap resamples or random sign flips (default 10000)",
+        ),
+        "n_bootstrap",
+        "n_resamples",
     )
     parser.add_argument("--seed", metavar="S", type=seed_flag, default=0, help="seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -16,7 +16,7 @@ from typing import Any
 
 from truescore_fast._catalog import SUITE_TESTS, harness_names
 from truescore_fast._output import check_output_path
-from truescore_fast.cli._common import ExitCode, integer_flag, seed_flag
+from truescore_fast.cli._common import ExitCode, feeds, integer_flag, seed_flag
 
 # The library is imported where it is used: --help loads neither NumPy nor SciPy.
 
@@ -107,19 +107,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=0.05,
         help="level of each row's interval, not adjusted (default 0.05)",
     )
-    parser.add_argument(
-        "--resamples",
-        metavar="B",
-        type=integer_flag,
-        default=1000,
-        help="ConStat's bootstrap resamples (default 1000)",
+    feeds(
+        parser.add_argument(
+            "--resamples",
+            metavar="B",
+            type=integer_flag,
+            default=1000,
+            help="ConStat's bootstrap resamples (default 1000)",
+        ),
+        "n_bootstrap",
+        "n_resamples",
     )
-    parser.add_argument(
-        "--reference-model",
-        metavar="MODEL",
-        action="append",
-        default=None,
-        help="ConStat's reference models (repeat; at least 6; default: all other models)",
+    feeds(
+        parser.add_argument(
+            "--reference-model",
+            metavar="MODEL",
+            action="append",
+            default=None,
+            help="ConStat's reference models (repeat; at least 6; default: all other models)",
+        ),
+        "reference_models",
     )
     parser.add_argument(
         "--random-guess",
@@ -132,8 +139,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--seed", type=seed_flag, default=0, help="seed of the betting order and ConStat (0)"
     )
-    parser.add_argument(
-        "--threads", metavar="T", type=integer_flag, default=None, help="threads (default all)"
+    feeds(
+        parser.add_argument(
+            "--threads", metavar="T", type=integer_flag, default=None, help="threads (default all)"
+        ),
+        "n_threads",
+        "threads",
     )
     parser.add_argument(
         "--progress",
@@ -155,13 +166,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="reference",
         help="the reference-benchmark form (reference)",
     )
-    columns.add_argument(
-        "--loglik",
-        nargs=3,
-        metavar=("MODEL", "BENCHMARK", "FILE"),
-        action="append",
-        default=None,
-        help="a pair's log-likelihood table (kind, loglik[, shard]) for the order test; repeat",
+    feeds(
+        columns.add_argument(
+            "--loglik",
+            nargs=3,
+            metavar=("MODEL", "BENCHMARK", "FILE"),
+            action="append",
+            default=None,
+            help="a pair's log-likelihood table (kind, loglik[, shard]) for the order test; "
+            "repeat",
+        ),
+        "logliks",
+        "loglik",
     )
     runs = parser.add_argument_group("manifest", "reading a manifest of harness runs")
     runs.add_argument("--match-key", metavar="KEY", help="field matching a record to its parent")

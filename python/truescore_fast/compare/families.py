@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import percentile_interval
+from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result, TabularResult
@@ -160,9 +161,10 @@ def family_bootstrap_difference(
     t_labels = np.asarray(families)
     if control_families is None:
         if c.size != t.size:
-            raise ValueError(
+            raise ArgumentError(
+                "control",
                 "control must have the same length as treated when control_families is not "
-                f"given (paired data); got {c.size} and {t.size}"
+                f"given (paired data); got {c.size} and {t.size}",
             )
         c_labels = t_labels
         c_name = "families"
@@ -174,7 +176,9 @@ def family_bootstrap_difference(
     try:
         uniques, codes = np.unique(np.concatenate([t_labels, c_labels]), return_inverse=True)
     except TypeError as error:
-        raise ValueError(f"families and {c_name} must hold labels of one type") from error
+        raise ArgumentError(
+            "families", f"families and {c_name} must hold labels of one type"
+        ) from error
     codes = codes.reshape(-1)
     t_codes, c_codes = codes[: t.size], codes[t.size :]
     n_fam = uniques.size
@@ -189,7 +193,9 @@ def family_bootstrap_difference(
             f"families / {c_name}"
         )
     if n_fam < 2:
-        raise ValueError("families must contain at least 2 distinct families to resample")
+        raise ArgumentError(
+            "families", "families must contain at least 2 distinct families to resample"
+        )
     t_sum = np.bincount(t_codes, weights=t, minlength=n_fam)
     c_sum = np.bincount(c_codes, weights=c, minlength=n_fam)
     # A resample sums n_fam family sums: with sums this large (or this small), work in
@@ -198,7 +204,9 @@ def family_bootstrap_difference(
     with np.errstate(over="ignore"):
         bound = n_fam * max(float(np.max(np.abs(t_sum))), float(np.max(np.abs(c_sum))))
     if not math.isfinite(bound):
-        raise ValueError("treated and control values are too large to sum in float64")
+        raise ArgumentError(
+            "treated", "treated and control values are too large to sum in float64"
+        )
     exponent = scale_exponent(bound, 2.0**400)
     t_sum, c_sum = np.ldexp(t_sum, exponent), np.ldexp(c_sum, exponent)
     key0, key1 = philox_key(seed)
@@ -301,8 +309,9 @@ def holm_correction(
     else:
         given = check_sequence("names", names, "names")
         if len(given) != p.size:  # before converting: a long list is refused at once
-            raise ValueError(
-                f"names must have one entry per p-value of p_values ({p.size}); got {len(given)}"
+            raise ArgumentError(
+                "names",
+                f"names must have one entry per p-value of p_values ({p.size}); got {len(given)}",
             )
         labels = tuple(str(n) for n in given)
     adjusted = holm(p)

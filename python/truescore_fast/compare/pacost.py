@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import (
     scale_exponent,
     student_t_quantile,
@@ -252,8 +253,9 @@ def paired_confidence_test(
     with np.errstate(over="ignore"):  # checked on the next line
         raw = original - rephrased
     if not np.isfinite(raw).all():
-        raise ValueError(
-            "confidence_original - confidence_rephrased overflows float64; rescale the inputs"
+        raise ArgumentError(
+            "confidence_original",
+            "confidence_original - confidence_rephrased overflows float64; rescale the inputs",
         )
     # Every statistic here is scale-free; work in units of a power of two (exact) so that
     # squares and sums of very large differences cannot overflow, nor squares of tiny
@@ -270,20 +272,25 @@ def paired_confidence_test(
 
     if method == "t":
         if n < 2:
-            raise ValueError("confidence_original must hold at least 2 pairs for method='t'")
+            raise ArgumentError(
+                "confidence_original",
+                "confidence_original must hold at least 2 pairs for method='t'",
+            )
         if float(d.std(ddof=1)) == 0.0:
-            raise ValueError(
+            raise ArgumentError(
+                "confidence_original",
                 "confidence_original - confidence_rephrased has zero variance: the t-test is "
-                "undefined; use method='sign_flip'"
+                "undefined; use method='sign_flip'",
             )
         res = stats.ttest_1samp(d, 0.0, alternative=alternative)
         statistic, p_value = float(res.statistic), float(res.pvalue)
         interval = _t_interval(d, rate, alternative)
     elif method == "wilcoxon":
         if not np.any(d != 0.0):
-            raise ValueError(
+            raise ArgumentError(
+                "confidence_original",
                 "confidence_original - confidence_rephrased is zero for every pair: the "
-                "signed-rank test is undefined"
+                "signed-rank test is undefined",
             )
         res = stats.wilcoxon(d, alternative=alternative)
         statistic, p_value = float(res.statistic), float(res.pvalue)
@@ -294,9 +301,10 @@ def paired_confidence_test(
             is_exact = n <= _MAX_EXACT
         elif exact:
             if n > _MAX_EXACT:
-                raise ValueError(
+                raise ArgumentError(
+                    "exact",
                     f"exact=True enumerates 2**n sign patterns and needs n <= {_MAX_EXACT} "
-                    f"pairs; got {n} (use exact=None or False for Monte Carlo)"
+                    f"pairs; got {n} (use exact=None or False for Monte Carlo)",
                 )
             is_exact = True
         key0, key1 = philox_key(seed)

@@ -41,6 +41,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import percentile_interval
+from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import overflow_exponent
 from truescore_fast._random import dropin_philox_key
 from truescore_fast._validation import (
@@ -208,7 +209,9 @@ def _bootstrap(
     else:
         codes, n_groups = cluster_codes("clusters", clusters, n)
         if n_groups < 2:
-            raise ValueError(f"cluster bootstrap needs at least 2 clusters; got {n_groups}")
+            raise ArgumentError(
+                "clusters", f"cluster bootstrap needs at least 2 clusters; got {n_groups}"
+            )
         n_bootstrap = _check_n_bootstrap(n_bootstrap)
         sums = np.bincount(codes, weights=diffs, minlength=n_groups)
         sizes = np.bincount(codes, minlength=n_groups).astype(np.int64)
@@ -401,16 +404,18 @@ def _sign_flip_p_value(
     n = arr_a.shape[0]
     if budget >= 2**n:
         if n > _core.MAX_EXACT_PAIRS:
-            raise ValueError(
-                f"exact enumeration of 2^{n} sign patterns is infeasible; "
-                f"pass a finite n_resamples below 2^{n}"
+            raise ArgumentError(
+                "n_resamples",
+                template=f"exact enumeration of 2^{n} sign patterns is infeasible; "
+                f"pass a finite {{n_resamples}} below 2^{n}",
             )
         counts = _core.sign_flip_exact_pairs(arr_a, arr_b)
         extra = 0
     else:
         if budget >= 2**63:
-            raise ValueError(
-                f"n_resamples must be below 2**63 for Monte Carlo sampling; got {budget}"
+            raise ArgumentError(
+                "n_resamples",
+                f"n_resamples must be below 2**63 for Monte Carlo sampling; got {budget}",
             )
         # Random swap patterns with the enumeration's statistic and tie rule, so the two
         # modes estimate the same p (truescore's Monte Carlo does the same, via SciPy).

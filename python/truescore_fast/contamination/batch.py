@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._result import TabularResult
 from truescore_fast._validation import (
@@ -253,18 +254,23 @@ def exchangeability_tests(
     values = float_array("permuted", permuted, keep_strides=True)
     if offsets is None:
         if values.ndim != 2:
-            raise ValueError(
+            raise ArgumentError(
+                "permuted",
                 f"permuted must be 2-D (shards x permutations), or 1-D with offsets; got "
-                f"shape {values.shape}"
+                f"shape {values.shape}",
             )
         if values.shape[1] == 0:
-            raise ValueError("permuted must hold at least one permutation per shard")
+            raise ArgumentError(
+                "permuted", "permuted must hold at least one permutation per shard"
+            )
         out = _core.rank_tests_dense(canon, values, n_threads=threads)
         bounds = None
         m = np.full(canon.shape[0], values.shape[1], dtype=np.int64)
     else:
         if values.ndim != 1:
-            raise ValueError(f"permuted must be 1-D when offsets are given; got {values.shape}")
+            raise ArgumentError(
+                "permuted", f"permuted must be 1-D when offsets are given; got {values.shape}"
+            )
         values = float_array("permuted", values)
         bounds = _offsets(offsets)
         out = _core.rank_tests_ragged(canon, values, bounds, n_threads=threads)
@@ -319,17 +325,18 @@ def _scaled_z(i: int, canonical: float, permuted: npt.NDArray[np.float64]) -> tu
     try:
         return math.ldexp(gap_m / sd_m, gap_e - sd_e + down - shift), unscale(sd, down)
     except OverflowError:
-        raise ValueError(
+        raise ArgumentError(
+            "canonical",
             f"canonical[{i}] lies more than the largest double of standard deviations from "
             f"its permutations' mean (sd {math.ldexp(sd, -down):.3g}): z overflows; the "
-            "shard's permuted log-likelihoods are all but constant"
+            "shard's permuted log-likelihoods are all but constant",
         ) from None
 
 
 def _offsets(offsets: npt.ArrayLike) -> npt.NDArray[np.int64]:
     arr = np.asarray(offsets)
     if arr.ndim != 1:
-        raise ValueError(f"offsets must be 1-D; got shape {arr.shape}")
+        raise ArgumentError("offsets", f"offsets must be 1-D; got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"offsets must hold integers; got dtype {arr.dtype}")
+        raise ArgumentError("offsets", f"offsets must hold integers; got dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_array_size,
@@ -174,12 +175,14 @@ def exchangeability_test(
     check_array_size("canonical_loglik", canonical_loglik)
     check_array_size("permuted_logliks", permuted_logliks)
     if not np.isfinite(canonical_loglik):
-        raise ValueError("canonical_loglik must be finite")
+        raise ArgumentError("canonical_loglik", "canonical_loglik must be finite")
     permuted = np.asarray(permuted_logliks, dtype=float)  # truescore's conversion and errors
     if permuted.ndim != 1:
-        raise ValueError(f"permuted_logliks must be 1-D; got shape {permuted.shape}")
+        raise ArgumentError(
+            "permuted_logliks", f"permuted_logliks must be 1-D; got shape {permuted.shape}"
+        )
     if permuted.size == 0:
-        raise ValueError("permuted_logliks must be non-empty")
+        raise ArgumentError("permuted_logliks", "permuted_logliks must be non-empty")
     if not isinstance(canonical_loglik, _FAST_CANONICAL):
         return _exchangeability_test_as_given(canonical_loglik, permuted, alpha)
     canonical = float(canonical_loglik)
@@ -218,7 +221,7 @@ def _exchangeability_test_as_given(
     does, so a drop-in must too. Same formulas as the compiled path.
     """
     if not np.isfinite(permuted).all():
-        raise ValueError("permuted_logliks contains non-finite values")
+        raise ArgumentError("permuted_logliks", "permuted_logliks contains non-finite values")
     m = int(permuted.shape[0])
     count = int(np.count_nonzero(permuted >= canonical))
     mean = float(permuted.mean())
@@ -414,8 +417,9 @@ def combine_shards(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> CombinedC
         total = np.sum(logs)
     if not (np.isfinite(total) and logs.max() <= 0.0):
         dropin_1d("p_values", values)  # raises for NaN or infinity
-        raise ValueError(  # truescore's words
+        raise ArgumentError(
+            "p_values",  # truescore's words
             "p_values must lie in (0, 1]; a permutation test cannot return exactly 0, so "
-            "such a value indicates an upstream error"
+            "such a value indicates an upstream error",
         )
     return _fisher_from_log_sum(total, values, alpha)

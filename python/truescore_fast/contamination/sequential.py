@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
@@ -59,12 +60,15 @@ def besag_clifford_p_value(exceedances: int, draws: int, *, h: int, max_draws: i
     g = check_positive_int("exceedances", exceedances, minimum=0)
     n = check_positive_int("draws", draws, minimum=0)
     if n > m or g > n:
-        raise ValueError(
-            f"draws must be at most max_draws ({m}) and at least exceedances ({g}); got {n}"
+        raise ArgumentError(
+            "draws",
+            f"draws must be at most max_draws ({m}) and at least exceedances ({g}); got {n}",
         )
     if g >= hh:
         if g != hh:
-            raise ValueError(f"exceedances cannot pass h ({hh}): sampling stops at the h-th")
+            raise ArgumentError(
+                "exceedances", f"exceedances cannot pass h ({hh}): sampling stops at the h-th"
+            )
         return hh / n
     if n < m:
         raise ValueError(
@@ -220,24 +224,30 @@ def sequential_order_verdict(
     m = check_positive_int("max_permutations", max_permutations)
     canonical = np.atleast_1d(float_array("canonical_logliks", canonical_logliks))
     if canonical.ndim != 1 or canonical.shape[0] == 0 or not np.isfinite(canonical).all():
-        raise ValueError("canonical_logliks must be a non-empty 1-D array of finite values")
+        raise ArgumentError(
+            "canonical_logliks", "canonical_logliks must be a non-empty 1-D array of finite values"
+        )
     if not (isinstance(permuted_logliks, np.ndarray) and permuted_logliks.ndim > 1):
         permuted_logliks = check_sequence("permuted_logliks", permuted_logliks, "arrays")
     if len(permuted_logliks) != canonical.shape[0]:
-        raise ValueError(
+        raise ArgumentError(
+            "permuted_logliks",
             f"permuted_logliks must hold one array per shard of canonical_logliks "
             f"({canonical.shape[0]}); "
-            f"got {len(permuted_logliks)}"
+            f"got {len(permuted_logliks)}",
         )
     states = []
     for i, (c, values) in enumerate(zip(canonical, permuted_logliks, strict=True)):
         arr = np.atleast_1d(float_array("permuted_logliks", values))
         if arr.ndim != 1 or not np.isfinite(arr).all():
-            raise ValueError(f"permuted_logliks of shard {i} must be 1-D and finite")
+            raise ArgumentError(
+                "permuted_logliks", f"permuted_logliks of shard {i} must be 1-D and finite"
+            )
         if arr.shape[0] > m:
-            raise ValueError(
-                f"permuted_logliks of shard {i} holds {arr.shape[0]} scores, more than "
-                f"max_permutations ({m})"
+            raise ArgumentError(
+                "permuted_logliks",
+                template=f"{{permuted_logliks}} of shard {i} holds {arr.shape[0]} scores, "
+                f"more than {{max_permutations}} ({m})",
             )
         exceed = np.cumsum(arr >= c)
         hit = np.flatnonzero(exceed >= hh)
@@ -330,16 +340,23 @@ class SequentialExchangeabilityTest:
         if canonical_loglik is not None:
             c = real_scalar("canonical_loglik", canonical_loglik)
             if self._canonical[i] is not None and self._canonical[i] != c:
-                raise ValueError(
-                    f"canonical_loglik of shard {i} was already given as {self._canonical[i]!r}"
+                raise ArgumentError(
+                    "canonical_loglik",
+                    f"canonical_loglik of shard {i} was already given as {self._canonical[i]!r}",
                 )
             self._canonical[i] = c
         canonical = self._canonical[i]
         if canonical is None:
-            raise ValueError(f"canonical_loglik of shard {i} is needed with its first update")
+            raise ArgumentError(
+                "canonical_loglik",
+                f"canonical_loglik of shard {i} is needed with its first update",
+            )
         values = np.atleast_1d(float_array("permuted_logliks", permuted_logliks))
         if values.ndim != 1 or not np.isfinite(values).all():
-            raise ValueError("permuted_logliks must be a 1-D array of finite log-likelihoods")
+            raise ArgumentError(
+                "permuted_logliks",
+                "permuted_logliks must be a 1-D array of finite log-likelihoods",
+            )
         for v in values:
             if self._stopped(i):
                 break

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result
@@ -199,9 +200,10 @@ def sharded_likelihood_test(
     with np.errstate(over="ignore"):  # checked on the next line
         differences = np.ldexp(d, -exponent)
     if not np.isfinite(differences).all():
-        raise ValueError(
+        raise ArgumentError(
+            "canonical",
             "canonical minus the shuffled means overflows float64: the differences "
-            "cannot be reported; rescale the log-likelihoods"
+            "cannot be reported; rescale the log-likelihoods",
         )
     df = r - 1
     if variant == "published":
@@ -252,24 +254,28 @@ def _shuffled_rows(shuffled: Any, r: int) -> tuple[npt.NDArray[np.float64], npt.
     if isinstance(shuffled, (list, tuple)) and any(np.ndim(row) != 0 for row in shuffled):
         rows = [float_array("shuffled", row) for row in shuffled]
         if len(rows) != r:
-            raise ValueError(
-                f"shuffled must have one row per shard of canonical ({r}); got {len(rows)}"
+            raise ArgumentError(
+                "shuffled",
+                f"shuffled must have one row per shard of canonical ({r}); got {len(rows)}",
             )
         for i, row in enumerate(rows):
             if row.ndim != 1 or row.size == 0:
-                raise ValueError(f"shuffled row {i} must be a non-empty 1-D array")
+                raise ArgumentError("shuffled", f"shuffled row {i} must be a non-empty 1-D array")
         lengths = np.array([row.size for row in rows], dtype=np.int64)
         offsets = np.concatenate(([0], np.cumsum(lengths)))
         return np.concatenate(rows), offsets
     arr = float_array("shuffled", shuffled)
     if arr.ndim != 2:
-        raise ValueError(f"shuffled must be 2-D (shards x shuffles); got shape {arr.shape}")
+        raise ArgumentError(
+            "shuffled", f"shuffled must be 2-D (shards x shuffles); got shape {arr.shape}"
+        )
     if arr.shape[0] != r:
-        raise ValueError(
-            f"shuffled must have one row per shard of canonical ({r}); got {arr.shape[0]}"
+        raise ArgumentError(
+            "shuffled",
+            f"shuffled must have one row per shard of canonical ({r}); got {arr.shape[0]}",
         )
     if arr.shape[1] == 0:
-        raise ValueError("shuffled must hold at least one shuffled order per shard")
+        raise ArgumentError("shuffled", "shuffled must hold at least one shuffled order per shard")
     offsets = np.arange(0, arr.size + 1, arr.shape[1], dtype=np.int64)
     return np.ascontiguousarray(arr).reshape(-1), offsets
 
@@ -347,7 +353,9 @@ def shard_orders(
     p = check_positive_int("permutations_per_shard", permutations_per_shard)
     s = seed_int(seed)
     if r > n:
-        raise ValueError(f"n_shards must be at most n_examples ({n}); got {r}")
+        raise ArgumentError(
+            "n_shards", template=f"{{n_shards}} must be at most {{n_examples}} ({n}); got {r}"
+        )
     # The orders (8 bytes an index) and, per shard, its array and offsets (measured: about
     # 300 bytes a shard at the peak), before anything is allocated.
     data, per_shard = 8.0 * n * p, 300.0 * r
@@ -355,11 +363,11 @@ def shard_orders(
         check_memory(
             "permutations_per_shard",
             data + per_shard,
-            f"the orders of n_examples={n} examples take 8 bytes per example and order; "
-            "use fewer permutations_per_shard",
+            f"the orders of {{n_examples}}={n} examples take 8 bytes per example and order; "
+            "use fewer {permutations_per_shard}",
         )
     else:
-        check_memory("n_shards", data + per_shard, "use fewer n_shards")
+        check_memory("n_shards", data + per_shard, "use fewer {n_shards}")
     sizes = n // r + (np.arange(r) < n % r)
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     perms = []

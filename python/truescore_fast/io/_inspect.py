@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._files import Budget, decode_text, parse_json
 from truescore_fast._text import visible
 from truescore_fast.io._archive import read_member
@@ -209,9 +210,10 @@ def _metric(run: Run, metric: str | None) -> MetricReader:
             if isinstance(scores, Mapping):
                 scorers += [str(s) for s in scores if str(s) not in scorers]
         if len(scorers) != 1:
-            raise ValueError(
+            raise ArgumentError(
+                "metric",
                 f"metric must name the scorer of {run.where} that gives the per-item "
-                f"correctness: it has {', '.join(scorers) or 'no scores'}"
+                f"correctness: it has {', '.join(scorers) or 'no scores'}",
             )
         metric = scorers[0]
     name = metric

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._files import read_json_file
 from truescore_fast.io._harness_base import (
     HarnessReader,
@@ -95,9 +96,10 @@ def _metric(run: Run, metric: str | None) -> MetricReader:
     chosen_filter: str | None = None
     if metric is None:
         if len(names) != 1:
-            raise ValueError(
+            raise ArgumentError(
+                "metric",
                 f"metric must name the per-item metric of {run.where}: it holds "
-                f"{', '.join(names) or 'no metrics list'}"
+                f"{', '.join(names) or 'no metrics list'}",
             )
         name = names[0]
     else:

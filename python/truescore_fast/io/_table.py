@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast.io._harness_base import (
     HarnessReader,
     MetricReader,
@@ -45,9 +46,10 @@ def _load(file: RunFile) -> Run:
 
 def _metric(run: Run, metric: str | None) -> MetricReader:
     if metric is None:
-        raise ValueError(
+        raise ArgumentError(
+            "metric",
             f"metric must name the column of {run.where} that holds the per-item "
-            f"correctness (columns: {field_names(run.records[0].fields)})"
+            f"correctness (columns: {field_names(run.records[0].fields)})",
         )
     name = metric
 

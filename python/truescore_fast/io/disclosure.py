@@ -69,6 +69,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._bootstrap_intervals import percentile_interval
+from truescore_fast._errors import ArgumentError
 from truescore_fast._files import NotJsonError, read_json_file
 from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._result import Result
@@ -317,9 +318,10 @@ def validate_disclosure(obj_or_path: Mapping[str, Any] | str | Path) -> Disclosu
     elif isinstance(obj_or_path, Mapping):
         record, source = dict(obj_or_path), "<object>"
     else:
-        raise ValueError(
+        raise ArgumentError(
+            "obj_or_path",
             f"obj_or_path must be a mapping or the path of a JSON file; got "
-            f"{type(obj_or_path).__name__}"
+            f"{type(obj_or_path).__name__}",
         )
     if _depth(record) > MAX_RECORD_DEPTH:  # the schema validator recurses once per level
         deep = (
@@ -387,15 +389,15 @@ def _codes(name: str, values: npt.ArrayLike, index: dict[Any, int]) -> npt.NDArr
     check_array_size(name, values, 48.0)  # a pointer, a Python object and a code per value
     arr = np.asarray(values, dtype=object)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+        raise ArgumentError(name, f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:
-        raise ValueError(f"{name} must be non-empty")
+        raise ArgumentError(name, f"{name} must be non-empty")
     out = np.empty(arr.size, dtype=np.intp)
     for i, v in enumerate(arr.tolist()):
         try:
             out[i] = index[v]
         except (KeyError, TypeError) as error:
-            raise ValueError(f"{name}[{i}] = {v!r} is not one of categories") from error
+            raise ArgumentError(name, f"{name}[{i}] = {v!r} is not one of categories") from error
     return out
 
 
@@ -448,20 +450,21 @@ def linear_weighted_kappa(
     """
     cats = check_sequence("categories", categories, "categories")
     if len(cats) < 2:
-        raise ValueError("categories must list at least two ordered categories")
+        raise ArgumentError("categories", "categories must list at least two ordered categories")
     try:
         index = {c: i for i, c in enumerate(cats)}
     except TypeError as error:
-        raise ValueError(f"categories must be hashable: {error}") from error
+        raise ArgumentError("categories", f"categories must be hashable: {error}") from error
     if len(index) != len(cats):
-        raise ValueError("categories must not repeat a category")
+        raise ArgumentError("categories", "categories must not repeat a category")
     check_alpha(alpha)
     check_positive_int("n_resamples", n_resamples)
     ai = _codes("a", a, index)
     bi = _codes("b", b, index)
     if ai.size != bi.size:
-        raise ValueError(
-            f"a and b must have the same length (one code per item); got {ai.size} and {bi.size}"
+        raise ArgumentError(
+            "a",
+            f"a and b must have the same length (one code per item); got {ai.size} and {bi.size}",
         )
     n, k = ai.size, len(cats)
     obs, exp = _weighted_kappa_many(ai, bi, np.arange(n)[None, :], k)
@@ -477,7 +480,7 @@ def linear_weighted_kappa(
     check_memory(
         "n_resamples",
         25.0 * n_resamples,
-        "use fewer n_resamples (10,000 give the interval's ends to about two digits)",
+        "use fewer {n_resamples} (10,000 give the interval's ends to about two digits)",
     )
     rng = philox_stream(philox_key(seed))
     reps = np.empty(n_resamples)

@@ -117,6 +117,7 @@ from typing import Any
 import numpy as np
 
 from truescore_fast import _catalog
+from truescore_fast._errors import ArgumentError
 from truescore_fast._files import STDIN, run_budget
 from truescore_fast._validation import check_bool, check_choice, one_line
 from truescore_fast.audit.data import AuditData
@@ -256,10 +257,11 @@ def read_harness_runs(
         _check_same_parents(fresh_runs[0], parents_fresh, run, scores)
     missing = [p for p in parents_fresh if p not in public_scores]
     if missing:
-        raise ValueError(
+        raise ArgumentError(
+            "public",
             f"public run {public_run.where} has no record for {len(missing)} of the "
             f"{len(parents_fresh)} parents of the fresh runs ({public_key} = "
-            f"{_listing(missing)}): every parent needs a score on its public form"
+            f"{_listing(missing)}): every parent needs a score on its public form",
         )
     parents = [p for p in public_scores if p in parents_fresh]
     if dropped and not parents:
@@ -285,7 +287,7 @@ def read_harness_runs(
 
 def _check_name(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string; got {one_line(value)}")
+        raise ArgumentError(name, f"{name} must be a non-empty string; got {one_line(value)}")
     return value.strip()
 
 
@@ -295,13 +297,15 @@ def _as_paths(
     if isinstance(fresh, (str, os.PathLike)):
         return [fresh]
     if not isinstance(fresh, Sequence) or isinstance(fresh, (bytes, bytearray)):
-        raise ValueError(f"fresh must be a path or a sequence of paths; got {one_line(fresh)}")
+        raise ArgumentError(
+            "fresh", f"fresh must be a path or a sequence of paths; got {one_line(fresh)}"
+        )
     paths = list(fresh)
     if not paths:
-        raise ValueError("fresh must name at least one fresh-form run")
+        raise ArgumentError("fresh", "fresh must name at least one fresh-form run")
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
-            raise ValueError(f"fresh must hold paths; got {one_line(path)}")
+            raise ArgumentError("fresh", f"fresh must hold paths; got {one_line(path)}")
     return paths
 
 
@@ -315,7 +319,7 @@ def _check_distinct(
     public: str | os.PathLike[str], fresh: Sequence[str | os.PathLike[str]]
 ) -> None:
     if not isinstance(public, (str, os.PathLike)):
-        raise ValueError(f"public must be a path; got {one_line(public)}")
+        raise ArgumentError("public", f"public must be a path; got {one_line(public)}")
     seen: dict[str, str] = {}
     for role, path in [("public", public), *(("fresh", p) for p in fresh)]:
         ident = _identity(path)

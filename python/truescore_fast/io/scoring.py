@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError, ArgumentTypeError, literal
 from truescore_fast._files import check_input_file, decode_text
 from truescore_fast._progress import Progress
 from truescore_fast._result import TabularResult
@@ -106,9 +107,10 @@ def window_spans(n_tokens: int, context_len: int, stride: int) -> list[tuple[int
     c = check_positive_int("context_len", context_len)
     s = check_positive_int("stride", stride)
     if s > c:
-        raise ValueError(
-            f"stride must be at most context_len ({c}); got {s}: a longer stride leaves "
-            "tokens between windows unscored"
+        raise ArgumentError(
+            "stride",
+            template=f"{{stride}} must be at most {{context_len}} ({c}); got {s}: a longer "
+            "stride leaves tokens between windows unscored",
         )
     t = n - 1
     if t < 1:
@@ -175,7 +177,9 @@ def sliding_window_loglik(
             ``context_len``.
     """
     if not callable(scorer):
-        raise TypeError(f"scorer must be callable (a TokenScorer); got {type(scorer).__name__}")
+        raise ArgumentTypeError(
+            "scorer", f"scorer must be callable (a TokenScorer); got {type(scorer).__name__}"
+        )
     ids = _token_ids("tokens", tokens)
     spans = window_spans(ids.size, context_len, stride)
     return float(_window_sums(ids.reshape(1, -1), spans, scorer, 1)[0])
@@ -183,19 +187,21 @@ def sliding_window_loglik(
 
 def _token_ids(name: str, tokens: Any) -> npt.NDArray[np.int64]:
     if isinstance(tokens, (str, bytes)):
-        raise TypeError(f"{name} must be token ids (integers); got text")
+        raise ArgumentTypeError(name, f"{name} must be token ids (integers); got text")
     try:
         ids = np.asarray(tokens)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a sequence of token ids; {error}") from error
+        raise ArgumentTypeError(
+            name, f"{name} must be a sequence of token ids; {error}"
+        ) from error
     if ids.size == 0:
         return np.zeros(0, dtype=np.int64)
     if ids.ndim != 1 or ids.dtype.kind not in "iu":
-        raise TypeError(
-            f"{name} must be a 1-D sequence of integer token ids; got {one_line(tokens)}"
+        raise ArgumentTypeError(
+            name, f"{name} must be a 1-D sequence of integer token ids; got {one_line(tokens)}"
         )
     if (ids < 0).any() or (ids > _MAX_TOKEN_ID).any():
-        raise ValueError(f"{name} holds a token id out of range (0 .. 2**62)")
+        raise ArgumentError(name, f"{name} holds a token id out of range (0 .. 2**62)")
     return ids.astype(np.int64)
 
 
@@ -215,9 +221,11 @@ def read_examples(path: str | os.PathLike[str], *, text_field: str = "text") -> 
         FileNotFoundError, ValueError: naming the file and the line.
     """
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file path; got {type(path).__name__}")
+        raise ArgumentTypeError("path", f"path must be a file path; got {type(path).__name__}")
     if not isinstance(text_field, str):
-        raise TypeError(f"text_field must be a string; got {type(text_field).__name__}")
+        raise ArgumentTypeError(
+            "text_field", f"text_field must be a string; got {type(text_field).__name__}"
+        )
     file_path = check_input_file(path)
     where = str(file_path)
     text = decode_text(file_path.read_bytes(), where)
@@ -251,7 +259,10 @@ def _json_example(line: str, field: str, where: str) -> str:
         raise ValueError(f"{where} is not JSON") from None
     if isinstance(value, dict):
         if field not in value:
-            raise ValueError(f"{where} has no field {field!r} (text_field)")
+            raise ArgumentError(
+                "text_field",
+                template=f"{literal(where)} has no field {literal(repr(field))} ({{text_field}})",
+            )
         value = value[field]
     if not isinstance(value, str):
         raise ValueError(f"{where}: the example must be a string; got {one_line(value)}")
@@ -260,25 +271,29 @@ def _json_example(line: str, field: str, where: str) -> str:
 
 def _encoded(examples: Any, scorer: Any, text_field: str) -> list[npt.NDArray[np.int64]]:
     if not isinstance(text_field, str):
-        raise TypeError(f"text_field must be a string; got {type(text_field).__name__}")
+        raise ArgumentTypeError(
+            "text_field", f"text_field must be a string; got {type(text_field).__name__}"
+        )
     if isinstance(examples, (str, os.PathLike)):
         try:
             examples = read_examples(examples, text_field=text_field)
         except FileNotFoundError:
             raise FileNotFoundError(f"examples: no such file: {os.fspath(examples)}") from None
     if not isinstance(examples, Sequence) or isinstance(examples, (bytes, Mapping)):
-        raise TypeError(
+        raise ArgumentTypeError(
+            "examples",
             "examples must be a benchmark file, a list of strings or a list of token-id "
-            f"lists; got {type(examples).__name__}"
+            f"lists; got {type(examples).__name__}",
         )
     if len(examples) == 0:
-        raise ValueError("examples holds no example")
+        raise ArgumentError("examples", "examples holds no example")
     if all(isinstance(x, str) for x in examples):
         encode = getattr(scorer, "encode", None)
         if not callable(encode):
-            raise TypeError(
+            raise ArgumentTypeError(
+                "examples",
                 "examples are text but scorer has no encode(text): give token ids, or a "
-                "scorer with a tokenizer"
+                "scorer with a tokenizer",
             )
         return [
             _token_ids(f"the tokens of example {i}", encode(x)) for i, x in enumerate(examples)
@@ -473,25 +488,30 @@ def score_orders(
         ValueError, TypeError: naming the argument.
     """
     if not isinstance(orders, ShardOrders):
-        raise TypeError(
-            f"orders must be a ShardOrders (shard_orders); got {type(orders).__name__}"
+        raise ArgumentTypeError(
+            "orders", f"orders must be a ShardOrders (shard_orders); got {type(orders).__name__}"
         )
     if not callable(scorer):
-        raise TypeError(f"scorer must be callable (a TokenScorer); got {type(scorer).__name__}")
+        raise ArgumentTypeError(
+            "scorer", f"scorer must be callable (a TokenScorer); got {type(scorer).__name__}"
+        )
     window_spans(2, context_len, stride)  # checks both
     batch = check_positive_int("batch_size", batch_size)
     if not (progress is None or isinstance(progress, (bool, np.bool_))):
-        raise ValueError(f"progress must be True, False or None (auto); got {one_line(progress)}")
+        raise ArgumentError(
+            "progress", f"progress must be True, False or None (auto); got {one_line(progress)}"
+        )
     limit = getattr(scorer, "max_context", None)
     if isinstance(limit, int) and context_len > limit:
-        raise ValueError(
-            f"context_len must be at most the model's longest input ({limit}); got {context_len}"
+        raise ArgumentError(
+            "context_len",
+            f"context_len must be at most the model's longest input ({limit}); got {context_len}",
         )
     started = time.perf_counter()
     tokens = _encoded(examples, scorer, text_field)
     if len(tokens) != orders.n_examples:
-        raise ValueError(
-            f"orders are for {orders.n_examples} examples; examples holds {len(tokens)}"
+        raise ArgumentError(
+            "orders", f"orders are for {orders.n_examples} examples; examples holds {len(tokens)}"
         )
     r, p = orders.n_shards, orders.permutations_per_shard
     lengths = np.array([ids.size for ids in tokens], dtype=np.int64)

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._files import read_columns, run_budget
 from truescore_fast._validation import check_bool, check_choice, one_line
 from truescore_fast.io._runs import common_model, errored_parents, load_run, run_scores
@@ -68,27 +69,36 @@ def read_suite_manifest(
     check_bool("drop_errored", drop_errored)
     for argument, given in (("match_key", match_key), ("public_form", public_form)):
         if not isinstance(given, str) or not given.strip():
-            raise ValueError(f"{argument} must be a non-empty string; got {one_line(given)}")
+            raise ArgumentError(
+                argument, f"{argument} must be a non-empty string; got {one_line(given)}"
+            )
     if metric is not None and (not isinstance(metric, str) or not metric.strip()):
-        raise ValueError(f"metric must be None or a non-empty string; got {one_line(metric)}")
+        raise ArgumentError(
+            "metric", f"metric must be None or a non-empty string; got {one_line(metric)}"
+        )
     if not isinstance(manifest, (str, os.PathLike)):
-        raise ValueError(f"manifest must be a path; got {one_line(manifest)}")
+        raise ArgumentError("manifest", f"manifest must be a path; got {one_line(manifest)}")
     folder = Path(manifest).parent
     cols = read_columns(manifest, "manifest", expected=", ".join(MANIFEST_COLUMNS))
     missing = [c for c in MANIFEST_COLUMNS if c not in cols]
     if missing:
-        raise ValueError(f"manifest is missing the column(s) {missing}; got {sorted(cols)}")
+        raise ArgumentError(
+            "manifest", f"manifest is missing the column(s) {missing}; got {sorted(cols)}"
+        )
     runs: dict[tuple[str, str], dict[str, Path]] = {}
     row_of: dict[tuple[str, str, str], int] = {}
     for i in range(len(cols["path"])):
         model, benchmark, form, path = (str(cols[c][i] or "").strip() for c in MANIFEST_COLUMNS)
         if not (model and benchmark and form and path):
-            raise ValueError(f"manifest row {i + 1}: empty model, benchmark, form or path")
+            raise ArgumentError(
+                "manifest", f"manifest row {i + 1}: empty model, benchmark, form or path"
+            )
         forms = runs.setdefault((model, benchmark), {})
         if form in forms:
-            raise ValueError(
+            raise ArgumentError(
+                "manifest",
                 f"manifest row {i + 1}: form {form!r} of model {model!r} on {benchmark!r} "
-                "given twice"
+                "given twice",
             )
         forms[form] = folder / path
         row_of[(model, benchmark, form)] = i + 1

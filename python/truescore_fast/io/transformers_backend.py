@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._validation import optional_module
 
 __all__ = ["TransformersScorer"]
@@ -73,7 +74,9 @@ class TransformersScorer:
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as error:
-            raise ValueError(f"device must be a torch device; got {device!r}: {error}") from None
+            raise ArgumentError(
+                "device", f"device must be a torch device; got {device!r}: {error}"
+            ) from None
         resolved = _dtype(torch, dtype)
         if isinstance(model, (str, os.PathLike)):
             name = os.fspath(model)
@@ -86,18 +89,23 @@ class TransformersScorer:
             name = str(getattr(getattr(model, "config", None), "name_or_path", "") or "model")
             self.model = model if resolved is None else model.to(resolved)
         else:
-            raise TypeError(
-                f"model must be a name, a path or a torch.nn.Module; got {type(model).__name__}"
+            raise ArgumentTypeError(
+                "model",
+                f"model must be a name, a path or a torch.nn.Module; got {type(model).__name__}",
             )
         try:
             self.model.to(self.device)
         except (RuntimeError, AssertionError) as error:  # torch built without CUDA asserts
-            raise ValueError(f"device {device!r} cannot be used here: {error}") from None
+            raise ArgumentError(
+                "device", f"device {device!r} cannot be used here: {error}"
+            ) from None
         self.model.eval()
         if isinstance(tokenizer, (str, os.PathLike)):
             tokenizer = transformers.AutoTokenizer.from_pretrained(os.fspath(tokenizer))
         if tokenizer is not None and not callable(getattr(tokenizer, "encode", None)):
-            raise TypeError("tokenizer must have encode(text), or be a name or a path")
+            raise ArgumentTypeError(
+                "tokenizer", "tokenizer must have encode(text), or be a name or a path"
+            )
         self.tokenizer = tokenizer
         self.name = name
         config = getattr(self.model, "config", None)
@@ -125,7 +133,7 @@ class TransformersScorer:
     def encode(self, text: str) -> list[int]:
         """The token ids of one example (the tokenizer's ``encode`` with its defaults)."""
         if not isinstance(text, str):
-            raise TypeError(f"text must be a string; got {type(text).__name__}")
+            raise ArgumentTypeError("text", f"text must be a string; got {type(text).__name__}")
         if self.tokenizer is None:
             raise TypeError("this TransformersScorer has no tokenizer: give token ids instead")
         return list(self.tokenizer.encode(text))
@@ -158,5 +166,7 @@ def _dtype(torch: Any, dtype: Any) -> Any:
         return dtype
     names = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
     if dtype not in names:
-        raise ValueError(f"dtype must be one of {sorted(names)} or a torch.dtype; got {dtype!r}")
+        raise ArgumentError(
+            "dtype", f"dtype must be one of {sorted(names)} or a torch.dtype; got {dtype!r}"
+        )
     return names[dtype]

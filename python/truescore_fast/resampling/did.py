@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import bca_interval, percentile_interval
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import TabularResult
 from truescore_fast._table import StudyTable
@@ -141,19 +142,21 @@ def _did_groups(name: str, data: Any) -> list[np.ndarray]:
         groups = [float_array(f"{name}[{m}]", g) for m, g in enumerate(data)]
     else:
         shape = None if arr is None else arr.shape
-        raise ValueError(
+        raise ArgumentError(
+            name,
             f"{name} must be (n, 4), (models, n, 4) or a list of (n_m, 4) arrays; "
-            f"got shape {shape}"
+            f"got shape {shape}",
         )
     out = []
     for m, g in enumerate(groups):
         if g.ndim != 2 or g.shape[1] != 4:
-            raise ValueError(
+            raise ArgumentError(
+                name,
                 f"{name}[{m}] must have shape (n, 4) with columns {', '.join(DID_COLUMNS)}; "
-                f"got {g.shape}"
+                f"got {g.shape}",
             )
         if g.shape[0] < 2:
-            raise ValueError(f"{name}[{m}] needs at least 2 parents; got {g.shape[0]}")
+            raise ArgumentError(name, f"{name}[{m}] needs at least 2 parents; got {g.shape[0]}")
         out.append(np.ascontiguousarray(check_unit_interval(f"{name}[{m}]", g)))
     return out
 
@@ -209,9 +212,10 @@ def did_estimate(
     ex = _did_groups("exposed", exposed)
     un = _did_groups("unexposed", unexposed)
     if len(ex) != len(un):
-        raise ValueError(
+        raise ArgumentError(
+            "exposed",
             "exposed and unexposed must hold the same number of models; "
-            f"got {len(ex)} and {len(un)}"
+            f"got {len(ex)} and {len(un)}",
         )
     n_models = len(ex)
     if models is None:
@@ -219,11 +223,13 @@ def did_estimate(
     else:
         given = check_sequence("models", models, "model names")
         if len(given) != n_models:
-            raise ValueError(f"models must name {n_models} models; got {len(given)}")
+            raise ArgumentError("models", f"models must name {n_models} models; got {len(given)}")
         names = tuple(str(v) for v in given)
     check_bool("shared_parents", shared_parents)
     if shared_parents and (len({g.shape[0] for g in ex}) > 1 or len({g.shape[0] for g in un}) > 1):
-        raise ValueError("shared_parents needs the same number of parents for every model")
+        raise ArgumentError(
+            "shared_parents", "shared_parents needs the same number of parents for every model"
+        )
     b = check_positive_int("replicates", replicates, minimum=2)
     check_alpha(alpha)
     threads = check_n_threads(n_threads)

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import percentile_interval
+from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
@@ -110,7 +111,9 @@ def _strata_layout(
         offsets = np.array([0, n], dtype=np.int64)
         if population_size is None:
             if method == "bbh":
-                raise ValueError("population_size is required for the bbh bootstrap")
+                raise ArgumentError(
+                    "population_size", "population_size is required for the bbh bootstrap"
+                )
             return order, offsets, None
         sizes = [population_size]
         labels: list[Any] = [None]
@@ -119,21 +122,25 @@ def _strata_layout(
         order, offsets, uniq = group_offsets("strata", lab)
         labels = list(uniq)
         if population_size is None:
-            raise ValueError(
+            raise ArgumentError(
+                "population_size",
                 "population_size is required with strata: a mapping {label: N_h} or one size "
-                "per stratum in sorted label order"
+                "per stratum in sorted label order",
             )
         if isinstance(population_size, Mapping):
             missing = [u for u in labels if u not in population_size]
             if missing:
-                raise ValueError(f"population_size has no size for strata {missing[:5]}")
+                raise ArgumentError(
+                    "population_size", f"population_size has no size for strata {missing[:5]}"
+                )
             sizes = [population_size[u] for u in labels]
         else:
             sizes = list(np.atleast_1d(np.asarray(population_size)))
             if len(sizes) != len(labels):
-                raise ValueError(
+                raise ArgumentError(
+                    "population_size",
                     f"population_size must give one size per stratum ({len(labels)} strata, in "
-                    f"sorted label order); got {len(sizes)}"
+                    f"sorted label order); got {len(sizes)}",
                 )
     names = None if labels == [None] else [f"stratum {u!r}" for u in labels]
     big = check_population_sizes("population_size", sizes, np.diff(offsets), names)
@@ -250,13 +257,15 @@ def finite_population_bootstrap(
             )
         else:
             if not callable(statistic):
-                raise ValueError(f"statistic must be callable; got {one_line(statistic)}")
+                raise ArgumentError(
+                    "statistic", f"statistic must be callable; got {one_line(statistic)}"
+                )
             reps, estimate = _weights_statistic(statistic, offsets, m, lam, weight, order, b, key)
     else:
         if resample_size is not None:
-            raise ValueError("resample_size applies to the rao_wu method only")
+            raise ArgumentError("resample_size", "resample_size applies to the rao_wu method only")
         if statistic is not None:
-            raise ValueError("statistic applies to the rao_wu method only")
+            raise ArgumentError("statistic", "statistic applies to the rao_wu method only")
         assert big is not None
         reps = _core.bbh_replicates(ys, offsets, big, weight, b, key[0], key[1], n_threads=threads)
     low, high = percentile_interval(reps, alpha)
@@ -269,9 +278,10 @@ def finite_population_bootstrap(
         )
         variance = unscale(variance, 2 * exponent)
         if not (np.isfinite(reps).all() and math.isfinite(standard_error + variance)):
-            raise ValueError(
+            raise ArgumentError(
+                "values",
                 "values are too large: the bootstrap replicates or their variance overflow "
-                "float64; rescale them"
+                "float64; rescale them",
             )
     return BootstrapResult(
         method=method,
@@ -299,7 +309,7 @@ def _weights_statistic(statistic, offsets, m, lam, weight, order, b, key):
     def call(w: np.ndarray) -> float:
         value = float(statistic(w))
         if not math.isfinite(value):
-            raise ValueError(f"statistic returned a non-finite value ({value})")
+            raise ArgumentError("statistic", f"statistic returned a non-finite value ({value})")
         return value
 
     estimate = call(base.copy())

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import check_gaps, check_n_threads, check_positive_int, one_line
@@ -90,9 +91,10 @@ def _pattern_indicator(gaps: npt.NDArray[np.float64], pattern: Pattern) -> tuple
             return gaps < 0, pattern
         if pattern == "nonzero":
             return gaps != 0, pattern
-        raise ValueError(
+        raise ArgumentError(
+            "pattern",
             f"pattern must be 'harder', 'easier', 'nonzero', a callable or a boolean (M, N) "
-            f"array; got {one_line(pattern)}"
+            f"array; got {one_line(pattern)}",
         )
     if callable(pattern):
         name = getattr(pattern, "__name__", "custom")
@@ -101,9 +103,13 @@ def _pattern_indicator(gaps: npt.NDArray[np.float64], pattern: Pattern) -> tuple
         name = "given mask"
         mask = np.asarray(pattern)
     if mask.dtype != np.bool_:
-        raise ValueError(f"pattern must give a boolean array; got dtype {mask.dtype}")
+        raise ArgumentError(
+            "pattern", f"pattern must give a boolean array; got dtype {mask.dtype}"
+        )
     if mask.shape != gaps.shape:
-        raise ValueError(f"pattern must give an array of shape {gaps.shape}; got {mask.shape}")
+        raise ArgumentError(
+            "pattern", f"pattern must give an array of shape {gaps.shape}; got {mask.shape}"
+        )
     return mask, name
 
 
@@ -144,11 +150,13 @@ def pattern_permutation_test(
     """
     g = check_gaps("gaps", gaps, ndim=2)
     if g.shape[0] < 1:
-        raise ValueError("gaps needs at least one model (row)")
+        raise ArgumentError("gaps", "gaps needs at least one model (row)")
     mask, name = _pattern_indicator(g, pattern)
     k = check_positive_int("min_models", min_models)
     if k > g.shape[0]:
-        raise ValueError(f"min_models must not exceed the number of models {g.shape[0]}; got {k}")
+        raise ArgumentError(
+            "min_models", f"min_models must not exceed the number of models {g.shape[0]}; got {k}"
+        )
     d = check_positive_int("draws", draws)
     threads = check_n_threads(n_threads)
     key = philox_key(seed)

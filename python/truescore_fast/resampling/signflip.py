@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, student_t_quantile, unscale, upper_quantile
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
@@ -119,7 +120,7 @@ def seed_contrast(
     """
     x = finite_1d("values", values)
     if x.size < 2:
-        raise ValueError(f"values needs at least 2 seeds; got {x.size}")
+        raise ArgumentError("values", f"values needs at least 2 seeds; got {x.size}")
     check_alpha(alpha)
     check_choice("method", method, ("auto", "exact", "monte_carlo"))
     threads = check_n_threads(n_threads)
@@ -140,13 +141,16 @@ def seed_contrast(
     low, high = unscale(mean - half, exponent), unscale(mean + half, exponent)
     mean, sd = unscale(mean, exponent), unscale(sd, exponent)
     if not math.isfinite(sd):
-        raise ValueError("values: their standard deviation overflows float64; rescale them")
+        raise ArgumentError(
+            "values", "values: their standard deviation overflows float64; rescale them"
+        )
     exact = method == "exact" or (method == "auto" and n <= MAX_EXACT_SEEDS)
     if exact:
         if n > MAX_EXACT_SEEDS:
-            raise ValueError(
+            raise ArgumentError(
+                "values",
                 f"values: exact enumeration handles at most {MAX_EXACT_SEEDS} seeds; got {n} "
-                "(use method='monte_carlo')"
+                "(use method='monte_carlo')",
             )
         count = _core.sign_flip_count_two_sided(x)
         vectors = 2**n

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike
 from truescore_fast._validation import (
     check_positive_int,
@@ -52,7 +53,7 @@ def check_sizes(name: str, values: int | Iterable[int], minimum: int = 2) -> tup
     else:
         items = list(values)
     if not items:
-        raise ValueError(f"{name} must hold at least one sample size")
+        raise ArgumentError(name, f"{name} must hold at least one sample size")
     return tuple(check_positive_int(name, v, minimum=minimum) for v in items)
 
 
@@ -62,12 +63,14 @@ def check_methods(intervals: Any) -> tuple[str, ...]:
     else:
         items = tuple(intervals)
     if not items:
-        raise ValueError("intervals must name at least one interval method")
+        raise ArgumentError("intervals", "intervals must name at least one interval method")
     for m in items:
         if not isinstance(m, str) or m not in TRAITS:
-            raise ValueError(f"intervals: unknown method {m!r}; choose from {INTERVAL_METHODS}")
+            raise ArgumentError(
+                "intervals", f"intervals: unknown method {m!r}; choose from {INTERVAL_METHODS}"
+            )
     if len(set(items)) != len(items):
-        raise ValueError(f"intervals must not repeat a method; got {items}")
+        raise ArgumentError("intervals", f"intervals must not repeat a method; got {items}")
     return items
 
 
@@ -116,7 +119,9 @@ def check_floats(
     """``values`` (one number, a sequence or a 1-D array) as a tuple of floats, each
     checked by ``real_scalar`` in [low, high) (``high_open=False``: [low, high])."""
     if isinstance(values, np.ndarray) and values.ndim > 1:
-        raise ValueError(f"{name} must be a number or a 1-D sequence; got shape {values.shape}")
+        raise ArgumentError(
+            name, f"{name} must be a number or a 1-D sequence; got shape {values.shape}"
+        )
     if isinstance(values, np.ndarray) or (
         isinstance(values, Sequence) and not isinstance(values, str)
     ):
@@ -124,7 +129,7 @@ def check_floats(
     else:
         items = [values]
     if not items:
-        raise ValueError(f"{name} must hold at least one value")
+        raise ArgumentError(name, f"{name} must hold at least one value")
     return tuple(real_scalar(name, v, low=low, high=high, high_open=high_open) for v in items)
 
 
@@ -132,7 +137,7 @@ def check_binary(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """``values`` as a C-contiguous float array of binary correctness labels (0 or 1)."""
     arr = np.ascontiguousarray(float_array(name, values))
     if not np.isin(arr, (0.0, 1.0)).all():
-        raise ValueError(f"{name} must hold binary correctness labels (0 or 1)")
+        raise ArgumentError(name, f"{name} must hold binary correctness labels (0 or 1)")
     return arr
 
 
@@ -148,9 +153,10 @@ def model_banks(
     elif fr.ndim == 2:
         fr = fr[:, :, None]
     if pub.ndim != 2 or fr.ndim != 3 or fr.shape[:2] != pub.shape or fr.shape[2] < 1:
-        raise ValueError(
+        raise ArgumentError(
+            "public",
             "public must be (N,) or (models, N) and fresh (N, K) or (models, N, K) to match; "
-            f"got {np.shape(public)} and {np.shape(fresh)}"
+            f"got {np.shape(public)} and {np.shape(fresh)}",
         )
     if pub.shape[1] < 2:
         raise ValueError("the bank needs at least 2 parents")

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._validation import check_choice, check_labels, group_offsets, one_line
 from truescore_fast.audit._methods import TRAITS, code_of
 from truescore_fast.studies._common import mean_with_se, rate_with_se
@@ -40,12 +41,14 @@ def sampling_design(
 ) -> Design:
     big_n = population.shape[0]
     if n > big_n:
-        raise ValueError(f"n must not exceed the population size {big_n}; got {n}")
+        raise ArgumentError("n", f"n must not exceed the population size {big_n}; got {n}")
     truth = float(np.mean(population))
     check_choice("design", design, ("srs", "stratified"))
     if design == "srs":
         if strata is not None or allocation is not None:
-            raise ValueError("strata and allocation apply only to design='stratified'")
+            raise ArgumentError(
+                "strata", "strata and allocation apply only to design='stratified'"
+            )
         return Design(
             population,
             np.array([0, big_n], dtype=np.int64),
@@ -53,7 +56,9 @@ def sampling_design(
             truth,
         )
     if strata is None:
-        raise ValueError("design='stratified' needs strata (one label per population unit)")
+        raise ArgumentError(
+            "design", "design='stratified' needs strata (one label per population unit)"
+        )
     labels = check_labels("strata", strata, big_n, unit="population unit")
     order, offsets, _ = group_offsets("strata", labels)
     sizes = np.diff(offsets)
@@ -61,20 +66,23 @@ def sampling_design(
     if allocation is None or (isinstance(allocation, str) and allocation == "proportional"):
         alloc = np.asarray(_core.proportional_allocation(sizes.astype(np.int64), n))
     elif isinstance(allocation, str):
-        raise ValueError(
-            f"allocation must be 'proportional' or per-stratum sizes; got {one_line(allocation)}"
+        raise ArgumentError(
+            "allocation",
+            f"allocation must be 'proportional' or per-stratum sizes; got {one_line(allocation)}",
         )
     else:
         alloc = np.asarray(allocation)
         if alloc.shape != sizes.shape or not np.issubdtype(alloc.dtype, np.integer):
-            raise ValueError(
+            raise ArgumentError(
+                "allocation",
                 f"allocation must hold one integer per stratum ({sizes.size}, in sorted label "
-                f"order); got {one_line(allocation)}"
+                f"order); got {one_line(allocation)}",
             )
         if alloc.sum() != n or (alloc < 0).any() or (alloc > sizes).any():
-            raise ValueError(
+            raise ArgumentError(
+                "allocation",
                 f"allocation must sum to n = {n} with 0 <= n_h <= N_h; got {alloc.tolist()} "
-                f"for stratum sizes {sizes.tolist()}"
+                f"for stratum sizes {sizes.tolist()}",
             )
         # The pooled sample mean estimates the allocation-weighted mean of the strata.
         means = np.array([values[offsets[h] : offsets[h + 1]].mean() for h in range(sizes.size)])
@@ -108,9 +116,10 @@ def coverage_cell(
     if sampler != "sequence" and not any(TRAITS[m].order_dependent for m in methods):
         lattice = _lattice(design)
     if sampler == "counts" and lattice is None:
-        raise ValueError(
+        raise ArgumentError(
+            "sampler",
             "sampler='counts' needs order-free intervals (no betting) and a population with "
-            f"at most {LATTICE_MAX} distinct gap values"
+            f"at most {LATTICE_MAX} distinct gap values",
         )
     if lattice is None:
         lat_values, lat_counts, used = np.zeros(0), np.zeros((0, 0), np.int64), "sequence"

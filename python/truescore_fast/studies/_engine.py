@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._progress import Progress as _Progress
 from truescore_fast._validation import one_line, threads_used
 from truescore_fast.studies._checkpoint import Checkpoint
@@ -370,10 +371,13 @@ def execute(
     checkpoint: str | os.PathLike[str] | None = None,
 ) -> list[npt.NDArray[np.float64]]:
     if not (progress is None or isinstance(progress, (bool, np.bool_))):
-        raise ValueError(f"progress must be True, False or None (auto); got {one_line(progress)}")
+        raise ArgumentError(
+            "progress", f"progress must be True, False or None (auto); got {one_line(progress)}"
+        )
     if executor is not None and not isinstance(executor, Executor):
-        raise ValueError(
-            f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}"
+        raise ArgumentError(
+            "executor",
+            f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}",
         )
     store = None if checkpoint is None else _checkpoint(checkpoint, cells, desc)
     try:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import read_rows
 from truescore_fast._table import StudyTable
 from truescore_fast.audit._methods import INTERVAL_METHODS
@@ -68,10 +69,12 @@ def read_population(
     rows = read_rows(path)
     for column in (value_column, strata_column):
         if column is not None and column not in rows[0]:
-            flag = "--value-column" if column == value_column else "--strata-column"
-            raise ValueError(
-                f"--population {path} has no column {column!r} ({flag} names another); its "
-                f"columns: {', '.join(map(str, rows[0]))}"
+            names = "value_column" if column == value_column else "strata_column"
+            raise ArgumentError(
+                "population",
+                template=f"{{population}} {literal(str(path))} has no column "
+                f"{literal(repr(column))} ({{{names}}} names another); its columns: "
+                f"{literal(', '.join(map(str, rows[0])))}",
             )
     gaps = np.empty(len(rows))
     for i, row in enumerate(rows):
@@ -79,13 +82,15 @@ def read_population(
         try:
             value = float(raw)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            raise ValueError(
-                f"--population {path} row {i + 1}: {value_column}={raw!r} is not a number"
+            raise ArgumentError(
+                "population",
+                f"population {path} row {i + 1}: {value_column}={raw!r} is not a number",
             ) from None
         if not (math.isfinite(value) and -1.0 <= value <= 1.0):
-            raise ValueError(
-                f"--population {path} row {i + 1}: {value_column}={raw!r} is not a gap in "
-                "[-1, 1] (public minus mean fresh correctness)"
+            raise ArgumentError(
+                "population",
+                f"population {path} row {i + 1}: {value_column}={raw!r} is not a gap in "
+                "[-1, 1] (public minus mean fresh correctness)",
             )
         gaps[i] = value
     strata = None
@@ -93,14 +98,16 @@ def read_population(
         labels = [row.get(strata_column) for row in rows]
         missing = [i + 1 for i, v in enumerate(labels) if v is None or str(v).strip() == ""]
         if missing:
-            raise ValueError(
-                f"--population {path} row {missing[0]}: no {strata_column!r} label "
-                f"({len(missing)} row(s) without one)"
+            raise ArgumentError(
+                "population",
+                f"population {path} row {missing[0]}: no {strata_column!r} label "
+                f"({len(missing)} row(s) without one)",
             )
         strata = np.array([str(v).strip() for v in labels])
     if gaps.size < 3:
-        raise ValueError(
-            f"--population {path} holds {gaps.size} item(s); a coverage study needs at least 3"
+        raise ArgumentError(
+            "population",
+            f"population {path} holds {gaps.size} item(s); a coverage study needs at least 3",
         )
     return gaps, strata
 
@@ -149,9 +156,10 @@ def coverage_tables(options: StudyOptions, settings: StudySettings) -> StudyRun:
         }
     for n in sizes + strata_sizes:
         if not 2 <= n <= population.size:
-            raise ValueError(
-                f"--n {n}: an audit size must lie between 2 and the population's "
-                f"{population.size:,} items"
+            raise ArgumentError(
+                "n",
+                f"n {n}: an audit size must lie between 2 and the population's "
+                f"{population.size:,} items",
             )
     srs = coverage_study(population, sizes, intervals=intervals, **options.keywords("srs"))
     tables = [srs]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import upper_quantile
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
@@ -74,7 +75,7 @@ def _gap_matrix(gaps: Any) -> tuple[npt.NDArray[np.float64], tuple[str, ...]]:
         matrix = check_gaps("gaps", gaps, ndim=2)
         names = tuple(f"model {i}" for i in range(matrix.shape[0]))
     if matrix.shape[0] < 2:
-        raise ValueError("gaps must hold at least 2 models (rows)")
+        raise ArgumentError("gaps", "gaps must hold at least 2 models (rows)")
     return matrix, names
 
 
@@ -125,12 +126,15 @@ def budget_study(
         np.ascontiguousarray(a, dtype=np.int64) for a in np.nonzero(full[:, None] > full[None, :])
     )
     if not pair_high.size:
-        raise ValueError(
+        raise ArgumentError(
+            "gaps",
             "gaps: the full sample ties every model (equal mean gaps): there is no ordering "
-            "to recover"
+            "to recover",
         )
     if max(ns) > big_n:
-        raise ValueError(f"sizes must not exceed the {big_n} audited parents; got {max(ns)}")
+        raise ArgumentError(
+            "sizes", f"sizes must not exceed the {big_n} audited parents; got {max(ns)}"
+        )
     cells = [
         Cell(
             "budget_tasks",
@@ -217,13 +221,13 @@ def plan_audit_size(
 
     arr = float_array("gaps", gaps)
     if arr.ndim not in (1, 2):
-        raise ValueError(f"gaps must be 1-D or 2-D (models, N); got shape {arr.shape}")
+        raise ArgumentError("gaps", f"gaps must be 1-D or 2-D (models, N); got shape {arr.shape}")
     matrix = check_gaps("gaps", arr if arr.ndim == 2 else arr[None, :], ndim=2)
     check_alpha(alpha)
     check_open_unit("power", power)
     ds = check_floats("deltas", deltas)
     if 0.0 in ds:
-        raise ValueError("deltas must be positive")
+        raise ArgumentError("deltas", "deltas must be positive")
     guard = check_positive_int("guardrail", guardrail, minimum=0)
     if population_size is not None:
         population_size = check_positive_int("population_size", population_size, minimum=2)

@@ -17,6 +17,7 @@ from concurrent.futures import Executor
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -126,11 +127,13 @@ def detection_study(
     check_choice("fallback", fallback, FALLBACK_METHODS)
     threads = check_n_threads(n_threads)
     if not isinstance(relabel, (bool, np.bool_)):
-        raise ValueError(f"relabel must be True or False; got {one_line(relabel)}")
+        raise ArgumentError("relabel", f"relabel must be True or False; got {one_line(relabel)}")
     key = philox_key(seed)
     big_n = banks[0][0].shape[0]
     if max(ns) > big_n:
-        raise ValueError(f"sizes must not exceed the bank's {big_n} parents; got {max(ns)}")
+        raise ArgumentError(
+            "sizes", f"sizes must not exceed the bank's {big_n} parents; got {max(ns)}"
+        )
     # mean public and fresh correctness of each bank (after relabelling, in expectation)
     means = []
     for pub, fr in banks:
@@ -148,14 +151,16 @@ def detection_study(
                     q = 0.0 if delta == 0 else delta / (1.0 - p_pub) if p_pub < 1 else math.inf
                     h = 0.0 if gap == 0 else gap / p_fresh if p_fresh > 0 else math.inf
                     if q > 1.0:
-                        raise ValueError(
+                        raise ArgumentError(
+                            "deltas",
                             f"deltas: {delta} cannot be planted: only {1 - p_pub:.3f} of the "
-                            "public answers are incorrect"
+                            "public answers are incorrect",
                         )
                     if h > 1.0:
-                        raise ValueError(
+                        raise ArgumentError(
+                            "form_gaps",
                             f"form_gaps: {gap} cannot be planted: the fresh forms score only "
-                            f"{p_fresh:.3f}"
+                            f"{p_fresh:.3f}",
                         )
                     args = (pub, fr, size, bool(relabel), q, h, guard, code_of(fallback), alpha)
                     offset = c * CELL_STRIDE

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from truescore_fast._errors import ArgumentTypeError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -104,7 +105,9 @@ class StudySettings:
         for name in ("population", "strata_column"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, (str, os.PathLike)):
-                raise TypeError(f"{name} must be None or a str; got {one_line(value)}")
+                raise ArgumentTypeError(
+                    name, f"{name} must be None or a str; got {one_line(value)}"
+                )
         if not isinstance(self.value_column, str) or not self.value_column.strip():
             raise TypeError(
                 f"value_column must be a non-empty str; got {one_line(self.value_column)}"

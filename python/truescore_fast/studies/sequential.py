@@ -17,6 +17,7 @@ import numpy.typing as npt
 from scipy import special
 
 from truescore_fast import _core
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -182,7 +183,7 @@ def sequential_study(
     """
     banks = model_banks(public, fresh)
     if len(banks) != 1:
-        raise ValueError("public must be one bank, shape (N,), with fresh (N, K)")
+        raise ArgumentError("public", "public must be one bank, shape (N,), with fresh (N, K)")
     pub, fr = banks[0]
     check_alpha(alpha)
     ds = check_floats("deltas", deltas)
@@ -190,14 +191,16 @@ def sequential_study(
     big_n = pub.shape[0]
     n_max = check_positive_int("max_parents", max_parents, minimum=2)
     if n_max > big_n:
-        raise ValueError(f"max_parents must not exceed the bank's {big_n} parents; got {n_max}")
+        raise ArgumentError(
+            "max_parents", f"max_parents must not exceed the bank's {big_n} parents; got {n_max}"
+        )
     every = check_positive_int("look_every", look_every)
     effect = None if effect_size is None else real_scalar("effect_size", effect_size)
     threads = check_n_threads(n_threads)
     tuned = check_horizon(horizon, n_max, most=big_n)
     key = philox_key(seed)
     if not isinstance(relabel, (bool, np.bool_)):
-        raise ValueError(f"relabel must be True or False; got {one_line(relabel)}")
+        raise ArgumentError("relabel", f"relabel must be True or False; got {one_line(relabel)}")
     # mean public correctness (after relabelling, in expectation: the mean of all labels)
     p_public = (
         float((pub.sum() + fr.sum()) / (pub.size + fr.size)) if relabel else float(pub.mean())
@@ -206,9 +209,10 @@ def sequential_study(
     z_half = float(special.ndtri(1.0 - alpha / 4.0))  # Wald at alpha/2, two-sided
     for delta in ds:
         if not 0.0 <= delta < 1.0 - p_public:
-            raise ValueError(
+            raise ArgumentError(
+                "deltas",
                 f"deltas must be in [0, 1 - mean public correctness = {1.0 - p_public:.4g}); "
-                f"got {delta}"
+                f"got {delta}",
             )
     rows = []
     per_row = [
@@ -564,7 +568,7 @@ def sequential_order_study(
         "n_shards x max_permutations",
         threads_used(threads) * per_task,
         24.0,
-        "use fewer n_shards or max_permutations",
+        "use fewer {n_shards} or {max_permutations}",
     )
     key = philox_key(seed)
     rows = []

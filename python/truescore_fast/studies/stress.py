@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -98,7 +99,9 @@ def stress_population(setting: StressSetting) -> npt.NDArray[np.float64]:
     split over (-1, -1/2, +1/2, +1) by the shape's weights (largest remainder), the rest
     zero, sorted."""
     if not isinstance(setting, StressSetting):
-        raise TypeError(f"setting must be a StressSetting; got {type(setting).__name__}")
+        raise ArgumentTypeError(
+            "setting", f"setting must be a StressSetting; got {type(setting).__name__}"
+        )
     big_n = check_positive_int("population_size", setting.population_size, minimum=2)
     check_choice("shape", setting.shape, tuple(STRESS_SHAPES))
     real_scalar("nonzero_share", setting.nonzero_share, low=0.0, high=1.0)
@@ -146,7 +149,7 @@ def stress_grid(
     """
     grid = list(stress_settings() if settings is None else check_sequence("settings", settings))
     if not grid:
-        raise ValueError("settings must hold at least one StressSetting")
+        raise ArgumentError("settings", "settings must hold at least one StressSetting")
     check_alpha(alpha)
     methods = check_methods(intervals)
     reps = check_replications(replications)
@@ -155,7 +158,9 @@ def stress_grid(
     cells = []
     for c, s in enumerate(grid):
         if not isinstance(s, StressSetting):
-            raise ValueError(f"settings[{c}] must be a StressSetting; got {one_line(s)}")
+            raise ArgumentError(
+                "settings", f"settings[{c}] must be a StressSetting; got {one_line(s)}"
+            )
         pop = stress_population(s)
         check_positive_int("n", s.n, minimum=2)
         d = sampling_design(pop, s.n, "srs", None, None)

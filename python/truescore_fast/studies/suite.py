@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -59,19 +60,21 @@ Leak = tuple[int, int, float]
 
 def _check_leaks(leaks: Any, n_models: int, n_benchmarks: int) -> tuple[Leak, ...]:
     if not isinstance(leaks, Sequence) or isinstance(leaks, str):
-        raise ValueError(
-            f"leaks must be a sequence of (model, benchmark, size); got {one_line(leaks)}"
+        raise ArgumentError(
+            "leaks", f"leaks must be a sequence of (model, benchmark, size); got {one_line(leaks)}"
         )
     out: list[Leak] = []
     for leak in leaks:
         if not (isinstance(leak, Sequence) and len(leak) == 3):
-            raise ValueError(f"leaks must hold (model, benchmark, size) triples; got {leak!r}")
+            raise ArgumentError(
+                "leaks", f"leaks must hold (model, benchmark, size) triples; got {leak!r}"
+            )
         m = check_positive_int("leaks", leak[0], minimum=0, maximum=n_models - 1)
         b = check_positive_int("leaks", leak[1], minimum=0, maximum=n_benchmarks - 1)
         size = real_scalar("leaks", leak[2], low=0.0, high=1.0, high_open=False)
         out.append((m, b, size))
     if len({(m, b) for m, b, _ in out}) != len(out):
-        raise ValueError("leaks must not plant two leaks in one pair")
+        raise ArgumentError("leaks", "leaks must not plant two leaks in one pair")
     return tuple(out)
 
 
@@ -272,7 +275,7 @@ def suite_study(
     design = _check_design(models, benchmarks, parents, fresh_forms, spread)
     planted = _check_leaks(leaks, design[0], design[1])
     if isinstance(tests, str) or not isinstance(tests, Sequence) or not tests:
-        raise ValueError(f"tests must name at least one test; got {one_line(tests)}")
+        raise ArgumentError("tests", f"tests must name at least one test; got {one_line(tests)}")
     for name in tests:
         check_choice("tests", name, tuple(t for t in SUITE_TESTS if t != "order"))
     chosen = tuple(t for t in SUITE_TESTS if t in tests)

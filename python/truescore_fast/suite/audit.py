@@ -68,6 +68,7 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _catalog
+from truescore_fast._errors import ArgumentError
 from truescore_fast._progress import Progress
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import TabularResult
@@ -253,11 +254,13 @@ def _check_tests(tests: Any) -> tuple[str, ...]:
     if isinstance(tests, str):
         tests = (tests,)
     if not isinstance(tests, Sequence) or not tests:
-        raise ValueError(f"tests must name at least one of {SUITE_TESTS}; got {one_line(tests)}")
+        raise ArgumentError(
+            "tests", f"tests must name at least one of {SUITE_TESTS}; got {one_line(tests)}"
+        )
     for name in tests:
         check_choice("tests", name, SUITE_TESTS)
     if len(set(tests)) != len(tests):
-        raise ValueError(f"tests must not repeat a test; got {list(tests)}")
+        raise ArgumentError("tests", f"tests must not repeat a test; got {list(tests)}")
     return tuple(t for t in SUITE_TESTS if t in tests)
 
 
@@ -336,10 +339,13 @@ def suite_audit(
     check_alpha(alpha)
     check_choice("fdr", fdr, FDR_METHODS)
     if not (progress is None or isinstance(progress, (bool, np.bool_))):
-        raise ValueError(f"progress must be True, False or None (auto); got {one_line(progress)}")
+        raise ArgumentError(
+            "progress", f"progress must be True, False or None (auto); got {one_line(progress)}"
+        )
     if executor is not None and not isinstance(executor, Executor):
-        raise ValueError(
-            f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}"
+        raise ArgumentError(
+            "executor",
+            f"executor must be a concurrent.futures.Executor; got {type(executor).__name__}",
         )
     chosen = _check_tests(tests)
     resamples = check_positive_int("n_bootstrap", n_bootstrap)
@@ -347,29 +353,34 @@ def suite_audit(
     seed_used = seed_int(seed)
     if reference_models is not None:
         if isinstance(reference_models, str) or not isinstance(reference_models, Sequence):
-            raise ValueError(
+            raise ArgumentError(
+                "reference_models",
                 f"reference_models must be a sequence of model names; got "
-                f"{one_line(reference_models)}"
+                f"{one_line(reference_models)}",
             )
         if len(set(reference_models)) < MIN_REFERENCE_MODELS + 1:
-            raise ValueError(
+            raise ArgumentError(
+                "reference_models",
                 f"reference_models must name at least {MIN_REFERENCE_MODELS + 1} distinct "
                 "models (a referenced model is tested against the others); got "
-                f"{len(set(reference_models))}"
+                f"{len(set(reference_models))}",
             )
     guesses = _check_random_guess(random_guess)
     if isinstance(source, SuiteData):
         if columns is not None or logliks is not None:
-            raise ValueError("columns and logliks apply when source is a table, not SuiteData")
+            raise ArgumentError(
+                "columns", "columns and logliks apply when source is a table, not SuiteData"
+            )
         data = source
     else:
         data = read_suite(source, columns=columns, logliks=logliks)
     if reference_models is not None:
         unknown = [m for m in reference_models if m not in data.models]
         if unknown:
-            raise ValueError(
+            raise ArgumentError(
+                "reference_models",
                 f"reference_models names model(s) the suite does not have: {unknown}; its "
-                f"models are {list(data.models)}"
+                f"models are {list(data.models)}",
             )
 
     tasks = [

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from truescore_fast._errors import ArgumentError
 from truescore_fast._files import read_columns
 from truescore_fast._text import NameSpellings
 from truescore_fast._validation import one_line
@@ -254,7 +255,7 @@ def read_suite(
         if not isinstance(given, str) or not given.strip():
             raise ValueError(f"{argument} must be a non-empty string; got {one_line(given)}")
     if public_form.strip() == reference_form.strip():
-        raise ValueError("public_form and reference_form must differ")
+        raise ArgumentError("public_form", "public_form and reference_form must differ")
     fast = _read_coded(source, names, public_form.strip(), reference_form.strip())
     if fast is not None:
         keys, forms_of, references_of = fast
@@ -283,7 +284,7 @@ def read_suite(
     reference_name = reference_form.strip()
     rows = len(cols[names["parent"]])
     if rows == 0:
-        raise ValueError("source has no rows")
+        raise ArgumentError("source", "source has no rows")
     spellings = NameSpellings()  # names stripped; two spellings of one name refused
     named = f"source {source}" if isinstance(source, (str, os.PathLike)) else "source"
     for i in range(rows):
@@ -664,7 +665,7 @@ def read_order_table(table: Any, *, name: str = "table") -> OrderData:
     Shards keep the order they first appear in; a shard needs its one canonical row and at
     least one shuffled row."""
     if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string; got {one_line(name)}")
+        raise ArgumentError("name", f"name must be a non-empty string; got {one_line(name)}")
     cols = read_columns(table, name, expected="kind, loglik")
     for required in ("kind", "loglik"):
         if required not in cols:
@@ -679,11 +680,11 @@ def read_order_table(table: Any, *, name: str = "table") -> OrderData:
                 f"{name} row {i + 1}: loglik must be a number; got {one_line(raw)}"
             ) from None
         if not math.isfinite(value):
-            raise ValueError(f"{name} row {i + 1}: loglik must be finite; got {value}")
+            raise ArgumentError(name, f"{name} row {i + 1}: loglik must be finite; got {value}")
         canonical, shuffled = shards.setdefault(shard, ([], []))
         (canonical if _label(kind).lower() == "canonical" else shuffled).append(value)
     if not shards:
-        raise ValueError(f"{name} has no rows")
+        raise ArgumentError(name, f"{name} has no rows")
     for shard, (canonical, shuffled) in shards.items():
         if len(canonical) != 1 or not shuffled:
             raise ValueError(

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._output import check_output_path, output_file
 from truescore_fast._text import visible
 from truescore_fast._validation import check_choice, check_positive_int, one_line, optional_module
@@ -71,15 +72,16 @@ def _frame(result: Any, purpose: str) -> Any:
     in the order the result lists them."""
     to_frame = getattr(result, "to_frame", None)
     if not callable(to_frame):
-        raise TypeError(
-            f"result must be a suite audit's result (with to_frame()); got {one_line(result)}"
+        raise ArgumentTypeError(
+            "result",
+            f"result must be a suite audit's result (with to_frame()); got {one_line(result)}",
         )
     frame = to_frame()
     missing = [c for c in _COLUMNS if c not in getattr(frame, "columns", ())]
     if missing:
         raise ValueError(f"result's table lacks the columns {missing} that {purpose} needs")
     if len(frame) == 0:
-        raise ValueError(f"result has no tests: {purpose} has nothing to show")
+        raise ArgumentError("result", f"result has no tests: {purpose} has nothing to show")
     frame = frame.loc[:, list(_COLUMNS)].copy()
     for name in ("model", "benchmark", "test"):
         frame[name] = frame[name].map(str)
@@ -91,8 +93,9 @@ def _frame(result: Any, purpose: str) -> Any:
     repeated = frame.duplicated(["model", "benchmark", "test"])
     if repeated.any():
         row = frame[repeated].iloc[0]
-        raise ValueError(
-            f"result lists ({row['model']!r}, {row['benchmark']!r}, {row['test']!r}) twice"
+        raise ArgumentError(
+            "result",
+            f"result lists ({row['model']!r}, {row['benchmark']!r}, {row['test']!r}) twice",
         )
     tests = {t: k for k, t in enumerate(dict.fromkeys(frame["test"]))}
     order = np.lexsort(
@@ -129,18 +132,21 @@ def _check_scores(scores: Any) -> dict[tuple[str, str], float] | None:
     if scores is None:
         return None
     if not isinstance(scores, Mapping):
-        raise TypeError(
+        raise ArgumentTypeError(
+            "scores",
             f"scores must be None or a mapping of (model, benchmark) to a score; "
-            f"got {one_line(scores)}"
+            f"got {one_line(scores)}",
         )
     checked = {}
     for key, value in scores.items():
         if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)):
             raise ValueError(f"scores' keys must be (model, benchmark) pairs; got {one_line(key)}")
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise ValueError(f"scores[{key!r}] must be a number; got {one_line(value)}")
+            raise ArgumentError(
+                "scores", f"scores[{key!r}] must be a number; got {one_line(value)}"
+            )
         if not math.isfinite(value):
-            raise ValueError(f"scores[{key!r}] must be finite; got {value!r}")
+            raise ArgumentError("scores", f"scores[{key!r}] must be finite; got {value!r}")
         checked[key] = float(value)
     return checked
 
@@ -262,10 +268,10 @@ def _grid(frame: Any, test: str | None, layout: dict[str, Any]) -> dict[str, Any
 
 def _check_path(path: Any, suffixes: tuple[str, ...]) -> Path:
     if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
-        raise TypeError(f"path must be a str or os.PathLike; got {one_line(path)}")
+        raise ArgumentTypeError("path", f"path must be a str or os.PathLike; got {one_line(path)}")
     out = Path(path)
     if out.suffix.lower() not in suffixes:
-        raise ValueError(f"path must end in {', '.join(suffixes)}; got {str(out)!r}")
+        raise ArgumentError("path", f"path must end in {', '.join(suffixes)}; got {str(out)!r}")
     check_output_path(out, flag="path")  # before any drawing: a directory, a dead link
     return out
 
@@ -276,7 +282,9 @@ def _check_view(
     order = check_choice("order", order, _ORDERS)
     checked = _check_scores(scores)
     if order == "strength" and checked is None:
-        raise ValueError("order='strength' needs scores (each (model, benchmark) pair's score)")
+        raise ArgumentError(
+            "order", "order='strength' needs scores (each (model, benchmark) pair's score)"
+        )
     limits = [
         None if value is None else check_positive_int(name, value)
         for name, value in (("max_models", max_models), ("max_benchmarks", max_benchmarks))
@@ -292,9 +300,9 @@ def _fdr_text(result: Any) -> str:
 def _q(result: Any) -> float:
     q = result.q
     if isinstance(q, bool) or not isinstance(q, (int, float, np.floating, np.integer)):
-        raise TypeError(f"result.q must be a number; got {one_line(q)}")
+        raise ArgumentTypeError("result", f"result.q must be a number; got {one_line(q)}")
     if not 0 < q < 1:
-        raise ValueError(f"result.q must be in (0, 1); got {one_line(q)}")
+        raise ArgumentError("result", f"result.q must be in (0, 1); got {one_line(q)}")
     return float(q)
 
 
@@ -390,15 +398,18 @@ def plot_heatmap(
     if test is not None:
         tests = tuple(dict.fromkeys(frame["test"]))
         if not isinstance(test, str) or test not in tests:
-            raise ValueError(
+            raise ArgumentError(
+                "test",
                 f"test must be None or one of the result's tests "
-                f"{', '.join(map(repr, tests))}; got {one_line(test)}"
+                f"{', '.join(map(repr, tests))}; got {one_line(test)}",
             )
     out = None if path is None else _check_path(path, _FIGURE_SUFFIXES)
     if ax is not None:
         axes_module = optional_module("matplotlib.axes", purpose="plot_heatmap", **_PLOT)
         if not isinstance(ax, axes_module.Axes):
-            raise TypeError(f"ax must be None or a matplotlib Axes; got {one_line(ax)}")
+            raise ArgumentTypeError(
+                "ax", f"ax must be None or a matplotlib Axes; got {one_line(ax)}"
+            )
     view = _check_view(order, scores, max_models, max_benchmarks)
     grid = _grid(frame, test, _layout(frame, test, *view))
     figure = _draw(grid, ax, _q(result), _fdr_text(result), test)
@@ -644,9 +655,11 @@ def write_report(
     """
     out = _check_path(path, (".html", ".htm"))
     if not isinstance(title, str):
-        raise TypeError(f"title must be a str; got {one_line(title)}")
+        raise ArgumentTypeError("title", f"title must be a str; got {one_line(title)}")
     if created is not None and not isinstance(created, str):
-        raise TypeError(f"created must be None or a str; got {one_line(created)}")
+        raise ArgumentTypeError(
+            "created", f"created must be None or a str; got {one_line(created)}"
+        )
     view = _check_view(order, scores, max_models, max_benchmarks)
     frame = _frame(result, "write_report")
     q, fdr = _q(result), _fdr_text(result)

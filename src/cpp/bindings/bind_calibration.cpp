@@ -27,8 +27,8 @@ namespace {
 
 truescore::TaskRange task_range(std::uint64_t key0, std::uint64_t key1, std::uint64_t task_offset,
                                 long replications, long block, long task_begin, long task_end) {
-    if (replications < 1) throw std::invalid_argument("replications must be at least 1");
-    if (block < 1) throw std::invalid_argument("block must be at least 1");
+    if (replications < 1) throw truescore::argument_error("replications", " must be at least 1");
+    if (block < 1) throw truescore::argument_error("block", " must be at least 1");
     if (task_begin < 0 || task_end < task_begin) throw std::invalid_argument("bad task range");
     return {key0, key1, task_offset, static_cast<std::size_t>(replications), static_cast<std::size_t>(block),
             static_cast<std::size_t>(task_begin), static_cast<std::size_t>(task_end)};
@@ -52,7 +52,7 @@ py::array_t<double> run_tasks(void (*kernel)(const Setting&, const truescore::Ta
 
 py::array_t<std::int64_t> proportional_allocation(const ArrayI64& stratum_sizes, long n) {
     const auto s = nonnegative_sizes(stratum_sizes, "stratum_sizes");
-    if (n < 0) throw std::invalid_argument("n must be non-negative");
+    if (n < 0) throw truescore::argument_error("n", " must be non-negative");
     const auto a = truescore::proportional_allocation(s.data(), s.size(), static_cast<std::size_t>(n));
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(a.size()));
     for (std::size_t i = 0; i < a.size(); ++i) out.mutable_data()[i] = static_cast<std::int64_t>(a[i]);
@@ -74,11 +74,11 @@ py::array_t<double> coverage_tasks(const ArrayD& values, const ArrayI64& offsets
     const auto alloc = nonnegative_sizes(allocation, "allocation");
     const std::size_t N = static_cast<std::size_t>(values.shape(0));
     if (off.size() != alloc.size() + 1 || alloc.empty())
-        throw std::invalid_argument("offsets must hold one entry per stratum + 1 (at least one stratum)");
+        throw truescore::argument_error("offsets", " must hold one entry per stratum + 1 (at least one stratum)");
     const std::size_t V = static_cast<std::size_t>(lattice_values.shape(0));
     if (V > 0 && (static_cast<std::size_t>(lattice_counts.shape(0)) != alloc.size() ||
                   static_cast<std::size_t>(lattice_counts.shape(1)) != V))
-        throw std::invalid_argument("lattice_counts must have shape (n_strata, len(lattice_values))");
+        throw truescore::argument_error("lattice_counts", " must have shape (n_strata, len(lattice_values))");
     std::vector<truescore::IntervalMethod> codes;
     for (py::ssize_t k = 0; k < methods.shape(0); ++k) codes.push_back(interval_method(static_cast<long>(methods.data()[k])));
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
@@ -101,11 +101,11 @@ py::array_t<double> detection_tasks(const ArrayD& public_labels, const ArrayD& f
     require_ndim(fresh_labels, 2, "fresh");
     check_alpha(alpha);
     const std::size_t N = static_cast<std::size_t>(public_labels.shape(0));
-    if (static_cast<std::size_t>(fresh_labels.shape(0)) != N) throw std::invalid_argument("fresh must have one row per parent");
+    if (static_cast<std::size_t>(fresh_labels.shape(0)) != N) throw truescore::argument_error("fresh", " must have one row per parent");
     if (!(flip_public >= 0.0 && flip_public <= 1.0) || !(flip_fresh >= 0.0 && flip_fresh <= 1.0))
         throw std::invalid_argument("flip probabilities must lie in [0, 1]");
-    if (guardrail < 0) throw std::invalid_argument("guardrail must be non-negative");
-    if (n < 0) throw std::invalid_argument("n must be non-negative");
+    if (guardrail < 0) throw truescore::argument_error("guardrail", " must be non-negative");
+    if (n < 0) throw truescore::argument_error("n", " must be non-negative");
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
     const int threads = thread_count(n_threads);
     // The core checks the labels are 0/1 and then indexes a table with them: it must read
@@ -128,7 +128,7 @@ py::array_t<double> budget_tasks(const ArrayD& gaps, long n, const ArrayI64& pai
     require_ndim(pair_low, 1, "pair_low");
     check_alpha(alpha);
     if (pair_high.shape(0) != pair_low.shape(0)) throw std::invalid_argument("pair_high and pair_low must match");
-    if (n < 0) throw std::invalid_argument("n must be non-negative");
+    if (n < 0) throw truescore::argument_error("n", " must be non-negative");
     const auto range = task_range(key0, key1, task_offset, replications, block, task_begin, task_end);
     const int threads = thread_count(n_threads);
     // Indices the core checks and then reads: it must read our copies.

@@ -31,11 +31,11 @@ py::array_t<double> cluster_bootstrap_means(const ArrayD& sums, const ArrayI64& 
     require_finite_nonempty(sums, "sums");
     require_ndim(sizes, 1, "sizes");
     if (sizes.shape(0) != sums.shape(0))
-        throw std::invalid_argument("sizes must have one entry per cluster");
+        throw truescore::argument_error("sizes", " must have one entry per cluster");
     const std::vector<std::int64_t> snap = snapshot(sizes);
     const std::int64_t* s = snap.data();
     for (const std::int64_t v : snap)
-        if (v < 1) throw std::invalid_argument("sizes must be positive");
+        if (v < 1) throw truescore::argument_error("sizes", " must be positive");
     const std::size_t b = count_at_least(n_boot, "n_bootstrap");
     const int threads = thread_count(n_threads);
     py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "n_bootstrap");
@@ -56,26 +56,26 @@ py::array_t<double> cluster_bootstrap_difference(const ArrayD& treated_sum,
     const ArrayD* arrays[4] = {&treated_sum, &treated_count, &control_sum, &control_count};
     for (int a = 0; a < 4; ++a) require_ndim(*arrays[a], 1, names[a]);
     const py::ssize_t f = treated_sum.shape(0);
-    if (f < 1) throw std::invalid_argument("treated_sum must be non-empty (one entry per family)");
+    if (f < 1) throw truescore::argument_error("treated_sum", " must be non-empty (one entry per family)");
     // The counts are checked to be at least 1 and then divided by: the kernel reads the
     // checked copies (one entry per family, small).
     std::vector<double> copies[4];
     for (int a = 0; a < 4; ++a) {
         if (arrays[a]->shape(0) != f)
-            throw std::invalid_argument(std::string(names[a]) + " must have one entry per family (" +
+            throw truescore::argument_error(names[a], " must have one entry per family (" +
                                         std::to_string(f) + ")");
         copies[a] = snapshot(*arrays[a]);
         const double* p = copies[a].data();
         for (py::ssize_t i = 0; i < f; ++i) {
             if (!std::isfinite(p[i]))
-                throw std::invalid_argument(std::string(names[a]) + " contains non-finite values");
+                throw truescore::argument_error(names[a], " contains non-finite values");
             if (a % 2 == 1 && !(p[i] >= 1.0))
                 throw std::invalid_argument(std::string(names[a]) +
                                             " must be at least 1 for every family");
         }
     }
     if (n_resamples < 1)
-        throw std::invalid_argument("n_resamples must be at least 1; got " + std::to_string(n_resamples));
+        throw truescore::argument_error("n_resamples", " must be at least 1; got " + std::to_string(n_resamples));
     const int threads = thread_count(n_threads);
     py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(n_resamples)}, "n_resamples");
     double* o = out.mutable_data();

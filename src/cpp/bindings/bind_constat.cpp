@@ -30,9 +30,9 @@ std::vector<std::int64_t> rows_of(const ArrayI64& rows, std::size_t m, const cha
     std::vector<std::int64_t> out(rows.data(), rows.data() + rows.shape(0));
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (out[i] < 0 || static_cast<std::size_t>(out[i]) >= m)
-            throw std::invalid_argument(std::string(name) + " holds a row outside the scores");
+            throw truescore::argument_error(name, " holds a row outside the scores");
         if (increasing && i > 0 && out[i] <= out[i - 1])
-            throw std::invalid_argument(std::string(name) + " must be increasing");
+            throw truescore::argument_error(name, " must be increasing");
     }
     return out;
 }
@@ -47,17 +47,17 @@ py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const
     const std::size_t n = static_cast<std::size_t>(scores.shape(1));
     const std::size_t nr = static_cast<std::size_t>(reference.shape(1));
     if (static_cast<std::size_t>(reference.shape(0)) != m)
-        throw std::invalid_argument("reference_scores must have one row per model");
-    if (n < 2 || nr < 2) throw std::invalid_argument("scores and reference_scores must hold at least 2 items");
+        throw truescore::argument_error("reference_scores", " must have one row per model");
+    if (n < 2 || nr < 2) throw truescore::argument_error("scores", " and reference_scores must hold at least 2 items");
     require_unit(scores.data(), static_cast<std::size_t>(scores.size()), "scores");
     require_unit(reference.data(), static_cast<std::size_t>(reference.size()), "reference_scores");
     const std::size_t b = count_at_least(n_bootstrap, "n_bootstrap", 2);
-    if (!std::isfinite(lambda)) throw std::invalid_argument("smoothing must be finite");
+    if (!std::isfinite(lambda)) throw truescore::argument_error("smoothing", " must be finite");
     // Both negative: no random-guess point; else both in [0, 1].
     const bool guess = !(guess_benchmark < 0.0 && guess_reference < 0.0);
     if (guess && !(guess_benchmark >= 0.0 && guess_benchmark <= 1.0 && guess_reference >= 0.0 &&
                    guess_reference <= 1.0))
-        throw std::invalid_argument("random_guess must lie in [0, 1]");
+        throw truescore::argument_error("random_guess", " must lie in [0, 1]");
     const int threads = thread_count(n_threads);
     // The kernel reads the caller's arrays again after the checks: copies, so another
     // thread writing to them cannot change a score between its check and its use.
@@ -95,9 +95,9 @@ py::tuple constat_bootstrap(const ArrayD& scores, const ArrayD& reference, const
 void spline_points(const ArrayD& x, const ArrayD& y, const ArrayD& w) {
     require_ndim(x, 1, "x");
     if (y.size() != x.size() || w.size() != x.size() || x.size() < 3)
-        throw std::invalid_argument("x, y and w must have the same length, at least 3");
+        throw truescore::argument_error("x", ", y and w must have the same length, at least 3");
     for (py::ssize_t i = 1; i < x.size(); ++i)
-        if (!(x.data()[i] > x.data()[i - 1])) throw std::invalid_argument("x must be increasing");
+        if (!(x.data()[i] > x.data()[i - 1])) throw truescore::argument_error("x", " must be increasing");
 }
 
 }  // namespace

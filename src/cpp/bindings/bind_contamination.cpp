@@ -41,7 +41,7 @@ py::dict make_outputs(py::ssize_t n, truescore::RankOutputs& out) {
 
 void raise_non_finite(std::int64_t bad, const char* name) {
     if (bad >= 0)
-        throw std::invalid_argument(std::string(name) + " contains non-finite values (shard " +
+        throw truescore::argument_error(name, " contains non-finite values (shard " +
                                     std::to_string(bad) + ")");
 }
 
@@ -53,10 +53,10 @@ py::dict rank_tests_dense(const ArrayD& canonical, const ArrayStrided& permuted,
     require_ndim(permuted, 2, "permuted");
     const py::ssize_t s = canonical.shape(0);
     if (permuted.shape(0) != s)
-        throw std::invalid_argument("permuted must have one row per shard: " + std::to_string(s) +
+        throw truescore::argument_error("permuted", " must have one row per shard: " + std::to_string(s) +
                                     " canonical values but " + std::to_string(permuted.shape(0)) + " rows");
     if (permuted.shape(1) < 1 && s > 0)
-        throw std::invalid_argument("permuted must hold at least one permutation per shard");
+        throw truescore::argument_error("permuted", " must hold at least one permutation per shard");
     const int threads = thread_count(n_threads);
     const auto m = static_cast<std::size_t>(permuted.shape(1));
     // Rows whose values are adjacent (a C array, a slice of rows, a zero-stride
@@ -70,7 +70,7 @@ py::dict rank_tests_dense(const ArrayD& canonical, const ArrayStrided& permuted,
     std::size_t row_stride = s <= 1 ? 0 : static_cast<std::size_t>(permuted.strides(0) / item);
     if (!rows_in_place) {
         check_memory("permuted", static_cast<double>(s) * static_cast<double>(m) * 8.0,
-                     "pass a smaller permuted, or one whose rows are contiguous (read in place)");
+                     "pass a smaller {permuted}, or one whose rows are contiguous (read in place)");
         copy.emplace(ArrayD::ensure(permuted));
         if (!copy->ptr()) throw py::error_already_set();
         base = copy->data();
@@ -106,7 +106,7 @@ py::dict rank_tests_ragged(const ArrayD& canonical, const ArrayD& values, const 
 py::array_t<double> row_means_ragged(const ArrayD& values, const ArrayI64& offsets, const py::object& n_threads) {
     require_ndim(values, 1, "values");
     const py::ssize_t s = offsets.ndim() == 1 ? offsets.shape(0) - 1 : -1;
-    if (s < 0) throw std::invalid_argument("offsets must be 1-D with at least one entry");
+    if (s < 0) throw truescore::argument_error("offsets", " must be 1-D with at least one entry");
     const std::vector<std::int64_t> o = check_shard_offsets(offsets, s, values.shape(0));
     const int threads = thread_count(n_threads);
     py::array_t<double> means(s);
@@ -120,7 +120,7 @@ py::array_t<double> row_means_ragged(const ArrayD& values, const ArrayI64& offse
 
 py::tuple rank_test(double canonical, const ArrayD& permuted) {
     require_ndim(permuted, 1, "permuted_logliks");
-    if (permuted.shape(0) < 1) throw std::invalid_argument("permuted_logliks must be non-empty");
+    if (permuted.shape(0) < 1) throw truescore::argument_error("permuted_logliks", " must be non-empty");
     std::int64_t count = 0;
     double p = 0.0, mean = 0.0, sd = 0.0, z = 0.0;
     bool finite;
@@ -132,7 +132,7 @@ py::tuple rank_test(double canonical, const ArrayD& permuted) {
                                           static_cast<std::size_t>(permuted.shape(0)), &count, &p,
                                           &mean, &sd, &z);
     }
-    if (!finite) throw std::invalid_argument("permuted_logliks contains non-finite values");
+    if (!finite) throw truescore::argument_error("permuted_logliks", " contains non-finite values");
     return py::make_tuple(p, mean, sd, z);
 }
 
@@ -152,8 +152,8 @@ void bind_contamination(py::module_& m) {
           "Mean of each ragged row, in NumPy's summation order.");
     m.def("fisher_log_sf", [](double statistic, std::int64_t n_shards) {
         if (!(statistic >= 0.0) || !std::isfinite(statistic))
-            throw std::invalid_argument("statistic must be finite and non-negative");
-        if (n_shards < 1) throw std::invalid_argument("n_shards must be at least 1");
+            throw truescore::argument_error("statistic", " must be finite and non-negative");
+        if (n_shards < 1) throw truescore::argument_error("n_shards", " must be at least 1");
         return truescore::fisher_log_sf(statistic, n_shards);
     }, py::arg("statistic"), py::arg("n_shards"),
           "log P(chi2(2k) > statistic), exact for even degrees of freedom, never underflowing.");

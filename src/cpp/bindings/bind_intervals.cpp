@@ -43,7 +43,7 @@ py::dict gap_intervals(const ArrayD& gaps, const ArrayI64& methods, const py::ob
         pop.emplace(population_size.cast<ArrayD>());
         require_ndim(*pop, 1, "population_size");
         if (static_cast<std::size_t>(pop->shape(0)) != a)
-            throw std::invalid_argument("population_size must hold one value per audit (" + std::to_string(a) + ")");
+            throw truescore::argument_error("population_size", " must hold one value per audit (" + std::to_string(a) + ")");
     }
     const int threads = thread_count(n_threads);
     const std::size_t k = codes.size();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "arrays.hpp"
+#include "truescore/errors.hpp"
 #include "truescore/portable.hpp"
 
 namespace py = pybind11;
@@ -20,7 +21,7 @@ using ArrayU64 = py::array_t<std::uint64_t, truescore::bindings::kInput>;
 
 void same_length(const ArrayU64& a, const ArrayU64& b, const char* names) {
     if (a.ndim() != 1 || b.ndim() != 1 || a.size() != b.size())
-        throw std::invalid_argument(std::string(names) + " must be 1-D of one length");
+        throw truescore::argument_error(names, " must be 1-D of one length");
 }
 
 // (hi, lo) of a[i] * b[i].
@@ -43,7 +44,7 @@ py::tuple div_wide(const ArrayU64& hi, const ArrayU64& lo, const ArrayU64& d, bo
     const std::size_t n = static_cast<std::size_t>(hi.size());
     const std::uint64_t *ph = hi.data(), *pl = lo.data(), *pd = d.data();
     for (std::size_t i = 0; i < n; ++i)
-        if (ph[i] >= pd[i]) throw std::invalid_argument("d must exceed hi (the quotient must fit in 64 bits)");
+        if (ph[i] >= pd[i]) throw truescore::argument_error("d", " must exceed hi (the quotient must fit in 64 bits)");
     ArrayU64 q(static_cast<py::ssize_t>(n)), r(static_cast<py::ssize_t>(n));
     std::uint64_t *pq = q.mutable_data(), *pr = r.mutable_data();
     for (std::size_t i = 0; i < n; ++i)
@@ -54,7 +55,7 @@ py::tuple div_wide(const ArrayU64& hi, const ArrayU64& lo, const ArrayU64& d, bo
 
 // popcount64 (bits 64) or popcount32 of the low 32 bits (bits 32) of each x[i].
 py::array_t<std::int64_t> popcount(const ArrayU64& x, int bits, bool portable) {
-    if (bits != 32 && bits != 64) throw std::invalid_argument("bits must be 32 or 64");
+    if (bits != 32 && bits != 64) throw truescore::argument_error("bits", " must be 32 or 64");
     const std::size_t n = static_cast<std::size_t>(x.size());
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n));
     const std::uint64_t* px = x.data();

@@ -26,10 +26,10 @@ py::tuple randomization_test(const ArrayD& public_scores, const ArrayD& fresh, l
     require_ndim(public_scores, 1, "public");
     require_ndim(fresh, 2, "fresh");
     if (fresh.shape(0) != public_scores.shape(0))
-        throw std::invalid_argument("fresh must have one row per parent: public has " +
+        throw truescore::argument_error("fresh", " must have one row per parent: public has " +
                                     std::to_string(public_scores.shape(0)) + ", fresh has " +
                                     std::to_string(fresh.shape(0)));
-    if (n_draws < 1) throw std::invalid_argument("n_resamples must be at least 1");
+    if (n_draws < 1) throw truescore::argument_error("n_resamples", " must be at least 1");
     const int threads = thread_count(n_threads);
     const std::size_t n = static_cast<std::size_t>(public_scores.shape(0));
     const std::size_t k = static_cast<std::size_t>(fresh.shape(1));

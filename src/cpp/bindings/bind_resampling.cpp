@@ -53,7 +53,7 @@ RaoWuDesign check_rao_wu_design(const ArrayI64& offsets, std::size_t n, const Ar
     require_length(weight, h, "weight");
     d.resample_size = snapshot(resample_size);
     for (const std::int64_t m : d.resample_size)
-        if (m < 1) throw std::invalid_argument("resample_size must be at least 1 in every stratum");
+        if (m < 1) throw truescore::argument_error("resample_size", " must be at least 1 in every stratum");
     d.lam = snapshot(lam);
     d.weight = snapshot(weight);
     require_finite(d.lam.data(), h, "lam");
@@ -66,16 +66,16 @@ py::tuple pattern_test(const ArrayU8& indicator, long long min_models, long long
     require_ndim(indicator, 2, "indicator");
     const std::size_t m = static_cast<std::size_t>(indicator.shape(0));
     const std::size_t n = static_cast<std::size_t>(indicator.shape(1));
-    if (m < 1 || n < 1) throw std::invalid_argument("indicator must have at least one model and one parent");
-    if (n >= (std::size_t{1} << 31)) throw std::invalid_argument("indicator has too many parents");
+    if (m < 1 || n < 1) throw truescore::argument_error("indicator", " must have at least one model and one parent");
+    if (n >= (std::size_t{1} << 31)) throw truescore::argument_error("indicator", " has too many parents");
     const std::size_t k = count_at_least(min_models, "min_models");
-    if (k > m) throw std::invalid_argument("min_models must not exceed the number of models");
+    if (k > m) throw truescore::argument_error("min_models", " must not exceed the number of models");
     const std::size_t d = count_at_least(draws, "draws");
     const int threads = thread_count(n_threads);
     truescore::bindings::check_memory("indicator",
                                       static_cast<double>(truescore::pattern_test_bytes(n, d, threads)) +
                                           static_cast<double>(m) * static_cast<double>(n),
-                                      "use fewer parents (columns of indicator) or a smaller n_threads");
+                                      "use fewer parents (columns of {indicator}) or a smaller {n_threads}");
     py::array_t<std::int64_t> hist(static_cast<py::ssize_t>(n + 1));
     std::int64_t observed;
     // The statistic and the null's row counts must come from one and the same matrix.
@@ -110,9 +110,9 @@ py::array_t<double> rao_wu_weights(const ArrayI64& offsets, const ArrayI64& resa
                                    const ArrayD& weight, long long first, long long count, std::uint64_t key0,
                                    std::uint64_t key1) {
     require_ndim(offsets, 1, "offsets");
-    if (offsets.shape(0) < 2) throw std::invalid_argument("offsets needs at least 2 entries");
+    if (offsets.shape(0) < 2) throw truescore::argument_error("offsets", " needs at least 2 entries");
     const std::int64_t last = offsets.data()[offsets.shape(0) - 1];
-    if (last < 0) throw std::invalid_argument("offsets must end at the number of values");
+    if (last < 0) throw truescore::argument_error("offsets", " must end at the number of values");
     const std::size_t n = static_cast<std::size_t>(last);
     // The design is checked on its own snapshot, which must still end at n.
     const RaoWuDesign design = check_rao_wu_design(offsets, n, resample_size, lam, weight);
@@ -144,7 +144,7 @@ py::array_t<double> bbh_replicates(const ArrayD& values, const ArrayI64& offsets
     const std::vector<std::int64_t> pop = snapshot(population_size);
     for (std::size_t s = 0; s < h; ++s)
         if (pop[s] < off[s + 1] - off[s])
-            throw std::invalid_argument("population_size must be at least the sample size in every stratum");
+            throw truescore::argument_error("population_size", " must be at least the sample size in every stratum");
     const std::size_t b = count_at_least(replicates, "replicates");
     const int threads = thread_count(n_threads);
     py::array_t<double> out = output_array<double>({static_cast<py::ssize_t>(b)}, "replicates");
@@ -174,12 +174,12 @@ py::array_t<double> did_replicates(const ArrayD& dp_e, const ArrayD& df_e, const
     const std::vector<std::int64_t> u_off = check_group_offsets(u_offsets, nu, "u_offsets", 1);
     const std::size_t m = e_off.size() - 1;
     if (u_off.size() - 1 != m)
-        throw std::invalid_argument("e_offsets and u_offsets must describe the same number of models");
+        throw truescore::argument_error("e_offsets", " and u_offsets must describe the same number of models");
     if (shared_parents) {
         const std::int64_t *eo = e_off.data(), *uo = u_off.data();
         for (std::size_t k = 0; k < m; ++k)
             if (eo[k + 1] - eo[k] != eo[1] || uo[k + 1] - uo[k] != uo[1])
-                throw std::invalid_argument("shared_parents needs the same parent counts for every model");
+                throw truescore::argument_error("shared_parents", " needs the same parent counts for every model");
     }
     const std::size_t b = count_at_least(replicates, "replicates");
     const int threads = thread_count(n_threads);

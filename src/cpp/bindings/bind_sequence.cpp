@@ -34,7 +34,7 @@ std::int64_t optional_count(const py::object& v, const char* name, long long min
     try {
         n = v.cast<long long>();
     } catch (const py::cast_error&) {
-        throw std::invalid_argument(std::string(name) + " must be an integer or None; got " + std::string(py::repr(v)));
+        throw truescore::argument_error(name, " must be an integer or None; got " + std::string(py::repr(v)));
     }
     return static_cast<std::int64_t>(count_at_least(n, name, minimum));
 }
@@ -58,7 +58,7 @@ public:
         require_unit(copy.data(), k, "x");
         Guard guard(*this);
         if (population_ > 0 && static_cast<std::int64_t>(core_.size() + k) > population_)
-            throw std::invalid_argument("x: " + std::to_string(core_.size() + k) +
+            throw truescore::argument_error("x", ": " + std::to_string(core_.size() + k) +
                                         " observations exceed population_size (" + std::to_string(population_) + ")");
         core_.extend(copy.data(), k);
     }
@@ -125,10 +125,10 @@ public:
         require_ndim(public_scores, 1, "public");
         require_ndim(fresh_means, 1, "fresh");
         const std::size_t n = static_cast<std::size_t>(public_scores.shape(0));
-        if (n == 0) throw std::invalid_argument("public must hold at least one parent");
+        if (n == 0) throw truescore::argument_error("public", " must hold at least one parent");
         if (static_cast<std::size_t>(fresh_means.shape(0)) != n)
-            throw std::invalid_argument("fresh must hold one mean per parent (" + std::to_string(n) + ")");
-        if (forms < 1) throw std::invalid_argument("forms must be at least 1");
+            throw truescore::argument_error("fresh", " must hold one mean per parent (" + std::to_string(n) + ")");
+        if (forms < 1) throw truescore::argument_error("forms", " must be at least 1");
         std::vector<double> pub(public_scores.data(), public_scores.data() + n);
         std::vector<double> fr(fresh_means.data(), fresh_means.data() + n);
         require_unit(pub.data(), n, "public");
@@ -218,11 +218,15 @@ private:
     // with the lock held
     py::tuple run(const double* pub, const double* means, std::size_t n, long long forms) {
         if (forms_ != 0 && forms != forms_)
-            throw std::invalid_argument("fresh must have " + std::to_string(forms_) +
+            throw truescore::argument_error("fresh", " must have " + std::to_string(forms_) +
                                         " fresh forms per parent, as in earlier updates; got " + std::to_string(forms));
-        if (population_ > 0 && static_cast<std::int64_t>(core_.size() + n) > population_)
-            throw std::invalid_argument("public: " + std::to_string(core_.size() + n) +
-                                        " parents scored exceeds population_size (" + std::to_string(population_) + ")");
+        if (population_ > 0 && static_cast<std::int64_t>(core_.size() + n) > population_) {
+            // names the constructor's population_size too: a template, for the command line
+            const std::string text = ": " + std::to_string(core_.size() + n) + " parents scored exceeds ";
+            const std::string limit = " (" + std::to_string(population_) + ")";
+            throw truescore::ArgumentError("public", "public" + text + "population_size" + limit,
+                                           "{public}" + text + "{population_size}" + limit);
+        }
         forms_ = forms;
         // an exact reading is a few hundred passes over the parents; an incremental one a
         // few dozen at most
@@ -248,12 +252,12 @@ py::tuple sequence_bounds(const ArrayD& x, const py::object& population_size, do
     require_ndim(x, 1, "x");
     check_alpha(alpha);
     const std::size_t n = static_cast<std::size_t>(x.shape(0));
-    if (n == 0) throw std::invalid_argument("x must be non-empty");
+    if (n == 0) throw truescore::argument_error("x", " must be non-empty");
     std::vector<double> copy(x.data(), x.data() + n);
     require_unit(copy.data(), n, "x");
     const std::int64_t pop = optional_count(population_size, "population_size", 1);
     if (pop > 0 && pop < static_cast<std::int64_t>(n))
-        throw std::invalid_argument("population_size must be at least the number of observations (" +
+        throw truescore::argument_error("population_size", " must be at least the number of observations (" +
                                     std::to_string(n) + "); got " + std::to_string(pop));
     const std::int64_t tuned = optional_count(horizon, "horizon", 1);
     return ends_tuple(run_interruptible(reading_work(n), [&] {
@@ -268,13 +272,13 @@ py::tuple sequence_first_hits(const ArrayD& x, const ArrayD& m, const py::object
     check_alpha(alpha);
     const std::size_t rows = static_cast<std::size_t>(x.shape(0)), n = static_cast<std::size_t>(x.shape(1));
     if (static_cast<std::size_t>(m.shape(0)) != rows)
-        throw std::invalid_argument("m must hold one candidate per row of x (" + std::to_string(rows) + ")");
+        throw truescore::argument_error("m", " must hold one candidate per row of x (" + std::to_string(rows) + ")");
     std::vector<double> xs(x.data(), x.data() + rows * n), ms(m.data(), m.data() + rows);
     require_unit(xs.data(), xs.size(), "x");
     require_unit(ms.data(), ms.size(), "m");
     const std::int64_t pop = optional_count(population_size, "population_size", 1);
     if (pop > 0 && pop < static_cast<std::int64_t>(n))
-        throw std::invalid_argument("population_size must be at least the number of observations (" +
+        throw truescore::argument_error("population_size", " must be at least the number of observations (" +
                                     std::to_string(n) + "); got " + std::to_string(pop));
     const std::int64_t tuned = optional_count(horizon, "horizon", 1);
     py::array_t<std::int64_t> hit_up(static_cast<py::ssize_t>(rows)), hit_down(static_cast<py::ssize_t>(rows));

@@ -90,7 +90,7 @@ py::dict sign_flip_test(const ArrayD& differences, bool exact, std::int64_t n_re
 py::dict sign_flip_exact_pairs(const ArrayD& a, const ArrayD& b, const py::object& n_threads) {
     require_finite_nonempty(a, "a");
     require_finite_nonempty(b, "b");
-    if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
+    if (a.shape(0) != b.shape(0)) throw truescore::argument_error("a", " and b must have the same length");
     if (static_cast<std::size_t>(a.shape(0)) > truescore::kSignFlipMaxCount)
         throw std::invalid_argument("exact enumeration supports at most " +
                                     std::to_string(truescore::kSignFlipMaxCount) + " pairs");
@@ -106,7 +106,7 @@ py::dict sign_flip_monte_carlo_pairs(const ArrayD& a, const ArrayD& b, std::int6
                                      const py::object& n_threads, bool screen) {
     require_finite_nonempty(a, "a");
     require_finite_nonempty(b, "b");
-    if (a.shape(0) != b.shape(0)) throw std::invalid_argument("a and b must have the same length");
+    if (a.shape(0) != b.shape(0)) throw truescore::argument_error("a", " and b must have the same length");
     count_at_least(n_resamples, "n_resamples");
     const int threads = thread_count(n_threads);
     const auto n = static_cast<std::size_t>(a.shape(0));
@@ -120,7 +120,7 @@ double sign_flip_count_two_sided(const ArrayD& values) {
     require_finite_nonempty(values, "values");
     const std::size_t n = static_cast<std::size_t>(values.shape(0));
     if (n > truescore::kSignFlipMaxMeetInMiddle)
-        throw std::invalid_argument("values: exact sign-flip enumeration needs at most " +
+        throw truescore::argument_error("values", ": exact sign-flip enumeration needs at most " +
                                     std::to_string(truescore::kSignFlipMaxMeetInMiddle) +
                                     " values; got " + std::to_string(n));
     // Checked finite above and then sorted (a NaN would break the sort): the kernel reads a copy.

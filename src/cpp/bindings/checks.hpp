@@ -1,5 +1,6 @@
-// Argument checks of the bindings, in one place: each throws std::invalid_argument
-// (pybind11 turns it into ValueError) with a message naming the argument. Each check has
+// Argument checks of the bindings, in one place: each throws truescore::ArgumentError (a
+// std::invalid_argument; bindings/errors.cpp raises it as truescore_fast.ArgumentError, a
+// ValueError, with .argument set) with a message starting with the argument's name. Each check has
 // one name and one meaning; the core checks only what it needs to avoid undefined
 // behaviour (sampling.hpp's check_strata, audit's check_gaps).
 #pragma once
@@ -18,7 +19,9 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "truescore/errors.hpp"
 #include "truescore/intervals.hpp"
+#include "truescore/memory.hpp"
 
 namespace truescore::bindings {
 
@@ -26,7 +29,7 @@ namespace py = pybind11;
 
 inline void require_ndim(const py::array& a, py::ssize_t ndim, const char* name) {
     if (a.ndim() != ndim)
-        throw std::invalid_argument(std::string(name) + " must be " + std::to_string(ndim) +
+        throw truescore::argument_error(name, " must be " + std::to_string(ndim) +
                                     "-D; got " + std::to_string(a.ndim()) + "-D");
 }
 
@@ -44,21 +47,13 @@ std::vector<T> snapshot(const py::array_t<T, Flags>& a) {
     return std::vector<T>(a.data(), a.data() + a.size());
 }
 
-// Memory errors read the same from C++ as from Python: the message and the machine's limit
-// are truescore_fast._validation's (format_bytes, memory_limit), called here with the GIL.
-inline py::object memory_helper(const char* helper) {
-    return py::module_::import("truescore_fast._validation").attr(helper);
-}
-
-// MemoryError naming the argument that set the size of an allocation of `bytes` that
-// failed (or cannot be had), with how to reduce it (default: "use a smaller <name>").
+// MemoryError (truescore_fast.SizeError) naming the argument `name` that set the size of
+// an allocation of `bytes` that failed (or cannot be had), with how to reduce it: `advice`,
+// a template naming arguments in braces (default: "use a smaller {<name>}"). The message
+// and the machine's limit are the core's (memory.hpp), as for Python's checks, which call
+// them too: no call back into Python.
 [[noreturn]] inline void raise_memory_error(const char* name, double bytes, const char* advice = nullptr) {
-    const py::object error = memory_helper("memory_error")(name, bytes, advice ? py::object(py::str(advice)) : py::none());
-    // set with the error's own type (SizeError, a MemoryError): set as a plain
-    // MemoryError, pybind11 saw the type change when it normalised the error and raised
-    // RuntimeError("... MISMATCH ... MemoryError REPLACED BY SizeError") instead
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
-    throw py::error_already_set();
+    throw truescore::size_error(name, bytes, advice ? advice : "", truescore::memory_limit());
 }
 
 // Before allocating about `bytes` set by the argument `name`: MemoryError (as above) when
@@ -66,7 +61,9 @@ inline py::object memory_helper(const char* helper) {
 // result, an out-of-memory kill or a bare std::bad_alloc.
 inline void check_memory(const char* name, double bytes, const char* advice = nullptr) {
     if (bytes < 67108864.0) return;  // 64 MB: not worth a look at the machine
-    memory_helper("check_memory")(name, bytes, advice ? py::object(py::str(advice)) : py::none());
+    const std::int64_t limit = truescore::memory_limit();
+    if (!(bytes < (limit > 0 ? static_cast<double>(limit) : 4611686018427387904.0)))  // 2**62: none known
+        throw truescore::size_error(name, bytes, advice ? advice : "", limit);
 }
 
 // A new array of `shape` whose size the argument `name` sets: MemoryError naming it when
@@ -102,25 +99,25 @@ auto with_memory_of(const char* name, double bytes, F f) -> decltype(f()) {
 inline void require_length(const py::array& a, std::size_t n, const char* name) {
     require_ndim(a, 1, name);
     if (static_cast<std::size_t>(a.shape(0)) != n)
-        throw std::invalid_argument(std::string(name) + " must have length " + std::to_string(n));
+        throw truescore::argument_error(name, " must have length " + std::to_string(n));
 }
 
 inline void require_finite(const double* x, std::size_t n, const char* name) {
     for (std::size_t i = 0; i < n; ++i)
-        if (!std::isfinite(x[i])) throw std::invalid_argument(std::string(name) + " contains non-finite values");
+        if (!std::isfinite(x[i])) throw truescore::argument_error(name, " contains non-finite values");
 }
 
 // Values in [0, 1] (scores, observations): NaN and the infinities fail too.
 inline void require_unit(const double* x, std::size_t n, const char* name) {
     for (std::size_t i = 0; i < n; ++i)
         if (!(x[i] >= 0.0 && x[i] <= 1.0))
-            throw std::invalid_argument(std::string(name) + " must hold finite values in [0, 1]");
+            throw truescore::argument_error(name, " must hold finite values in [0, 1]");
 }
 
 // A 1-D, non-empty array of finite values.
 inline void require_finite_nonempty(const ArrayD& x, const char* name) {
     require_ndim(x, 1, name);
-    if (x.shape(0) < 1) throw std::invalid_argument(std::string(name) + " must be non-empty");
+    if (x.shape(0) < 1) throw truescore::argument_error(name, " must be non-empty");
     require_finite(x.data(), static_cast<std::size_t>(x.shape(0)), name);
 }
 
@@ -133,17 +130,17 @@ inline int thread_count(const py::object& n_threads) {
     try {
         v = n_threads.cast<long long>();
     } catch (const py::cast_error&) {
-        throw std::invalid_argument("n_threads must be a positive integer or None; got " +
+        throw truescore::argument_error("n_threads", " must be a positive integer or None; got " +
                                     std::string(py::repr(n_threads)));
     }
-    if (v < 1) throw std::invalid_argument("n_threads must be a positive integer or None; got " + std::to_string(v));
+    if (v < 1) throw truescore::argument_error("n_threads", " must be a positive integer or None; got " + std::to_string(v));
     return static_cast<int>(std::min<long long>(v, std::numeric_limits<int>::max()));
 }
 
 // A count (resamples, replicates, draws) of at least `minimum`.
 inline std::size_t count_at_least(long long v, const char* name, long long minimum = 1) {
     if (v < minimum)
-        throw std::invalid_argument(std::string(name) + " must be at least " + std::to_string(minimum) +
+        throw truescore::argument_error(name, " must be at least " + std::to_string(minimum) +
                                     "; got " + std::to_string(v));
     return static_cast<std::size_t>(v);
 }
@@ -151,7 +148,7 @@ inline std::size_t count_at_least(long long v, const char* name, long long minim
 // A probability level strictly inside (0, 1): alpha, alpha_tail.
 inline void check_alpha(double alpha, const char* name = "alpha") {
     if (!(alpha > 0.0 && alpha < 1.0))
-        throw std::invalid_argument(std::string(name) + " must lie in (0, 1); got " + std::to_string(alpha));
+        throw truescore::argument_error(name, " must lie in (0, 1); got " + std::to_string(alpha));
 }
 
 // Per-value multiplicities: 1-D, one positive entry per value (k values). Returns the
@@ -159,10 +156,10 @@ inline void check_alpha(double alpha, const char* name = "alpha") {
 inline std::vector<std::int64_t> check_value_counts(const ArrayI64& counts, py::ssize_t k, const char* name) {
     require_ndim(counts, 1, name);
     if (counts.shape(0) != k)
-        throw std::invalid_argument(std::string(name) + " must have one entry per value");
+        throw truescore::argument_error(name, " must have one entry per value");
     std::vector<std::int64_t> c = snapshot(counts);
     for (const std::int64_t v : c)
-        if (v < 1) throw std::invalid_argument(std::string(name) + " must be positive");
+        if (v < 1) throw truescore::argument_error(name, " must be positive");
     return c;
 }
 
@@ -172,7 +169,7 @@ inline std::vector<std::size_t> nonnegative_sizes(const ArrayI64& a, const char*
     std::vector<std::size_t> out(static_cast<std::size_t>(a.shape(0)));
     for (std::size_t i = 0; i < out.size(); ++i) {
         const std::int64_t v = a.data()[i];  // read once: the copy is what was checked
-        if (v < 0) throw std::invalid_argument(std::string(name) + " must be non-negative");
+        if (v < 0) throw truescore::argument_error(name, " must be non-negative");
         out[i] = static_cast<std::size_t>(v);
     }
     return out;
@@ -181,7 +178,7 @@ inline std::vector<std::size_t> nonnegative_sizes(const ArrayI64& a, const char*
 // An interval method from its integer code.
 inline IntervalMethod interval_method(long code, const char* name = "method") {
     if (code < 0 || code >= kIntervalMethodCount)
-        throw std::invalid_argument(std::string(name) + " must be an interval code in 0.." +
+        throw truescore::argument_error(name, " must be an interval code in 0.." +
                                     std::to_string(kIntervalMethodCount - 1) + "; got " + std::to_string(code));
     return static_cast<IntervalMethod>(code);
 }
@@ -191,16 +188,16 @@ inline IntervalMethod interval_method(long code, const char* name = "method") {
 inline std::vector<std::int64_t> check_group_offsets(const ArrayI64& offsets, std::size_t total,
                                                      const char* name, long long min_size) {
     require_ndim(offsets, 1, name);
-    if (offsets.shape(0) < 2) throw std::invalid_argument(std::string(name) + " needs at least 2 entries");
+    if (offsets.shape(0) < 2) throw truescore::argument_error(name, " needs at least 2 entries");
     std::vector<std::int64_t> o = snapshot(offsets);
     const std::size_t groups = o.size() - 1;
-    if (o[0] != 0) throw std::invalid_argument(std::string(name) + " must start at 0");
+    if (o[0] != 0) throw truescore::argument_error(name, " must start at 0");
     for (std::size_t h = 0; h < groups; ++h)
         if (o[h + 1] < o[h] || o[h + 1] - o[h] < min_size)
-            throw std::invalid_argument(std::string(name) + ": every group needs at least " +
+            throw truescore::argument_error(name, ": every group needs at least " +
                                         std::to_string(min_size) + " values");
     if (static_cast<std::size_t>(o[groups]) != total)
-        throw std::invalid_argument(std::string(name) + " must end at the number of values");
+        throw truescore::argument_error(name, " must end at the number of values");
     return o;
 }
 
@@ -210,17 +207,17 @@ inline std::vector<std::int64_t> check_shard_offsets(const ArrayI64& offsets, py
                                                      py::ssize_t n_values) {
     require_ndim(offsets, 1, "offsets");
     if (offsets.shape(0) != n_shards + 1)
-        throw std::invalid_argument("offsets must have length n_shards + 1 = " + std::to_string(n_shards + 1) +
+        throw truescore::argument_error("offsets", " must have length n_shards + 1 = " + std::to_string(n_shards + 1) +
                                     "; got " + std::to_string(offsets.shape(0)));
     std::vector<std::int64_t> o = snapshot(offsets);
-    if (o[0] != 0) throw std::invalid_argument("offsets must start at 0");
+    if (o[0] != 0) throw truescore::argument_error("offsets", " must start at 0");
     for (py::ssize_t i = 0; i < n_shards; ++i) {
         if (o[i + 1] <= o[i])
-            throw std::invalid_argument("offsets must be strictly increasing: shard " + std::to_string(i) +
+            throw truescore::argument_error("offsets", " must be strictly increasing: shard " + std::to_string(i) +
                                         " has no permutations");
     }
     if (o[n_shards] != n_values)
-        throw std::invalid_argument("offsets must end at len(values) = " + std::to_string(n_values) + "; got " +
+        throw truescore::argument_error("offsets", " must end at len(values) = " + std::to_string(n_values) + "; got " +
                                     std::to_string(o[n_shards]));
     return o;
 }

@@ -1,5 +1,6 @@
 #include <pybind11/pybind11.h>
 
+#include "errors.hpp"
 #include "truescore/parallel.hpp"
 
 namespace py = pybind11;
@@ -22,6 +23,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("default_threads", &truescore::core_count,
           "Threads a call starts when n_threads is None: the CPUs this process may use (its "
           "affinity mask and cgroup CPU quota), read once.");
+    truescore::bindings::register_argument_errors(m);  // first: every binding raises them
     m.def("resolve_threads", &truescore::resolve_threads, py::arg("n_threads"),
           "Threads a call runs on for n_threads (0 or less: every usable CPU; a count is capped "
           "at kMaxThreadsPerCore = 4 per usable CPU): the one thread policy, which Python-side work "

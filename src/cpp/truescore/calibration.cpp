@@ -1,4 +1,5 @@
 #include "truescore/calibration.hpp"
+#include "truescore/errors.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -17,7 +18,7 @@ namespace truescore {
 namespace {
 
 void check_range(const TaskRange& r) {
-    if (r.block == 0) throw std::invalid_argument("block must be at least 1");
+    if (r.block == 0) throw argument_error("block", " must be at least 1");
     const std::size_t n_tasks = (r.replications + r.block - 1) / r.block;
     if (r.task_begin > r.task_end || r.task_end > n_tasks)
         throw std::invalid_argument("task range [" + std::to_string(r.task_begin) + ", " +
@@ -54,17 +55,17 @@ struct CoverageState {
 
 void coverage_tasks(const CoverageSetting& s, const TaskRange& range, double* out, int n_threads) {
     const std::size_t n = check_strata(s.offsets, s.n_strata, s.allocation, s.population_size);
-    if (n < 2) throw std::invalid_argument("n must be at least 2");
+    if (n < 2) throw argument_error("n", " must be at least 2");
     const bool counts_path = s.lattice_count > 0;
     const std::size_t V = s.lattice_count;
     for (std::size_t h = 0; counts_path && h < s.n_strata; ++h) {
         std::int64_t total = 0;
         for (std::size_t v = 0; v < V; ++v) {
-            if (s.lattice_counts[h * V + v] < 0) throw std::invalid_argument("lattice_counts must be non-negative");
+            if (s.lattice_counts[h * V + v] < 0) throw argument_error("lattice_counts", " must be non-negative");
             total += s.lattice_counts[h * V + v];
         }
         if (static_cast<std::size_t>(total) != s.offsets[h + 1] - s.offsets[h])
-            throw std::invalid_argument("lattice_counts must sum to each stratum's size");
+            throw argument_error("lattice_counts", " must sum to each stratum's size");
     }
     bool reads_moments = false;  // some method reads only the sample's moments
     for (std::size_t k = 0; k < s.n_methods; ++k) {
@@ -139,17 +140,17 @@ struct DetectionState {
 
 void detection_tasks(const DetectionSetting& s, const TaskRange& range, double* out, int n_threads) {
     const std::size_t n = s.n, K = s.n_forms, N = s.population_size;
-    if (n < 2 || n > N) throw std::invalid_argument("n must lie in [2, population_size]");
+    if (n < 2 || n > N) throw argument_error("n", " must lie in [2, population_size]");
     if (K < 1) throw std::invalid_argument("the bank needs at least one fresh form");
     if (!interval_traits(s.fallback).may_be_fallback)
         throw std::invalid_argument(std::string("fallback must not be ") + interval_traits(s.fallback).name);
     // The labels index the randomization test's table of label sums: only 0 and 1 are safe.
     for (std::size_t i = 0; i < N; ++i)
         if (s.public_labels[i] != 0.0 && s.public_labels[i] != 1.0)
-            throw std::invalid_argument("public must hold binary (0/1) labels");
+            throw argument_error("public", " must hold binary (0/1) labels");
     for (std::size_t i = 0; i < N * K; ++i)
         if (s.fresh_labels[i] != 0.0 && s.fresh_labels[i] != 1.0)
-            throw std::invalid_argument("fresh must hold binary (0/1) labels");
+            throw argument_error("fresh", " must hold binary (0/1) labels");
     const IntervalConstants c(s.alpha);
     const double pop = static_cast<double>(N), kd = static_cast<double>(K);
     auto make_state = [&] {
@@ -220,7 +221,7 @@ struct BudgetState {
 
 void budget_tasks(const BudgetSetting& s, const TaskRange& range, double* out, int n_threads) {
     const std::size_t n = s.n, M = s.n_models, N = s.population_size;
-    if (n < 2 || n > N) throw std::invalid_argument("n must lie in [2, population_size]");
+    if (n < 2 || n > N) throw argument_error("n", " must lie in [2, population_size]");
     if (M < 2) throw std::invalid_argument("a budget study needs at least 2 models");
     if (s.n_pairs == 0) throw std::invalid_argument("the full sample orders no pair of models strictly");
     for (std::size_t p = 0; p < s.n_pairs; ++p)

@@ -1,4 +1,5 @@
 #include "truescore/compare.hpp"
+#include "truescore/errors.hpp"
 
 #include <algorithm>
 #include <array>
@@ -137,7 +138,7 @@ void bootstrap_means_discrete(const double* values, const std::int64_t* counts, 
                               double* out, int n_threads) {
     std::int64_t n = 0;
     for (std::size_t j = 0; j < k; ++j) {
-        if (counts[j] < 1) throw std::invalid_argument("counts must be positive");
+        if (counts[j] < 1) throw argument_error("counts", " must be positive");
         n += counts[j];
     }
     if (k == 0) throw std::invalid_argument("bootstrap needs at least one value");

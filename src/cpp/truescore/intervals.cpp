@@ -1,4 +1,5 @@
 #include "truescore/intervals.hpp"
+#include "truescore/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -136,7 +137,7 @@ GapInterval gap_interval_unclipped(IntervalMethod method, const double* d, std::
         case IntervalMethod::wald: return wald_interval(d, n, population_size, alpha);
         case IntervalMethod::hoeffding_serfling:
             if (!(population_size > 0.0))
-                throw std::invalid_argument("population_size is required for the Hoeffding-Serfling interval");
+                throw argument_error("population_size", " is required for the Hoeffding-Serfling interval");
             return hoeffding_serfling_interval(d, n, population_size, alpha);
         case IntervalMethod::betting: return betting_interval(d, n, population_size, alpha, scratch);
     }
@@ -182,7 +183,7 @@ void gap_intervals(const IntervalMethod* methods, std::size_t n_methods, const d
                          double alpha, double* low, double* high, double* estimate,
                          double* half_width, int n_threads) {
     if (!(alpha > 0.0 && alpha < 1.0))
-        throw std::invalid_argument("alpha must lie in (0, 1); got " + std::to_string(alpha));
+        throw argument_error("alpha", " must lie in (0, 1); got " + std::to_string(alpha));
     for (std::size_t k = 0; k < n_methods; ++k) {
         const int code = static_cast<int>(methods[k]);
         if (code < 0 || code >= kIntervalMethodCount) throw std::invalid_argument("unknown interval method");

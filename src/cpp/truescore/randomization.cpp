@@ -1,4 +1,5 @@
 #include "truescore/randomization.hpp"
+#include "truescore/errors.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -544,7 +545,7 @@ RandomizationPValues randomization_test_monte_carlo(const double* values, std::s
                                                     std::uint64_t key0, std::uint64_t key1,
                                                     int n_threads) {
     if (n_forms < 1) throw std::invalid_argument("the number of fresh forms must be at least 1");
-    if (n_draws < 1) throw std::invalid_argument("n_resamples must be at least 1");
+    if (n_draws < 1) throw argument_error("n_resamples", " must be at least 1");
     const std::size_t kp1 = static_cast<std::size_t>(n_forms) + 1;
     const double kd = static_cast<double>(n_forms);
     // gap[i * kp1 + j]: the parent's gap if label j were the public one.
@@ -607,8 +608,8 @@ RandomizationOutcome randomization_test(const double* public_scores, const doubl
                                         std::size_t n, int n_forms, int method,
                                         std::int64_t max_denominator, std::size_t n_draws,
                                         std::uint64_t key0, std::uint64_t key1, int n_threads) {
-    if (n_forms < 1) throw std::invalid_argument("fresh must hold at least one fresh form per parent");
-    if (n < 2) throw std::invalid_argument("public needs at least 2 parents; got " + std::to_string(n));
+    if (n_forms < 1) throw argument_error("fresh", " must hold at least one fresh form per parent");
+    if (n < 2) throw argument_error("public", " needs at least 2 parents; got " + std::to_string(n));
     if (method < 0 || method > 2) throw std::invalid_argument("unknown randomization method");
     const std::size_t k = static_cast<std::size_t>(n_forms), kp1 = k + 1;
     RandomizationOutcome out{};
@@ -619,7 +620,7 @@ RandomizationOutcome randomization_test(const double* public_scores, const doubl
     for (std::size_t i = 0; i < n; ++i) {
         const double p0 = public_scores[i];
         if (!(p0 >= 0.0 && p0 <= 1.0))  // also catches NaN; inf is outside [0, 1]
-            throw std::invalid_argument("public must hold finite scores in [0, 1]; parent " +
+            throw argument_error("public", " must hold finite scores in [0, 1]; parent " +
                                         std::to_string(i) + " holds " + std::to_string(p0));
         bool b = (p0 == 0.0 || p0 == 1.0), same = true;
         std::int64_t ones = p0 != 0.0;
@@ -627,7 +628,7 @@ RandomizationOutcome randomization_test(const double* public_scores, const doubl
         for (std::size_t j = 0; j < k; ++j) {
             const double x = f[j];
             if (!(x >= 0.0 && x <= 1.0))
-                throw std::invalid_argument("fresh must hold finite scores in [0, 1]; parent " +
+                throw argument_error("fresh", " must hold finite scores in [0, 1]; parent " +
                                             std::to_string(i) + " holds " + std::to_string(x));
             b = b && (x == 0.0 || x == 1.0);
             same = same && x == p0;

@@ -1,4 +1,5 @@
 #include "truescore/sampling.hpp"
+#include "truescore/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +13,7 @@ namespace truescore {
 
 FisherYatesSampler::FisherYatesSampler(std::size_t population_size) {
     if (population_size >= (std::size_t{1} << 32))
-        throw std::invalid_argument("population_size must be below 2**32");
+        throw argument_error("population_size", " must be below 2**32");
     perm_.resize(population_size);
     std::iota(perm_.begin(), perm_.end(), std::uint32_t{0});
 }
@@ -42,10 +43,10 @@ void draw_stratified(FisherYatesSampler& sampler, Philox& rng, const std::size_t
 std::size_t check_strata(const std::size_t* offsets, std::size_t n_strata, const std::size_t* allocation,
                          std::size_t population_size) {
     if (offsets[0] != 0 || offsets[n_strata] != population_size)
-        throw std::invalid_argument("offsets must run from 0 to population_size with one entry per stratum + 1");
+        throw argument_error("offsets", " must run from 0 to population_size with one entry per stratum + 1");
     std::size_t n = 0;
     for (std::size_t h = 0; h < n_strata; ++h) {
-        if (offsets[h + 1] < offsets[h]) throw std::invalid_argument("offsets must be non-decreasing");
+        if (offsets[h + 1] < offsets[h]) throw argument_error("offsets", " must be non-decreasing");
         if (allocation[h] > offsets[h + 1] - offsets[h])
             throw std::invalid_argument("allocation exceeds the size of stratum " + std::to_string(h));
         n += allocation[h];
@@ -57,7 +58,7 @@ std::vector<std::size_t> proportional_allocation(const std::size_t* stratum_size
                                                  std::size_t n_strata, std::size_t n) {
     std::size_t total = 0;
     for (std::size_t h = 0; h < n_strata; ++h) total += stratum_sizes[h];
-    if (n > total) throw std::invalid_argument("n must not exceed the population size");
+    if (n > total) throw argument_error("n", " must not exceed the population size");
     std::vector<std::size_t> alloc(n_strata), order(n_strata);
     if (total == 0) return alloc;  // n == 0: nothing to share (and no division by zero)
     std::vector<std::uint64_t> remainder(n_strata);

@@ -1,4 +1,5 @@
 #include "truescore/sequence.hpp"
+#include "truescore/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -46,7 +47,7 @@ double clip01(double v) { return v < 0.0 ? 0.0 : (v > 1.0 ? 1.0 : v); }
 SequencePath::SequencePath(double population_size, double alpha, std::int64_t horizon)
     : population_(population_size > 0.0 ? population_size : 0.0), alpha_(alpha),
       log_threshold_(kLn2 - std::log(alpha)) {
-    if (!(alpha > 0.0 && alpha < 1.0)) throw std::invalid_argument("alpha must lie in (0, 1)");
+    if (!(alpha > 0.0 && alpha < 1.0)) throw argument_error("alpha", " must lie in (0, 1)");
     if (horizon > 0) {
         weight_ = {1.0};
         horizon_ = {static_cast<double>(horizon)};

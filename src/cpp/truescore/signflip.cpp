@@ -1,4 +1,5 @@
 #include "truescore/signflip.hpp"
+#include "truescore/errors.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -142,7 +143,7 @@ SignFlipCounts count_patterns(const double* d, std::size_t n, bool exact, std::i
                               double* critical) {
     if (n == 0) throw std::invalid_argument("sign-flip test needs at least one difference");
     if (exact) require_exact_size(n, kSignFlipMaxCount);
-    if (!exact && n_resamples < 1) throw std::invalid_argument("n_resamples must be at least 1");
+    if (!exact && n_resamples < 1) throw argument_error("n_resamples", " must be at least 1");
     double total = 0.0;
     for (std::size_t i = 0; i < n; ++i) total += d[i];
     const double tol = sign_flip_tolerance(d, n);
@@ -445,7 +446,7 @@ SignFlipCounts sign_flip_monte_carlo_pairs(const double* a, const double* b, std
                                            std::int64_t n_resamples, std::uint64_t key0,
                                            std::uint64_t key1, int n_threads, bool screen) {
     if (n == 0) throw std::invalid_argument("a and b must be non-empty");
-    if (n_resamples < 1) throw std::invalid_argument("n_resamples must be at least 1");
+    if (n_resamples < 1) throw argument_error("n_resamples", " must be at least 1");
     const double observed = SwappedPairs(a, b, n).mean_difference([](std::size_t) { return false; });
     const double tol = pair_tolerance(observed);
     const std::size_t n_words = (n + 63) / 64;
