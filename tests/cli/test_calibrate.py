@@ -365,6 +365,7 @@ def test_dask_scheduler_gives_the_local_result():
     assert tasks > 0  # the work went through the scheduler
 
 
+@pytest.mark.slow
 def test_executor_dask_starts_a_local_cluster():
     pytest.importorskip("distributed")
     argv = ("budget", "--replications", 300, "--json")
@@ -378,6 +379,7 @@ def test_executor_dask_starts_a_local_cluster():
     assert remote == local
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_a_one_line_error():
     pytest.importorskip("distributed")
     # a real process: distributed's log handlers write to the stderr of the process that

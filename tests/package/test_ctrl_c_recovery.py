@@ -50,6 +50,7 @@ def _env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trial", range(3))
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_a_caught_ctrl_c_from_a_timer_thread_leaves_the_process_healthy(
