@@ -243,6 +243,7 @@ def run_on_a_terminal(*argv):
     return proc.returncode, out, b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_progress_only_on_a_terminal_unless_asked():
     code, _, err = run_cli(*_slow_enough())
     assert code == EXIT_OK and err == "", err  # stderr is not a terminal: no bar
@@ -318,6 +319,7 @@ def test_checkpoint_resume_reruns_nothing_and_changes_nothing(tmp_path):
     one_line_error(code, err, "different planted run", "delete it or name another file")
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_resume_gives_the_uninterrupted_result(tmp_path):
     path = tmp_path / "coverage.jsonl"
     argv = ["coverage", "--population", str(POPULATION), "--n", "50", "100", "200",

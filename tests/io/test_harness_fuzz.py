@@ -151,6 +151,7 @@ def test_mutated_real_logs_are_read_or_refused_in_one_error_with_little_memory(t
     assert result["rss"] < 400e6, result["rss"]
 
 
+@pytest.mark.slow
 def test_mutated_archives_are_one_line_at_the_command_line(tmp_path):
     rng = random.Random(SEED)
     fresh = LOGS / "inspect/mean/arith-fresh1.eval"

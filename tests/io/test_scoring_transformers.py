@@ -81,6 +81,7 @@ def test_many_windows_equal_the_released_definition(model, n, context_len, strid
         assert abs(got - ref_full_context_loglik(tokens, model)) > 1e-3
 
 
+@pytest.mark.slow
 def test_batched_equals_unbatched(model):
     rng = np.random.default_rng(3)
     examples = [rng.integers(0, VOCAB, size=rng.integers(2, 6)).tolist() for _ in range(15)]
@@ -218,6 +219,7 @@ def test_score_then_contamination_on_the_command_line(saved, tmp_path):
     assert "Pooled exchangeability tests over 3 shards" in stdout
 
 
+@pytest.mark.slow
 def test_score_resumes_from_its_checkpoint(saved, tmp_path):
     directory, bench = saved
     args = [

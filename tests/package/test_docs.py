@@ -52,6 +52,7 @@ def test_docs_build_without_warnings(built):
     assert done.stderr == ""  # -q: anything printed is a warning or an error
 
 
+@pytest.mark.slow
 def test_docs_import_this_package(built):
     html, _ = built
     assert f"truescore-fast {truescore_fast.__version__}" in (html / "index.html").read_text()

@@ -147,6 +147,7 @@ def test_a_dangling_link_is_refused_and_nothing_is_created(name, tmp_path):
     assert os.listdir(elsewhere) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FLAGS)
 def test_a_hard_link_is_never_written_through(name, tmp_path):
     suffix = FLAGS[name][2]
@@ -202,6 +203,7 @@ def _full_disk(descriptor):
     raise OSError(errno.ENOSPC, "No space left on device")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REPLACED)
 def test_a_failed_write_leaves_the_previous_file(name, tmp_path, monkeypatch):
     path = tmp_path / f"out{FLAGS[name][2]}"

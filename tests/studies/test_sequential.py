@@ -480,6 +480,7 @@ def test_study_progress_counts_replications(capsys):
         tf.sequential_order_study(replications=10, n_threads=0)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_threaded_study_within_a_task():
     import sys
     import textwrap
