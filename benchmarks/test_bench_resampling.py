@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 import truescore_fast as tf
-from kernels import kernel_path
+from kernel_paths import kernel_path
 
 N_VALUES, POPULATION, REPLICATES = 10_000, 50_000, 10_000
 CHUNK = 100  # NumPy baseline: replicates per vectorised chunk (CHUNK x n indices)

@@ -19,7 +19,6 @@ import pytest
 torch = pytest.importorskip("torch", reason="the score extra (torch) is not installed")
 pytest.importorskip("transformers", reason="the score extra (transformers) is not installed")
 
-import scoring_control  # noqa: E402
 import truescore_fast as tf  # noqa: E402
 from truescore_fast.io.scoring import score_orders, sliding_window_loglik  # noqa: E402
 from truescore_fast.io.transformers_backend import TransformersScorer  # noqa: E402
@@ -30,12 +29,11 @@ CONTEXT, STRIDE = 128, 64
 
 @pytest.fixture(scope="module")
 def setup():
-    with scoring_control.real_kernels():
-        from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2Config, GPT2LMHeadModel
 
-        torch.manual_seed(0)
-        config = GPT2Config(vocab_size=300, n_positions=CONTEXT, n_embd=128, n_layer=2, n_head=4)
-        model = GPT2LMHeadModel(config).eval()
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=300, n_positions=CONTEXT, n_embd=128, n_layer=2, n_head=4)
+    model = GPT2LMHeadModel(config).eval()
     rng = np.random.default_rng(0)
     examples = [rng.integers(0, 300, size=rng.integers(16, 26)).tolist() for _ in range(16)]
     orders = tf.shard_orders(16, 2, 7, seed=0)

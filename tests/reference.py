@@ -942,9 +942,10 @@ def ref_sign_flip_exact_p(a: Any, b: Any) -> float:
 
 
 # ---------------------------------------------------------------------------------------
-# Calibration: survey samplers and Monte Carlo studies (truescore_fast.calibration),
-# re-implemented from the documented draw order on numpy.random.Philox.random_raw(), so
-# that where the stream is shared the reference must reproduce every sample exactly.
+# Survey samplers and Monte Carlo studies (the core's samplers in src/cpp/truescore/
+# sampling.hpp, the studies of truescore_fast.studies), re-implemented from the documented
+# draw order on numpy.random.Philox.random_raw(), so that where the stream is shared the
+# reference must reproduce every sample exactly.
 # ---------------------------------------------------------------------------------------
 
 CELL_TASK_STRIDE = 2**32

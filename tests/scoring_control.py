@@ -20,7 +20,6 @@ import contextlib
 import math
 import random
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,31 +38,6 @@ STEPS = 600
 CONTEXT_LEN = 128
 STRIDE = 64
 SEED = 0
-
-
-TESTS = Path(__file__).resolve().parent
-
-
-@contextlib.contextmanager
-def real_kernels():
-    """The real ``kernels`` package as ``kernels`` while the block runs: transformers
-    imports it (at module level and inside functions), and this folder's ``kernels.py``
-    helper, first on the test path, would shadow it. The helper is put back afterwards
-    (the test modules that use it imported it at collection, before any test ran)."""
-    helper = sys.modules.pop("kernels", None)
-    saved_path = list(sys.path)
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != TESTS]
-    try:
-        with contextlib.suppress(ImportError):  # transformers without kernels needs none
-            import kernels  # noqa: F401
-        sys.path[:] = saved_path
-        yield
-    finally:
-        sys.path[:] = saved_path
-        if helper is not None:
-            sys.modules["kernels"] = helper
-        else:
-            sys.modules.pop("kernels", None)
 
 
 def sentence(rng: random.Random) -> str:

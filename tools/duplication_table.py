@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # after site-packages
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # scoring_control.py
 
 import scoring_control as control  # noqa: E402
 from truescore_fast.cli import main  # noqa: E402

@@ -473,6 +473,7 @@ def test_the_census_reproducer_is_never_empty_and_holds_the_truth(horizon):
     assert held >= 0.9 * 80  # the truth stands in (nearly) every reading
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["moderate", "sparse"])
 def test_near_census_readings_of_a_thousand_parents(kind):
     # N = 1,000 read at t = 999 and 995 over 60 orders each: before the fix every sparse

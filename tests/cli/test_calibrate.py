@@ -243,6 +243,7 @@ def run_on_a_terminal(*argv):
     return proc.returncode, out, b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_progress_only_on_a_terminal_unless_asked():
     code, _, err = run_cli(*_slow_enough())
     assert code == EXIT_OK and err == "", err  # stderr is not a terminal: no bar
@@ -318,6 +319,7 @@ def test_checkpoint_resume_reruns_nothing_and_changes_nothing(tmp_path):
     one_line_error(code, err, "different planted run", "delete it or name another file")
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_resume_gives_the_uninterrupted_result(tmp_path):
     path = tmp_path / "coverage.jsonl"
     argv = ["coverage", "--population", str(POPULATION), "--n", "50", "100", "200",
@@ -365,6 +367,7 @@ def test_dask_scheduler_gives_the_local_result():
     assert tasks > 0  # the work went through the scheduler
 
 
+@pytest.mark.slow
 def test_executor_dask_starts_a_local_cluster():
     pytest.importorskip("distributed")
     argv = ("budget", "--replications", 300, "--json")
@@ -378,6 +381,7 @@ def test_executor_dask_starts_a_local_cluster():
     assert remote == local
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_a_one_line_error():
     pytest.importorskip("distributed")
     # a real process: distributed's log handlers write to the stderr of the process that

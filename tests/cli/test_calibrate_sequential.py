@@ -97,6 +97,7 @@ def test_checkpoint_is_read_back_and_refused_for_other_settings(tmp_path):
     assert code == EXIT_OK, err
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_resume_gives_the_uninterrupted_result(tmp_path):
     path = tmp_path / "sequential.jsonl"
     argv = ["sequential", "--replications", "1500", "--json"]
@@ -136,6 +137,7 @@ def test_flags_that_do_not_apply_are_one_line_errors(tmp_path):
     one_line_error(code, err, "alpha")
 
 
+@pytest.mark.slow
 def test_executor_dask_gives_the_local_result():
     pytest.importorskip("distributed")
     argv = ("sequential-orders", "--replications", 600, "--seed", 2, "--json")

@@ -213,6 +213,7 @@ CLOSED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", CLOSED, ids=lambda argv: " ".join(argv[:2]))
 def test_a_closed_stdout_is_one_line_and_exit_141(argv, tmp_path):
     # descriptor 1 really closed in the child (the shell's >&-), not pointed at devnull

@@ -271,6 +271,7 @@ def test_a_report_and_heatmap_show_such_a_name_escaped_and_isolated(tmp_path):
     assert "\u202e" not in figure and "\x1b" not in figure
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
 def test_very_long_names_draw_without_a_warning(tmp_path, suffix):
     # names of 10,000 characters (Latin, Devanagari, CJK, emoji): the figure draws each

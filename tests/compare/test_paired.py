@@ -20,7 +20,7 @@ import truescore.contamination as ts_contamination
 import truescore_fast as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kernels import KERNEL_PATHS, kernel_path
+from kernel_paths import KERNEL_PATHS, kernel_path
 from reference import (
     ref_bootstrap_means,
     ref_cluster_bootstrap_means,
@@ -619,6 +619,7 @@ def test_property_finite_result_or_value_error(values, extra, alpha, n_resamples
 # --- Monte Carlo sign flips: the enumeration's statistic and tie rule ----------------------
 
 
+@pytest.mark.slow
 def test_monte_carlo_permutation_p_estimates_the_exact_p():
     # Many swap patterns tie with the observed statistic up to rounding; the enumeration
     # (SciPy's rule, 100 eps relative) counts them by their rounded values. The Monte Carlo

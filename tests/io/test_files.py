@@ -347,6 +347,7 @@ def test_a_json_array_file_reports_lines_of_the_file_itself(tmp_path) -> None:
     assert "line 4" in message
 
 
+@pytest.mark.slow
 def test_a_parquet_file_too_large_once_decompressed_is_refused_before_it_is_read(
     tmp_path, monkeypatch
 ):

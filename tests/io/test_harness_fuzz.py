@@ -18,6 +18,7 @@ import os
 import random
 from pathlib import Path
 
+import pytest
 from commands import run_cli
 from common import run_python
 
@@ -123,6 +124,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(out[: rng.randrange(len(out))])
 
 
+@pytest.mark.slow
 def test_mutated_real_logs_are_read_or_refused_in_one_error_with_little_memory(tmp_path):
     proc = run_python(
         FUZZ, str(LOGS), str(tmp_path), str(CASES_PER_BASE), str(Path(__file__).parent),
@@ -149,6 +151,7 @@ def test_mutated_real_logs_are_read_or_refused_in_one_error_with_little_memory(t
     assert result["rss"] < 400e6, result["rss"]
 
 
+@pytest.mark.slow
 def test_mutated_archives_are_one_line_at_the_command_line(tmp_path):
     rng = random.Random(SEED)
     fresh = LOGS / "inspect/mean/arith-fresh1.eval"

@@ -35,7 +35,7 @@ pytest.importorskip("tokenizers", reason="the score extra (tokenizers) is not in
 import scoring_control as control  # noqa: E402
 from scoring_control import table_rows  # noqa: E402
 
-pytestmark = pytest.mark.control
+pytestmark = [pytest.mark.control, pytest.mark.slow]
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "order-tests.md"
 
@@ -55,12 +55,10 @@ def results(tmp_path_factory):
     )
     assert spec is not None and spec.loader is not None
     table = importlib.util.module_from_spec(spec)
-    with control.real_kernels():
-        spec.loader.exec_module(table)
-        return {
-            arm: table.row(tmp_path_factory.mktemp(arm), **settings)
-            for arm, settings in ARMS.items()
-        }
+    spec.loader.exec_module(table)
+    return {
+        arm: table.row(tmp_path_factory.mktemp(arm), **settings) for arm, settings in ARMS.items()
+    }
 
 
 def test_the_model_that_saw_the_published_order_is_flagged(results):

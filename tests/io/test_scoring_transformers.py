@@ -18,7 +18,6 @@ from reference import ref_full_context_loglik, ref_sliding_window_loglik
 torch = pytest.importorskip("torch", reason="the score extra (torch) is not installed")
 pytest.importorskip("transformers", reason="the score extra (transformers) is not installed")
 
-import scoring_control  # noqa: E402
 import truescore_fast as tsf  # noqa: E402
 from truescore_fast.io.scoring import score_orders, sliding_window_loglik  # noqa: E402
 from truescore_fast.io.transformers_backend import TransformersScorer  # noqa: E402
@@ -26,44 +25,34 @@ from truescore_fast.io.transformers_backend import TransformersScorer  # noqa: E
 VOCAB = 60
 
 
-@pytest.fixture(autouse=True)
-def _transformers():
-    with scoring_control.real_kernels():
-        yield
-
-
 @pytest.fixture(scope="module")
 def model():
-    with scoring_control.real_kernels():
-        from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2Config, GPT2LMHeadModel
 
-        torch.manual_seed(1)
-        config = GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=16, n_layer=2, n_head=2)
-        built = GPT2LMHeadModel(config)
-        built.eval()
-        return built
+    torch.manual_seed(1)
+    config = GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=16, n_layer=2, n_head=2)
+    built = GPT2LMHeadModel(config)
+    built.eval()
+    return built
 
 
 @pytest.fixture(scope="module")
 def saved(model, tmp_path_factory):
     """The model and a character-level tokenizer saved where from_pretrained reads them."""
-    with scoring_control.real_kernels():
-        from tokenizers import Tokenizer, models, pre_tokenizers
-        from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
 
-        vocab = {ch: i for i, ch in enumerate("abcdefghijklmnopqrstuvwxyz .\n")}
-        tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="."))
-        tokenizer.pre_tokenizer = pre_tokenizers.Split("", "isolated")
-        directory = tmp_path_factory.mktemp("model")
-        model.save_pretrained(directory)
-        PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token=".").save_pretrained(
-            directory
-        )
-        bench = directory / "bench.txt"
-        rng = np.random.default_rng(0)
-        words = ["ab", "cde", "fg", "hij", "kl", "mno"]
-        bench.write_text("".join(" ".join(rng.choice(words, size=3)) + ".\n" for _ in range(12)))
-        return directory, bench
+    vocab = {ch: i for i, ch in enumerate("abcdefghijklmnopqrstuvwxyz .\n")}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="."))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    directory = tmp_path_factory.mktemp("model")
+    model.save_pretrained(directory)
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token=".").save_pretrained(directory)
+    bench = directory / "bench.txt"
+    rng = np.random.default_rng(0)
+    words = ["ab", "cde", "fg", "hij", "kl", "mno"]
+    bench.write_text("".join(" ".join(rng.choice(words, size=3)) + ".\n" for _ in range(12)))
+    return directory, bench
 
 
 def _tokens(n, seed):
@@ -78,6 +67,7 @@ def test_one_window_equals_the_full_context_pass(model, n):
     assert got == pytest.approx(ref_full_context_loglik(tokens, model), rel=1e-5, abs=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("context_len, stride", [(8, 4), (8, 8), (8, 1), (7, 3), (16, 5)])
 @pytest.mark.parametrize("n", [9, 10, 20, 31, 40])
 def test_many_windows_equal_the_released_definition(model, n, context_len, stride):
@@ -91,6 +81,7 @@ def test_many_windows_equal_the_released_definition(model, n, context_len, strid
         assert abs(got - ref_full_context_loglik(tokens, model)) > 1e-3
 
 
+@pytest.mark.slow
 def test_batched_equals_unbatched(model):
     rng = np.random.default_rng(3)
     examples = [rng.integers(0, VOCAB, size=rng.integers(2, 6)).tolist() for _ in range(15)]
@@ -228,6 +219,7 @@ def test_score_then_contamination_on_the_command_line(saved, tmp_path):
     assert "Pooled exchangeability tests over 3 shards" in stdout
 
 
+@pytest.mark.slow
 def test_score_resumes_from_its_checkpoint(saved, tmp_path):
     directory, bench = saved
     args = [

@@ -9,10 +9,12 @@ refused, function by function, are in tests/package/test_validation.py."""
 from __future__ import annotations
 
 import methods
+import pytest
 import walking
 from fuzzing import _public_functions, run_in_child
 
 
+@pytest.mark.slow
 def test_every_argument_of_every_function_is_named_when_refused() -> None:
     report = run_in_child("walking.walk()")
     counts = report["counts"]

@@ -252,6 +252,7 @@ print("ok")
 )
 
 
+@pytest.mark.slow
 def test_mutating_index_arrays_during_calls_never_crashes():
     proc = _run(MUTATE, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
@@ -294,6 +295,7 @@ print("ok")
 )
 
 
+@pytest.mark.slow
 def test_mutating_checked_values_during_calls_never_crashes():
     proc = _run(MUTATE_VALUES, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
@@ -380,6 +382,7 @@ KERNELS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_ctrl_c_stops_a_long_kernel_within_a_block(kernel):
     # A kernel is its code, or (set-up run before "ready", the call, seconds to wait).

@@ -50,6 +50,7 @@ def _env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trial", range(3))
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_a_caught_ctrl_c_from_a_timer_thread_leaves_the_process_healthy(
@@ -60,6 +61,7 @@ def test_a_caught_ctrl_c_from_a_timer_thread_leaves_the_process_healthy(
     assert proc.stdout.split() == ["ready", "caught", "same"], proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_a_caught_ctrl_c_from_outside_leaves_the_process_healthy(n_threads: int) -> None:
     code, out, err, _ = interrupt_after(

@@ -191,6 +191,7 @@ def random_cases(seed, n):
         yield _canonical(rng, as_float), permuted, float(rng.choice([0.01, 0.05, 0.1, 0.3]))
 
 
+@pytest.mark.slow
 def test_exchangeability_test_identical_to_truescore():
     deviations = identical = 0
     for canonical, permuted, alpha in random_cases(1234, 4000):

@@ -45,12 +45,14 @@ def built(tmp_path_factory):
     return out / "html", done
 
 
+@pytest.mark.slow
 def test_docs_build_without_warnings(built):
     _, done = built
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # -q: anything printed is a warning or an error
 
 
+@pytest.mark.slow
 def test_docs_import_this_package(built):
     html, _ = built
     assert f"truescore-fast {truescore_fast.__version__}" in (html / "index.html").read_text()
@@ -107,6 +109,7 @@ def test_every_page_is_reachable(built):
         assert f'href="{page}.html"' in index, page
 
 
+@pytest.mark.slow
 def test_command_line_page_lines_run_with_the_exit_codes_they_state(tmp_path):
     # docs/cli.md lists one command line per workflow, each with its exit code in a comment.
     page = (DOCS / "cli.md").read_text()
@@ -135,6 +138,7 @@ def test_command_line_page_lines_run_with_the_exit_codes_they_state(tmp_path):
         assert done.returncode == int(comment), (line, done.stderr)
 
 
+@pytest.mark.slow
 def test_input_formats_page_harness_commands_exit_as_it_says():
     # docs/input-formats.md: the lm-eval example "exits 2 (... public score 0.80, fresh
     # 0.37)", the Inspect example "exits 0".

@@ -930,6 +930,7 @@ def test_every_count_argument_is_pushed_to_the_extremes() -> None:
     assert expected <= covered, sorted(expected - covered)
 
 
+@pytest.mark.slow
 def test_extreme_counts_in_one_subprocess() -> None:
     findings = run_in_child("fuzzing.run_extreme_counts()", timeout=600)
     assert findings == [], "\n".join(findings)

@@ -65,6 +65,7 @@ def _settings(name: str) -> settings:
 NAMES = sorted(methods.public_methods())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_fuzz_method(name: str) -> None:
     if name.split(".")[0] in SLOW:

@@ -34,6 +34,7 @@ def _peak_mb(code: str) -> int:
     return int(proc.stdout.split()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""), reason="ASan's own memory")
 def test_memory_does_not_grow_with_draws_where_the_docs_promise_streaming() -> None:
     # Rao-Wu with m = 2 * 10^7 (was 160 MB per thread), the Monte Carlo randomization test

@@ -59,8 +59,7 @@ _SCORER: dict[str, str] = {}  # "model", "bench": the tiny model's folder and be
 @pytest.fixture(autouse=True)
 def _scorer_model(request, tmp_path_factory):
     """For the scorer's rows: a 2-layer GPT-2 and a character tokenizer saved once (no
-    download), and a 12-line benchmark, with transformers' own ``kernels`` importable
-    while the row runs; skipped without the score extra."""
+    download), and a 12-line benchmark; skipped without the score extra."""
     callspec = getattr(request.node, "callspec", None)
     name = callspec.params.get("name", "") if callspec is not None else ""
     if not str(name).startswith("score"):
@@ -68,12 +67,10 @@ def _scorer_model(request, tmp_path_factory):
         return
     pytest.importorskip("torch", reason="the score extra (torch) is not installed")
     pytest.importorskip("transformers", reason="the score extra (transformers) is not installed")
-    import scoring_control
 
-    with scoring_control.real_kernels():
-        if not _SCORER:
-            _SCORER.update(_save_model(tmp_path_factory.mktemp("model")))
-        yield
+    if not _SCORER:
+        _SCORER.update(_save_model(tmp_path_factory.mktemp("model")))
+    yield
 
 
 def _save_model(folder: Path) -> dict[str, str]:
@@ -106,6 +103,7 @@ def ran(code: int, err: str) -> None:
     assert code in (0, 2) and "Traceback" not in err, (code, err)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FLAGS)
 def test_a_link_of_ones_own_to_a_file_is_followed(name, tmp_path):
     suffix = FLAGS[name][2]
@@ -149,6 +147,7 @@ def test_a_dangling_link_is_refused_and_nothing_is_created(name, tmp_path):
     assert os.listdir(elsewhere) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FLAGS)
 def test_a_hard_link_is_never_written_through(name, tmp_path):
     suffix = FLAGS[name][2]
@@ -177,6 +176,7 @@ def _without_write_permission() -> list[str]:
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FLAGS)
 def test_a_folder_without_write_permission_is_refused_before_any_work(name, tmp_path):
     argv, flag, suffix = command(name), FLAGS[name][1], FLAGS[name][2]
@@ -203,6 +203,7 @@ def _full_disk(descriptor):
     raise OSError(errno.ENOSPC, "No space left on device")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REPLACED)
 def test_a_failed_write_leaves_the_previous_file(name, tmp_path, monkeypatch):
     path = tmp_path / f"out{FLAGS[name][2]}"

@@ -271,6 +271,7 @@ def test_slices_cli_output_identical(tmp_path, capsys, correction):
     assert "adj p=" in out0 and out0 == out1  # holm / BH identical, so every digit matches
 
 
+@pytest.mark.slow
 def test_patched_truescore_command_in_a_fresh_process(tmp_path):
     path = write_pairs(tmp_path / "r.csv", np.random.default_rng(2), 600, 0.85, 0.6, 100)
     code = (

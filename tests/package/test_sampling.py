@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernels import kernel_path
+from kernel_paths import kernel_path
 from reference import (
     RefStream,
     ref_bernoulli_sample,

@@ -157,6 +157,7 @@ def test_a_table_too_large_for_memory_is_refused_before_it_is_read(tmp_path, mon
         tf.read_audit_table(path)
 
 
+@pytest.mark.slow
 def test_reading_a_table_stays_within_the_memory_the_check_assumes(tmp_path) -> None:
     # The bound the readers check (32 bytes per byte of text) holds: the peak resident
     # memory a 200,000-row audit table adds, read and audited, is below it.

@@ -9,6 +9,7 @@ import pytest
 import truescore_fast
 
 
+@pytest.mark.slow
 def test_mypy_sees_the_top_level_names_with_their_types(tmp_path, monkeypatch):
     api = pytest.importorskip("mypy.api", reason="the type check needs the test extra (mypy)")
     probe = tmp_path / "probe.py"

@@ -12,7 +12,7 @@ import truescore_fast as tf
 import truescore_fast as ts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernels import every_kernel_path, kernel_path
+from kernel_paths import every_kernel_path, kernel_path
 from reference import (
     ref_bbh_replicates,
     ref_rao_wu_replicates,

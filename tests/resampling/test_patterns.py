@@ -69,6 +69,7 @@ def test_pattern_planted_cluster_is_detected():
     assert result.p_value < 0.01
 
 
+@pytest.mark.slow
 def test_pattern_test_is_calibrated_under_the_null():
     # 600 null data sets (rows exchangeable over parents), 399 draws each. A wide null
     # (N = 600, 30% pattern rate) keeps the statistic's atoms small, so the rejection rate

@@ -336,6 +336,7 @@ KILLED_MID_RECORD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_at", [2, 4, 7])
 def test_sigkill_in_the_middle_of_a_record_resumes_to_the_same_table(tmp_path, plain, kill_at):
     path = tmp_path / "sweep.jsonl"
@@ -354,6 +355,7 @@ def test_sigkill_in_the_middle_of_a_record_resumes_to_the_same_table(tmp_path, p
     assert all(json.loads(line) for line in path.read_text().splitlines())  # whole again
 
 
+@pytest.mark.slow
 def test_sigkill_at_any_moment_never_changes_the_table(tmp_path, plain):
     # the parent kills the child while it saves after every task, three times, then resumes
     path = tmp_path / "sweep.jsonl"

@@ -308,6 +308,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pool", ["ThreadPoolExecutor", "ProcessPoolExecutor"])
 def test_ctrl_c_stops_an_executor_run_within_a_cell(pool, tmp_path):
     script = tmp_path / "child.py"  # a file, so a spawned process pool can import __main__

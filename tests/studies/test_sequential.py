@@ -138,6 +138,7 @@ def plain():
     return audit(n_threads=1), orders(n_threads=1)
 
 
+@pytest.mark.slow
 def test_any_thread_count_or_executor_gives_the_same_tables(plain):
     for kwargs in ({"n_threads": 2}, {"n_threads": 3}):
         assert same_table(audit(**kwargs), plain[0]), kwargs
@@ -443,6 +444,7 @@ def test_order_study_refuses_bad_input():
         tf.sequential_order_study(h=0, replications=10)
 
 
+@pytest.mark.slow
 def test_studies_are_the_same_for_any_thread_count_and_executor(audit_study):
     from concurrent.futures import ThreadPoolExecutor
 
@@ -478,6 +480,7 @@ def test_study_progress_counts_replications(capsys):
         tf.sequential_order_study(replications=10, n_threads=0)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_threaded_study_within_a_task():
     import sys
     import textwrap

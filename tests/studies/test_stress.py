@@ -106,6 +106,7 @@ def test_stress_grid_equals_reference():
 # ---------------------------------------------------------------------------- Ctrl-C, memory
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_sweep_within_a_block():
     code = textwrap.dedent(
         """

@@ -289,6 +289,7 @@ def _same_audit(a, b):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
 
 
+@pytest.mark.slow
 def test_an_executor_gives_the_serial_result_thread_pool_and_dask():
     """Each benchmark is one task: a thread pool and a real Dask cluster of two worker
     processes (arguments and results pickled) give the serial run's rows exactly."""

@@ -11,7 +11,7 @@ import mpmath
 import numpy as np
 import pytest
 import truescore_fast as tf
-from kernels import every_kernel_path, kernel_path
+from kernel_paths import every_kernel_path, kernel_path
 from reference import (
     ref_constat_fit,
     ref_constat_points,
@@ -383,6 +383,7 @@ def test_replicates_all_at_delta_are_no_evidence():
     assert _summaries(row[None, :], -0.5, 0.05)[3][0] == 0.2 == ref_constat_pvalue(row, -0.5)
 
 
+@pytest.mark.slow
 def test_summaries_are_numpys_quantiles_bit_for_bit():
     # The summaries read NumPy's linear quantiles off each row sorted once; here they are
     # recomputed the plain way, one np.quantile call per row (ties, constant rows, B of 1
@@ -422,6 +423,7 @@ def test_a_huge_smoothing_is_the_line_not_an_overflow():
     assert np.all(huge.p_value > 0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("references", "sort", "guess"),
     [(range(3, 34), True, 0.0), (range(3, 34), False, (0.25, 0.3)), (range(34), False, None)],
@@ -472,6 +474,7 @@ def test_a_leaderboards_candidate_draws_have_constats_law_per_row():
     assert abs(np.mean(distinct) - expected) <= 4 * np.std(distinct) / math.sqrt(runs)
 
 
+@pytest.mark.slow
 def test_many_references_share_each_resamples_lambda():
     """With 30 or more references per model, each resample's GCV lambda is chosen once
     (on the models its draws pick from the references) and shared by every row: the

@@ -54,6 +54,7 @@ def test_side_by_side_ours_recomputed_and_within_bootstrap_error(name):
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "model"), [("guide example", 3), ("clean suite", 8)])
 def test_side_by_side_reference_entries_recomputed(name, model):
     row = TABLES["side_by_side"][name][model]
@@ -65,6 +66,7 @@ def test_side_by_side_reference_entries_recomputed(name, model):
     assert (est, p) == (row["reference_estimate"], row["reference_p"])
 
 
+@pytest.mark.slow
 def test_three_nulls_ours_recomputed_and_the_stated_rates():
     alpha, b, n = TABLES["alpha"], TABLES["resamples_nulls"], TABLES["suites"]
     nulls = TABLES["nulls"]
@@ -90,6 +92,7 @@ def test_three_nulls_ours_recomputed_and_the_stated_rates():
     assert np.mean(nulls["planted leak (+0.05)"]["ours"]) >= 0.6
 
 
+@pytest.mark.slow
 def test_three_nulls_reference_entries_recomputed():
     kind = constat_tables.NULLS["errors in variables (clean)"]
     flags = TABLES["nulls"]["errors in variables (clean)"]["reference"]

@@ -295,6 +295,7 @@ def test_result_flags_must_be_true_or_false():
 _NAMES = st.text(min_size=1, max_size=12)  # any characters: "<", "&", "$" (TeX), digits
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(
@@ -559,6 +560,7 @@ def _render(page: Path, out: Path) -> tuple[str, np.ndarray, list[str]]:
     return done.stdout, matplotlib.image.imread(shot)[..., :3], page_requests(netlog)
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_report_in_a_browser(tmp_path):
     # one strongly negative cell (saturated blue: no other blue on the page) shows that
@@ -580,6 +582,7 @@ def test_report_in_a_browser(tmp_path):
     assert np.count_nonzero((blue > red + 0.3) & (blue > green + 0.1)) > 400
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_browser_check_sees_a_pages_external_requests(tmp_path):
     # the request check above can fail: a page that loads from the network is caught
@@ -650,6 +653,7 @@ def test_the_example_through_the_command_line(example_run):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_the_example_report_in_a_browser(example_run):
     _, _, _, _, out = example_run

@@ -289,6 +289,7 @@ def _embedded(text):
     return json.loads(block.split("</script>", 1)[0])
 
 
+@pytest.mark.slow
 def test_report_embeds_every_row_in_the_tables_order(large):
     result, _, text = large
     data = _embedded(text)
@@ -319,6 +320,7 @@ def test_report_sections_for_the_strongest_twenty_flags(tmp_path):
     assert "the other 5 flagged pairs are in the table" in " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_report_at_scale_is_deterministic(large, tmp_path):
     result, _, text = large
     assert write_report(result, tmp_path / "again.html").read_text(encoding="utf-8") == text
@@ -344,6 +346,7 @@ def example_report(tmp_path_factory):
     return result, write_report(result, tmp_path_factory.mktemp("example") / "example.html")
 
 
+@pytest.mark.slow
 @needs_chromium
 @pytest.mark.parametrize("which", ["example", "large"])
 def test_report_reads_at_desktop_and_phone_widths(which, example_report, large, tmp_path):
@@ -388,6 +391,7 @@ def _click(browser, column):
     )
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_report_table_sorts_filters_and_downloads_every_row(large, tmp_path):
     result, page, _ = large
@@ -445,6 +449,7 @@ def test_report_table_sorts_filters_and_downloads_every_row(large, tmp_path):
                 assert float(line[c]) == value
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_browser_check_sees_a_script_the_policy_refuses(tmp_path):
     # the violation check above can fail: a script the page's policy does not list by its
@@ -461,6 +466,7 @@ def test_browser_check_sees_a_script_the_policy_refuses(tmp_path):
     assert any("Content Security Policy" in e for e in browser.console_errors)
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_report_without_its_script_has_the_table_and_no_dead_controls(tmp_path):
     page = write_report(make_suite(8, 4, planted=3), tmp_path / "report.html")
@@ -490,6 +496,7 @@ def test_csv_text_neutralises_a_name_that_starts_a_formula():
         assert csv_text(name) == name
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_csv_download_quotes_names_that_need_it(tmp_path):
     names = PLAIN + FORMULAS
@@ -512,6 +519,7 @@ def test_csv_download_quotes_names_that_need_it(tmp_path):
     assert browser.requests == []
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_csv_download_keeps_negative_numbers_as_numbers(tmp_path):
     # an estimate below 0 and an infinite interval end are numbers, not formulas: only the
