@@ -251,6 +251,25 @@ def test_input_formats_page_harness_commands_exit_as_it_says():
     assert "public score 0.8000, fresh score 0.3667" in done[0].stdout
 
 
+def test_readme_speed_table_quotes_the_performance_page():
+    # README.md's "Speed" table is a digest of docs/performance.md: it links there, names
+    # the machine that page names, and each of its ratios is one of that page's, rounded
+    # to the digits the README shows (88x for 87.6x, 3,480x for 3.48e+03x).
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Speed\n", 1)[1].split("\n## ", 1)[0]
+    performance = (DOCS / "performance.md").read_text()
+    assert "(docs/performance.md)" in section
+    assert "AMD EPYC" in section and "AMD EPYC" in performance
+    measured = [float(v) for v in re.findall(r"(\d[\d.e+]*)×", performance.replace(",", ""))]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "×" in line]
+    assert 4 <= len(rows) <= 8  # a short table
+    for row in rows:
+        for shown in re.findall(r"(\d[\d,.]*)×", row.split("|")[3]):
+            digits = len(shown.split(".")[1]) if "." in shown else 0
+            value = float(shown.replace(",", ""))
+            assert any(round(m, digits) == value for m in measured), (shown, row)
+
+
 # ------------------------------------------------------------------- in a real browser
 
 # Every <pre> block: its text's width against its box's (scrollWidth > clientWidth is a
