@@ -270,6 +270,35 @@ def test_readme_speed_table_quotes_the_performance_page():
             assert any(round(m, digits) == value for m in measured), (shown, row)
 
 
+def test_calibrate_run_seeds_as_the_conventions_page_says(monkeypatch, capsys):
+    # docs/guide/conventions.md: calibrate draws its synthetic population with
+    # numpy.random.default_rng(seed) (PCG64), and every study call of one run gets the
+    # same seed, hence the same Philox key (philox_key: SeedSequence(seed)'s first two words).
+    import json
+
+    import numpy as np
+    from truescore_fast import cli
+    from truescore_fast._random import philox_key
+
+    made = []
+    real = np.random.default_rng
+
+    def recording(*args, **kwargs):
+        generator = real(*args, **kwargs)
+        made.append((args, type(generator.bit_generator).__name__))
+        return generator
+
+    monkeypatch.setattr(np.random, "default_rng", recording)
+    argv = ["calibrate", "coverage", "--replications", "250", "--seed", "5", "--json"]
+    assert cli.main(argv) == 0
+    assert ((5,), "PCG64") in made
+    designs = json.loads(capsys.readouterr().out)["tables"][0]["meta"]["tables"]
+    assert [d["meta"]["design"] for d in designs] == ["srs", "stratified"]
+    assert all(d["meta"]["key"] == list(philox_key(5)) for d in designs)
+    words = np.random.SeedSequence(5).generate_state(2, np.uint64)
+    assert philox_key(5) == (int(words[0]), int(words[1]))
+
+
 # ------------------------------------------------------------------- in a real browser
 
 # Every <pre> block: its text's width against its box's (scrollWidth > clientWidth is a
