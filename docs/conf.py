@@ -58,9 +58,15 @@ autoclass_content = "class"
 
 myst_heading_anchors = 3
 
-html_theme = "alabaster"
+# furo, with its column made fluid by _static/fluid.css: the code blocks (the command line's
+# --help, one command per workflow) get the window's width instead of a fixed 46em.
+html_theme = "furo"
 html_title = f"truescore-fast {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["fluid.css"]
+# The page's contents list (furo's right-hand column) names a class's members without the
+# class (``p_value``, not ``CombinedContamination.p_value``): the nesting shows the class.
+toc_object_entries_show_parents = "hide"
 
 # Annotations are strings (``from __future__ import annotations``): show the aliases the
 # code writes, not NumPy's expansion of ``ArrayLike`` into a dozen private protocol types.
@@ -84,6 +90,20 @@ def _command_parsers(prog: str, parser: Any) -> Iterator[tuple[str, Any]]:
                     yield from _command_parsers(f"{prog} {name}", sub)
 
 
+def _full_command_parsers(cli: Any) -> Iterator[tuple[str, Any]]:
+    """(command line, parser) for truescore-fast and every command and subcommand, each
+    command's parser with its options: ``cli._build_parser()`` lists the commands by name
+    only (``--help`` imports no command's module), ``cli._build_parser(name)`` adds one
+    command's options."""
+    top = cli._build_parser()
+    yield "truescore-fast", top
+    (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    for name in commands.choices:
+        full = cli._build_parser(name)
+        (sub,) = [a for a in full._actions if isinstance(a, argparse._SubParsersAction)]
+        yield from _command_parsers(f"truescore-fast {name}", sub.choices[name])
+
+
 class CommandLineHelp(SphinxDirective):
     """``.. command-line-help::``: the ``--help`` of truescore-fast and every subcommand,
     read from the parser the command runs, so the page cannot fall behind the code."""
@@ -94,12 +114,14 @@ class CommandLineHelp(SphinxDirective):
         saved = os.environ.get("COLUMNS")
         os.environ["COLUMNS"] = "90"  # argparse wraps to the terminal: fix the width
         try:
-            found = list(_command_parsers("truescore-fast", cli._build_parser()))
+            found = list(_full_command_parsers(cli))
             result: list[nodes.Node] = []
             for prog, parser in found:
                 result.append(nodes.rubric(text=prog))
                 help_text = parser.format_help().rstrip()
-                result.append(nodes.literal_block(help_text, help_text, language="text"))
+                block = nodes.literal_block(help_text, help_text, language="text")
+                block["classes"].append("command-help")  # wrapped as a terminal wraps it
+                result.append(block)
         finally:
             if saved is None:
                 del os.environ["COLUMNS"]

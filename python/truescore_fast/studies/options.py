@@ -6,7 +6,9 @@ Every study function takes the same keywords after its own: ``replications``, ``
 calls of one (the command line's ``calibrate``), and hands them to each call with
 :meth:`StudyOptions.keywords`. :class:`StudySettings` holds the few settings that only
 some studies take (their command-line flags), and :class:`StudyRun` is what a registered
-study's ``run`` returns: its tables and any extra JSON fields.
+study's ``run`` returns: its tables and any extra JSON fields. Every call made with one
+:class:`StudyOptions` has the same seed, hence the same Philox key, and numbers its cells
+from 0: cell c of each call reads the same streams (docs/guide/conventions.md, "Seeds").
 """
 
 from __future__ import annotations
