@@ -15,9 +15,6 @@ from common import k2_scores
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-# ------------------------------------------------------------------------ the audit
-
-
 # ------------------------------------------------------------------ long-format table
 
 

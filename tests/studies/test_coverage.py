@@ -180,9 +180,6 @@ def test_wald_undercovers_small_sparse_audits():
     assert t["coverage"][rows_of(t, "betting")[0]] >= 0.95
 
 
-# ---------------------------------------------------------------------------- detection
-
-
 # ---------------------------------------------------------------------------- output, errors
 
 

@@ -693,6 +693,3 @@ def check_population(population_size: Any, n: int) -> int | None:
             f"population_size must be at least the number of parents ({n}); got {size}",
         )
     return size
-
-
-# ---------------------------------------------------------------------- the studies

@@ -563,6 +563,3 @@ class SequentialAudit:
                 cap if cap is not None else 1000 * t,
             ),
         )
-
-
-# ---------------------------------------------------------------------- the studies

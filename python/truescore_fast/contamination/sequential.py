@@ -363,6 +363,3 @@ class SequentialExchangeabilityTest:
             self._draws[i] += 1
             self._exceed[i] += int(v >= canonical)
         return self.shard_state(i)
-
-
-# ---------------------------------------------------------------------- the studies
