@@ -305,8 +305,12 @@ def test_a_dict_valued_scorer_needs_its_key(tmp_path):
     data = tf.read_harness_runs(public, fresh, match_key="id", metric="match.f1")
     np.testing.assert_array_equal(data.public, [0.5, 0.0])
     np.testing.assert_array_equal(data.fresh[:, 0], [0.0, 1.0])
-    with pytest.raises(ValueError, match=r"several values \(acc, f1\).*--metric match.<name>"):
+    with pytest.raises(
+        ValueError, match=r"several values \(acc, f1\).*\(metric match.<name>\)"
+    ) as info:
         tf.read_harness_runs(public, fresh, match_key="id")
+    assert info.value.argument == "metric"
+    assert "(--metric match.<name>)" in info.value.render(lambda name: f"--{name}")
     with pytest.raises(ValueError, match="no value 'recall'"):
         tf.read_harness_runs(public, fresh, match_key="id", metric="match.recall")
 
@@ -382,8 +386,13 @@ def test_lm_eval_metric_and_filter_choice(tmp_path):
     fresh = lm_eval_file_of(tmp_path / "fresh.jsonl", rows[::-1], filters=("strict", "flex"))
     one = lm_eval_file_of(tmp_path / "one.jsonl", rows)
     other = lm_eval_file_of(tmp_path / "f.jsonl", rows)
-    with pytest.raises(ValueError, match=r"filters flex, strict.*--metric acc,flex"):
+    with pytest.raises(
+        ValueError, match=r"filters flex, strict.*the metric \(metric acc,flex"
+    ) as info:
         tf.read_harness_runs(two, fresh, match_key="doc.parent")
+    # the argument it names, for the command line to write as its flag
+    assert info.value.argument == "metric"
+    assert "(--metric acc,flex:" in info.value.render(lambda name: f"--{name}")
     data = tf.read_harness_runs(two, fresh, match_key="doc.parent", metric="acc,strict")
     np.testing.assert_array_equal(data.public, [1, 0])
     np.testing.assert_array_equal(data.fresh, [[1], [0]])

@@ -198,7 +198,9 @@ def test_an_errored_sample_is_refused_naming_it_and_quoting_its_error():
     assert "\n" not in message
     assert "arith-public.eval sample 'arith-03-public' epoch 1 errored" in message
     assert "RuntimeError('simulated sandbox failure on arith-03-public (epoch 1)')" in message
-    assert "--drop-errored" in message
+    # the remedy names the argument; the command line writes its flag (below)
+    assert message.endswith("with an errored sample (drop_errored)")
+    assert info.value.argument == "drop_errored" and "--" not in message
 
 
 def test_drop_errored_that_would_drop_every_parent_is_refused(tmp_path):
@@ -231,6 +233,7 @@ def test_cli_drop_errored_reports_the_parents_dropped():
     argv += ["--match-key", KEY]
     code, _, err = run_cli(*argv)
     assert_one_line_error(code, err, "sample 'arith-03-public' epoch 1 errored", "RuntimeError")
+    assert err.rstrip().endswith("with an errored sample (--drop-errored)")
     code, out, err = run_cli(*argv, "--drop-errored")
     assert code == ExitCode.OK, err
     assert err.startswith("warning: dropped 2 parent(s) with an errored sample")

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from truescore_fast._errors import ArgumentError
+from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import Budget, decode_text, parse_json
 from truescore_fast._text import visible
 from truescore_fast.io._archive import read_member
@@ -231,10 +231,14 @@ def _metric(run: Run, metric: str | None) -> MetricReader:
         raw = score.get("value") if isinstance(score, Mapping) else None
         if isinstance(raw, Mapping):
             if key is None:
-                raise ValueError(
-                    f"{where}: scorer {scorer!r} gives several values "
-                    f"({', '.join(map(str, raw))}): name one with the metric "
-                    f"(--metric {scorer}.<name>)"
+                raise ArgumentError(
+                    "metric",
+                    template=literal(
+                        f"{where}: scorer {scorer!r} gives several values "
+                        f"({', '.join(map(str, raw))})"
+                    )
+                    + ": name one with the metric ({metric} "
+                    + literal(f"{scorer}.<name>)"),
                 )
             if key not in raw:
                 raise ValueError(

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from truescore_fast._errors import ArgumentError
+from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import read_json_file
 from truescore_fast.io._harness_base import (
     HarnessReader,
@@ -107,9 +107,11 @@ def _metric(run: Run, metric: str | None) -> MetricReader:
         name = name.strip()
         chosen_filter = chosen_filter.strip() or None
     if chosen_filter is None and len(filters) > 1:
-        raise ValueError(
-            f"{run.where} holds the filters {', '.join(filters)}: name one with the metric "
-            f"(--metric {name},{filters[0]}: lm-eval's metric,filter spelling)"
+        raise ArgumentError(
+            "metric",
+            template=literal(f"{run.where} holds the filters {', '.join(filters)}")
+            + ": name one with the metric ({metric} "
+            + literal(f"{name},{filters[0]}: lm-eval's metric,filter spelling)"),
         )
     if chosen_filter is not None:
         if chosen_filter not in filters:

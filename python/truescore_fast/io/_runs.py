@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from truescore_fast._errors import ArgumentError, literal
 from truescore_fast.audit.data import ALL_MODELS
 from truescore_fast.io._harness_base import (
     HarnessReader,
@@ -88,10 +89,11 @@ def errored_parents(keyed: Sequence[tuple[HarnessReader, Run, str]], drop: bool)
             if record.error is None:
                 continue
             if not drop:
-                raise ValueError(
-                    f"{record.where} errored ({record.error}): it has no score; run it "
-                    "again (inspect eval-retry), or drop the parents with an errored sample "
-                    "(drop_errored=True, --drop-errored)"
+                raise ArgumentError(
+                    "drop_errored",
+                    template=literal(f"{record.where} errored ({record.error})")
+                    + ": it has no score; run it again (inspect eval-retry), or drop the "
+                    "parents with an errored sample ({drop_errored})",
                 )
             parent = key_value(record, key)
             if parent not in errored:
