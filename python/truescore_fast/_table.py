@@ -70,7 +70,7 @@ class StudyTable(TabularResult):
     def _columns(self) -> Mapping[str, npt.NDArray[Any]]:
         return self.columns
 
-    def summary(self, width: int | None = None) -> str:
+    def summary(self, width: int | None = None, *, wider: str = "summary(width=None)") -> str:
         """The table as text: title, header, one line per row, then the notes.
 
         Args:
@@ -79,6 +79,8 @@ class StudyTable(TabularResult):
                 columns (a note gives the largest) and then, if needed, wrapping the
                 columns into blocks that each repeat the key columns; the title and notes
                 are wrapped too. No number is shortened.
+            wider: how to print the whole table, as the note on left-out columns says it
+                (the command line passes its own flag).
         """
         names = list(self.columns)
         cells = {n: [cell_text(v) for v in self.columns[n]] for n in names}
@@ -100,8 +102,8 @@ class StudyTable(TabularResult):
                 )
                 notes.append(
                     f"Monte Carlo standard errors left out to fit {width} characters "
-                    f"(the largest is {cell_text(largest)}); print the table with "
-                    "summary(width=None) or the command line's --wide to see them."
+                    f"(the largest is {cell_text(largest)}); print the table with {wider} "
+                    "to see them."
                 )
         keys = [n for n in self._keys() if n in names]
         blocks: list[list[str]] = []

@@ -186,6 +186,7 @@ def test_tables_fit_100_columns_unless_wide():
     assert code == EXIT_OK, err
     assert max(len(line) for line in out.splitlines()) <= 100
     assert "standard errors left out" in out and "hoeffding_serfling" in out
+    assert "with --wide to see" in " ".join(out.split()) and "summary(" not in out
     code, wide, _ = run_cli("stress", "--replications", 20, "--wide")
     assert code == EXIT_OK
     assert max(len(line) for line in wide.splitlines()) > 100

@@ -58,6 +58,9 @@ def test_summary_fits_a_width_by_leaving_out_standard_errors_then_wrapping():
     assert "coverage_se" not in narrow.split("standard errors left out")[0]
     largest = max(float(t[n].max()) for n in t.columns if n.endswith("_se"))
     assert f"the largest is {largest:.4f}" in narrow
+    # the note says how to see them: the library's call, or what the caller names
+    assert "print the table with summary(width=None) to see them" in " ".join(narrow.split())
+    assert "with --wide to see" in " ".join(t.summary(100, wider="--wide").split())
     headers = [line for line in lines if line.split()[:2] == ["setting", "n"]]
     assert len(headers) >= 2  # wrapped into blocks, each repeating the key columns
     shown = [w for line in headers for w in line.split()[2:] if w != "coverage"]

@@ -230,7 +230,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print(json.dumps(payload, indent=2, allow_nan=False))
     else:
         width = None if args.wide else TABLE_WIDTH
-        print("\n\n".join(t.summary(width) for t in tables))
+        print("\n\n".join(t.summary(width, wider="--wide") for t in tables))
     if pyplot is not None and plot is not None:
         figure = plot(pyplot, tables)
         try:  # replaced only once written whole, as every output file (docs/cli.md)
