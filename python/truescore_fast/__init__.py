@@ -39,21 +39,31 @@ from typing import TYPE_CHECKING, Any
 from truescore_fast._core import __version__ as __version__
 
 # The errors for a bad argument (NumPy-free; the core raises them too): imported at once.
-from truescore_fast._errors import ArgumentError as ArgumentError
-from truescore_fast._errors import ArgumentTypeError as ArgumentTypeError
-from truescore_fast._errors import SizeError as SizeError
-
-_ERRORS = ("ArgumentError", "ArgumentTypeError", "SizeError")
+from truescore_fast.errors import ArgumentError as ArgumentError
+from truescore_fast.errors import ArgumentTypeError as ArgumentTypeError
+from truescore_fast.errors import SizeError as SizeError
 
 # The modules whose __all__ the top level re-exports, in the order they are searched
-# (patch first: it loads only the two drop-in subpackages, which come next).
-_PUBLIC = ("patch", "contamination", "compare", "audit", "resampling", "studies", "suite", "io")
+# (errors, imported above, then patch: it loads only the two drop-in subpackages, which
+# come next).
+_PUBLIC = (
+    "errors",
+    "patch",
+    "contamination",
+    "compare",
+    "audit",
+    "resampling",
+    "studies",
+    "suite",
+    "io",
+)
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     # ruff: noqa: F403
     from truescore_fast.audit import *
     from truescore_fast.compare import *
     from truescore_fast.contamination import *
+    from truescore_fast.errors import *
     from truescore_fast.io import *
     from truescore_fast.patch import *
     from truescore_fast.resampling import *
@@ -76,7 +86,7 @@ def _public(module: str) -> ModuleType:
 
 def _all() -> list[str]:
     names = {name for module in _PUBLIC for name in _public(module).__all__}
-    return ["__version__", *sorted(names | set(_ERRORS), key=str.lower)]
+    return ["__version__", *sorted(names, key=str.lower)]
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import SizeError
+from truescore_fast.errors import SizeError
 
 __version__: str  # pyproject.toml's version, compiled in
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._output import file_kind
 from truescore_fast._validation import memory_error, memory_limit, one_line, optional_module
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "STDIN",

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._validation import one_line
+from truescore_fast.errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["SeedLike", "dropin_philox_key", "philox_key", "philox_stream", "seed_int"]
 

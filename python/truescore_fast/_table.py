@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._result import TabularResult, cell_text
 from truescore_fast._validation import one_line
+from truescore_fast.errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["StudyTable"]
 
@@ -82,6 +82,8 @@ class StudyTable(TabularResult):
             wider: how to print the whole table, as the note on left-out columns says it
                 (the command line passes its own flag).
         """
+        if not isinstance(wider, str):
+            raise ArgumentTypeError("wider", f"wider must be a str; got {one_line(wider)}")
         names = list(self.columns)
         cells = {n: [cell_text(v) for v in self.columns[n]] for n in names}
         widths = {n: max([len(n)] + [len(c) for c in cells[n]]) for n in names}

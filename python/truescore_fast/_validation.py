@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError, ArgumentTypeError, SizeError, literal
+from truescore_fast.errors import ArgumentError, ArgumentTypeError, SizeError, literal
 
 __all__ = [
     "ALTERNATIVES",

@@ -265,9 +265,9 @@ def test_a_huge_resample_count_is_one_line():
 def test_argument_names_become_flags_through_the_parser_not_the_text():
     # main() asks the chosen command's parser which flag gives the error's argument
     # (flags marked with feeds(), else each dest); file names and quoted names stay
-    from truescore_fast._errors import ArgumentError, SizeError
     from truescore_fast.cli import _build_parser, _message
     from truescore_fast.cli._common import argument_flags
+    from truescore_fast.errors import ArgumentError, SizeError
 
     parser = _build_parser("compare")
     flags = argument_flags(parser)

@@ -1,5 +1,5 @@
 """One argument error (issue 38): Python's checks and the compiled core raise the same
-classes (truescore_fast._errors), each carrying the name of the argument it refuses; the
+classes (truescore_fast.errors), each carrying the name of the argument it refuses; the
 core builds its memory errors and reads the machine's limit itself, with no call back into
 Python, and Python's checks use the core's limit and words."""
 
@@ -15,7 +15,7 @@ import truescore_fast as tf
 from common import run_python
 from truescore_fast import _core
 from truescore_fast import _validation as validation
-from truescore_fast._errors import ArgumentError, ArgumentTypeError, SizeError, literal
+from truescore_fast.errors import ArgumentError, ArgumentTypeError, SizeError, literal
 
 
 def test_the_classes_are_the_errors_python_already_catches() -> None:
@@ -260,7 +260,7 @@ def test_the_core_does_not_import_the_validation_module() -> None:
     import sys, numpy as np
     from truescore_fast import _core
     sys.modules["truescore_fast._validation"] = None  # importing it now fails
-    from truescore_fast._errors import SizeError
+    from truescore_fast.errors import SizeError
     try:
         _core.bootstrap_means(np.ones(5), 10**17, 1, 2, n_threads=1)
     except SizeError as error:

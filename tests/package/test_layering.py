@@ -3,7 +3,7 @@ down the layers, never in a cycle (a function-level import counts), no private n
 taken from another subpackage, at most a few (each with its reason) from another module of
 its own subpackage, and no module grows past the size one topic needs.
 
-    compiled core and shared base (_core, _validation, _random, ...)   layer 0
+    compiled core and shared base (_core, errors, _validation, ...)   layer 0
     statistics: contamination, compare, audit, resampling             layer 1
     studies, patch, suite (the suite audit)                            layer 2
     input/output: io                                                   layer 3
@@ -24,6 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "python" / "truescore_fast"
 
 
 LAYERS = {
+    "errors": 0,  # the argument errors: a leaf every layer raises (and the core fetches)
     "contamination": 1,
     "compare": 1,
     "audit": 1,

@@ -78,7 +78,7 @@ def test_version_and_help_import_neither_numpy_nor_scipy(flag):
         "truescore_fast",
         "truescore_fast._core",
         "truescore_fast._core.testing",  # a submodule of the compiled core
-        "truescore_fast._errors",  # the argument errors: standard library only
+        "truescore_fast.errors",  # the argument errors: standard library only
         "truescore_fast.cli",
         "truescore_fast.cli._common",  # the exit codes and flag types: standard library only
     }, ours
@@ -126,7 +126,7 @@ def test_import_truescore_fast_loads_only_the_core():
         "truescore_fast",
         "truescore_fast._core",
         "truescore_fast._core.testing",
-        "truescore_fast._errors",  # the argument errors the core raises
+        "truescore_fast.errors",  # the argument errors the core raises
     }
 
 

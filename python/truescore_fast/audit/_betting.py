@@ -15,11 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._validation import (
     check_positive_int,
     one_line,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "Bets",

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import read_columns
 from truescore_fast._validation import one_line
+from truescore_fast.errors import ArgumentError, literal
 
 __all__ = [
     "AuditData",

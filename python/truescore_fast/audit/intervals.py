@@ -49,7 +49,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
     check_alpha,
@@ -62,6 +61,7 @@ from truescore_fast._validation import (
     real_scalar,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS, TRAITS, code_of, methods_for
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "INTERVAL_METHODS",

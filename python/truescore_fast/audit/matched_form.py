@@ -36,7 +36,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, built
 from truescore_fast._validation import (
@@ -55,6 +54,7 @@ from truescore_fast.audit._shared import (
 )
 from truescore_fast.audit.data import ALL_MODELS, AuditData, _read_table, read_audit_table
 from truescore_fast.audit.intervals import Interval, _single, _single_and_half, interval
+from truescore_fast.errors import ArgumentError, literal
 
 __all__ = [
     "ControlBank",

@@ -51,7 +51,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
@@ -61,6 +60,7 @@ from truescore_fast._validation import (
     check_positive_int,
     optional_module,
 )
+from truescore_fast.errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
     "FEATURE_NAMES",

@@ -31,7 +31,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result, built
 from truescore_fast._validation import (
@@ -53,6 +52,7 @@ from truescore_fast.audit._betting import (
 from truescore_fast.audit._shared import CONTROL_READINGS, scoring_order, tau_half_width
 from truescore_fast.audit.intervals import Interval, interval
 from truescore_fast.audit.matched_form import control_bank
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "AuditState",

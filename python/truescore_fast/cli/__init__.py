@@ -56,8 +56,8 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from truescore_fast import __version__
-from truescore_fast._errors import ArgumentError
 from truescore_fast.cli._common import ExitCode, argument_flags
+from truescore_fast.errors import ArgumentError
 
 __all__ = ["ExitCode", "main"]
 

@@ -39,7 +39,6 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import percentile_interval
-from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result, TabularResult
@@ -53,6 +52,7 @@ from truescore_fast._validation import (
     p_values_1d,
 )
 from truescore_fast.compare.paired import holm
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "FamilyBootstrapResult",

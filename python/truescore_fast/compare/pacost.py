@@ -44,7 +44,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import (
     scale_exponent,
     student_t_quantile,
@@ -63,6 +62,7 @@ from truescore_fast._validation import (
     check_positive_int,
     paired_1d,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = ["PairedConfidenceResult", "paired_confidence_test"]
 

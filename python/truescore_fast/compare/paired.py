@@ -41,7 +41,6 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import percentile_interval
-from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import overflow_exponent
 from truescore_fast._random import dropin_philox_key
 from truescore_fast._validation import (
@@ -51,6 +50,7 @@ from truescore_fast._validation import (
     dropin_alpha,
     p_values_1d,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "ComparisonResult",

@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._result import TabularResult
 from truescore_fast._validation import (
@@ -38,6 +37,7 @@ from truescore_fast.contamination.exact import (
     PooledContamination,
     _fisher_from_log_sum,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "ExchangeabilityTests",

@@ -33,13 +33,13 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._result import Result
 from truescore_fast._validation import (
     check_array_size,
     dropin_1d,
     dropin_alpha,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "CombinedContamination",

@@ -20,7 +20,6 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike
 from truescore_fast._result import Result, TabularResult
 from truescore_fast._validation import (
@@ -32,6 +31,7 @@ from truescore_fast._validation import (
     real_scalar,
 )
 from truescore_fast.contamination.sharded import shard_orders
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "SequentialExchangeabilityTest",

@@ -29,7 +29,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import Result
@@ -43,6 +42,7 @@ from truescore_fast._validation import (
     finite_1d,
     float_array,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "ShardOrders",

@@ -22,9 +22,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import Budget, decode_text, parse_json
 from truescore_fast._text import visible
+from truescore_fast.errors import ArgumentError, literal
 from truescore_fast.io._archive import read_member
 from truescore_fast.io._harness_base import (
     HarnessReader,

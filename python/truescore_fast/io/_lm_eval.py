@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import read_json_file
+from truescore_fast.errors import ArgumentError, literal
 from truescore_fast.io._harness_base import (
     HarnessReader,
     MetricReader,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from truescore_fast._errors import ArgumentError, literal
 from truescore_fast.audit.data import ALL_MODELS
+from truescore_fast.errors import ArgumentError, literal
 from truescore_fast.io._harness_base import (
     HarnessReader,
     MetricReader,

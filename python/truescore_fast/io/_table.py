@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from truescore_fast._errors import ArgumentError
+from truescore_fast.errors import ArgumentError
 from truescore_fast.io._harness_base import (
     HarnessReader,
     MetricReader,

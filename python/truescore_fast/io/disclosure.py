@@ -69,7 +69,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast._bootstrap_intervals import percentile_interval
-from truescore_fast._errors import ArgumentError
 from truescore_fast._files import NotJsonError, read_json_file
 from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._result import Result
@@ -81,6 +80,7 @@ from truescore_fast._validation import (
     check_sequence,
     optional_module,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "CONTAMINATION_TYPES",

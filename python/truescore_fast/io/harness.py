@@ -117,10 +117,10 @@ from typing import Any
 import numpy as np
 
 from truescore_fast import _catalog
-from truescore_fast._errors import ArgumentError
 from truescore_fast._files import STDIN, run_budget
 from truescore_fast._validation import check_bool, check_choice, one_line
 from truescore_fast.audit.data import AuditData
+from truescore_fast.errors import ArgumentError
 from truescore_fast.io._harness_base import (
     HarnessReader,
     Run,

@@ -41,12 +41,12 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError, ArgumentTypeError, literal
 from truescore_fast._files import check_input_file, decode_text
 from truescore_fast._progress import Progress
 from truescore_fast._result import TabularResult
 from truescore_fast._validation import check_memory, check_positive_int, one_line
 from truescore_fast.contamination.sharded import ShardOrders
+from truescore_fast.errors import ArgumentError, ArgumentTypeError, literal
 from truescore_fast.studies._checkpoint import Checkpoint
 
 __all__ = [

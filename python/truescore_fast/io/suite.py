@@ -20,9 +20,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._files import read_columns, run_budget
 from truescore_fast._validation import check_bool, check_choice, one_line
+from truescore_fast.errors import ArgumentError
 from truescore_fast.io._runs import common_model, errored_parents, load_run, run_scores
 from truescore_fast.io.harness import HARNESSES
 from truescore_fast.suite.data import OrderData, SuiteData, read_order_table

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._validation import optional_module
+from truescore_fast.errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["TransformersScorer"]
 

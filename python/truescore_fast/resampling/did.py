@@ -23,7 +23,6 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import bca_interval, percentile_interval
-from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import TabularResult
 from truescore_fast._table import StudyTable
@@ -36,6 +35,7 @@ from truescore_fast._validation import (
     check_unit_interval,
     float_array,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = ["DID_COLUMNS", "DiDResult", "did_estimate"]
 

@@ -25,7 +25,6 @@ import numpy.typing as npt
 
 from truescore_fast import _core
 from truescore_fast._bootstrap_intervals import percentile_interval
-from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, unscale
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
@@ -41,6 +40,7 @@ from truescore_fast._validation import (
     group_offsets,
     one_line,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = ["BootstrapResult", "finite_population_bootstrap"]
 

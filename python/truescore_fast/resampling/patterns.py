@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
 from truescore_fast._validation import check_gaps, check_n_threads, check_positive_int, one_line
+from truescore_fast.errors import ArgumentError
 
 __all__ = ["PatternTest", "pattern_permutation_test"]
 

@@ -22,7 +22,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import scale_exponent, student_t_quantile, unscale, upper_quantile
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._result import Result
@@ -33,6 +32,7 @@ from truescore_fast._validation import (
     check_positive_int,
     finite_1d,
 )
+from truescore_fast.errors import ArgumentError
 
 __all__ = ["SeedContrast", "seed_contrast"]
 

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike
 from truescore_fast._validation import (
     check_positive_int,
@@ -21,6 +20,7 @@ from truescore_fast._validation import (
     real_scalar,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS, TRAITS
+from truescore_fast.errors import ArgumentError
 from truescore_fast.studies._engine import (
     REPLICATIONS_PER_TASK,
 )

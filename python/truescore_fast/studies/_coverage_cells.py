@@ -13,9 +13,9 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._validation import check_choice, check_labels, group_offsets, one_line
 from truescore_fast.audit._methods import TRAITS, code_of
+from truescore_fast.errors import ArgumentError
 from truescore_fast.studies._common import mean_with_se, rate_with_se
 from truescore_fast.studies._engine import CELL_STRIDE, Cell, CoverageSums, coverage_layout
 

@@ -42,9 +42,9 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._progress import Progress as _Progress
 from truescore_fast._validation import one_line, threads_used
+from truescore_fast.errors import ArgumentError
 from truescore_fast.studies._checkpoint import Checkpoint
 
 __all__ = [

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError, literal
 from truescore_fast._files import read_rows
 from truescore_fast._table import StudyTable
 from truescore_fast.audit._methods import INTERVAL_METHODS
+from truescore_fast.errors import ArgumentError, literal
 from truescore_fast.studies._common import table_columns
 from truescore_fast.studies.budget import budget_study, plan_audit_size
 from truescore_fast.studies.coverage import coverage_study

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._numeric import upper_quantile
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
@@ -29,6 +28,7 @@ from truescore_fast._validation import (
     float_array,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS, code_of
+from truescore_fast.errors import ArgumentError
 from truescore_fast.studies._common import (
     check_floats,
     check_replications,

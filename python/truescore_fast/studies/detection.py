@@ -17,7 +17,6 @@ from concurrent.futures import Executor
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -28,6 +27,7 @@ from truescore_fast._validation import (
     one_line,
 )
 from truescore_fast.audit._methods import FALLBACK_METHODS, code_of
+from truescore_fast.errors import ArgumentError
 from truescore_fast.studies._common import (
     check_floats,
     check_replications,

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from truescore_fast._errors import ArgumentTypeError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -31,6 +30,7 @@ from truescore_fast._validation import (
     check_sequence,
     one_line,
 )
+from truescore_fast.errors import ArgumentTypeError
 from truescore_fast.studies._checkpoint import CheckpointRun
 
 __all__ = ["StudyOptions", "StudyRun", "StudySettings"]

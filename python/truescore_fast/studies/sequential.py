@@ -17,7 +17,6 @@ import numpy.typing as npt
 from scipy import special
 
 from truescore_fast import _core
-from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -31,6 +30,7 @@ from truescore_fast._validation import (
 )
 from truescore_fast.audit._betting import Bets, capital_logs, check_horizon
 from truescore_fast.audit.intervals import betting_intervals
+from truescore_fast.errors import ArgumentError
 from truescore_fast.studies._common import (
     check_floats,
     check_replications,

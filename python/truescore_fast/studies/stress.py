@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._random import SeedLike, philox_key
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -30,6 +29,7 @@ from truescore_fast._validation import (
     real_scalar,
 )
 from truescore_fast.audit._methods import INTERVAL_METHODS
+from truescore_fast.errors import ArgumentError, ArgumentTypeError
 from truescore_fast.studies._common import (
     check_methods,
     check_replications,

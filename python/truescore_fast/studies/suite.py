@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._random import SeedLike, philox_key, philox_stream
 from truescore_fast._table import StudyTable
 from truescore_fast._validation import (
@@ -38,6 +37,7 @@ from truescore_fast._validation import (
     one_line,
     real_scalar,
 )
+from truescore_fast.errors import ArgumentError
 from truescore_fast.studies._common import (
     check_replications,
     mean_with_se,

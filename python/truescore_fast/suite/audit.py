@@ -68,7 +68,6 @@ import numpy as np
 import numpy.typing as npt
 
 from truescore_fast import _catalog
-from truescore_fast._errors import ArgumentError
 from truescore_fast._progress import Progress
 from truescore_fast._random import SeedLike, seed_int
 from truescore_fast._result import TabularResult
@@ -81,6 +80,7 @@ from truescore_fast._validation import (
     one_line,
     real_scalar,
 )
+from truescore_fast.errors import ArgumentError
 from truescore_fast.suite._tests import BenchmarkTask, Row
 from truescore_fast.suite.constat import MIN_REFERENCE_MODELS
 from truescore_fast.suite.data import SuiteData, read_suite

@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from truescore_fast._errors import ArgumentError
 from truescore_fast._files import read_columns
 from truescore_fast._text import NameSpellings
 from truescore_fast._validation import one_line
+from truescore_fast.errors import ArgumentError
 
 __all__ = [
     "SUITE_COLUMNS",

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from truescore_fast._errors import ArgumentError, ArgumentTypeError
 from truescore_fast._output import check_output_path, output_file
 from truescore_fast._text import visible
 from truescore_fast._validation import check_choice, check_positive_int, one_line, optional_module
+from truescore_fast.errors import ArgumentError, ArgumentTypeError
 from truescore_fast.suite._report_page import ROW_COLUMNS, page
 
 __all__ = ["plot_heatmap", "write_report"]

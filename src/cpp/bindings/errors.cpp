@@ -30,7 +30,7 @@ py::object python_error(const ArgumentError& error) {
 }
 
 void register_argument_errors(py::module_& m) {
-    const py::module_ errors = py::module_::import("truescore_fast._errors");
+    const py::module_ errors = py::module_::import("truescore_fast.errors");
     argument_error_class = py::object(errors.attr("ArgumentError")).release().ptr();
     size_error_class = py::object(errors.attr("SizeError")).release().ptr();
     py::register_exception_translator([](std::exception_ptr p) {

@@ -1,5 +1,5 @@
 // The Python side of truescore::ArgumentError (truescore/errors.hpp): the classes of
-// truescore_fast._errors, fetched once when _core loads (that module imports nothing of
+// truescore_fast.errors, fetched once when _core loads (that module imports nothing of
 // the package, so there is no loop), and the translator that raises them.
 #pragma once
 

@@ -19,7 +19,7 @@ public:
     const std::string& argument() const noexcept { return argument_; }
     // The message with each argument name it gives in braces ("{n_bootstrap} needs ...;
     // use a smaller {n_bootstrap}"), for one that names arguments elsewhere than at its
-    // start; empty otherwise (truescore_fast._errors.ArgumentError.template).
+    // start; empty otherwise (truescore_fast.errors.ArgumentError.template).
     const std::string& message_template() const noexcept { return template_; }
 
 private:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ArgumentError", "ArgumentTypeError", "SizeError", "literal"]
+__all__ = ["ArgumentError", "ArgumentTypeError", "SizeError"]
 
 
 class _Shown(dict[str, str]):
