@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import truescore_fast as tf
-from truescore_fast.audit._betting import numpy_sequence_bounds
+from sequence_reference import numpy_sequence_bounds
 
 N_POP = 2000
 LATE = 1190
@@ -89,7 +89,8 @@ def test_recomputing_from_scratch(benchmark, parents, record_role):
 # One task of sequential_study (250 replications of the README's bank, N = 2,000, budget
 # 1,200, looks every 50, the tuned and the horizon-free audit), on one thread: ours (the
 # first hits in the core) against the same study with the first hits in NumPy
-# (_numpy_first_hits, as before issue 37). The tables must be the same.
+# (numpy_first_hits of tests/sequence_reference.py, as before issue 37). The tables must
+# be the same.
 
 
 def _readme_study():
@@ -102,10 +103,10 @@ def _readme_study():
 
 
 def _numpy_hits(x, m, population_size, alpha, horizon, halves=(True, True)):
+    from sequence_reference import numpy_first_hits
     from truescore_fast.audit._betting import log_bets
-    from truescore_fast.studies.sequential import _numpy_first_hits
 
-    return _numpy_first_hits(x, m, population_size, alpha, log_bets(x, alpha, horizon), halves)
+    return numpy_first_hits(x, m, population_size, alpha, log_bets(x, alpha, horizon), halves)
 
 
 @pytest.mark.parametrize("role", ["ours", "baseline"])

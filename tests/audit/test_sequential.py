@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sequence_reference
 import truescore_fast as tf
 from reference import ref_betting_sequence_rejects, ref_feasible_gap_range
 from truescore_fast.audit._betting import FEASIBLE_SLACK, log_bets, log_capital_max
@@ -652,7 +653,7 @@ def test_the_reference_hedged_cs_is_our_sequence_with_one_process(monkeypatch):
             x = (row + 1) / 2
             for c in (0.75, 0.5):
                 monkeypatch.setattr(_betting, "_MIXTURE", ((1.0, None, c, c),))
-                low, high, empty = _betting.numpy_sequence_bounds(x, 5000, 0.05, None)
+                low, high, empty = sequence_reference.numpy_sequence_bounds(x, 5000, 0.05, None)
                 ref = ref_hedged_cs(x, 5000, 0.05, c=c)
                 assert not empty
                 assert low == pytest.approx(ref[0], abs=2e-10) and high == pytest.approx(
@@ -686,7 +687,7 @@ def test_each_half_of_the_mixture_capital_is_monotone_in_the_candidate():
     # width table, with and without a population, three orders each; and tiny
     # populations of bimodal and lopsided gaps, where the without-replacement mean of
     # the rest, m_t, moves fastest with the candidate; rounding allowed 1e-9).
-    from truescore_fast.audit._betting import _half_peaks
+    from sequence_reference import _half_peaks
 
     def check(x, population):
         grid = np.linspace(0.0, 1.0, 401)
@@ -803,12 +804,8 @@ def test_the_compiled_sequence_is_the_numpy_definition(population, horizon):
     # same candidates, so the same ends, one reading and incremental (and the same work
     # counted), but where a candidate lies within the capital's rounding of a crossing;
     # on these samples not once. Each reading is also checked against the loop reference.
-    from truescore_fast.audit._betting import (
-        IncrementalSequence,
-        NumpyIncrementalSequence,
-        numpy_sequence_bounds,
-        sequence_bounds,
-    )
+    from sequence_reference import NumpyIncrementalSequence, numpy_sequence_bounds
+    from truescore_fast.audit._betting import IncrementalSequence, sequence_bounds
 
     rng = np.random.default_rng(3701)
     pub, fr = _gaps(rng, 600)

@@ -260,8 +260,9 @@ def test_the_order_study_takes_shifts_as_the_other_studies_take_their_lists():
 def test_first_hits_match_the_loop_reference():
     # The compiled first hits, against the loop reference and against the NumPy
     # definition (every row, both halves, the same step).
+    from sequence_reference import numpy_first_hits
     from truescore_fast.audit._betting import log_bets
-    from truescore_fast.studies.sequential import _first_hits, _numpy_first_hits
+    from truescore_fast.studies.sequential import _first_hits
 
     rng = np.random.default_rng(21)
     d = np.round(rng.uniform(-1, 1, (30, 80)) * 2) / 2
@@ -269,7 +270,7 @@ def test_first_hits_match_the_loop_reference():
         for horizon in (None, 80):
             x = (d + 1) / 2
             up, down = _first_hits(x, np.full(30, (m + 1) / 2), 200, 0.1, horizon)
-            want = _numpy_first_hits(
+            want = numpy_first_hits(
                 x, np.full(30, (m + 1) / 2), 200, 0.1, log_bets(x, 0.1, horizon)
             )
             assert up.tolist() == want[0].tolist() and down.tolist() == want[1].tolist()

@@ -300,7 +300,7 @@ class SequentialAudit:
     An update costs what its parents cost, whatever came before (amortised): the two
     sequences are carried forward by the new parents alone, their ends tracked by the
     capital of a few candidates near each (see
-    :class:`~truescore_fast.audit._betting.NumpyIncrementalSequence`; the update runs in
+    the NumPy definition in tests/sequence_reference.py; the update runs in
     the compiled core, a few microseconds for one parent). After a small batch
     (fewer than 1/16 of the parents so far) each end is then at most 1/200 of the
     interval's width outside the exact end of :func:`betting_confidence_sequence` on

@@ -28,7 +28,7 @@ from truescore_fast._validation import (
     real_scalar,
     threads_used,
 )
-from truescore_fast.audit._betting import Bets, capital_logs, check_horizon
+from truescore_fast.audit._betting import check_horizon
 from truescore_fast.audit.intervals import betting_intervals
 from truescore_fast.errors import ArgumentError
 from truescore_fast.studies._common import (
@@ -70,35 +70,12 @@ def _first_hits(
     reached by the matching half. The bets are those of :func:`log_bets` at ``alpha``
     and ``horizon``; ``halves`` (up, down): the halves wanted; a half not wanted reads
     n + 1 (never). Compiled (``_core.sequence_first_hits``, each row's capital carried
-    only until it first reaches); :func:`_numpy_first_hits` is the NumPy definition."""
+    only until it first reaches); its NumPy definition is numpy_first_hits in
+    tests/sequence_reference.py."""
     hit_up, hit_down = _core.sequence_first_hits(
         np.ascontiguousarray(x), np.ascontiguousarray(m), population_size, alpha, horizon, *halves
     )
     return hit_up, hit_down
-
-
-def _numpy_first_hits(
-    x: npt.NDArray[np.float64],
-    m: npt.NDArray[np.float64],
-    population_size: int,
-    alpha: float,
-    bets: Bets,
-    halves: tuple[bool, bool] = (True, True),
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """:func:`_first_hits` in NumPy, from ``bets`` (:func:`log_bets` of ``x`` at
-    ``alpha``): the reference the compiled one is tested against."""
-    n = x.shape[1]
-    log_up, log_down, too_low, too_high = capital_logs(
-        x, m[:, None], population_size, bets, halves
-    )
-    threshold = math.log(2.0) - math.log(alpha)  # half the wealth reaching 1/alpha
-    hit_up = (log_up >= threshold) | (too_low & halves[0])  # too low: m lies below the data
-    hit_down = (log_down >= threshold) | (too_high & halves[1])
-
-    def first(hit: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-        return np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, n + 1).astype(np.int64)
-
-    return first(hit_up), first(hit_down)
 
 
 def sequential_study(
